@@ -1,0 +1,114 @@
+// Compile once, run many: a Program is a validated, planned circuit that runs a
+// whole batch per call - forward, adjoint vector-Jacobian products (Jones & Gacon,
+// arXiv:2009.02823), final states and samples. Programs are immutable and safe to
+// call from several threads at once; per-thread workspaces are reused across
+// calls, so a warm program allocates nothing in forward() or vjp().
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qfleet/circuit.hpp"
+
+namespace qfleet {
+
+enum class Precision : std::uint8_t { complex64, complex128 };
+enum class Device : std::uint8_t { cpu, cuda, automatic };
+
+struct CompileOptions {
+  Precision precision = Precision::complex128;
+  Device device = Device::cpu;  // cuda/automatic arrive with the CUDA backend
+  int num_threads = 0;          // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
+  std::string isa = "auto";     // "auto" | "avx512" | "avx2" | "baseline"
+};
+
+// Arguments of one batched call. Shapes (row-major):
+//   inputs  [batch, n_inputs]                       (empty when n_inputs == 0)
+//   weights [n_weights] shared, or [batch, n_weights] per sample
+template <class R>
+struct BatchArgs {
+  std::size_t batch = 1;
+  std::span<const R> inputs;
+  std::span<const R> weights;
+};
+
+// Gradient outputs of vjp(). grad_weights has n_weights entries when weights are
+// shared (summed over the batch) and batch * n_weights when they are per sample.
+template <class R>
+struct Gradients {
+  std::span<R> inputs;   // [batch, n_inputs] or empty to skip
+  std::span<R> weights;  // see above, or empty to skip
+};
+
+namespace detail {
+struct Plan;
+}
+
+class Program {
+ public:
+  int n_qubits() const;
+  int n_inputs() const;
+  int n_weights() const;
+  int n_outputs() const;
+  Precision precision() const;
+  std::string isa() const;  // the instruction set the kernels run with
+  int lanes() const;        // samples per SIMD tile on the cpu backend
+  const Circuit& circuit() const;
+
+  // outputs [batch, n_outputs]: expectation values then probabilities, in the
+  // order the measurements were added.
+  template <class R>
+  void forward(const BatchArgs<R>& args, std::span<R> outputs) const;
+
+  // Vector-Jacobian product: given cotangents [batch, n_outputs], writes
+  // sum_k cot[b,k] d out[b,k] / d(inputs, weights). One adjoint sweep per sample,
+  // whatever n_outputs is. If outputs is non-empty the forward values are written
+  // too (forward and backward fused in one pass).
+  template <class R>
+  void vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
+           std::span<R> outputs = {}) const;
+
+  // Per-sample Jacobians: jac_inputs [batch, n_outputs, n_inputs] and
+  // jac_weights [batch, n_outputs, n_weights] (per sample even for shared weights).
+  template <class R>
+  void jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const;
+
+  // Final states [batch, 2^n].
+  template <class R>
+  void states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const;
+
+  // shots samples per batch element, measured on `wires` (empty = all wires);
+  // each sample is the outcome index (first wire most significant). Reproducible:
+  // element b draws from its own stream derived from (seed, b), whatever the
+  // thread count.
+  template <class R>
+  void sample(const BatchArgs<R>& args, const std::vector<int>& wires, std::size_t shots,
+              std::uint64_t seed, std::span<std::uint64_t> out) const;
+
+  // Convenience forms that allocate their results.
+  template <class R>
+  std::vector<R> forward(const BatchArgs<R>& args) const;
+
+  explicit Program(std::shared_ptr<const detail::Plan> plan);
+
+ private:
+  std::shared_ptr<const detail::Plan> plan_;
+};
+
+// Validates and plans a circuit. Throws qfleet::Error when the circuit has no
+// measurement, when its state cannot fit in this machine's memory, or when an
+// option is unknown or unavailable here.
+Program compile(const Circuit& circuit, const CompileOptions& options = {});
+
+// Instruction sets this CPU and build support, best first (e.g. {"avx512","avx2","baseline"}).
+std::vector<std::string> available_isas();
+
+// Number of CUDA devices visible to this build (0 when built without CUDA).
+int cuda_device_count();
+
+}  // namespace qfleet

@@ -1,0 +1,9 @@
+// qfleet: batched simulation of fleets of small quantum systems with exact gradients.
+#pragma once
+
+#include "qfleet/circuit.hpp"
+#include "qfleet/error.hpp"
+#include "qfleet/gates.hpp"
+#include "qfleet/observable.hpp"
+#include "qfleet/program.hpp"
+#include "qfleet/version.hpp"

@@ -1,0 +1,6 @@
+#pragma once
+
+#define QFLEET_VERSION_MAJOR 0
+#define QFLEET_VERSION_MINOR 1
+#define QFLEET_VERSION_PATCH 0
+#define QFLEET_VERSION_STRING "0.1.0"

@@ -1,0 +1,166 @@
+// Planning: validation and everything a call would otherwise redo.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/plan.hpp"
+#include "cpu/statevector_cpu.hpp"
+#include "kernels/gate_matrix.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet::detail {
+
+std::size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::size_t{1} << 40;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+}
+
+namespace {
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+OpPlan plan_op(const Operation& op, int n, std::vector<Param>& params,
+               std::vector<std::complex<double>>& fixed) {
+  const GateInfo& info = gate_info(op.gate);
+  const int k_all = static_cast<int>(op.wires.size());
+  const int controls = info.controls;
+  OpPlan p{};
+  p.gate = op.gate;
+  p.site.k_all = k_all;
+  p.site.kt = k_all - controls;
+  p.dim = 1 << p.site.kt;
+  for (int i = 0; i < k_all; ++i) p.site.pos[i] = kern::bit_of_wire(n, op.wires[i]);
+  std::sort(p.site.pos, p.site.pos + k_all);
+  for (int i = 0; i < controls; ++i) p.site.ctrl |= std::uint64_t{1} << kern::bit_of_wire(n, op.wires[i]);
+  for (int r = 0; r < p.dim; ++r) {
+    std::uint64_t off = 0;
+    for (int j = 0; j < p.site.kt; ++j) {
+      if ((r >> (p.site.kt - 1 - j)) & 1) off |= std::uint64_t{1} << kern::bit_of_wire(n, op.wires[controls + j]);
+    }
+    p.site.off[r] = off;
+  }
+  p.n_params = static_cast<int>(op.params.size());
+  p.first_param = static_cast<int>(params.size());
+  bool constant = true;
+  for (const Param& q : op.params) {
+    params.push_back(q);
+    p.reads_inputs |= q.kind == Param::Kind::Input;
+    p.reads_weights |= q.kind == Param::Kind::Weight;
+    constant &= q.kind == Param::Kind::Constant;
+  }
+  p.per_sample[0] = p.reads_inputs;
+  p.per_sample[1] = p.reads_inputs || p.reads_weights;
+  if (constant) {
+    p.fixed = static_cast<int>(fixed.size());
+    if (op.gate == Gate::QubitUnitary) {
+      fixed.insert(fixed.end(), op.matrix.begin(), op.matrix.end());
+    } else {
+      kern::Cx<double> blk[64];
+      double q[kMaxGateParams] = {0, 0, 0};
+      for (int j = 0; j < p.n_params; ++j) q[j] = op.params[j].value;
+      kern::gate_block<double>(op.gate, q, blk);
+      for (int e = 0; e < p.dim * p.dim; ++e) fixed.emplace_back(blk[e].re, blk[e].im);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
+  Plan plan(circuit);
+  plan.n = circuit.n_qubits();
+  plan.dim = std::uint64_t{1} << plan.n;
+  plan.n_inputs = circuit.n_inputs();
+  plan.n_weights = circuit.n_weights();
+  plan.precision = options.precision;
+  if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
+  plan.num_threads = options.num_threads;
+  if (options.device == Device::cuda) {
+    throw Error("device 'cuda' is not available: the CUDA circuit backend is not built yet; use cpu");
+  }
+  plan.isa = cpu::select_isa(options.isa);
+
+  if (circuit.measurements().empty()) {
+    throw Error("the circuit has no measurement: add expval(...) or probs(...)");
+  }
+  // Memory: the adjoint sweep keeps two states per sample in flight.
+  const double real_bytes = options.precision == Precision::complex64 ? 4.0 : 8.0;
+  const double state_bytes = std::ldexp(2.0 * real_bytes, plan.n);
+  const double phys = static_cast<double>(physical_memory_bytes());
+  if (2.0 * state_bytes > phys) {
+    throw Error("a " + std::to_string(plan.n) + "-qubit state needs " + gib(state_bytes) +
+                " and the adjoint method two of them, but this machine has " + gib(phys) +
+                " of memory");
+  }
+
+  for (const Operation& op : circuit.operations()) {
+    OpPlan p = plan_op(op, plan.n, plan.params, plan.fixed_blocks);
+    p.mat_entry = plan.mat_entries;
+    plan.mat_entries += std::size_t(p.dim) * p.dim;
+    p.dmat_entry = plan.dmat_entries;
+    plan.dmat_entries += std::size_t(p.dim) * p.dim * p.n_params;
+    plan.ops.push_back(p);
+  }
+
+  long long col = 0;
+  for (const Measurement& m : circuit.measurements()) {
+    if (m.kind == Measurement::Kind::Expval) ++plan.n_expvals;
+  }
+  col = plan.n_expvals;
+  for (const Measurement& m : circuit.measurements()) {
+    if (m.kind == Measurement::Kind::Expval) {
+      plan.term_begin.push_back(static_cast<int>(plan.flat_terms.size()));
+      for (const auto& [coef, word] : m.observable.terms) {
+        ExpvalTerm t{coef, {}};
+        for (const auto& [letter, wire] : word.factors) {
+          const std::uint64_t bit = std::uint64_t{1} << kern::bit_of_wire(plan.n, wire);
+          if (letter == 'X' || letter == 'Y') t.masks.x |= bit;
+          if (letter == 'Z' || letter == 'Y') t.masks.z |= bit;
+          if (letter == 'Y') ++t.masks.ny;
+        }
+        plan.flat_terms.push_back(t);
+      }
+    } else {
+      ProbsPlan pp;
+      for (int w : m.wires) pp.pos.push_back(kern::bit_of_wire(plan.n, w));
+      pp.out_offset = static_cast<int>(col);
+      col += 1LL << m.wires.size();
+      if (col > (1LL << 30)) throw Error("too many outputs: probabilities exceed 2^30 columns");
+      plan.probs_begin.push_back(static_cast<int>(plan.flat_probs_pos.size()));
+      plan.flat_probs_pos.insert(plan.flat_probs_pos.end(), pp.pos.begin(), pp.pos.end());
+      plan.probs_out.push_back(pp.out_offset);
+      plan.probs.push_back(std::move(pp));
+    }
+  }
+  plan.term_begin.push_back(static_cast<int>(plan.flat_terms.size()));
+  plan.probs_begin.push_back(static_cast<int>(plan.flat_probs_pos.size()));
+  plan.n_outputs = static_cast<int>(col);
+
+  if (const auto& a = circuit.amplitude_embedding_spec()) {
+    plan.amp.active = true;
+    plan.amp.first_input = a->first_input;
+    plan.amp.n_features = a->n_features;
+    plan.amp.normalize = a->normalize;
+    plan.amp.pad = a->pad_with;
+    const int k = static_cast<int>(a->wires.size());
+    for (std::uint64_t j = 0; j < (std::uint64_t{1} << k); ++j) {
+      std::uint64_t idx = 0;
+      for (int t = 0; t < k; ++t) {
+        if ((j >> (k - 1 - t)) & 1) idx |= std::uint64_t{1} << kern::bit_of_wire(plan.n, a->wires[t]);
+      }
+      plan.amp.index.push_back(idx);
+    }
+  }
+  return plan;
+}
+
+}  // namespace qfleet::detail

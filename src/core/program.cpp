@@ -1,0 +1,262 @@
+// The Program API: checks each call's arguments (shapes, finiteness, embedding
+// norms), then hands the batch to the backend. Nothing is written before every
+// check has passed.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <type_traits>
+
+#include "core/plan.hpp"
+#include "cpu/statevector_cpu.hpp"
+#include "qfleet/error.hpp"
+#include "qfleet/program.hpp"
+
+namespace qfleet {
+
+namespace {
+
+template <class R>
+constexpr Precision precision_of() {
+  return std::is_same_v<R, float> ? Precision::complex64 : Precision::complex128;
+}
+
+const char* precision_name(Precision p) { return p == Precision::complex64 ? "complex64" : "complex128"; }
+
+void expect_size(std::string_view what, std::size_t got, std::size_t want, const std::string& shape) {
+  if (got != want) {
+    throw Error(std::string(what) + " has " + std::to_string(got) + " values, expected " +
+                std::to_string(want) + " " + shape);
+  }
+}
+
+template <class R>
+void expect_finite(std::string_view what, std::span<const R> v, std::size_t row) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i])) {
+      throw Error(std::string(what) + " contains a non-finite value (" + std::to_string(v[i]) +
+                  ") at row " + std::to_string(i / std::max<std::size_t>(row, 1)) + ", column " +
+                  std::to_string(i % std::max<std::size_t>(row, 1)));
+    }
+  }
+}
+
+struct Checked {
+  bool per_sample_weights = false;
+};
+
+template <class R>
+Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
+  if (p.precision != precision_of<R>()) {
+    throw Error(std::string("this program was compiled for ") + precision_name(p.precision) +
+                " but was called with " + precision_name(precision_of<R>()) + " data");
+  }
+  if (a.batch == 0) throw Error("batch must be at least 1");
+  if (a.batch > (std::size_t{1} << 40)) throw Error("batch too large");
+  const std::string b = std::to_string(a.batch);
+  expect_size("inputs", a.inputs.size(), a.batch * p.n_inputs,
+              "([batch=" + b + ", n_inputs=" + std::to_string(p.n_inputs) + "])");
+  Checked c;
+  const std::size_t nw = p.n_weights;
+  if (a.weights.size() == nw) {
+    c.per_sample_weights = false;
+  } else if (nw > 0 && a.weights.size() == a.batch * nw) {
+    c.per_sample_weights = true;
+  } else {
+    throw Error("weights has " + std::to_string(a.weights.size()) + " values, expected " +
+                std::to_string(nw) + " (shared [n_weights]) or " + std::to_string(a.batch * nw) +
+                " (per sample [batch=" + b + ", n_weights=" + std::to_string(nw) + "])");
+  }
+  expect_finite("inputs", a.inputs, p.n_inputs);
+  expect_finite("weights", a.weights, nw);
+  if (p.amp.active) {
+    for (std::size_t s = 0; s < a.batch; ++s) {
+      double nrm = 0;
+      for (std::size_t j = 0; j < p.amp.index.size(); ++j) {
+        const double v = j < std::size_t(p.amp.n_features)
+                             ? double(a.inputs[s * p.n_inputs + p.amp.first_input + j])
+                             : p.amp.pad;
+        nrm += v * v;
+      }
+      if (p.amp.normalize && nrm == 0) {
+        throw Error("AmplitudeEmbedding: sample " + std::to_string(s) + " has all-zero features; cannot normalise");
+      }
+      const double tol = std::is_same_v<R, float> ? 1e-5 : 1e-10;
+      if (!p.amp.normalize && std::abs(nrm - 1.0) > tol * std::max<double>(1.0, p.amp.index.size())) {
+        throw Error("AmplitudeEmbedding: features of sample " + std::to_string(s) +
+                    " have squared norm " + std::to_string(nrm) + ", not 1; pass normalize=true");
+      }
+    }
+  }
+  return c;
+}
+
+template <class R>
+cpu::Call<R> base_call(const BatchArgs<R>& a, const Checked& c) {
+  cpu::Call<R> call;
+  call.batch = a.batch;
+  call.inputs = a.inputs.data();
+  call.weights = a.weights.data();
+  call.weights_per_sample = c.per_sample_weights;
+  return call;
+}
+
+}  // namespace
+
+Program::Program(std::shared_ptr<const detail::Plan> plan) : plan_(std::move(plan)) {}
+
+int Program::n_qubits() const { return plan_->n; }
+int Program::n_inputs() const { return plan_->n_inputs; }
+int Program::n_weights() const { return plan_->n_weights; }
+int Program::n_outputs() const { return plan_->n_outputs; }
+Precision Program::precision() const { return plan_->precision; }
+std::string Program::isa() const { return cpu::isa_table()[plan_->isa].name; }
+int Program::lanes() const {
+  const auto& k = cpu::isa_table()[plan_->isa];
+  return plan_->precision == Precision::complex64 ? k.lanes_f32 : k.lanes_f64;
+}
+const Circuit& Program::circuit() const { return plan_->circuit; }
+
+template <class R>
+void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
+  const Checked c = check_args(*plan_, args);
+  expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
+              "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])");
+  cpu::Call<R> call = base_call(args, c);
+  call.outputs = outputs.data();
+  cpu::execute(*plan_, call);
+}
+
+template <class R>
+std::vector<R> Program::forward(const BatchArgs<R>& args) const {
+  std::vector<R> out(args.batch * std::size_t(plan_->n_outputs));
+  forward(args, std::span<R>(out));
+  return out;
+}
+
+template <class R>
+void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
+                  std::span<R> outputs) const {
+  const Checked c = check_args(*plan_, args);
+  const std::size_t B = args.batch;
+  expect_size("cotangents", cotangents.size(), B * plan_->n_outputs,
+              "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])");
+  expect_finite("cotangents", cotangents, plan_->n_outputs);
+  if (!grads.inputs.empty()) expect_size("grad_inputs", grads.inputs.size(), B * plan_->n_inputs, "([batch, n_inputs])");
+  if (!grads.weights.empty()) {
+    expect_size("grad_weights", grads.weights.size(),
+                c.per_sample_weights ? B * plan_->n_weights : std::size_t(plan_->n_weights),
+                c.per_sample_weights ? "([batch, n_weights], like the per-sample weights)"
+                                     : "([n_weights], like the shared weights)");
+  }
+  if (!outputs.empty()) expect_size("outputs", outputs.size(), B * plan_->n_outputs, "([batch, n_outputs])");
+  cpu::Call<R> call = base_call(args, c);
+  call.cotangents = cotangents.data();
+  call.grad_inputs = grads.inputs.empty() ? nullptr : grads.inputs.data();
+  call.grad_weights = grads.weights.empty() ? nullptr : grads.weights.data();
+  call.reduce_weights = !c.per_sample_weights;
+  call.outputs = outputs.empty() ? nullptr : outputs.data();
+  cpu::execute(*plan_, call);
+}
+
+template <class R>
+void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const {
+  const Checked c = check_args(*plan_, args);
+  const std::size_t B = args.batch, K = plan_->n_outputs, ni = plan_->n_inputs, nw = plan_->n_weights;
+  if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, "([batch, n_outputs, n_inputs])");
+  if (!jac_weights.empty()) expect_size("jac_weights", jac_weights.size(), B * K * nw, "([batch, n_outputs, n_weights])");
+  std::vector<R> cot(B * K), gi(B * ni), gw(B * nw);
+  for (std::size_t k = 0; k < K; ++k) {  // one adjoint sweep per output row of the Jacobian
+    std::fill(cot.begin(), cot.end(), R(0));
+    for (std::size_t b = 0; b < B; ++b) cot[b * K + k] = 1;
+    cpu::Call<R> call = base_call(args, c);
+    call.cotangents = cot.data();
+    call.grad_inputs = gi.data();
+    call.grad_weights = gw.data();
+    call.reduce_weights = false;
+    cpu::execute(*plan_, call);
+    for (std::size_t b = 0; b < B; ++b) {
+      if (!jac_inputs.empty()) std::copy_n(gi.data() + b * ni, ni, jac_inputs.data() + (b * K + k) * ni);
+      if (!jac_weights.empty()) std::copy_n(gw.data() + b * nw, nw, jac_weights.data() + (b * K + k) * nw);
+    }
+  }
+}
+
+template <class R>
+void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
+  const Checked c = check_args(*plan_, args);
+  expect_size("states", out.size(), args.batch * plan_->dim, "([batch, 2^n])");
+  cpu::Call<R> call = base_call(args, c);
+  call.states = reinterpret_cast<R*>(out.data());
+  cpu::execute(*plan_, call);
+}
+
+template <class R>
+void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, std::size_t shots,
+                     std::uint64_t seed, std::span<std::uint64_t> out) const {
+  const Checked c = check_args(*plan_, args);
+  std::vector<int> w = wires;
+  if (w.empty()) {
+    for (int i = 0; i < plan_->n; ++i) w.push_back(i);
+  }
+  Circuit probe(plan_->n);
+  probe.probs(w);  // validates the wires with the builder's messages
+  if (w.size() > 26) throw Error("sampling supports at most 26 wires at once");
+  expect_size("samples", out.size(), args.batch * shots, "([batch, shots])");
+  const std::size_t no = std::size_t{1} << w.size();
+  std::vector<int> pos;
+  for (int x : w) pos.push_back(plan_->n - 1 - x);
+  std::vector<R> probs(args.batch * no);
+  cpu::Call<R> call = base_call(args, c);
+  call.extra_probs_pos = pos.data();
+  call.extra_probs_k = static_cast<int>(w.size());
+  call.extra_probs = probs.data();
+  cpu::execute(*plan_, call);
+  std::vector<double> cdf(no);
+  for (std::size_t b = 0; b < args.batch; ++b) {
+    double run = 0;
+    for (std::size_t j = 0; j < no; ++j) cdf[j] = (run += double(probs[b * no + j]));
+    // Stream per sample: seeds derived by splitmix64 so streams are independent of threads.
+    std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (b + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    std::mt19937_64 rng(z ^ (z >> 31));
+    for (std::size_t s = 0; s < shots; ++s) {
+      const double u = double(rng() >> 11) * 0x1.0p-53 * run;  // uniform in [0, total)
+      const auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
+      out[b * shots + s] = std::min<std::size_t>(std::size_t(it - cdf.begin()), no - 1);
+    }
+  }
+}
+
+#define QFLEET_INSTANTIATE(R)                                                                         \
+  template void Program::forward<R>(const BatchArgs<R>&, std::span<R>) const;                         \
+  template std::vector<R> Program::forward<R>(const BatchArgs<R>&) const;                             \
+  template void Program::vjp<R>(const BatchArgs<R>&, std::span<const R>, const Gradients<R>&,         \
+                                std::span<R>) const;                                                  \
+  template void Program::jacobian<R>(const BatchArgs<R>&, std::span<R>, std::span<R>) const;          \
+  template void Program::states<R>(const BatchArgs<R>&, std::span<std::complex<R>>) const;            \
+  template void Program::sample<R>(const BatchArgs<R>&, const std::vector<int>&, std::size_t,        \
+                                   std::uint64_t, std::span<std::uint64_t>) const;
+QFLEET_INSTANTIATE(float)
+QFLEET_INSTANTIATE(double)
+#undef QFLEET_INSTANTIATE
+
+Program compile(const Circuit& circuit, const CompileOptions& options) {
+  return Program(std::make_shared<const detail::Plan>(detail::build_plan(circuit, options)));
+}
+
+std::vector<std::string> available_isas() {
+  std::vector<std::string> v;
+  for (const auto& k : cpu::isa_table()) v.emplace_back(k.name);
+  return v;
+}
+
+#if defined(QFLEET_WITH_CUDA)
+extern "C" int qfleet_cuda_device_count();
+int cuda_device_count() { return qfleet_cuda_device_count(); }
+#else
+int cuda_device_count() { return 0; }
+#endif
+
+}  // namespace qfleet

@@ -1,0 +1,145 @@
+// Run-time choice of instruction set, execution shape and workspaces for the cpu
+// backend. Compiled with baseline flags only.
+#include "cpu/statevector_cpu.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "qfleet/error.hpp"
+
+namespace qfleet::cpu {
+
+#if defined(QFLEET_HAVE_AVX512)
+extern const IsaKernels kKernels_avx512;
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+extern const IsaKernels kKernels_avx2;
+#endif
+extern const IsaKernels kKernels_baseline;
+
+namespace {
+
+bool cpu_has(const char* isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (std::string(isa) == "avx512") {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("fma");
+  }
+  if (std::string(isa) == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return std::string(isa) == "baseline";
+}
+
+// Tiles of `lanes` samples pay off once they are mostly full; states above 2^12
+// amplitudes no longer fit a core's L2 cache as a tile, so each sample is its own tile.
+constexpr int kMaxLaneQubits = 12;
+
+}  // namespace
+
+const std::vector<IsaKernels>& isa_table() {
+  static const std::vector<IsaKernels> table = [] {
+    std::vector<IsaKernels> t;
+#if defined(QFLEET_HAVE_AVX512)
+    if (cpu_has("avx512")) t.push_back(kKernels_avx512);
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+    if (cpu_has("avx2")) t.push_back(kKernels_avx2);
+#endif
+    t.push_back(kKernels_baseline);
+    return t;
+  }();
+  return table;
+}
+
+int select_isa(const std::string& name) {
+  const auto& t = isa_table();
+  std::string want = name;
+  if (want == "auto") {
+    const char* env = std::getenv("QFLEET_ISA");  // lets tests and users pin an ISA
+    want = (env && *env) ? env : "auto";
+  }
+  if (want == "auto") return 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (want == t[i].name) return static_cast<int>(i);
+  }
+  std::string have;
+  for (const auto& k : t) have += std::string(have.empty() ? "" : ", ") + k.name;
+  throw Error("instruction set '" + want + "' is not available on this machine/build (available: " +
+              have + ")");
+}
+
+KernelPlan kernel_view(const detail::Plan& plan) {
+  static_assert(sizeof(std::complex<double>) == 2 * sizeof(double));
+  KernelPlan k;
+  k.n = plan.n;
+  k.dim = plan.dim;
+  k.n_inputs = plan.n_inputs;
+  k.n_weights = plan.n_weights;
+  k.n_outputs = plan.n_outputs;
+  k.n_expvals = plan.n_expvals;
+  k.ops = plan.ops.data();
+  k.n_ops = static_cast<int>(plan.ops.size());
+  k.params = plan.params.data();
+  k.n_params = static_cast<int>(plan.params.size());
+  k.fixed_blocks = reinterpret_cast<const double*>(plan.fixed_blocks.data());
+  k.terms = plan.flat_terms.data();
+  k.term_begin = plan.term_begin.data();
+  k.probs_pos = plan.flat_probs_pos.data();
+  k.probs_begin = plan.probs_begin.data();
+  k.probs_out = plan.probs_out.data();
+  k.n_probs = static_cast<int>(plan.probs.size());
+  k.amp = plan.amp.active;
+  k.amp_first_input = plan.amp.first_input;
+  k.amp_n_features = plan.amp.n_features;
+  k.amp_len = static_cast<int>(plan.amp.index.size());
+  k.amp_normalize = plan.amp.normalize;
+  k.amp_pad = plan.amp.pad;
+  k.amp_index = plan.amp.index.data();
+  k.mat_entries = plan.mat_entries;
+  k.dmat_entries = plan.dmat_entries;
+  return k;
+}
+
+template <class R>
+void execute(const detail::Plan& plan, Call<R> call) {
+  const IsaKernels& isa = isa_table()[plan.isa];
+  const KernelPlan kp = kernel_view(plan);
+  const int wide = std::is_same_v<R, float> ? isa.lanes_f32 : isa.lanes_f64;
+  const int threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
+  const bool adjoint = call.cotangents != nullptr;
+
+  call.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
+  call.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
+  const std::size_t n_tiles = (call.batch + call.lanes - 1) / call.lanes;
+  call.threads = call.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+
+  const std::size_t shared = isa.shared_reals(kp, call.lanes, adjoint);
+  const std::size_t partials =
+      (adjoint && call.grad_weights && call.reduce_weights) ? n_tiles * plan.n_weights : 0;
+  const std::size_t per_thread = (isa.thread_reals(kp, call.lanes, adjoint, call.extra_probs_k) + 15) / 16 * 16;
+  const int slices = call.amplitude_parallel ? 1 : call.threads;
+  const std::size_t total = shared + partials + per_thread * slices;
+  if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
+    throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) +
+                " MiB of workspace, more than this machine's memory; use a smaller batch or fewer threads");
+  }
+  // Grow-only per-calling-thread workspace: a warm program allocates nothing.
+  thread_local std::vector<R> workspace;
+  if (workspace.size() < total) workspace.resize(total);
+  call.work = workspace.data();
+  call.work_per_thread = per_thread;
+  if constexpr (std::is_same_v<R, float>) {
+    isa.run_f32(kp, call);
+  } else {
+    isa.run_f64(kp, call);
+  }
+}
+
+template void execute<float>(const detail::Plan&, Call<float>);
+template void execute<double>(const detail::Plan&, Call<double>);
+
+}  // namespace qfleet::cpu

@@ -1,0 +1,135 @@
+// State-vector kernel bodies, written once for host and device.
+//
+// Layout ("batch in the lanes"): a tile holds L samples of the same circuit;
+// amplitude i of lane l has its real part at s[i*2L + l] and its imaginary part at
+// s[i*2L + L + l]. A per-lane matrix block stores entry e the same way
+// (m[e*2L + l], m[e*2L + L + l]). The cpu backend loops over lanes innermost so the
+// compiler puts the L samples in the SIMD lanes with no shuffles; a cuda backend
+// maps lanes (and groups) to threads and calls the same bodies.
+//
+// A gate acting on wires w_0..w_{k-1} (the leading c of them controls) touches
+// groups of 2^(k-c) amplitudes: group g's base index is g with zero bits inserted
+// at the wires' bit positions, plus the control mask; its members are
+// base + off[r] for the block's local index r.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/hd.hpp"
+#include "kernels/types.hpp"
+
+namespace qfleet::kern {
+inline namespace QFLEET_KERN_ISA {
+
+// Inserts a zero bit at each of the ascending bit positions pos[0..k).
+QFLEET_HD inline std::uint64_t insert_zero_bits(std::uint64_t g, const int* pos, int k) {
+  for (int i = 0; i < k; ++i) {
+    const std::uint64_t low = g & ((std::uint64_t{1} << pos[i]) - 1);
+    g = ((g >> pos[i]) << (pos[i] + 1)) | low;
+  }
+  return g;
+}
+
+
+// y = M x (or M^dagger x) on one group, one lane.
+template <class R, int L, int KT, bool Dag>
+QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t base,
+                                       const R* m, int l) {
+  constexpr int D = 1 << KT;
+  R xr[D], xi[D];
+  for (int c = 0; c < D; ++c) {
+    const R* a = s + (base + site.off[c]) * 2 * L;
+    xr[c] = a[l];
+    xi[c] = a[L + l];
+  }
+  for (int r = 0; r < D; ++r) {
+    R yr = 0, yi = 0;
+    for (int c = 0; c < D; ++c) {
+      const int e = Dag ? c * D + r : r * D + c;
+      const R mr = m[e * 2 * L + l];
+      const R mi = Dag ? -m[e * 2 * L + L + l] : m[e * 2 * L + L + l];
+      yr += mr * xr[c] - mi * xi[c];
+      yi += mr * xi[c] + mi * xr[c];
+    }
+    R* a = s + (base + site.off[r]) * 2 * L;
+    a[l] = yr;
+    a[L + l] = yi;
+  }
+}
+
+// Re <lam| M |phi> restricted to one group, one lane (M a derivative block).
+template <class R, int L, int KT>
+QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& site,
+                                 std::uint64_t base, const R* m, int l) {
+  constexpr int D = 1 << KT;
+  R xr[D], xi[D];
+  for (int c = 0; c < D; ++c) {
+    const R* a = phi + (base + site.off[c]) * 2 * L;
+    xr[c] = a[l];
+    xi[c] = a[L + l];
+  }
+  R acc = 0;
+  for (int r = 0; r < D; ++r) {
+    R yr = 0, yi = 0;
+    for (int c = 0; c < D; ++c) {
+      const R mr = m[(r * D + c) * 2 * L + l];
+      const R mi = m[(r * D + c) * 2 * L + L + l];
+      yr += mr * xr[c] - mi * xi[c];
+      yi += mr * xi[c] + mi * xr[c];
+    }
+    const R* b = lam + (base + site.off[r]) * 2 * L;
+    acc += b[l] * yr + b[L + l] * yi;  // Re(conj(lam) * y)
+  }
+  return acc;
+}
+
+
+QFLEET_HD inline int parity64(std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __popcll(v) & 1;
+#else
+  return __builtin_popcountll(v) & 1;
+#endif
+}
+
+// The phase i^ny (-1)^popcount(i & z) as (re, im) in {+-1, +-i}.
+QFLEET_HD inline void pauli_phase(const PauliMasks& p, std::uint64_t i, int& pr, int& pi) {
+  int k = (p.ny + 2 * parity64(i & p.z)) & 3;  // power of i
+  pr = (k == 0) ? 1 : (k == 2 ? -1 : 0);
+  pi = (k == 1) ? 1 : (k == 3 ? -1 : 0);
+}
+
+// Contribution of basis index i to Re <psi|P|psi>: Re(conj(psi[i^x]) * phase(i) * psi[i]).
+template <class R, int L>
+QFLEET_HD inline R pauli_term_lane(const R* psi, const PauliMasks& p, std::uint64_t i, int l) {
+  int pr, pi;
+  pauli_phase(p, i, pr, pi);
+  const R* a = psi + i * 2 * L;
+  const R* b = psi + (i ^ p.x) * 2 * L;
+  const R yr = pr * a[l] - pi * a[L + l];
+  const R yi = pr * a[L + l] + pi * a[l];
+  return b[l] * yr + b[L + l] * yi;
+}
+
+// lam[i ^ x] += coef * phase(i) * psi[i]   (accumulates P|psi> into lam).
+template <class R, int L>
+QFLEET_HD inline void pauli_accumulate_lane(R* lam, const R* psi, const PauliMasks& p,
+                                            std::uint64_t i, R coef, int l) {
+  int pr, pi;
+  pauli_phase(p, i, pr, pi);
+  const R* a = psi + i * 2 * L;
+  R* b = lam + (i ^ p.x) * 2 * L;
+  b[l] += coef * (pr * a[l] - pi * a[L + l]);
+  b[L + l] += coef * (pr * a[L + l] + pi * a[l]);
+}
+
+// Index of the outcome of basis index i over the measured bit positions
+// (pos[0] is the most significant outcome bit).
+QFLEET_HD inline std::uint64_t outcome_index(std::uint64_t i, const int* pos, int k) {
+  std::uint64_t o = 0;
+  for (int j = 0; j < k; ++j) o = (o << 1) | ((i >> pos[j]) & 1u);
+  return o;
+}
+
+}  // namespace QFLEET_KERN_ISA
+}  // namespace qfleet::kern
