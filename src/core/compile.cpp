@@ -13,10 +13,13 @@
 namespace qfleet::detail {
 
 std::size_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return std::size_t{1} << 40;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+  static const std::size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return std::size_t{1} << 40;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+  }();
+  return bytes;
 }
 
 namespace {

@@ -23,10 +23,13 @@ constexpr Precision precision_of() {
 
 const char* precision_name(Precision p) { return p == Precision::complex64 ? "complex64" : "complex128"; }
 
-void expect_size(std::string_view what, std::size_t got, std::size_t want, const std::string& shape) {
+// `shape` builds the message's shape text only on failure: checks run on every
+// call, and a warm call must not allocate.
+template <class Shape>
+void expect_size(std::string_view what, std::size_t got, std::size_t want, Shape&& shape) {
   if (got != want) {
     throw Error(std::string(what) + " has " + std::to_string(got) + " values, expected " +
-                std::to_string(want) + " " + shape);
+                std::to_string(want) + " " + std::string(shape()));
   }
 }
 
@@ -53,9 +56,9 @@ Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
   }
   if (a.batch == 0) throw Error("batch must be at least 1");
   if (a.batch > (std::size_t{1} << 40)) throw Error("batch too large");
-  const std::string b = std::to_string(a.batch);
-  expect_size("inputs", a.inputs.size(), a.batch * p.n_inputs,
-              "([batch=" + b + ", n_inputs=" + std::to_string(p.n_inputs) + "])");
+  expect_size("inputs", a.inputs.size(), a.batch * p.n_inputs, [&] {
+    return "([batch=" + std::to_string(a.batch) + ", n_inputs=" + std::to_string(p.n_inputs) + "])";
+  });
   Checked c;
   const std::size_t nw = p.n_weights;
   if (a.weights.size() == nw) {
@@ -65,7 +68,7 @@ Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
   } else {
     throw Error("weights has " + std::to_string(a.weights.size()) + " values, expected " +
                 std::to_string(nw) + " (shared [n_weights]) or " + std::to_string(a.batch * nw) +
-                " (per sample [batch=" + b + ", n_weights=" + std::to_string(nw) + "])");
+                " (per sample [batch=" + std::to_string(a.batch) + ", n_weights=" + std::to_string(nw) + "])");
   }
   expect_finite("inputs", a.inputs, p.n_inputs);
   expect_finite("weights", a.weights, nw);
@@ -121,7 +124,7 @@ template <class R>
 void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
   const Checked c = check_args(*plan_, args);
   expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
-              "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])");
+              [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
   cpu::Call<R> call = base_call(args, c);
   call.outputs = outputs.data();
   cpu::execute(*plan_, call);
@@ -140,16 +143,17 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch;
   expect_size("cotangents", cotangents.size(), B * plan_->n_outputs,
-              "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])");
+              [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
   expect_finite("cotangents", cotangents, plan_->n_outputs);
-  if (!grads.inputs.empty()) expect_size("grad_inputs", grads.inputs.size(), B * plan_->n_inputs, "([batch, n_inputs])");
+  if (!grads.inputs.empty()) expect_size("grad_inputs", grads.inputs.size(), B * plan_->n_inputs, [] { return "([batch, n_inputs])"; });
   if (!grads.weights.empty()) {
     expect_size("grad_weights", grads.weights.size(),
-                c.per_sample_weights ? B * plan_->n_weights : std::size_t(plan_->n_weights),
-                c.per_sample_weights ? "([batch, n_weights], like the per-sample weights)"
-                                     : "([n_weights], like the shared weights)");
+                c.per_sample_weights ? B * plan_->n_weights : std::size_t(plan_->n_weights), [&] {
+                  return c.per_sample_weights ? "([batch, n_weights], like the per-sample weights)"
+                                              : "([n_weights], like the shared weights)";
+                });
   }
-  if (!outputs.empty()) expect_size("outputs", outputs.size(), B * plan_->n_outputs, "([batch, n_outputs])");
+  if (!outputs.empty()) expect_size("outputs", outputs.size(), B * plan_->n_outputs, [] { return "([batch, n_outputs])"; });
   cpu::Call<R> call = base_call(args, c);
   call.cotangents = cotangents.data();
   call.grad_inputs = grads.inputs.empty() ? nullptr : grads.inputs.data();
@@ -163,8 +167,8 @@ template <class R>
 void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const {
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch, K = plan_->n_outputs, ni = plan_->n_inputs, nw = plan_->n_weights;
-  if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, "([batch, n_outputs, n_inputs])");
-  if (!jac_weights.empty()) expect_size("jac_weights", jac_weights.size(), B * K * nw, "([batch, n_outputs, n_weights])");
+  if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, [] { return "([batch, n_outputs, n_inputs])"; });
+  if (!jac_weights.empty()) expect_size("jac_weights", jac_weights.size(), B * K * nw, [] { return "([batch, n_outputs, n_weights])"; });
   std::vector<R> cot(B * K), gi(B * ni), gw(B * nw);
   for (std::size_t k = 0; k < K; ++k) {  // one adjoint sweep per output row of the Jacobian
     std::fill(cot.begin(), cot.end(), R(0));
@@ -185,7 +189,7 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
 template <class R>
 void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
   const Checked c = check_args(*plan_, args);
-  expect_size("states", out.size(), args.batch * plan_->dim, "([batch, 2^n])");
+  expect_size("states", out.size(), args.batch * plan_->dim, [] { return "([batch, 2^n])"; });
   cpu::Call<R> call = base_call(args, c);
   call.states = reinterpret_cast<R*>(out.data());
   cpu::execute(*plan_, call);
@@ -202,7 +206,7 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   Circuit probe(plan_->n);
   probe.probs(w);  // validates the wires with the builder's messages
   if (w.size() > 26) throw Error("sampling supports at most 26 wires at once");
-  expect_size("samples", out.size(), args.batch * shots, "([batch, shots])");
+  expect_size("samples", out.size(), args.batch * shots, [] { return "([batch, shots])"; });
   const std::size_t no = std::size_t{1} << w.size();
   std::vector<int> pos;
   for (int x : w) pos.push_back(plan_->n - 1 - x);

@@ -54,7 +54,8 @@ inline void groups_for(std::uint64_t ng, int par, F&& f) {
   }
 }
 
-// acc[l] += sum_g f(g, l).
+// acc[l] += sum_g f(g, l). Sums go to a local array first: accumulating straight
+// into acc (which may alias the states) keeps GCC from vectorising over lanes.
 template <class R, int L, class F>
 inline void groups_sum(std::uint64_t ng, int par, R* acc, F&& f) {
   if constexpr (L == 1) {
@@ -66,19 +67,50 @@ inline void groups_sum(std::uint64_t ng, int par, R* acc, F&& f) {
       return;
     }
   }
+  R loc[L];
+  for (int l = 0; l < L; ++l) loc[l] = 0;
   for (std::uint64_t g = 0; g < ng; ++g) {
 #pragma omp simd
-    for (int l = 0; l < L; ++l) acc[l] += f(g, l);
+    for (int l = 0; l < L; ++l) loc[l] += f(g, l);
   }
+  for (int l = 0; l < L; ++l) acc[l] += loc[l];
+}
+
+// One sample per tile (L == 1, large n): lanes no longer hold samples, so vectorise
+// over runs of groups instead. Groups g .. g+kRun-1 sit at consecutive amplitudes
+// whenever the gate's lowest wire bit is >= log2(kRun); the inner loop then has a
+// fixed trip count over contiguous memory, which GCC vectorises.
+constexpr std::uint64_t kRun = 8;
+
+template <class F>
+inline void runs_for(const GateSite& site, std::uint64_t ng, int par, F&& body) {
+  const bool contiguous = (std::uint64_t{1} << site.pos[0]) >= kRun;
+  auto block = [&](std::uint64_t g0) {
+    if (contiguous && g0 + kRun <= ng) {
+      const std::uint64_t b0 = kern::insert_zero_bits(g0, site.pos, site.k_all) | site.ctrl;
+#pragma omp simd
+      for (std::uint64_t j = 0; j < kRun; ++j) body(b0 + j);
+    } else {
+      for (std::uint64_t g = g0; g < g0 + kRun && g < ng; ++g) {
+        body(kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl);
+      }
+    }
+  };
+  const std::uint64_t nb = (ng + kRun - 1) / kRun;
+  groups_for(nb, par, [&](std::uint64_t b) { block(b * kRun); });
 }
 
 template <class R, int L, int KT, bool Dag>
 inline void apply_kt(R* s, const GateSite& site, std::uint64_t ng, const R* m, int par) {
-  groups_for(ng, par, [&](std::uint64_t g) {
-    const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+  if constexpr (L == 1) {
+    runs_for(site, ng, par, [&](std::uint64_t base) { kern::apply_block_lane<R, 1, KT, Dag>(s, site, base, m, 0); });
+  } else {
+    groups_for(ng, par, [&](std::uint64_t g) {
+      const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
 #pragma omp simd
-    for (int l = 0; l < L; ++l) kern::apply_block_lane<R, L, KT, Dag>(s, site, base, m, l);
-  });
+      for (int l = 0; l < L; ++l) kern::apply_block_lane<R, L, KT, Dag>(s, site, base, m, l);
+    });
+  }
 }
 
 template <class R, int L, bool Dag>
@@ -94,26 +126,53 @@ inline void apply_op(R* s, const KernelPlan& kp, const OpPlan& op, const R* m, i
   }
 }
 
+template <class R, int L, int KT>
+inline void sandwich_kt(const R* lam, const R* phi, const GateSite& site, std::uint64_t ng,
+                        const R* m, R* acc, int par) {
+  if constexpr (L == 1) {
+    // Per-run partial sums, then a reduction over runs (threads when par > 0).
+    const std::uint64_t nb = (ng + kRun - 1) / kRun;
+    const bool contiguous = (std::uint64_t{1} << site.pos[0]) >= kRun;
+    auto run_sum = [&](std::uint64_t b, int) {
+      const std::uint64_t g0 = b * kRun;
+      R sum = 0;
+      if (contiguous && g0 + kRun <= ng) {
+        const std::uint64_t b0 = kern::insert_zero_bits(g0, site.pos, site.k_all) | site.ctrl;
+#pragma omp simd reduction(+ : sum)
+        for (std::uint64_t j = 0; j < kRun; ++j) sum += kern::sandwich_lane<R, 1, KT>(lam, phi, site, b0 + j, m, 0);
+      } else {
+        for (std::uint64_t g = g0; g < g0 + kRun && g < ng; ++g) {
+          const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+          sum += kern::sandwich_lane<R, 1, KT>(lam, phi, site, base, m, 0);
+        }
+      }
+      return sum;
+    };
+    groups_sum<R, 1>(nb, par, acc, run_sum);
+  } else {
+    R loc[L];
+    for (int l = 0; l < L; ++l) loc[l] = 0;
+    for (std::uint64_t g = 0; g < ng; ++g) {
+      const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+#pragma omp simd
+      for (int l = 0; l < L; ++l) loc[l] += kern::sandwich_lane<R, L, KT>(lam, phi, site, base, m, l);
+    }
+    for (int l = 0; l < L; ++l) acc[l] += loc[l];
+  }
+}
+
 // acc[l] += Re <lam| M |phi> for a (derivative) block M.
 template <class R, int L>
 inline void sandwich_op(const R* lam, const R* phi, const KernelPlan& kp, const OpPlan& op,
                         const R* m, R* acc, int par) {
   const std::uint64_t ng = kp.dim >> op.site.k_all;
-  const GateSite& site = op.site;
-  auto run = [&](auto kt_tag) {
-    constexpr int KT = decltype(kt_tag)::value;
-    groups_sum<R, L>(ng, par, acc, [&](std::uint64_t g, int l) {
-      const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
-      return kern::sandwich_lane<R, L, KT>(lam, phi, site, base, m, l);
-    });
-  };
-  switch (site.kt) {
+  switch (op.site.kt) {
     case 1:
-      return run(std::integral_constant<int, 1>{});
+      return sandwich_kt<R, L, 1>(lam, phi, op.site, ng, m, acc, par);
     case 2:
-      return run(std::integral_constant<int, 2>{});
+      return sandwich_kt<R, L, 2>(lam, phi, op.site, ng, m, acc, par);
     default:
-      return run(std::integral_constant<int, 3>{});
+      return sandwich_kt<R, L, 3>(lam, phi, op.site, ng, m, acc, par);
   }
 }
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what qfleet builds with on Debian 12, only what is missing. Idempotent.
+set -euo pipefail
+pkgs=(build-essential cmake git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+      libcli11-dev libfmt-dev libeigen3-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
