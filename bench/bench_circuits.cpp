@@ -23,7 +23,11 @@ Circuit classifier_layer(int n, int layers) {
   for (int i = 0; i < n; ++i) wires.push_back(i);
   c.angle_embedding(wires, qfleet::Rotation::X);
   c.strongly_entangling_layers(wires, layers);
-  for (int i = 0; i < n; ++i) c.expval("Z" + std::to_string(i));
+  for (int i = 0; i < n; ++i) {
+    std::string word = "Z";  // not "Z" + to_string(i): GCC 12 -Wrestrict false positive (PR105329)
+    word += std::to_string(i);
+    c.expval(word);
+  }
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include "demo.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +28,7 @@ int train(const DemoOptions& o, Precision precision) {
   std::vector<int> wires(o.qubits);
   std::iota(wires.begin(), wires.end(), 0);
   c.angle_embedding(wires, Rotation::X).strongly_entangling_layers(wires, o.layers);
-  for (int w = 0; w < o.qubits; ++w) c.expval("Z" + std::to_string(w));
+  for (int w = 0; w < o.qubits; ++w) c.expval(fmt::format("Z{}", w));
   CompileOptions opt;
   opt.precision = precision;
   opt.num_threads = o.threads;

@@ -12,7 +12,7 @@ struct DemoOptions {
   int layers = 3;
   int batch = 64;
   int dataset = 512;
-  int steps = 300;
+  int steps = 1000;
   double lr = 0.05;
   std::uint64_t seed = 1;
   int threads = 0;

@@ -100,9 +100,10 @@ class Program {
   std::shared_ptr<const detail::Plan> plan_;
 };
 
-// Validates and plans a circuit. Throws qfleet::Error when the circuit has no
-// measurement, when its state cannot fit in this machine's memory, or when an
-// option is unknown or unavailable here.
+// Validates and plans a circuit. Throws qfleet::Error when its state cannot fit
+// in this machine's memory, or when an option is unknown or unavailable here. A
+// circuit without measurements compiles (for states() and sample()); forward,
+// vjp and jacobian then throw.
 Program compile(const Circuit& circuit, const CompileOptions& options = {});
 
 // Instruction sets this CPU and build support, best first (e.g. {"avx512","avx2","baseline"}).

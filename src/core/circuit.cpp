@@ -9,6 +9,16 @@ namespace qfleet {
 
 namespace {
 constexpr int kMaxQubits = 62;  // basis indices are 64-bit; memory is checked at compile
+constexpr long long kMaxIndex = 1LL << 24;  // inputs / weights per sample: keeps index arithmetic in int
+
+// Checks that [first, first + count) is a valid range of input or weight indices.
+void check_index_range(std::string_view what, long long first, long long count) {
+  if (first < 0) throw Error(std::string(what) + ": index must be >= 0, got " + std::to_string(first));
+  if (first + count > kMaxIndex) {
+    throw Error(std::string(what) + ": indices up to " + std::to_string(first + count - 1) +
+                " exceed the limit of " + std::to_string(kMaxIndex) + " inputs/weights");
+  }
+}
 
 std::string wires_str(const std::vector<int>& w) {
   std::string s = "[";
@@ -93,7 +103,7 @@ Circuit& Circuit::add(Gate gate, const std::vector<int>& wires, const std::vecto
       throw Error(what + ": parameter must be finite, got " + std::to_string(p.value));
     }
     if (p.kind != Param::Kind::Constant) {
-      if (p.index < 0) throw Error(what + ": input/weight index must be >= 0");
+      check_index_range(what + (p.kind == Param::Kind::Input ? " input" : " weight"), p.index, 1);
       if (!std::isfinite(p.scale)) throw Error(what + ": parameter scale must be finite");
     }
   }
@@ -143,7 +153,7 @@ Circuit& Circuit::qubit_unitary(const std::vector<int>& wires,
 Circuit& Circuit::angle_embedding(const std::vector<int>& wires, Rotation rotation,
                                   int first_input) {
   check_wires(wires, "AngleEmbedding");
-  if (first_input < 0) throw Error("AngleEmbedding: first_input must be >= 0");
+  check_index_range("AngleEmbedding first_input", first_input, static_cast<long long>(wires.size()));
   const Gate g = rotation_gate(rotation);
   for (std::size_t i = 0; i < wires.size(); ++i) {
     add(g, {wires[i]}, {Param::input(first_input + static_cast<int>(i))});
@@ -170,7 +180,7 @@ Circuit& Circuit::amplitude_embedding(const std::vector<int>& wires, int n_featu
                 std::to_string(cap) + " amplitudes; pass pad_with to pad");
   }
   if (pad_with && !std::isfinite(*pad_with)) throw Error("AmplitudeEmbedding: pad_with must be finite");
-  if (first_input < 0) throw Error("AmplitudeEmbedding: first_input must be >= 0");
+  check_index_range("AmplitudeEmbedding first_input", first_input, n_features);
   AmplitudeEmbeddingSpec s;
   s.wires = wires;
   s.first_input = first_input;
@@ -186,11 +196,10 @@ Circuit& Circuit::amplitude_embedding(const std::vector<int>& wires, int n_featu
 Circuit& Circuit::basic_entangler_layers(const std::vector<int>& wires, int layers,
                                          Rotation rotation, int first_weight) {
   check_wires(wires, "BasicEntanglerLayers");
-  if (layers < 0 || first_weight < 0) {
-    throw Error("BasicEntanglerLayers: layers and first_weight must be >= 0");
-  }
-  const Gate g = rotation_gate(rotation);
+  if (layers < 0) throw Error("BasicEntanglerLayers: layers must be >= 0");
   const int n = static_cast<int>(wires.size());
+  check_index_range("BasicEntanglerLayers first_weight", first_weight, static_cast<long long>(layers) * n);
+  const Gate g = rotation_gate(rotation);
   for (int l = 0; l < layers; ++l) {
     for (int i = 0; i < n; ++i) add(g, {wires[i]}, {Param::weight(first_weight + l * n + i)});
     if (n == 2) {
@@ -206,10 +215,9 @@ Circuit& Circuit::strongly_entangling_layers(const std::vector<int>& wires, int 
                                              int first_weight, std::vector<int> ranges,
                                              Gate imprimitive) {
   check_wires(wires, "StronglyEntanglingLayers");
-  if (layers < 0 || first_weight < 0) {
-    throw Error("StronglyEntanglingLayers: layers and first_weight must be >= 0");
-  }
+  if (layers < 0) throw Error("StronglyEntanglingLayers: layers must be >= 0");
   const int n = static_cast<int>(wires.size());
+  check_index_range("StronglyEntanglingLayers first_weight", first_weight, 3LL * layers * n);
   const GateInfo& imp = gate_info(imprimitive);
   if (imp.wires != 2 || imp.params != 0) {
     throw Error("StronglyEntanglingLayers: imprimitive must be a 2-wire gate without parameters, got " +
@@ -273,12 +281,14 @@ int Circuit::n_outputs() const {
 
 Circuit& Circuit::reserve_inputs(int n) {
   if (n < 0) throw Error("reserve_inputs: n must be >= 0");
+  check_index_range("reserve_inputs", 0, n);
   n_inputs_ = std::max(n_inputs_, n);
   return *this;
 }
 
 Circuit& Circuit::reserve_weights(int n) {
   if (n < 0) throw Error("reserve_weights: n must be >= 0");
+  check_index_range("reserve_weights", 0, n);
   n_weights_ = std::max(n_weights_, n);
   return *this;
 }

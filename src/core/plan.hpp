@@ -68,6 +68,8 @@ struct Plan {
   std::vector<int> probs_begin;  // probs.size() + 1
   std::vector<int> probs_out;
   AmpEmbedPlan amp;
+  // Estimated real FLOPs per sample (forward; adjoint sweep extra), for the thread count.
+  double flops_forward = 0, flops_adjoint = 0;
   std::size_t mat_entries = 0;   // total entries of all op blocks
   std::size_t dmat_entries = 0;  // total entries of all derivative blocks
 };

@@ -44,6 +44,13 @@ void expect_finite(std::string_view what, std::span<const R> v, std::size_t row)
   }
 }
 
+// forward/vjp/jacobian need outputs; states() and sample() do not.
+void expect_measurements(const detail::Plan& p) {
+  if (p.n_outputs == 0) {
+    throw Error("the circuit has no measurement: add expval(...) or probs(...) to use forward, vjp or jacobian");
+  }
+}
+
 struct Checked {
   bool per_sample_weights = false;
 };
@@ -122,6 +129,7 @@ const Circuit& Program::circuit() const { return plan_->circuit; }
 
 template <class R>
 void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
+  expect_measurements(*plan_);
   const Checked c = check_args(*plan_, args);
   expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
@@ -140,6 +148,7 @@ std::vector<R> Program::forward(const BatchArgs<R>& args) const {
 template <class R>
 void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
                   std::span<R> outputs) const {
+  expect_measurements(*plan_);
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch;
   expect_size("cotangents", cotangents.size(), B * plan_->n_outputs,
@@ -165,6 +174,7 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
 
 template <class R>
 void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const {
+  expect_measurements(*plan_);
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch, K = plan_->n_outputs, ni = plan_->n_inputs, nw = plan_->n_weights;
   if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, [] { return "([batch, n_outputs, n_inputs])"; });

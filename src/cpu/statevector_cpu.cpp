@@ -34,6 +34,11 @@ bool cpu_has(const char* isa) {
   return std::string(isa) == "baseline";
 }
 
+// Threads only pay when each has enough work: an OpenMP region costs microseconds,
+// and when other processes share the cores a region can wait a whole scheduler
+// slice for a descheduled worker. ~0.5 MFLOP is 25-50 us of work for one core.
+constexpr double kMinFlopsPerThread = 0.5e6;
+
 // Tiles of `lanes` samples pay off once they are mostly full; states above 2^12
 // amplitudes no longer fit a core's L2 cache as a tile, so each sample is its own tile.
 constexpr int kMaxLaneQubits = 12;
@@ -109,8 +114,11 @@ void execute(const detail::Plan& plan, Call<R> call) {
   const IsaKernels& isa = isa_table()[plan.isa];
   const KernelPlan kp = kernel_view(plan);
   const int wide = std::is_same_v<R, float> ? isa.lanes_f32 : isa.lanes_f64;
-  const int threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
   const bool adjoint = call.cotangents != nullptr;
+  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
+  const double flops =
+      double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
+  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
 
   call.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
   call.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;

@@ -359,7 +359,12 @@ struct TileRunner {
       const int entries = op.dim * op.dim;
       for (int j = 0; j < op.n_params; ++j) {
         const int slot = op.first_param + j;
-        if (kp.params[slot].kind == Param::Kind::Constant) continue;
+        const Param::Kind kind = kp.params[slot].kind;
+        // Only parameters whose gradient was asked for cost a derivative block and a sandwich.
+        if (kind == Param::Kind::Constant || (kind == Param::Kind::Input && !c.grad_inputs) ||
+            (kind == Param::Kind::Weight && !c.grad_weights)) {
+          continue;
+        }
         const R* d;
         if (op.per_sample[wm]) {
           for (int l = 0; l < L; ++l) {
@@ -486,6 +491,11 @@ void run_lanes(const KernelPlan& kp, const Call<R>& c) {
 
   if (c.amplitude_parallel) {
     for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, threads_base, c.threads);
+  } else if (c.threads <= 1) {  // no OpenMP region at all for small calls
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      const std::size_t b0 = t * L;
+      runner.run(t, b0, static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L), threads_base, 0);
+    }
   } else {
 #pragma omp parallel for schedule(static) num_threads(c.threads)
     for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {

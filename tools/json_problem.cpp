@@ -1,0 +1,836 @@
+// The JSON problem format (docs/cli.md): reading, checking, running, writing.
+#include "json_problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "qfleet/gates.hpp"
+#include "qfleet/observable.hpp"
+
+namespace qfleet::json_problem {
+
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- messages ---
+
+// A string as a JSON literal, escaped to ASCII so a message stays on one line.
+std::string quote(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+// qfleet::Error messages start with "qfleet: "; drop it when nesting a message.
+std::string strip_prefix(const char* what) {
+  std::string_view s(what);
+  constexpr std::string_view kPrefix = "qfleet: ";
+  if (s.substr(0, kPrefix.size()) == kPrefix) s.remove_prefix(kPrefix.size());
+  return std::string(s);
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+  throw ProblemError(path.empty() ? message : path + ": " + message);
+}
+
+// What a value is, for "expected X, got Y" (never dumps a whole array/object).
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "the number " + v.dump();
+    case json::value_t::string: {
+      std::string s = v.get<std::string>();
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      return "the string " + quote(s);
+    }
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "a " + std::string(v.type_name()) + " value";
+  }
+}
+
+std::string join_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string index_path(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Input/weight indices (and first_input, first_weight) stay below 2^24, layers
+// below 10^4, so no index arithmetic downstream can overflow an int.
+constexpr int kMaxIndex = (1 << 24) - 1;
+constexpr int kMaxLayers = 10000;
+
+// Runs f, re-raising a library error with the JSON path it came from.
+template <class F>
+auto at(const std::string& path, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ProblemError&) {
+    throw;
+  } catch (const qfleet::Error& e) {
+    fail(path, strip_prefix(e.what()));
+  }
+}
+
+// ----------------------------------------------------------------- readers ---
+
+// An object whose keys must all be known.
+class Object {
+ public:
+  Object(const json& j, std::string path, std::initializer_list<std::string_view> allowed,
+         std::string_view what = "an object")
+      : j_(j), path_(std::move(path)) {
+    if (!j.is_object()) fail(path_, "expected " + std::string(what) + ", got " + describe(j));
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string names, guess;
+      std::size_t best = 3;
+      for (std::string_view a : allowed) {
+        names += (names.empty() ? "" : ", ") + std::string(a);
+        const std::size_t d = edit_distance(key, a);
+        if (d < best) {
+          best = d;
+          guess = a;
+        }
+      }
+      std::string msg = "unknown key " + quote(key);
+      if (!guess.empty()) msg += " (did you mean " + quote(guess) + "?)";
+      msg += "; allowed keys: " + names;
+      fail(path_, msg);
+    }
+  }
+
+  // The value of an optional key, or nullptr when absent or null.
+  const json* get(std::string_view key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  bool has(std::string_view key) const { return get(key) != nullptr; }
+  const json& require(std::string_view key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end()) {
+      fail(path_, "missing key " + quote(key));
+    }
+    return *it;
+  }
+  std::string path(std::string_view key) const { return join_path(path_, key); }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+};
+
+long long read_int(const json& v, const std::string& path, long long lo, long long hi) {
+  long long x = 0;
+  if (v.is_number_integer()) {  // also true for unsigned
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<long long>::max())) {
+        fail(path, "must be at most " + std::to_string(hi) + ", got " + v.dump());
+      }
+      x = static_cast<long long>(u);
+    } else {
+      x = v.get<long long>();
+    }
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9.0e15)) {
+      fail(path, "expected an integer, got " + describe(v));
+    }
+    x = static_cast<long long>(d);
+  } else {
+    fail(path, "expected an integer, got " + describe(v));
+  }
+  if (x < lo) fail(path, "must be at least " + std::to_string(lo) + ", got " + std::to_string(x));
+  if (x > hi) fail(path, "must be at most " + std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+int read_int32(const json& v, const std::string& path, int lo = std::numeric_limits<int>::min(),
+               int hi = std::numeric_limits<int>::max()) {
+  return static_cast<int>(read_int(v, path, lo, hi));
+}
+
+std::uint64_t read_uint64(const json& v, const std::string& path) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  return static_cast<std::uint64_t>(read_int(v, path, 0, std::numeric_limits<long long>::max()));
+}
+
+double read_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail(path, "must be finite, got " + v.dump());
+  return d;
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path, "expected true or false, got " + describe(v));
+  return v.get<bool>();
+}
+
+std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
+  return v.get<std::string>();
+}
+
+const json& read_array(const json& v, const std::string& path, std::string_view what = "an array") {
+  if (!v.is_array()) fail(path, "expected " + std::string(what) + ", got " + describe(v));
+  return v;
+}
+
+std::vector<int> read_wires(const json& v, const std::string& path) {
+  read_array(v, path, "a list of wires");
+  std::vector<int> w;
+  for (std::size_t i = 0; i < v.size(); ++i) w.push_back(read_int32(v[i], index_path(path, i)));
+  return w;
+}
+
+Rotation read_rotation(const json& v, const std::string& path) {
+  const std::string s = read_string(v, path);
+  if (s == "X" || s == "RX") return Rotation::X;
+  if (s == "Y" || s == "RY") return Rotation::Y;
+  if (s == "Z" || s == "RZ") return Rotation::Z;
+  fail(path, "unknown rotation " + quote(s) + "; expected \"X\", \"Y\" or \"Z\"");
+}
+
+// [re, im]
+std::complex<double> read_complex(const json& v, const std::string& path) {
+  if (!v.is_array() || v.size() != 2) {
+    fail(path, "expected a complex number as [re, im], got " +
+                   (v.is_array() ? "an array of " + std::to_string(v.size()) + " element(s)"
+                                 : describe(v)));
+  }
+  return {read_number(v[0], index_path(path, 0)), read_number(v[1], index_path(path, 1))};
+}
+
+// A number, {"input": i} or {"weight": j}, optionally with "scale".
+Param read_param(const json& v, const std::string& path) {
+  if (v.is_number()) return Param::constant(read_number(v, path));
+  if (!v.is_object()) {
+    fail(path, "expected a number, {\"input\": i} or {\"weight\": j}, got " + describe(v));
+  }
+  const Object o(v, path, {"input", "weight", "scale"});
+  const bool is_input = o.has("input"), is_weight = o.has("weight");
+  if (is_input == is_weight) {
+    fail(path, "a parameter object needs exactly one of \"input\" or \"weight\"");
+  }
+  const double scale = o.has("scale") ? read_number(*o.get("scale"), o.path("scale")) : 1.0;
+  if (is_input)
+    return Param::input(read_int32(*o.get("input"), o.path("input"), 0, kMaxIndex), scale);
+  return Param::weight(read_int32(*o.get("weight"), o.path("weight"), 0, kMaxIndex), scale);
+}
+
+// ------------------------------------------------------------------- ops ---
+
+void read_gate_op(Circuit& c, const json& v, const std::string& path) {
+  const Object o(v, path, {"gate", "wires", "params", "matrix"});
+  const std::string name = read_string(o.require("gate"), o.path("gate"));
+  const Gate g = at(o.path("gate"), [&] { return gate_from_name(name); });
+  const std::vector<int> wires = read_wires(o.require("wires"), o.path("wires"));
+  if (g == Gate::QubitUnitary) {
+    if (o.has("params")) fail(path, "QubitUnitary takes a \"matrix\", not \"params\"");
+    const std::string mp = o.path("matrix");
+    const json& m = read_array(o.require("matrix"), mp, "a matrix (a list of rows)");
+    std::vector<std::complex<double>> entries;
+    for (std::size_t r = 0; r < m.size(); ++r) {
+      const std::string rp = index_path(mp, r);
+      const json& row = read_array(m[r], rp, "a row (a list of [re, im] pairs)");
+      if (row.size() != m.size()) {
+        fail(rp, "the matrix must be square: row has " + std::to_string(row.size()) +
+                     " entries, the matrix has " + std::to_string(m.size()) + " rows");
+      }
+      for (std::size_t k = 0; k < row.size(); ++k)
+        entries.push_back(read_complex(row[k], index_path(rp, k)));
+    }
+    at(path, [&] { c.qubit_unitary(wires, entries); });
+    return;
+  }
+  if (o.has("matrix")) fail(path, "only QubitUnitary takes a \"matrix\"");
+  std::vector<Param> params;
+  if (const json* p = o.get("params")) {
+    read_array(*p, o.path("params"), "a list of parameters");
+    for (std::size_t i = 0; i < p->size(); ++i)
+      params.push_back(read_param((*p)[i], index_path(o.path("params"), i)));
+  }
+  at(path, [&] { c.add(g, wires, params); });
+}
+
+int opt_int(const Object& o, std::string_view key, int def, int lo = 0, int hi = kMaxIndex) {
+  const json* v = o.get(key);
+  return v ? read_int32(*v, o.path(key), lo, hi) : def;
+}
+
+void read_template_op(Circuit& c, const json& v, const std::string& path) {
+  const std::string name = read_string(v.at("template"), join_path(path, "template"));
+  if (name == "AngleEmbedding") {
+    const Object o(v, path, {"template", "wires", "rotation", "first_input"});
+    const auto wires = read_wires(o.require("wires"), o.path("wires"));
+    const Rotation r =
+        o.has("rotation") ? read_rotation(*o.get("rotation"), o.path("rotation")) : Rotation::X;
+    const int first = opt_int(o, "first_input", 0);
+    at(path, [&] { c.angle_embedding(wires, r, first); });
+  } else if (name == "AmplitudeEmbedding") {
+    const Object o(v, path,
+                   {"template", "wires", "n_features", "first_input", "normalize", "pad_with"});
+    const auto wires = read_wires(o.require("wires"), o.path("wires"));
+    const int def_features = wires.size() < 31 ? 1 << wires.size() : 0;
+    const int n_features = opt_int(o, "n_features", def_features, 1, 1 << 30);
+    const int first = opt_int(o, "first_input", 0);
+    const bool normalize =
+        o.has("normalize") ? read_bool(*o.get("normalize"), o.path("normalize")) : false;
+    std::optional<double> pad;
+    if (const json* p = o.get("pad_with")) pad = read_number(*p, o.path("pad_with"));
+    at(path, [&] { c.amplitude_embedding(wires, n_features, first, normalize, pad); });
+  } else if (name == "BasicEntanglerLayers") {
+    const Object o(v, path, {"template", "wires", "layers", "rotation", "first_weight"});
+    const auto wires = read_wires(o.require("wires"), o.path("wires"));
+    const int layers = read_int32(o.require("layers"), o.path("layers"), 0, kMaxLayers);
+    const Rotation r =
+        o.has("rotation") ? read_rotation(*o.get("rotation"), o.path("rotation")) : Rotation::X;
+    const int first = opt_int(o, "first_weight", 0);
+    at(path, [&] { c.basic_entangler_layers(wires, layers, r, first); });
+  } else if (name == "StronglyEntanglingLayers") {
+    const Object o(v, path,
+                   {"template", "wires", "layers", "first_weight", "ranges", "imprimitive"});
+    const auto wires = read_wires(o.require("wires"), o.path("wires"));
+    const int layers = read_int32(o.require("layers"), o.path("layers"), 0, kMaxLayers);
+    const int first = opt_int(o, "first_weight", 0);
+    std::vector<int> ranges;
+    if (const json* r = o.get("ranges")) {
+      read_array(*r, o.path("ranges"), "a list of integers");
+      for (std::size_t i = 0; i < r->size(); ++i)
+        ranges.push_back(read_int32((*r)[i], index_path(o.path("ranges"), i)));
+    }
+    Gate imp = Gate::CNOT;
+    if (const json* g = o.get("imprimitive")) {
+      const std::string gname = read_string(*g, o.path("imprimitive"));
+      imp = at(o.path("imprimitive"), [&] { return gate_from_name(gname); });
+    }
+    at(path, [&] { c.strongly_entangling_layers(wires, layers, first, ranges, imp); });
+  } else {
+    fail(join_path(path, "template"),
+         "unknown template " + quote(name) +
+             "; known templates: AngleEmbedding, AmplitudeEmbedding, BasicEntanglerLayers, "
+             "StronglyEntanglingLayers");
+  }
+}
+
+void read_op(Circuit& c, const json& v, const std::string& path) {
+  if (!v.is_object()) {
+    fail(path, "expected an operation object ({\"gate\": ...} or {\"template\": ...}), got " +
+                   describe(v));
+  }
+  const bool gate = v.contains("gate"), tmpl = v.contains("template");
+  if (gate == tmpl) fail(path, "an operation needs exactly one of \"gate\" or \"template\"");
+  if (gate) {
+    read_gate_op(c, v, path);
+  } else {
+    read_template_op(c, v, path);
+  }
+}
+
+// ------------------------------------------------------------- measurements ---
+
+Observable read_observable(const json& v, const std::string& path) {
+  read_array(v, path, "an observable (a list of [coeff, \"X0 Z1\"] terms)");
+  if (v.empty()) fail(path, "an observable needs at least one [coeff, \"X0 Z1\"] term");
+  Observable obs;
+  for (std::size_t t = 0; t < v.size(); ++t) {
+    const std::string tp = index_path(path, t);
+    const json& term = v[t];
+    if (!term.is_array() || term.size() != 2) {
+      fail(tp, "expected a term [coeff, \"X0 Z1\"], got " +
+                   (term.is_array() ? "an array of " + std::to_string(term.size()) + " element(s)"
+                                    : describe(term)));
+    }
+    const double coeff = read_number(term[0], index_path(tp, 0));
+    const std::string word = read_string(term[1], index_path(tp, 1));
+    obs.terms.emplace_back(coeff, at(index_path(tp, 1), [&] { return PauliWord::parse(word); }));
+  }
+  return obs;
+}
+
+// A B x cols matrix of numbers (rows of equal length).
+std::vector<double> read_matrix(const json& v, const std::string& path, std::size_t& rows,
+                                std::size_t& cols) {
+  rows = v.size();
+  cols = 0;
+  std::vector<double> out;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::string rp = index_path(path, r);
+    const json& row = read_array(v[r], rp, "a row (a list of numbers)");
+    if (r == 0) {
+      cols = row.size();
+      out.reserve(rows * cols);
+    } else if (row.size() != cols) {
+      fail(rp, "has " + std::to_string(row.size()) + " values but row 0 has " +
+                   std::to_string(cols) + " (rows must have equal length)");
+    }
+    for (std::size_t k = 0; k < row.size(); ++k)
+      out.push_back(read_number(row[k], index_path(rp, k)));
+  }
+  return out;
+}
+
+const char* precision_name(Precision p) {
+  return p == Precision::complex64 ? "complex64" : "complex128";
+}
+
+// The problem's kind; only "circuit" is supported so far.
+void check_kind(const json& doc) {
+  if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
+  const auto it = doc.find("kind");
+  if (it == doc.end()) fail("", "missing key \"kind\" (use \"kind\": \"circuit\")");
+  const std::string kind = read_string(*it, "kind");
+  if (kind == "lindblad") {
+    fail("kind", "problem kind \"lindblad\" is not supported yet (supported kinds: \"circuit\")");
+  }
+  if (kind != "circuit")
+    fail("kind", "unknown problem kind " + quote(kind) + " (supported kinds: \"circuit\")");
+}
+
+// ------------------------------------------------------------------ output ---
+
+template <class R>
+json row_of(const R* p, std::size_t n) {
+  json a = json::array();
+  for (std::size_t i = 0; i < n; ++i) a.push_back(static_cast<double>(p[i]));
+  return a;
+}
+
+template <class R>
+json run(const CircuitProblem& p) {
+  const Program prog = compile(p.circuit, p.options);
+  const std::size_t B = p.batch;
+  const std::size_t ni = static_cast<std::size_t>(prog.n_inputs());
+  const std::size_t nw = static_cast<std::size_t>(prog.n_weights());
+  const std::size_t no = static_cast<std::size_t>(prog.n_outputs());
+  const std::size_t K = static_cast<std::size_t>(p.n_observables);
+  const std::vector<R> in(p.inputs.begin(), p.inputs.end());
+  const std::vector<R> w(p.weights.begin(), p.weights.end());
+  BatchArgs<R> args;
+  args.batch = B;
+  args.inputs = in;
+  args.weights = w;
+
+  const std::vector<R> out = no > 0 ? prog.forward(args) : std::vector<R>{};
+  json res = json::object();
+  res["qubits"] = prog.n_qubits();
+  res["batch"] = B;
+  res["precision"] = precision_name(prog.precision());
+  res["isa"] = prog.isa();
+
+  json expvals = json::array();
+  for (std::size_t b = 0; b < B; ++b) expvals.push_back(row_of(out.data() + b * no, K));
+  res["expvals"] = std::move(expvals);
+
+  // Column offset of each probs measurement in the outputs (after the expvals).
+  std::vector<std::size_t> offset, size;
+  std::size_t col = K;
+  for (const auto& wires : p.probs) {
+    offset.push_back(col);
+    size.push_back(std::size_t{1} << wires.size());
+    col += size.back();
+  }
+  // Wraps per-measurement values as the "probs" key's shape: one measurement
+  // given as a flat wire list -> its value; a list of wire lists -> a list.
+  auto per_measurement = [&](auto make) {
+    if (!p.probs_nested) return make(std::size_t{0});
+    json all = json::array();
+    for (std::size_t m = 0; m < p.probs.size(); ++m) all.push_back(make(m));
+    return all;
+  };
+  if (!p.probs.empty()) {
+    res["probs"] = per_measurement([&](std::size_t m) {
+      json rows = json::array();
+      for (std::size_t b = 0; b < B; ++b)
+        rows.push_back(row_of(out.data() + b * no + offset[m], size[m]));
+      return rows;
+    });
+  }
+
+  if (p.gradients) {
+    std::vector<R> ji(B * no * ni), jw(B * no * nw);
+    prog.jacobian(args, std::span<R>(ji), std::span<R>(jw));
+    // jac[b][k0 .. k0+count)[n]
+    auto block = [&](const std::vector<R>& jac, std::size_t n, std::size_t k0, std::size_t count) {
+      json rows = json::array();
+      for (std::size_t b = 0; b < B; ++b) {
+        json per_output = json::array();
+        for (std::size_t k = k0; k < k0 + count; ++k)
+          per_output.push_back(row_of(jac.data() + (b * no + k) * n, n));
+        rows.push_back(std::move(per_output));
+      }
+      return rows;
+    };
+    res["grad_inputs"] = block(ji, ni, 0, K);
+    res["grad_weights"] = block(jw, nw, 0, K);
+    if (!p.probs.empty()) {
+      res["grad_probs_inputs"] =
+          per_measurement([&](std::size_t m) { return block(ji, ni, offset[m], size[m]); });
+      res["grad_probs_weights"] =
+          per_measurement([&](std::size_t m) { return block(jw, nw, offset[m], size[m]); });
+    }
+  }
+
+  if (p.states) {
+    const std::size_t dim = std::size_t{1} << prog.n_qubits();
+    std::vector<std::complex<R>> st(B * dim);
+    prog.states(args, std::span<std::complex<R>>(st));
+    json all = json::array();
+    for (std::size_t b = 0; b < B; ++b) {
+      json row = json::array();
+      for (std::size_t i = 0; i < dim; ++i) {
+        const auto z = st[b * dim + i];
+        row.push_back(json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+      }
+      all.push_back(std::move(row));
+    }
+    res["states"] = std::move(all);
+  }
+
+  if (p.shots) {
+    const std::size_t shots = static_cast<std::size_t>(*p.shots);
+    std::vector<std::uint64_t> s(B * shots);
+    prog.sample(args, {}, shots, p.seed, std::span<std::uint64_t>(s));
+    json all = json::array();
+    for (std::size_t b = 0; b < B; ++b) {
+      all.push_back(json(
+          std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
+                                     s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
+    }
+    res["samples"] = std::move(all);
+  }
+  return res;
+}
+
+// ------------------------------------------------------------------- dump ---
+
+void write(std::string& out, const json& v, int indent, int level) {
+  const auto pad = [&](int l) { out.append(static_cast<std::size_t>(indent * l), ' '); };
+  const auto scalar = [](const json& x) {
+    return x.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  const auto flat = [](const json& x) {
+    return std::none_of(x.begin(), x.end(), [](const json& e) { return e.is_structured(); });
+  };
+  if (v.is_object() && !v.empty() && flat(v) && v.size() <= 8) {  // a small record: one line
+    out += "{";
+    std::size_t i = 0;
+    for (const auto& item : v.items()) {
+      out += i++ ? ", " : "";
+      out += scalar(json(item.key())) + ": " + scalar(item.value());
+    }
+    out += "}";
+  } else if (v.is_object() && !v.empty()) {
+    out += "{\n";
+    std::size_t i = 0;
+    for (const auto& item : v.items()) {
+      pad(level + 1);
+      out += scalar(json(item.key()));
+      out += ": ";
+      write(out, item.value(), indent, level + 1);
+      out += ++i < v.size() ? ",\n" : "\n";
+    }
+    pad(level);
+    out += "}";
+  } else if (v.is_array() && !v.empty()) {
+    if (flat(v)) {
+      out += "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) out += ", ";
+        out += scalar(v[i]);
+      }
+      out += "]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      pad(level + 1);
+      write(out, v[i], indent, level + 1);
+      out += i + 1 < v.size() ? ",\n" : "\n";
+    }
+    pad(level);
+    out += "]";
+  } else {
+    out += scalar(v);
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ public ---
+
+json parse_text(std::string_view text, std::string_view source) {
+  // Tracks where the parser is, to reject repeated keys with their path.
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index = 0;
+  };
+  std::vector<Frame> stack;
+  auto where = [&]() {
+    std::string p;
+    for (std::size_t f = 0; f + 1 < stack.size(); ++f) {
+      p = stack[f].object ? join_path(p, stack[f].key) : index_path(p, stack[f].index);
+    }
+    return p;
+  };
+  auto element_done = [&]() {
+    if (!stack.empty() && !stack.back().object) ++stack.back().index;
+  };
+  json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        stack.push_back(Frame{true, {}, {}, 0});
+        break;
+      case json::parse_event_t::array_start:
+        stack.push_back(Frame{false, {}, {}, 0});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::key: {
+        std::string key = parsed.get<std::string>();
+        if (!stack.back().keys.insert(key).second) {
+          const std::string p = where();
+          throw ProblemError(
+              std::string(source) + ": invalid JSON: key " + quote(key) + " appears twice in " +
+              (p.empty() ? std::string("the top-level object") : "the object at " + p));
+        }
+        stack.back().key = std::move(key);
+        break;
+      }
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), cb);
+  } catch (const json::exception& e) {  // parse_error; out_of_range for numbers like 1e999
+    std::string msg = e.what();
+    if (const auto p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);
+    throw ProblemError(std::string(source) + ": invalid JSON: " + msg);
+  }
+}
+
+CircuitProblem parse_circuit_problem(const json& doc) {
+  check_kind(doc);
+  const Object top(doc, "",
+                   {"kind", "qubits", "ops", "observables", "probs", "inputs", "weights",
+                    "precision", "threads", "isa", "gradients", "states", "shots", "seed"});
+  CircuitProblem p;
+  const int n = read_int32(top.require("qubits"), "qubits");
+  p.circuit = at("qubits", [&] { return Circuit(n); });
+  Circuit& c = p.circuit;
+
+  if (const json* ops = top.get("ops")) {
+    read_array(*ops, "ops", "a list of operations");
+    for (std::size_t i = 0; i < ops->size(); ++i) read_op(c, (*ops)[i], index_path("ops", i));
+  }
+
+  if (const json* obs = top.get("observables")) {
+    read_array(*obs, "observables", "a list of observables");
+    for (std::size_t k = 0; k < obs->size(); ++k) {
+      const std::string op = index_path("observables", k);
+      const Observable o = read_observable((*obs)[k], op);
+      at(op, [&] { c.expval(o); });
+    }
+    p.n_observables = static_cast<int>(obs->size());
+  }
+
+  if (const json* pr = top.get("probs")) {
+    const std::string hint =
+        "expected a list of wires like [0, 1] or a list of wire lists like [[0], [1, 2]]";
+    if (!pr->is_array() || pr->empty())
+      fail("probs", hint + ", got " + (pr->is_array() ? "[]" : describe(*pr)));
+    const bool nested = (*pr)[0].is_array();
+    for (const json& e : *pr) {
+      if (e.is_array() != nested) fail("probs", hint + " (not a mix of both)");
+    }
+    p.probs_nested = nested;
+    if (nested) {
+      for (std::size_t m = 0; m < pr->size(); ++m)
+        p.probs.push_back(read_wires((*pr)[m], index_path("probs", m)));
+    } else {
+      p.probs.push_back(read_wires(*pr, "probs"));
+    }
+    for (std::size_t m = 0; m < p.probs.size(); ++m) {
+      // (the library's message starts with "probs: " already)
+      at(nested ? index_path("probs", m) : std::string(), [&] { c.probs(p.probs[m]); });
+    }
+  }
+
+  // Batch, inputs and weights.
+  std::size_t in_rows = 0, in_cols = 0;
+  const bool has_inputs = top.has("inputs");
+  if (has_inputs) {
+    const json& v = read_array(*top.get("inputs"), "inputs", "a list of rows (batch x n_inputs)");
+    if (v.empty()) fail("inputs", "needs at least one row (the batch size is its number of rows)");
+    p.inputs = read_matrix(v, "inputs", in_rows, in_cols);
+  }
+  std::size_t w_rows = 0, w_cols = 0;
+  if (const json* v = top.get("weights")) {
+    read_array(*v, "weights", "a list of numbers (shared) or a list of rows (per sample)");
+    if (!v->empty() && (*v)[0].is_array()) {
+      p.weights = read_matrix(*v, "weights", w_rows, w_cols);
+      p.per_sample_weights = true;
+    } else {
+      for (std::size_t j = 0; j < v->size(); ++j) {
+        if ((*v)[j].is_array())
+          fail(index_path("weights", j),
+               "shared weights are a list of numbers; "
+               "per-sample weights a list of rows, not a mix");
+        p.weights.push_back(read_number((*v)[j], index_path("weights", j)));
+      }
+      w_cols = v->size();
+    }
+  }
+  if (has_inputs) {
+    p.batch = in_rows;
+    if (p.per_sample_weights && w_rows != in_rows) {
+      fail("weights", "has " + std::to_string(w_rows) +
+                          " rows (per-sample weights) but \"inputs\" has " +
+                          std::to_string(in_rows) + " rows; both must have one row per sample");
+    }
+  } else if (p.per_sample_weights) {
+    p.batch = w_rows;
+  }
+  if (in_cols < static_cast<std::size_t>(c.n_inputs())) {
+    const std::string need =
+        "the circuit reads " + std::to_string(c.n_inputs()) + " input column(s)";
+    if (!has_inputs) fail("", "missing key \"inputs\": " + need);
+    fail("inputs", "has " + std::to_string(in_cols) + " column(s) but " + need);
+  }
+  if (w_cols < static_cast<std::size_t>(c.n_weights())) {
+    const std::string need = "the circuit reads " + std::to_string(c.n_weights()) + " weight(s)";
+    if (!top.has("weights")) fail("", "missing key \"weights\": " + need);
+    fail("weights", "has " + std::to_string(w_cols) +
+                        (p.per_sample_weights ? " column(s)" : " value(s)") + " but " + need);
+  }
+  if (in_cols > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      w_cols > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail("", "too many input or weight columns");
+  }
+  p.n_inputs = static_cast<int>(in_cols);
+  p.n_weights = static_cast<int>(w_cols);
+  c.reserve_inputs(p.n_inputs);
+  c.reserve_weights(p.n_weights);
+  if (p.n_weights == 0) p.per_sample_weights = false;
+
+  // Options.
+  if (const json* v = top.get("precision")) {
+    const std::string s = read_string(*v, "precision");
+    if (s == "complex64") {
+      p.options.precision = Precision::complex64;
+    } else if (s == "complex128") {
+      p.options.precision = Precision::complex128;
+    } else {
+      fail("precision", "expected \"complex64\" or \"complex128\", got " + quote(s));
+    }
+  }
+  if (const json* v = top.get("threads"))
+    p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
+  if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
+  if (const json* v = top.get("gradients")) p.gradients = read_bool(*v, "gradients");
+  if (const json* v = top.get("states")) p.states = read_bool(*v, "states");
+  if (const json* v = top.get("shots"))
+    p.shots = static_cast<std::uint64_t>(read_int(*v, "shots", 1, 1LL << 40));
+  if (const json* v = top.get("seed")) {
+    if (!p.shots) fail("seed", "only used with \"shots\" (give \"shots\": N to sample)");
+    p.seed = read_uint64(*v, "seed");
+  }
+  if (c.measurements().empty() && !p.states && !p.shots) {
+    fail("", "nothing to compute: give \"observables\", \"probs\", \"states\": true or \"shots\"");
+  }
+  if (c.measurements().empty() && p.gradients) {
+    fail("gradients", "needs \"observables\" and/or \"probs\" to differentiate");
+  }
+  return p;
+}
+
+json evaluate(const CircuitProblem& p) {
+  // Refuse results too large to hold before computing anything.
+  const double B = static_cast<double>(p.batch);
+  const double outputs = static_cast<double>(p.circuit.n_outputs());
+  double values = B * outputs;
+  if (p.gradients) values += B * outputs * (p.n_inputs + p.n_weights);
+  if (p.states) values += B * std::ldexp(2.0, p.circuit.n_qubits());
+  if (p.shots) values += B * static_cast<double>(*p.shots);
+  if (values > static_cast<double>(kMaxOutputValues)) {
+    fail("", fmt::format("the result would hold {:.4g} values, more than the limit of {} (2^25); "
+                         "reduce the batch, shots, qubits with \"states\", or outputs",
+                         values, kMaxOutputValues));
+  }
+  if (p.options.precision == Precision::complex64) return run<float>(p);
+  return run<double>(p);
+}
+
+json evaluate(const json& problem) {
+  check_kind(problem);  // the one place later kinds will dispatch
+  return evaluate(parse_circuit_problem(problem));
+}
+
+json gate_catalogue() {
+  json all = json::array();
+  for (const GateInfo& g : kGateTable) {
+    all.push_back(json{{"name", std::string(g.name)},
+                       {"wires", g.wires},
+                       {"params", g.params},
+                       {"controls", g.controls}});
+  }
+  return all;
+}
+
+std::string dump(const json& value, int indent) {
+  if (indent < 0) return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  write(out, value, indent, 0);
+  return out;
+}
+
+}  // namespace qfleet::json_problem

@@ -1,0 +1,219 @@
+// The qfleet command-line tool (docs/cli.md).
+//
+//   qfleet demo                   the main job (see tools/demo.hpp)
+//   qfleet eval FILE.json | -     evaluate a problem, print JSON results
+//   qfleet gates                  the gate catalogue as JSON
+//   qfleet info                   version, instruction sets, threads, CUDA devices
+//   qfleet --version
+//
+// Adding a subcommand: write `void register_NAME(CLI::App& app, Action& action)`
+// (see register_gates below for the pattern: add the subcommand and its options
+// to `app`, and in its callback store what to run in `action`), declare it in
+// the list below, add it to kSubcommands, and list its file in
+// tools/CMakeLists.txt. Whatever the action throws is reported by main():
+// qfleet::Error (input and library errors) -> "qfleet: error: ...", exit 2.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <new>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "json_problem.hpp"
+#include "qfleet/qfleet.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace qfleet::cli {
+
+// What the chosen subcommand runs once arguments are parsed; returns the exit status.
+using Action = std::function<int()>;
+using Registrar = void (*)(CLI::App& app, Action& action);
+
+void register_eval(CLI::App& app, Action& action);
+void register_gates(CLI::App& app, Action& action);
+void register_info(CLI::App& app, Action& action);
+void register_demo(CLI::App& app, Action& action);  // tools/demo_cli.cpp
+
+inline constexpr Registrar kSubcommands[] = {register_demo, register_eval, register_gates, register_info};
+
+inline constexpr int kExitError = 2;  // any rejected input, library error or usage error
+
+namespace {
+
+// One line on stderr, whatever the message holds.
+int report_error(std::string_view message) {
+  std::string line;
+  for (const char ch : message) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      line += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      line += fmt::format("\\x{:02x}", u);
+    } else {
+      line += ch;
+    }
+  }
+  std::fflush(stdout);
+  std::fputs(fmt::format("qfleet: error: {}\n", line).c_str(), stderr);
+  return kExitError;
+}
+
+// Library messages start with "qfleet: " already.
+std::string without_prefix(const char* what) {
+  std::string_view s(what);
+  if (s.substr(0, 8) == "qfleet: ") s.remove_prefix(8);
+  return std::string(s);
+}
+
+int print_json(const nlohmann::json& value, int indent) {
+  const std::string text = qfleet::json_problem::dump(value, indent);
+  std::cout << text << '\n';
+  std::cout.flush();
+  if (!std::cout) return report_error("cannot write the result to stdout");
+  return 0;
+}
+
+void add_indent_option(CLI::App* sub, int& indent) {
+  sub->add_option("--indent", indent,
+                  "Pretty-print with this many spaces per level (arrays of numbers stay on "
+                  "one line); default: one line")
+      ->check(CLI::Range(0, 16));
+}
+
+// The whole text of FILE, or of stdin for "-".
+std::string read_input(const std::string& file, std::string& source) {
+  std::ostringstream text;
+  if (file == "-") {
+    source = "<stdin>";
+    text << std::cin.rdbuf();
+    if (std::cin.bad()) throw qfleet::json_problem::ProblemError("cannot read stdin");
+    return text.str();
+  }
+  source = file;
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw qfleet::json_problem::ProblemError(
+        fmt::format("cannot read {}: it is a directory", file));
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw qfleet::json_problem::ProblemError(
+        fmt::format("cannot open {}: {}", file, std::strerror(errno)));
+  text << in.rdbuf();
+  if (in.bad()) throw qfleet::json_problem::ProblemError(fmt::format("cannot read {}", file));
+  return text.str();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- eval ---
+
+void register_eval(CLI::App& app, Action& action) {
+  struct Options {
+    std::string file;
+    int indent = -1;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Evaluate a JSON problem (FILE, or - for stdin) and print JSON results");
+  sub->add_option("FILE", opt->file, "Problem file (docs/cli.md), or - to read stdin")->required();
+  add_indent_option(sub, opt->indent);
+  sub->callback([&action, opt] {
+    action = [opt] {
+      std::string source;
+      const std::string text = read_input(opt->file, source);
+      const nlohmann::json problem = qfleet::json_problem::parse_text(text, source);
+      const nlohmann::json result = qfleet::json_problem::evaluate(problem);
+      return print_json(result, opt->indent);
+    };
+  });
+}
+
+// --------------------------------------------------------------- gates ---
+
+void register_gates(CLI::App& app, Action& action) {
+  auto indent = std::make_shared<int>(-1);
+  CLI::App* sub = app.add_subcommand(
+      "gates", "Print the gate catalogue as JSON (name, wires, params, controls)");
+  add_indent_option(sub, *indent);
+  sub->callback([&action, indent] {
+    action = [indent] { return print_json(qfleet::json_problem::gate_catalogue(), *indent); };
+  });
+}
+
+// ---------------------------------------------------------------- info ---
+
+void register_info(CLI::App& app, Action& action) {
+  auto indent = std::make_shared<int>(-1);
+  CLI::App* sub = app.add_subcommand(
+      "info", "Print the version, instruction sets, OpenMP threads and CUDA devices as JSON");
+  add_indent_option(sub, *indent);
+  sub->callback([&action, indent] {
+    action = [indent] {
+      nlohmann::json info = nlohmann::json::object();
+      info["version"] = QFLEET_VERSION_STRING;
+      info["isas"] = qfleet::available_isas();
+#if defined(_OPENMP)
+      info["openmp_threads"] = omp_get_max_threads();
+#else
+      info["openmp_threads"] = 1;
+#endif
+      info["cuda_devices"] = qfleet::cuda_device_count();
+      return print_json(info, *indent);
+    };
+  });
+}
+
+}  // namespace qfleet::cli
+
+int main(int argc, char** argv) {
+  using namespace qfleet::cli;
+  try {
+    CLI::App app{"qfleet: batched simulation of parameterized quantum circuits", "qfleet"};
+    app.set_version_flag("--version", "qfleet " QFLEET_VERSION_STRING,
+                         "Print the version and exit");
+    app.require_subcommand(0, 1);  // none is reported below, after unknown flags are
+    Action action;
+    for (const Registrar r : kSubcommands) r(app, action);
+    if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand (CLI11 would not)
+      std::string known;
+      bool found = false;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+        found |= sub->get_name() == argv[1];
+      }
+      if (!found) {
+        return report_error(fmt::format(
+            "unknown subcommand '{}' (known: {}; run 'qfleet --help' for usage)", argv[1], known));
+      }
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+      return report_error(fmt::format("{} (run 'qfleet --help' for usage)", e.what()));
+    }
+    if (!action) return report_error("no subcommand given (run 'qfleet --help' for usage)");
+    return action();
+  } catch (const qfleet::Error& e) {
+    return report_error(without_prefix(e.what()));
+  } catch (const std::bad_alloc&) {
+    return report_error("out of memory");
+  } catch (const std::exception& e) {
+    return report_error(fmt::format("internal error: {}", e.what()));
+  } catch (...) {
+    return report_error("internal error: unknown exception");
+  }
+}
