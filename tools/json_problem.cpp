@@ -1,5 +1,6 @@
 // The JSON problem format (docs/cli.md): reading, checking, running, writing.
 #include "json_problem.hpp"
+#include "json_lindblad.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -415,17 +416,18 @@ const char* precision_name(Precision p) {
   return p == Precision::complex64 ? "complex64" : "complex128";
 }
 
-// The problem's kind; only "circuit" is supported so far.
-void check_kind(const json& doc) {
+// The problem's kind: true for "lindblad" (json_lindblad.cpp), false for "circuit".
+bool check_kind(const json& doc) {
   if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
   const auto it = doc.find("kind");
-  if (it == doc.end()) fail("", "missing key \"kind\" (use \"kind\": \"circuit\")");
+  if (it == doc.end()) fail("", "missing key \"kind\" (use \"kind\": \"circuit\" or \"lindblad\")");
   const std::string kind = read_string(*it, "kind");
-  if (kind == "lindblad") {
-    fail("kind", "problem kind \"lindblad\" is not supported yet (supported kinds: \"circuit\")");
+  if (kind == "lindblad") return true;
+  if (kind != "circuit") {
+    fail("kind", "unknown problem kind " + quote(kind) +
+                     " (supported kinds: \"circuit\", \"lindblad\")");
   }
-  if (kind != "circuit")
-    fail("kind", "unknown problem kind " + quote(kind) + " (supported kinds: \"circuit\")");
+  return false;
 }
 
 // ------------------------------------------------------------------ output ---
@@ -659,7 +661,9 @@ json parse_text(std::string_view text, std::string_view source) {
 }
 
 CircuitProblem parse_circuit_problem(const json& doc) {
-  check_kind(doc);
+  if (check_kind(doc)) {
+    fail("kind", "expected \"circuit\", got \"lindblad\" (read it with parse_lindblad_problem)");
+  }
   const Object top(doc, "",
                    {"kind", "qubits", "ops", "observables", "probs", "inputs", "weights",
                     "precision", "threads", "isa", "gradients", "states", "shots", "seed"});
@@ -811,7 +815,7 @@ json evaluate(const CircuitProblem& p) {
 }
 
 json evaluate(const json& problem) {
-  check_kind(problem);  // the one place later kinds will dispatch
+  if (check_kind(problem)) return evaluate(parse_lindblad_problem(problem));
   return evaluate(parse_circuit_problem(problem));
 }
 

@@ -75,8 +75,7 @@ CircuitProblem parse_circuit_problem(const nlohmann::json& problem);
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const CircuitProblem& problem);
 
-// Dispatches on "kind" ("circuit"; "lindblad" is rejected as not supported yet),
-// parses and runs.
+// Dispatches on "kind" ("circuit", or "lindblad": json_lindblad.hpp), parses and runs.
 nlohmann::json evaluate(const nlohmann::json& problem);
 
 // The gate catalogue: [{"name", "wires", "params", "controls"}, ...].

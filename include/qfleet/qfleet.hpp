@@ -5,5 +5,6 @@
 #include "qfleet/error.hpp"
 #include "qfleet/gates.hpp"
 #include "qfleet/observable.hpp"
+#include "qfleet/open_system.hpp"
 #include "qfleet/program.hpp"
 #include "qfleet/version.hpp"

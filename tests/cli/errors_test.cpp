@@ -67,12 +67,12 @@ TEST(CliErrors, BadProblems) {
   const std::vector<Case> cases = {
       // kind and top-level keys
       {"kind missing", [](json& p) { p.erase("kind"); }, "missing key \"kind\""},
-      {"lindblad",
+      {"lindblad",  // dispatched to the lindblad reader, which knows no circuit keys
        [](json& p) {
          p["kind"] = "lindblad";
          p["hamiltonian"] = 1;
        },
-       "kind: problem kind \"lindblad\" is not supported yet (supported kinds: \"circuit\")"},
+       "unknown key \"hamiltonian\"; allowed keys: kind, dim, H0"},
       {"unknown kind", [](json& p) { p["kind"] = "Circuit"; },
        "kind: unknown problem kind \"Circuit\""},
       {"kind type", [](json& p) { p["kind"] = 3; }, "kind: expected a string, got the number 3"},

@@ -461,9 +461,12 @@ TEST(CliEvaluate, ErrorsAreProblemErrorsWithPaths) {
     }
     return "no error";
   };
-  EXPECT_EQ(message(R"({"kind": "lindblad", "qubits": 2})"),
-            "qfleet: kind: problem kind \"lindblad\" is not supported yet (supported kinds: "
-            "\"circuit\")");
+  EXPECT_EQ(message(R"({"kind": "lindbladd", "qubits": 2})"),
+            "qfleet: kind: unknown problem kind \"lindbladd\" (supported kinds: \"circuit\", "
+            "\"lindblad\")");
+  EXPECT_EQ(message(R"({"kind": "lindblad", "qubits": 2})")
+                .rfind("qfleet: unknown key \"qubits\"; allowed keys: kind, dim, H0,", 0),
+            0u);
   EXPECT_EQ(
       message(
           R"({"kind": "circuit", "qubits": 1, "observables": [[[1, "Z0"]]], "ops": [{"gate": "RX",

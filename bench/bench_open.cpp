@@ -1,0 +1,120 @@
+// Open-system benchmarks (Google Benchmark). Run:
+//   build/bench/bench_open --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Workloads from the meta-learning control code: a noisy qubit (d = 2, 60 segments,
+// X and Y controls, T1 and dephasing rates per task, target X gate, loss 1 - F_avg),
+// and its two-qubit CZ variant (d = 4, 30 segments, 6 controls); then scaling.
+#include <benchmark/benchmark.h>
+
+#include <complex>
+#include <random>
+#include <qfleet/qfleet.hpp>
+
+namespace {
+
+using qfleet::Complex;
+using qfleet::ComplexMatrix;
+
+ComplexMatrix kron(const ComplexMatrix& a, const ComplexMatrix& b, int da, int db) {
+  const int d = da * db;
+  ComplexMatrix m(std::size_t(d) * d);
+  for (int i = 0; i < da; ++i)
+    for (int j = 0; j < da; ++j)
+      for (int k = 0; k < db; ++k)
+        for (int l = 0; l < db; ++l) m[std::size_t(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
+  return m;
+}
+
+const ComplexMatrix kI = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Complex(0, -1), Complex(0, 1), 0},
+                    kZ = {1, 0, 0, -1}, kLower = {0, 1, 0, 0};
+
+ComplexMatrix scaled(ComplexMatrix m, double s) {
+  for (auto& z : m) z *= s;
+  return m;
+}
+
+// Noisy qubits: per qubit X/2 and Y/2 controls, relaxation and dephasing jumps.
+qfleet::OpenSystem noisy_qubits(int qubits, int n_seg, bool extra_couplings) {
+  const int d = 1 << qubits;
+  qfleet::OpenSystem s(d);
+  auto on = [&](const ComplexMatrix& op, int q) {
+    return qubits == 1 ? op : (q == 0 ? kron(op, kI, 2, 2) : kron(kI, op, 2, 2));
+  };
+  for (int q = 0; q < qubits; ++q) {
+    s.control(scaled(on(kX, q), 0.5));
+    s.control(scaled(on(kY, q), 0.5));
+  }
+  if (extra_couplings) {  // two-qubit variant: 6 controls
+    s.control(scaled(kron(kX, kX, 2, 2), 0.5));
+    s.control(scaled(kron(kZ, kZ, 2, 2), 0.5));
+  }
+  for (int q = 0; q < qubits; ++q) {
+    s.jump(on(kLower, q));                   // relaxation, rate gamma_relax
+    s.jump(scaled(on(kZ, q), std::sqrt(0.5)));  // dephasing sqrt(gamma/2) sigma_z
+  }
+  s.segments(n_seg, 1.0).propagate_gate();
+  if (qubits == 1) {
+    s.target_unitary(kX);
+  } else {
+    s.target_unitary({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1});  // CZ
+  }
+  return s;
+}
+
+template <class R>
+void run_open(benchmark::State& st, int qubits, int n_seg, bool couplings, bool gradient, qfleet::Solver solver,
+              qfleet::Precision prec) {
+  const std::size_t B = static_cast<std::size_t>(st.range(0));
+  const auto sys = noisy_qubits(qubits, n_seg, couplings);
+  qfleet::OpenCompileOptions o;
+  o.solver = solver;
+  o.precision = prec;
+  o.dt = 0.01;
+  const auto prog = qfleet::compile(sys, o);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> amp(-4, 4), relax(0.01, 0.08), deph(0.02, 0.15);
+  std::vector<R> u(B * n_seg * sys.n_controls()), rates(B * sys.n_jumps()), fid(B), cot(B, R(-1)), gu(u.size()),
+      gr(rates.size());
+  for (auto& v : u) v = R(amp(rng));
+  for (std::size_t b = 0; b < B; ++b)
+    for (int j = 0; j < sys.n_jumps(); ++j) rates[b * sys.n_jumps() + j] = R(j % 2 == 0 ? relax(rng) : deph(rng));
+  const qfleet::TaskArgs<R> args{B, u, {}, rates, {}};
+  qfleet::TaskOutputs<R> out;
+  out.fidelity = fid;
+  for (auto _ : st) {
+    if (gradient) {
+      prog.vjp(args, std::span<const R>(cot), {}, qfleet::TaskGradients<R>{gu, {}, gr}, out);
+    } else {
+      prog.forward(args, out);
+    }
+    benchmark::DoNotOptimize(fid.data());
+  }
+  st.counters["tasks/s"] = benchmark::Counter(double(B), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_MetaQubit_FwdGrad_c128(benchmark::State& st) {
+  run_open<double>(st, 1, 60, false, true, qfleet::Solver::exact, qfleet::Precision::complex128);
+}
+void BM_MetaQubit_Fwd_c128(benchmark::State& st) {
+  run_open<double>(st, 1, 60, false, false, qfleet::Solver::exact, qfleet::Precision::complex128);
+}
+void BM_TwoQubitCZ_FwdGrad_c128(benchmark::State& st) {
+  run_open<double>(st, 2, 30, true, true, qfleet::Solver::exact, qfleet::Precision::complex128);
+}
+void BM_MetaQubit_FwdGrad_rk4_c128(benchmark::State& st) {
+  run_open<double>(st, 1, 60, false, true, qfleet::Solver::rk4, qfleet::Precision::complex128);
+}
+void BM_MetaQubit_FwdGrad_c64(benchmark::State& st) {
+  run_open<float>(st, 1, 60, false, true, qfleet::Solver::exact, qfleet::Precision::complex64);
+}
+
+BENCHMARK(BM_MetaQubit_FwdGrad_c128)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MetaQubit_Fwd_c128)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_TwoQubitCZ_FwdGrad_c128)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MetaQubit_FwdGrad_rk4_c128)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MetaQubit_FwdGrad_c64)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MetaQubit_FwdGrad_c128)->Name("ScalingB/MetaQubit_FwdGrad_c128")
+    ->RangeMultiplier(10)->Range(1, 100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

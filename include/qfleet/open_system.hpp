@@ -1,0 +1,177 @@
+// Open-system models: a d-level system with piecewise-constant controls and
+// Lindblad jump operators, simulated for a whole batch of tasks per call with
+// exact reverse-mode gradients.
+//
+//   H(t) = H0 + sum_m c_m H0_m + sum_k u_k(t) H_k
+//   d rho/dt = -i[H, rho] + sum_j gamma_j (L_j rho L_j^dag - {L_j^dag L_j, rho}/2)
+//
+// c_m (drift coefficients), gamma_j (rates) and u_k (amplitudes over n_seg
+// segments) are given per task or shared. Closed systems (no jump operators) run on
+// state vectors and unitaries; open systems on density matrices and
+// superoperators (column-stacking vec: vec(A X B) = (B^T kron A) vec(X)).
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qfleet/program.hpp"
+
+namespace qfleet {
+
+using Complex = std::complex<double>;
+using ComplexMatrix = std::vector<Complex>;  // row-major d x d
+using ComplexVector = std::vector<Complex>;
+
+class OpenSystem {
+ public:
+  explicit OpenSystem(int dim);
+
+  // --- Hamiltonian and dissipation. Matrices are d x d, row-major, checked
+  // Hermitian (Hamiltonians) and finite; every call validates before changing anything.
+  OpenSystem& drift(const ComplexMatrix& h0);         // H0 (default 0)
+  OpenSystem& drift_term(const ComplexMatrix& h);     // H0_m, scaled by the per-task c_m
+  OpenSystem& control(const ComplexMatrix& h);        // H_k, scaled by the amplitude u_k
+  OpenSystem& jump(const ComplexMatrix& l);           // L_j, with rate gamma_j >= 0
+
+  // --- time grid: n_seg segments of equal length, or given durations (> 0).
+  OpenSystem& segments(int n_seg, double total_time);
+  OpenSystem& durations(const std::vector<double>& dt);
+
+  // --- what is propagated. One of: a density matrix, a pure state (shared by all
+  // tasks unless per-task initial states are passed at call time), or the whole
+  // propagator (the channel's superoperator / the unitary) for gate problems.
+  OpenSystem& initial_density(const ComplexMatrix& rho0);
+  OpenSystem& initial_state(const ComplexVector& psi0);
+  OpenSystem& propagate_gate();
+
+  // --- what is measured.
+  OpenSystem& target_state(const ComplexVector& psi);    // F = <psi|rho|psi>
+  OpenSystem& target_density(const ComplexMatrix& rho);  // Uhlmann F = (tr sqrt(sqrt(rho) sigma sqrt(rho)))^2
+  OpenSystem& target_unitary(const ComplexMatrix& u);    // average gate fidelity (d F_pro + 1)/(d + 1)
+  OpenSystem& observable(const ComplexMatrix& o);        // <O> at every segment boundary (Hermitian)
+  OpenSystem& computational_subspace(const std::vector<int>& levels);  // leakage out of these levels
+
+  enum class Initial : std::uint8_t { Density, Pure, Gate };
+  enum class Target : std::uint8_t { None, Pure, Mixed, Unitary };
+
+  int dim() const { return dim_; }
+  int n_segments() const { return static_cast<int>(durations_.size()); }
+  int n_controls() const { return static_cast<int>(controls_.size()); }
+  int n_drift_terms() const { return static_cast<int>(drift_terms_.size()); }
+  int n_jumps() const { return static_cast<int>(jumps_.size()); }
+  int n_observables() const { return static_cast<int>(observables_.size()); }
+  bool closed() const { return jumps_.empty(); }
+  Initial initial_kind() const { return initial_kind_; }
+  Target target_kind() const { return target_kind_; }
+  const ComplexMatrix& h0() const { return h0_; }
+  const std::vector<ComplexMatrix>& drift_terms() const { return drift_terms_; }
+  const std::vector<ComplexMatrix>& controls() const { return controls_; }
+  const std::vector<ComplexMatrix>& jumps() const { return jumps_; }
+  const std::vector<double>& segment_durations() const { return durations_; }
+  const ComplexMatrix& initial_density_matrix() const { return rho0_; }
+  const ComplexVector& initial_pure_state() const { return psi0_; }
+  const ComplexVector& target_pure_state() const { return target_psi_; }
+  const ComplexMatrix& target_matrix() const { return target_mat_; }
+  const std::vector<ComplexMatrix>& observables() const { return observables_; }
+  const std::vector<int>& subspace() const { return subspace_; }
+
+ private:
+  ComplexMatrix checked_matrix(const ComplexMatrix& m, std::string_view what, bool hermitian) const;
+
+  int dim_;
+  ComplexMatrix h0_;
+  std::vector<ComplexMatrix> drift_terms_, controls_, jumps_, observables_;
+  std::vector<double> durations_;
+  Initial initial_kind_ = Initial::Pure;
+  ComplexMatrix rho0_;
+  ComplexVector psi0_;
+  Target target_kind_ = Target::None;
+  ComplexVector target_psi_;
+  ComplexMatrix target_mat_;
+  std::vector<int> subspace_;
+};
+
+enum class Solver : std::uint8_t { exact, rk4, euler, dopri5 };
+
+struct OpenCompileOptions {
+  Precision precision = Precision::complex128;
+  Solver solver = Solver::exact;
+  double dt = 0.0;     // rk4/euler step (each segment takes ceil(duration/dt) equal steps)
+  double rtol = 1e-8;  // dopri5 error control
+  double atol = 1e-10;
+  int num_threads = 0;
+};
+
+// Arguments of one batched call (row-major). Each may be per task (leading batch
+// dimension) or shared (without it); the length decides.
+template <class R>
+struct TaskArgs {
+  std::size_t batch = 1;
+  std::span<const R> amplitudes;    // [batch, n_seg, n_ctrl] or [n_seg, n_ctrl]
+  std::span<const R> drift_coeffs;  // [batch, n_drift_terms] or [n_drift_terms]
+  std::span<const R> rates;         // [batch, n_jumps] or [n_jumps]
+  // Optional per-task initial states: [batch, d, d] densities or [batch, d] pure states.
+  std::span<const std::complex<R>> initial;
+};
+
+template <class R>
+struct TaskOutputs {
+  std::span<R> fidelity;                    // [batch] (needs a target)
+  std::span<R> leakage;                     // [batch] (needs a computational subspace)
+  std::span<R> expvals;                     // [batch, n_seg + 1, n_observables]
+  std::span<std::complex<R>> final_state;   // [batch, d, d] density / [batch, d] pure state /
+                                            // [batch, d^2, d^2] superoperator / [batch, d, d] unitary
+};
+
+template <class R>
+struct TaskGradients {
+  std::span<R> amplitudes;    // like the amplitudes argument (summed over tasks when shared)
+  std::span<R> drift_coeffs;  // like drift_coeffs
+  std::span<R> rates;         // like rates
+};
+
+namespace detail {
+struct OpenPlan;
+}
+
+struct CacheStats {
+  std::uint64_t propagators_computed = 0;  // matrix exponentials / step sequences evaluated
+  std::uint64_t propagators_reused = 0;    // segments that reused an identical segment's propagator
+  std::uint64_t calls = 0;
+};
+
+class OpenProgram {
+ public:
+  int dim() const;
+  int n_segments() const;
+  Precision precision() const;
+  Solver solver() const;
+  const OpenSystem& system() const;
+  std::size_t final_state_size() const;  // per task, in complex numbers
+  CacheStats cache_stats() const;
+
+  template <class R>
+  void forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const;
+
+  // Reverse mode: gradients of sum_b (cot_fidelity[b] F_b + cot_leakage[b] leak_b)
+  // with respect to amplitudes, drift coefficients and rates. Either cotangent
+  // span may be empty (zero). Forward outputs may be requested in the same pass.
+  template <class R>
+  void vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
+           const TaskGradients<R>& grads, const TaskOutputs<R>& outputs = {}) const;
+
+  explicit OpenProgram(std::shared_ptr<detail::OpenPlan> plan);
+
+ private:
+  std::shared_ptr<detail::OpenPlan> plan_;
+};
+
+OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options = {});
+
+}  // namespace qfleet

@@ -1,0 +1,64 @@
+// The compiled form of an OpenSystem. Everything the executor reads is here,
+// flattened to row-major complex<double> matrices; the executor casts to its
+// precision once per call.
+//
+// Every problem becomes one linear ODE with a piecewise-constant generator,
+//   dX/dt = A(t) X,   A = A0 + sum_m c_m A_m + sum_j gamma_j D_j + sum_k u_k B_k,
+// on an n x c state X:
+//   closed system, pure state:   n = d,   c = 1, A = -i H,  X = psi
+//   closed system, gate:         n = d,   c = d, X = U
+//   open system, density matrix: n = d^2, c = 1, A = Liouvillian, X = vec(rho) (column stacking)
+//   open system, gate:           n = d^2, c = d^2, X = the channel's superoperator
+#pragma once
+
+#include <atomic>
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "qfleet/open_system.hpp"
+
+namespace qfleet::detail {
+
+using CVec = std::vector<std::complex<double>>;
+
+struct OpenPlan {
+  explicit OpenPlan(const OpenSystem& s) : sys(s) {}
+  OpenSystem sys;
+  int d = 0;
+  bool closed = true;
+  bool gate = false;
+  int n = 0;  // generator dimension
+  int c = 0;  // state columns
+  Precision precision = Precision::complex128;
+  OpenCompileOptions options;
+
+  CVec a0;                    // n x n
+  std::vector<CVec> a_drift;  // per drift term, n x n
+  std::vector<CVec> a_rate;   // per jump operator: its dissipator, n x n
+  std::vector<CVec> a_ctrl;   // per control, n x n
+  CVec x0;                    // n x c initial state
+
+  // Linear figures of merit: value = offset + Re <lam, X_N> (Frobenius, conjugate-linear
+  // in lam), whose gradient with respect to X_N is lam. Used for open-system pure and
+  // unitary targets and all leakages of open systems.
+  CVec fid_lam;
+  double fid_offset = 0.0;
+  CVec leak_lam;
+  double leak_offset = 0.0;
+  // Closed systems and the mixed target use these instead.
+  CVec target_psi;     // d
+  CVec target_mat;     // d x d: target unitary (closed gate) / sigma (closed mixed)
+  CVec sqrt_sigma;     // d x d: sqrt of the mixed target (open, Uhlmann)
+  std::vector<int> subspace;
+  std::vector<CVec> observables;  // d x d each
+
+  mutable std::atomic<std::uint64_t> computed{0}, reused{0}, calls{0};
+};
+
+OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o);
+void finish_open_plan(OpenPlan& p);
+// Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.
+void check_density(const CVec& rho, int d, const std::string& what, double tol);
+
+}  // namespace qfleet::detail

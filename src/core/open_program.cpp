@@ -1,0 +1,217 @@
+// The OpenProgram API: per-call checks (shapes, finiteness, rates >= 0, per-task
+// initial states), then the cpu executor. Nothing is written before every check passes.
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "core/open_plan.hpp"
+#include "cpu/open_cpu.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet {
+
+namespace {
+
+template <class R>
+constexpr Precision precision_of() {
+  return std::is_same_v<R, float> ? Precision::complex64 : Precision::complex128;
+}
+
+// Accepts `len` shared values or `batch * len` per-task values; returns per_task.
+template <class T>
+bool per_task_or_shared(std::string_view what, std::span<const T> v, std::size_t batch, std::size_t len,
+                        std::string_view shape) {
+  if (v.size() == len) return false;
+  if (len > 0 && v.size() == batch * len) return true;
+  throw Error(std::string(what) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(len) +
+              " (shared " + std::string(shape) + ") or " + std::to_string(batch * len) + " (per task [batch, " +
+              std::string(shape.substr(1)));
+}
+
+template <class R>
+void expect_finite(std::string_view what, std::span<const R> v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i])) {
+      throw Error(std::string(what) + " contains a non-finite value at index " + std::to_string(i));
+    }
+  }
+}
+
+struct Shape {
+  bool amp = false, drift = false, rates = false;
+};
+
+template <class R>
+Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a) {
+  if (p.precision != precision_of<R>()) {
+    throw Error(std::string("this program was compiled for ") +
+                (p.precision == Precision::complex64 ? "complex64" : "complex128") + " but was called with " +
+                (std::is_same_v<R, float> ? "complex64" : "complex128") + " data");
+  }
+  if (a.batch == 0) throw Error("batch must be at least 1");
+  const OpenSystem& s = p.sys;
+  Shape sh;
+  const std::string amp_shape = "[n_seg=" + std::to_string(s.n_segments()) + ", n_ctrl=" + std::to_string(s.n_controls()) + "])";
+  sh.amp = per_task_or_shared("amplitudes", a.amplitudes, a.batch, std::size_t(s.n_segments()) * s.n_controls(), amp_shape);
+  sh.drift = per_task_or_shared("drift_coeffs", a.drift_coeffs, a.batch, std::size_t(s.n_drift_terms()),
+                                "[n_drift_terms=" + std::to_string(s.n_drift_terms()) + "])");
+  sh.rates = per_task_or_shared("rates", a.rates, a.batch, std::size_t(s.n_jumps()),
+                                "[n_jumps=" + std::to_string(s.n_jumps()) + "])");
+  expect_finite("amplitudes", a.amplitudes);
+  expect_finite("drift_coeffs", a.drift_coeffs);
+  expect_finite("rates", a.rates);
+  for (std::size_t i = 0; i < a.rates.size(); ++i) {
+    if (a.rates[i] < 0) {
+      throw Error("rates must be >= 0, got " + std::to_string(a.rates[i]) + " at index " + std::to_string(i));
+    }
+  }
+  if (!a.initial.empty()) {
+    if (p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
+    const std::size_t d = p.d, per = p.closed ? d : d * d;
+    if (a.initial.size() != a.batch * per) {
+      throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " +
+                  std::to_string(a.batch * per) + (p.closed ? " ([batch, d] pure states)" : " ([batch, d, d] density matrices)"));
+    }
+    const double tol = std::is_same_v<R, float> ? 1e-4 : 1e-8;
+    for (std::size_t b = 0; b < a.batch; ++b) {
+      const std::complex<R>* x = a.initial.data() + b * per;
+      for (std::size_t i = 0; i < per; ++i) {
+        if (!std::isfinite(x[i].real()) || !std::isfinite(x[i].imag())) {
+          throw Error("initial state of task " + std::to_string(b) + " has a non-finite entry");
+        }
+      }
+      if (p.closed) {
+        double nrm = 0;
+        for (std::size_t i = 0; i < d; ++i) nrm += std::norm(std::complex<double>(x[i]));
+        if (std::abs(nrm - 1) > tol) {
+          throw Error("initial state of task " + std::to_string(b) + " is not normalised (|psi|^2 = " + std::to_string(nrm) + ")");
+        }
+      } else {
+        std::vector<std::complex<double>> rho(per);
+        for (std::size_t i = 0; i < per; ++i) rho[i] = std::complex<double>(x[i]);
+        detail::check_density(rho, int(d), "initial density matrix of task " + std::to_string(b), tol);
+      }
+    }
+  }
+  return sh;
+}
+
+template <class R>
+void check_outputs(const detail::OpenPlan& p, std::size_t B, const TaskOutputs<R>& o) {
+  const OpenSystem& s = p.sys;
+  auto expect = [](std::string_view what, std::size_t got, std::size_t want, const std::string& shape) {
+    if (got != want) {
+      throw Error(std::string(what) + " has " + std::to_string(got) + " values, expected " + std::to_string(want) + " " + shape);
+    }
+  };
+  if (!o.fidelity.empty()) {
+    if (s.target_kind() == OpenSystem::Target::None) throw Error("fidelity needs a target (target_state/target_density/target_unitary)");
+    expect("fidelity", o.fidelity.size(), B, "([batch])");
+  }
+  if (!o.leakage.empty()) {
+    if (p.subspace.empty()) throw Error("leakage needs a computational subspace (computational_subspace(levels))");
+    expect("leakage", o.leakage.size(), B, "([batch])");
+  }
+  if (!o.expvals.empty()) {
+    if (p.observables.empty()) throw Error("expvals need observables (observable(O))");
+    expect("expvals", o.expvals.size(), B * (s.n_segments() + 1) * p.observables.size(), "([batch, n_seg + 1, n_observables])");
+  }
+  if (!o.final_state.empty()) {
+    const std::size_t per = (!p.closed && !p.gate) ? std::size_t(p.d) * p.d : std::size_t(p.n) * p.c;
+    expect("final_state", o.final_state.size(), B * per, "([batch, " + std::to_string(per) + "])");
+  }
+}
+
+template <class R>
+cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutputs<R>& o) {
+  cpu::OpenCall<R> c;
+  c.batch = a.batch;
+  c.amplitudes = a.amplitudes.data();
+  c.amplitudes_per_task = sh.amp;
+  c.drift = a.drift_coeffs.data();
+  c.drift_per_task = sh.drift;
+  c.rates = a.rates.data();
+  c.rates_per_task = sh.rates;
+  c.initial = a.initial.empty() ? nullptr : a.initial.data();
+  c.fidelity = o.fidelity.empty() ? nullptr : o.fidelity.data();
+  c.leakage = o.leakage.empty() ? nullptr : o.leakage.data();
+  c.expvals = o.expvals.empty() ? nullptr : o.expvals.data();
+  c.final_state = o.final_state.empty() ? nullptr : o.final_state.data();
+  return c;
+}
+
+}  // namespace
+
+OpenProgram::OpenProgram(std::shared_ptr<detail::OpenPlan> plan) : plan_(std::move(plan)) {}
+int OpenProgram::dim() const { return plan_->d; }
+int OpenProgram::n_segments() const { return plan_->sys.n_segments(); }
+Precision OpenProgram::precision() const { return plan_->precision; }
+Solver OpenProgram::solver() const { return plan_->options.solver; }
+const OpenSystem& OpenProgram::system() const { return plan_->sys; }
+std::size_t OpenProgram::final_state_size() const {
+  return (!plan_->closed && !plan_->gate) ? std::size_t(plan_->d) * plan_->d : std::size_t(plan_->n) * plan_->c;
+}
+CacheStats OpenProgram::cache_stats() const {
+  return {plan_->computed.load(), plan_->reused.load(), plan_->calls.load()};
+}
+
+template <class R>
+void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const {
+  const Shape sh = check_args(*plan_, args);
+  check_outputs(*plan_, args.batch, outputs);
+  cpu::execute_open(*plan_, make_call(args, sh, outputs));
+}
+
+template <class R>
+void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
+                      const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
+  const Shape sh = check_args(*plan_, args);
+  check_outputs(*plan_, args.batch, outputs);
+  const std::size_t B = args.batch;
+  const OpenSystem& s = plan_->sys;
+  if (!cot_fidelity.empty()) {
+    if (s.target_kind() == OpenSystem::Target::None) throw Error("a fidelity cotangent needs a target");
+    if (cot_fidelity.size() != B) throw Error("cot_fidelity has " + std::to_string(cot_fidelity.size()) + " values, expected " + std::to_string(B) + " ([batch])");
+  }
+  if (!cot_leakage.empty()) {
+    if (plan_->subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
+    if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
+  }
+  expect_finite("cot_fidelity", cot_fidelity);
+  expect_finite("cot_leakage", cot_leakage);
+  auto expect_grad = [&](std::string_view what, std::size_t got, bool per_task, std::size_t len) {
+    if (got == 0) return;
+    const std::size_t want = per_task ? B * len : len;
+    if (got != want) {
+      throw Error(std::string("gradient ") + std::string(what) + " has " + std::to_string(got) + " values, expected " +
+                  std::to_string(want) + (per_task ? " (per task, like the argument)" : " (shared, like the argument)"));
+    }
+  };
+  expect_grad("amplitudes", grads.amplitudes.size(), sh.amp, std::size_t(s.n_segments()) * s.n_controls());
+  expect_grad("drift_coeffs", grads.drift_coeffs.size(), sh.drift, std::size_t(s.n_drift_terms()));
+  expect_grad("rates", grads.rates.size(), sh.rates, std::size_t(s.n_jumps()));
+  cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  c.adjoint = true;
+  c.cot_fidelity = cot_fidelity.empty() ? nullptr : cot_fidelity.data();
+  c.cot_leakage = cot_leakage.empty() ? nullptr : cot_leakage.data();
+  c.grad_amplitudes = grads.amplitudes.empty() ? nullptr : grads.amplitudes.data();
+  c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
+  c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
+  cpu::execute_open(*plan_, c);
+}
+
+#define QFLEET_OPEN_INSTANTIATE(R)                                                                       \
+  template void OpenProgram::forward<R>(const TaskArgs<R>&, const TaskOutputs<R>&) const;              \
+  template void OpenProgram::vjp<R>(const TaskArgs<R>&, std::span<const R>, std::span<const R>,        \
+                                    const TaskGradients<R>&, const TaskOutputs<R>&) const;
+QFLEET_OPEN_INSTANTIATE(float)
+QFLEET_OPEN_INSTANTIATE(double)
+#undef QFLEET_OPEN_INSTANTIATE
+
+OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options) {
+  std::shared_ptr<detail::OpenPlan> plan(detail::build_open_plan(system, options));
+  detail::finish_open_plan(*plan);
+  return OpenProgram(std::move(plan));
+}
+
+}  // namespace qfleet

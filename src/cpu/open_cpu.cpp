@@ -1,0 +1,102 @@
+// Open-system execution on the cpu: picks the instruction set, holds the gradient
+// rows, reports failures and broadcasts/reduces results. The per-task work is in
+// open_cpu_impl.hpp, compiled per ISA.
+#include "cpu/open_cpu.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu/statevector_cpu.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet::cpu {
+
+#if defined(QFLEET_HAVE_AVX512)
+extern const OpenIsaKernels kOpenKernels_avx512;
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+extern const OpenIsaKernels kOpenKernels_avx2;
+#endif
+extern const OpenIsaKernels kOpenKernels_baseline;
+
+namespace {
+// The same ISA the circuit backend picked (best supported, or QFLEET_ISA).
+const OpenIsaKernels& open_kernels() {
+  static const OpenIsaKernels* chosen = [] {
+    const std::string name = isa_table()[select_isa("auto")].name;
+#if defined(QFLEET_HAVE_AVX512)
+    if (name == "avx512") return &kOpenKernels_avx512;
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+    if (name == "avx2") return &kOpenKernels_avx2;
+#endif
+    return &kOpenKernels_baseline;
+  }();
+  return *chosen;
+}
+}  // namespace
+
+template <class R>
+void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
+  const std::size_t B = c.batch;
+  const int nseg = plan.sys.n_segments(), nctrl = plan.sys.n_controls();
+  const std::size_t n_amp = std::size_t(nseg) * nctrl, n_drift = plan.a_drift.size(), n_rate = plan.a_rate.size();
+  // Every task identical (all parameters shared, no per-task initial state): simulate
+  // once with the summed cotangents and broadcast.
+  const bool identical = !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.initial;
+  const std::size_t runs = identical ? 1 : B;
+  // Per-task gradient rows, reduced in task order afterwards when a parameter is shared.
+  thread_local std::vector<R> rows;
+  const std::size_t row = n_amp + n_drift + n_rate;
+  if (c.adjoint && rows.size() < runs * row) rows.resize(runs * row);
+  std::uint64_t computed = 0, reused = 0;
+  const OpenIsaKernels& k = open_kernels();
+  int failed;
+  if constexpr (std::is_same_v<R, float>) {
+    failed = k.run_f32(plan, c, runs, identical, rows.data(), &computed, &reused);
+  } else {
+    failed = k.run_f64(plan, c, runs, identical, rows.data(), &computed, &reused);
+  }
+  if (failed) {
+    throw Error(plan.options.solver == Solver::dopri5
+                    ? "dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol"
+                    : "open-system simulation failed (out of memory?)");
+  }
+  plan.computed += computed;
+  plan.reused += reused;
+  plan.calls += 1;
+
+  if (identical && B > 1) {  // broadcast task 0's outputs
+    if (c.fidelity) std::fill(c.fidelity + 1, c.fidelity + B, c.fidelity[0]);
+    if (c.leakage) std::fill(c.leakage + 1, c.leakage + B, c.leakage[0]);
+    if (c.expvals) {
+      const std::size_t per = std::size_t(nseg + 1) * plan.observables.size();
+      for (std::size_t b = 1; b < B; ++b) std::copy(c.expvals, c.expvals + per, c.expvals + b * per);
+    }
+    if (c.final_state) {
+      const std::size_t per = (!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c;
+      for (std::size_t b = 1; b < B; ++b) std::copy(c.final_state, c.final_state + per, c.final_state + b * per);
+    }
+  }
+  if (!c.adjoint) return;
+  auto scatter = [&](R* out, bool per_task, std::size_t offset, std::size_t len) {
+    if (!out || len == 0) return;
+    if (per_task) {
+      for (std::size_t b = 0; b < B; ++b) std::copy_n(rows.data() + b * row + offset, len, out + b * len);
+    } else {
+      std::fill(out, out + len, R(0));
+      for (std::size_t b = 0; b < runs; ++b)
+        for (std::size_t i = 0; i < len; ++i) out[i] += rows[b * row + offset + i];
+    }
+  };
+  scatter(c.grad_amplitudes, c.amplitudes_per_task, 0, n_amp);
+  scatter(c.grad_drift, c.drift_per_task, n_amp, n_drift);
+  scatter(c.grad_rates, c.rates_per_task, n_amp + n_drift, n_rate);
+}
+
+template void execute_open<float>(const detail::OpenPlan&, const OpenCall<float>&);
+template void execute_open<double>(const detail::OpenPlan&, const OpenCall<double>&);
+
+}  // namespace qfleet::cpu

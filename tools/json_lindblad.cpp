@@ -1,0 +1,801 @@
+// "kind": "lindblad" problems (docs/cli.md, "Lindblad problems"): reading,
+// checking, running. Same conventions as json_problem.cpp: unknown keys and
+// repeated keys are errors, every message names the JSON path of the value.
+#include "json_lindblad.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <complex>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace qfleet::json_problem {
+
+namespace {
+
+using nlohmann::json;
+using Cplx = std::complex<double>;
+
+// ------------------------------------------------------- messages, readers ---
+// (The same small helpers as json_problem.cpp, which keeps its own private.)
+
+std::string quote(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+std::string strip_prefix(const char* what) {
+  std::string_view s(what);
+  constexpr std::string_view kPrefix = "qfleet: ";
+  if (s.substr(0, kPrefix.size()) == kPrefix) s.remove_prefix(kPrefix.size());
+  return std::string(s);
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+  throw ProblemError(path.empty() ? message : path + ": " + message);
+}
+
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "the number " + v.dump();
+    case json::value_t::string: {
+      std::string s = v.get<std::string>();
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      return "the string " + quote(s);
+    }
+    case json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + " element(s)";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "a " + std::string(v.type_name()) + " value";
+  }
+}
+
+std::string join_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string index_path(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Runs f, re-raising a library error with the JSON path it came from.
+template <class F>
+auto at(const std::string& path, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ProblemError&) {
+    throw;
+  } catch (const qfleet::Error& e) {
+    fail(path, strip_prefix(e.what()));
+  }
+}
+
+// An object whose keys must all be known.
+class Object {
+ public:
+  Object(const json& j, std::string path, std::initializer_list<std::string_view> allowed,
+         std::string_view what = "an object")
+      : j_(j), path_(std::move(path)) {
+    if (!j.is_object()) fail(path_, "expected " + std::string(what) + ", got " + describe(j));
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string names, guess;
+      std::size_t best = 3;
+      for (std::string_view a : allowed) {
+        names += (names.empty() ? "" : ", ") + std::string(a);
+        const std::size_t dist = edit_distance(key, a);
+        if (dist < best) {
+          best = dist;
+          guess = a;
+        }
+      }
+      std::string msg = "unknown key " + quote(key);
+      if (!guess.empty()) msg += " (did you mean " + quote(guess) + "?)";
+      msg += "; allowed keys: " + names;
+      fail(path_, msg);
+    }
+  }
+  // The value of an optional key, or nullptr when absent or null.
+  const json* get(std::string_view key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  bool has(std::string_view key) const { return get(key) != nullptr; }
+  const json& require(std::string_view key, std::string_view why = {}) const {
+    const json* v = get(key);
+    if (v == nullptr) {
+      fail(path_, "missing key " + quote(key) + (why.empty() ? "" : ": " + std::string(why)));
+    }
+    return *v;
+  }
+  std::string path(std::string_view key) const { return join_path(path_, key); }
+
+ private:
+  const json& j_;
+  std::string path_;
+};
+
+long long read_int(const json& v, const std::string& path, long long lo, long long hi) {
+  long long x = 0;
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(hi)) {
+      fail(path, "must be at most " + std::to_string(hi) + ", got " + v.dump());
+    }
+    x = static_cast<long long>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<long long>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9.0e15)) {
+      fail(path, "expected an integer, got " + describe(v));
+    }
+    x = static_cast<long long>(d);
+  } else {
+    fail(path, "expected an integer, got " + describe(v));
+  }
+  if (x < lo) fail(path, "must be at least " + std::to_string(lo) + ", got " + std::to_string(x));
+  if (x > hi) fail(path, "must be at most " + std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+double read_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail(path, "must be finite, got " + v.dump());
+  return d;
+}
+
+double read_positive(const json& v, const std::string& path) {
+  const double d = read_number(v, path);
+  if (!(d > 0)) fail(path, "must be > 0, got " + v.dump());
+  return d;
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path, "expected true or false, got " + describe(v));
+  return v.get<bool>();
+}
+
+std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
+  return v.get<std::string>();
+}
+
+const json& read_array(const json& v, const std::string& path, std::string_view what) {
+  if (!v.is_array()) fail(path, "expected " + std::string(what) + ", got " + describe(v));
+  return v;
+}
+
+// ---------------------------------------------------- complex values ---
+
+// A real number, or a complex number as [re, im].
+Cplx read_entry(const json& v, const std::string& path) {
+  if (v.is_number()) return {read_number(v, path), 0.0};
+  if (!v.is_array() || v.size() != 2) {
+    fail(path, "expected a number or a complex number as [re, im], got " + describe(v));
+  }
+  return {read_number(v[0], index_path(path, 0)), read_number(v[1], index_path(path, 1))};
+}
+
+std::string matrix_hint(int d) {
+  return fmt::format("a {0}x{0} matrix: a list of {0} rows, each a list of {0} entries "
+                     "(a number or [re, im])",
+                     d);
+}
+
+// A d x d complex matrix, row-major.
+ComplexMatrix read_cmatrix(const json& v, const std::string& path, int d) {
+  const std::size_t n = static_cast<std::size_t>(d);
+  if (!v.is_array()) fail(path, "expected " + matrix_hint(d) + ", got " + describe(v));
+  if (!v.empty() && !v[0].is_array()) {
+    fail(path, "expected " + matrix_hint(d) + ", got a list whose first element is " +
+                   describe(v[0]) + " (a vector, not a matrix?)");
+  }
+  if (v.size() != n) {
+    fail(path, "expected " + matrix_hint(d) + ", got " + std::to_string(v.size()) + " row(s)");
+  }
+  ComplexMatrix m;
+  m.reserve(n * n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::string rp = index_path(path, r);
+    if (!v[r].is_array()) {
+      fail(rp, fmt::format("expected a row of {} entries, got {}", d, describe(v[r])));
+    }
+    if (v[r].size() != n) {
+      fail(rp, fmt::format("expected a row of {} entries, got {} (the matrix is {}x{})", d,
+                           v[r].size(), d, d));
+    }
+    for (std::size_t c = 0; c < n; ++c) m.push_back(read_entry(v[r][c], index_path(rp, c)));
+  }
+  return m;
+}
+
+// A list of d x d matrices.
+std::vector<ComplexMatrix> read_cmatrix_list(const json& v, const std::string& path, int d) {
+  read_array(v, path, "a list of matrices");
+  if (!v.empty() && v[0].is_array() && !v[0].empty() && !v[0][0].is_array()) {
+    fail(path, "expected a list of matrices, got a list of rows of numbers "
+               "(a single matrix? wrap it in a list: [M])");
+  }
+  std::vector<ComplexMatrix> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read_cmatrix(v[i], index_path(path, i), d));
+  return out;
+}
+
+// A vector of d complex entries.
+ComplexVector read_cvector(const json& v, const std::string& path, int d) {
+  const std::string what =
+      fmt::format("a vector of {} entries (each a number or [re, im])", d);
+  if (!v.is_array()) fail(path, "expected " + what + ", got " + describe(v));
+  if (v.size() != static_cast<std::size_t>(d)) {
+    fail(path, "expected " + what + ", got " + std::to_string(v.size()) + " entries");
+  }
+  ComplexVector out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read_entry(v[i], index_path(path, i)));
+  return out;
+}
+
+// ------------------------------------------------ per-task real arrays ---
+
+// A rectangular nested list of numbers: shared (`levels` deep) or per task (one
+// level deeper: a leading batch dimension), told apart by the nesting depth.
+struct TaskArray {
+  std::vector<double> values;
+  bool per_task = false;
+  std::size_t batch = 0;            // rows, when per task
+  std::vector<std::size_t> shape;   // of one task: `levels` sizes
+};
+
+void read_block(const json& v, const std::string& path, std::span<const std::string_view> names,
+                std::size_t level, std::vector<std::optional<std::size_t>>& shape,
+                std::vector<std::string>& first, std::vector<double>& out) {
+  if (level == names.size()) {
+    out.push_back(read_number(v, path));
+    return;
+  }
+  if (!v.is_array()) {
+    fail(path, "expected a list of " + std::string(names[level]) + ", got " + describe(v));
+  }
+  if (!shape[level]) {
+    shape[level] = v.size();
+    first[level] = path;
+  } else if (v.size() != *shape[level]) {
+    fail(path, fmt::format("has {} {} but {} has {} (the array must be rectangular)", v.size(),
+                           names[level], first[level], *shape[level]));
+  }
+  for (std::size_t i = 0; i < v.size(); ++i)
+    read_block(v[i], index_path(path, i), names, level + 1, shape, first, out);
+}
+
+// `names`: what each level of one task holds, outermost first (e.g. "segments",
+// "control amplitudes"). Per task when the array is nested one level deeper.
+TaskArray read_task_array(const json& v, const std::string& path,
+                          std::initializer_list<std::string_view> names) {
+  read_array(v, path, "a list");
+  // Depth of the first leaf path.
+  std::size_t depth = 0;
+  const json* e = &v;
+  while (e->is_array() && !e->empty()) {
+    e = &(*e)[0];
+    ++depth;
+  }
+  if (e->is_array()) ++depth;  // an empty innermost list still counts as a level
+  TaskArray t;
+  std::vector<std::string_view> levels(names);
+  t.per_task = depth > levels.size();
+  if (t.per_task) levels.insert(levels.begin(), "tasks");
+  std::vector<std::optional<std::size_t>> shape(levels.size());
+  std::vector<std::string> first(levels.size());
+  read_block(v, path, levels, 0, shape, first, t.values);
+  for (std::size_t l = 0; l < levels.size(); ++l) t.shape.push_back(shape[l].value_or(0));
+  if (t.per_task) {
+    t.batch = t.shape.front();
+    t.shape.erase(t.shape.begin());
+    if (t.batch == 0) fail(path, "needs at least one task");
+  }
+  return t;
+}
+
+const char* precision_name(Precision p) {
+  return p == Precision::complex64 ? "complex64" : "complex128";
+}
+
+const char* solver_name(Solver s) {
+  switch (s) {
+    case Solver::exact:
+      return "exact";
+    case Solver::rk4:
+      return "rk4";
+    case Solver::euler:
+      return "euler";
+    case Solver::dopri5:
+      return "dopri5";
+  }
+  return "?";
+}
+
+// The JSON key a library error raised while compiling refers to.
+std::string compile_error_path(std::string_view message) {
+  if (message.starts_with("initial density matrix")) return "rho0";
+  if (message.starts_with("target density matrix")) return "target.density";
+  if (message.starts_with("the exact solver")) return "solver";
+  return "";
+}
+
+// Per-task size of the final state (complex numbers) and its row length.
+void final_state_layout(const OpenSystem& s, std::size_t& size, std::size_t& cols, bool& vector) {
+  const std::size_t d = static_cast<std::size_t>(s.dim());
+  const bool gate = s.initial_kind() == OpenSystem::Initial::Gate;
+  vector = false;
+  if (gate) {
+    cols = s.closed() ? d : d * d;  // the unitary, or the superoperator
+  } else if (s.closed()) {
+    cols = d;  // a pure state
+    vector = true;
+  } else {
+    cols = d;  // a density matrix
+  }
+  size = vector ? d : cols * cols;
+}
+
+// ------------------------------------------------------------------ run ---
+
+template <class R>
+json complex_pair(const std::complex<R>& z) {
+  return json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
+}
+
+template <class R>
+json reals(const R* p, std::size_t n) {
+  json a = json::array();
+  for (std::size_t i = 0; i < n; ++i) a.push_back(static_cast<double>(p[i]));
+  return a;
+}
+
+// Values shaped like an argument: [n_seg][n_ctrl] / [B][n_seg][n_ctrl] (amplitudes)
+// or [m] / [B][m] (vectors).
+template <class R>
+json shaped(const std::vector<R>& v, bool per_task, std::size_t batch, std::size_t rows,
+            std::size_t cols, bool matrix) {
+  auto one = [&](const R* p) {
+    if (!matrix) return reals(p, cols);
+    json m = json::array();
+    for (std::size_t r = 0; r < rows; ++r) m.push_back(reals(p + r * cols, cols));
+    return m;
+  };
+  const std::size_t per = matrix ? rows * cols : cols;
+  if (!per_task) return one(v.data());
+  json all = json::array();
+  for (std::size_t b = 0; b < batch; ++b) all.push_back(one(v.data() + b * per));
+  return all;
+}
+
+template <class R>
+json run(const LindbladProblem& p) {
+  const OpenSystem& s = p.system;
+  const OpenProgram prog = [&] {
+    try {
+      return compile(s, p.options);
+    } catch (const ProblemError&) {
+      throw;
+    } catch (const qfleet::Error& e) {
+      const std::string msg = strip_prefix(e.what());
+      fail(compile_error_path(msg), msg);
+    }
+  }();
+  const std::size_t B = p.batch;
+  const std::size_t n_seg = static_cast<std::size_t>(s.n_segments());
+  const std::size_t n_ctrl = static_cast<std::size_t>(s.n_controls());
+  const std::size_t n_obs = static_cast<std::size_t>(s.n_observables());
+  const bool has_target = s.target_kind() != OpenSystem::Target::None;
+  const bool has_subspace = !s.subspace().empty();
+
+  const std::vector<R> amps(p.amplitudes.begin(), p.amplitudes.end());
+  const std::vector<R> drift(p.drift_coeffs.begin(), p.drift_coeffs.end());
+  const std::vector<R> rates(p.rates.begin(), p.rates.end());
+  TaskArgs<R> args;
+  args.batch = B;
+  args.amplitudes = amps;
+  args.drift_coeffs = drift;
+  args.rates = rates;
+
+  std::size_t fs = 0, cols = 0;
+  bool is_vector = false;
+  final_state_layout(s, fs, cols, is_vector);
+  std::vector<R> fidelity(has_target ? B : 0), leakage(has_subspace ? B : 0);
+  std::vector<R> expvals(B * (n_seg + 1) * n_obs);
+  std::vector<std::complex<R>> final_state(B * fs);
+  TaskOutputs<R> outs;
+  outs.fidelity = fidelity;
+  outs.leakage = leakage;
+  outs.expvals = expvals;
+  outs.final_state = final_state;
+
+  std::vector<R> g_amp(amps.size()), g_drift(drift.size()), g_rates(rates.size());
+  if (p.gradient_of == LindbladProblem::GradientOf::none) {
+    prog.forward(args, outs);
+  } else {
+    const std::vector<R> ones(B, R(1));
+    const bool fid = p.gradient_of == LindbladProblem::GradientOf::fidelity;
+    TaskGradients<R> grads;
+    grads.amplitudes = g_amp;
+    grads.drift_coeffs = g_drift;
+    grads.rates = g_rates;
+    prog.vjp(args, fid ? std::span<const R>(ones) : std::span<const R>(),
+             fid ? std::span<const R>() : std::span<const R>(ones), grads, outs);
+  }
+
+  json res = json::object();
+  res["dim"] = s.dim();
+  res["batch"] = B;
+  res["solver"] = solver_name(p.options.solver);
+  res["precision"] = precision_name(p.options.precision);
+  if (has_target) res["fidelity"] = reals(fidelity.data(), B);
+  if (has_subspace) res["leakage"] = reals(leakage.data(), B);
+  if (n_obs > 0) {
+    json all = json::array();
+    for (std::size_t b = 0; b < B; ++b) {
+      json per_task = json::array();
+      for (std::size_t k = 0; k <= n_seg; ++k)
+        per_task.push_back(reals(expvals.data() + (b * (n_seg + 1) + k) * n_obs, n_obs));
+      all.push_back(std::move(per_task));
+    }
+    res["expvals"] = std::move(all);
+  }
+  json states = json::array();
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::complex<R>* x = final_state.data() + b * fs;
+    json st = json::array();
+    if (is_vector) {
+      for (std::size_t i = 0; i < fs; ++i) st.push_back(complex_pair(x[i]));
+    } else {
+      for (std::size_t r = 0; r < fs / cols; ++r) {
+        json row = json::array();
+        for (std::size_t c = 0; c < cols; ++c) row.push_back(complex_pair(x[r * cols + c]));
+        st.push_back(std::move(row));
+      }
+    }
+    states.push_back(std::move(st));
+  }
+  res["final_state"] = std::move(states);
+  if (p.gradient_of != LindbladProblem::GradientOf::none) {
+    const std::size_t n_drift = static_cast<std::size_t>(s.n_drift_terms());
+    const std::size_t n_jump = static_cast<std::size_t>(s.n_jumps());
+    res["grad_amplitudes"] = shaped(g_amp, p.per_task_amplitudes, B, n_seg, n_ctrl, true);
+    res["grad_drift_coeffs"] = shaped(g_drift, p.per_task_drift_coeffs, B, 1, n_drift, false);
+    res["grad_rates"] = shaped(g_rates, p.per_task_rates, B, 1, n_jump, false);
+  }
+  return res;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ parse ---
+
+LindbladProblem parse_lindblad_problem(const json& doc) {
+  if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
+  const auto kind_it = doc.find("kind");
+  if (kind_it == doc.end()) fail("", "missing key \"kind\" (use \"kind\": \"lindblad\")");
+  const std::string kind = read_string(*kind_it, "kind");
+  if (kind != "lindblad") fail("kind", "expected \"lindblad\", got " + quote(kind));
+  const Object top(doc, "",
+                   {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
+                    "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
+                    "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
+                    "atol", "precision", "threads", "gradients"});
+
+  LindbladProblem p;
+  const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
+                                          std::numeric_limits<int>::max()));
+  p.system = at("dim", [&] { return OpenSystem(d); });
+  OpenSystem& s = p.system;
+
+  // Hamiltonian, drift terms, controls, jumps.
+  if (const json* v = top.get("H0")) {
+    const ComplexMatrix h0 = read_cmatrix(*v, "H0", d);
+    at("H0", [&] { s.drift(h0); });
+  }
+  auto matrices = [&](std::string_view key, auto add) {
+    const json* v = top.get(key);
+    if (v == nullptr) return std::size_t{0};
+    const std::string path(key);
+    const std::vector<ComplexMatrix> ms = read_cmatrix_list(*v, path, d);
+    for (std::size_t i = 0; i < ms.size(); ++i) at(index_path(path, i), [&] { add(ms[i]); });
+    return ms.size();
+  };
+  const std::size_t n_drift = matrices("drift_terms", [&](const ComplexMatrix& m) { s.drift_term(m); });
+  const std::size_t n_ctrl = matrices("controls", [&](const ComplexMatrix& m) { s.control(m); });
+  const std::size_t n_jump = matrices("jumps", [&](const ComplexMatrix& m) { s.jump(m); });
+
+  // Per-task arrays and the batch.
+  std::optional<std::size_t> batch;
+  std::string batch_from;
+  std::optional<std::size_t> n_seg;
+  std::string n_seg_from;
+  auto agree_batch = [&](const TaskArray& t, const std::string& key) {
+    if (!t.per_task) return;
+    if (!batch) {
+      batch = t.batch;
+      batch_from = key;
+    } else if (*batch != t.batch) {
+      fail(key, fmt::format("has {} rows (per task) but \"{}\" has {}; per-task arrays must agree "
+                            "on the batch size",
+                            t.batch, batch_from, *batch));
+    }
+  };
+  auto agree_segments = [&](std::size_t n, const std::string& key, const std::string& what) {
+    if (!n_seg) {
+      n_seg = n;
+      n_seg_from = what;
+    } else if (*n_seg != n) {
+      fail(key, fmt::format("gives {} segment(s) but {} gives {}", n, n_seg_from, *n_seg));
+    }
+  };
+
+  auto vector_arg = [&](std::string_view key, std::string_view terms_key, std::size_t n,
+                        std::string_view value_name, std::vector<double>& out, bool& per_task) {
+    const std::string path(key);
+    const json* v = top.get(key);
+    if (v == nullptr) {
+      if (n > 0) {
+        fail("", fmt::format("missing key \"{}\": there are {} \"{}\"", key, n, terms_key));
+      }
+      return TaskArray{};
+    }
+    TaskArray t = read_task_array(*v, path, {value_name});
+    const std::size_t m = t.shape[0];
+    if (m != n) {
+      fail(path, fmt::format("has {} value(s){} but there are {} \"{}\"", m,
+                             t.per_task ? " per task" : "", n, terms_key));
+    }
+    agree_batch(t, path);
+    out = t.values;
+    per_task = t.per_task;
+    return t;
+  };
+
+  if (const json* v = top.get("amplitudes")) {
+    const TaskArray t = read_task_array(*v, "amplitudes", {"segments", "control amplitudes"});
+    if (t.shape[0] == 0) fail("amplitudes", "needs at least one segment");
+    if (t.shape[1] != n_ctrl) {
+      fail("amplitudes", fmt::format("has {} value(s) per segment but there are {} \"controls\"",
+                                     t.shape[1], n_ctrl));
+    }
+    agree_batch(t, "amplitudes");
+    agree_segments(t.shape[0], "amplitudes", "\"amplitudes\"");
+    p.amplitudes = t.values;
+    p.per_task_amplitudes = t.per_task;
+  } else if (n_ctrl > 0) {
+    fail("", fmt::format("missing key \"amplitudes\": there are {} \"controls\"", n_ctrl));
+  }
+  vector_arg("drift_coeffs", "drift_terms", n_drift, "drift coefficients", p.drift_coeffs,
+             p.per_task_drift_coeffs);
+  const TaskArray rates =
+      vector_arg("rates", "jumps", n_jump, "rates", p.rates, p.per_task_rates);
+  for (std::size_t i = 0; i < p.rates.size(); ++i) {
+    if (p.rates[i] < 0) {
+      const std::size_t m = std::max<std::size_t>(n_jump, 1);
+      const std::string rp = rates.per_task ? index_path(index_path("rates", i / m), i % m)
+                                            : index_path("rates", i);
+      fail(rp, "a rate must be >= 0, got " + json(p.rates[i]).dump());
+    }
+  }
+  p.batch = batch.value_or(1);
+
+  // Time grid.
+  const json* durations = top.get("durations");
+  const json* seg_dur = top.get("segment_duration");
+  if (durations != nullptr && seg_dur != nullptr) {
+    fail("", "give \"durations\" or \"segment_duration\", not both");
+  }
+  if (durations == nullptr && seg_dur == nullptr) {
+    fail("", "missing key \"durations\" or \"segment_duration\": the time grid is needed");
+  }
+  std::vector<double> dts;
+  if (durations != nullptr) {
+    read_array(*durations, "durations", "a list of segment durations");
+    if (durations->empty()) fail("durations", "needs at least one segment");
+    for (std::size_t k = 0; k < durations->size(); ++k)
+      dts.push_back(read_positive((*durations)[k], index_path("durations", k)));
+    agree_segments(dts.size(), "durations", "\"durations\"");
+  }
+  if (const json* v = top.get("n_segments")) {
+    const auto n = static_cast<std::size_t>(read_int(*v, "n_segments", 1, 1 << 20));
+    agree_segments(n, "n_segments", "\"n_segments\"");
+  }
+  if (seg_dur != nullptr) {
+    const double t = read_positive(*seg_dur, "segment_duration");
+    if (!n_seg) {
+      fail("", "missing the number of segments: with \"segment_duration\" give \"amplitudes\" or "
+               "\"n_segments\"");
+    }
+    dts.assign(*n_seg, t);
+  }
+  at(durations != nullptr ? "durations" : "segment_duration", [&] { s.durations(dts); });
+
+  // What is propagated.
+  const bool gate = top.has("gate") && read_bool(*top.get("gate"), "gate");
+  const int n_initial = int(top.has("rho0")) + int(top.has("psi0")) + int(gate);
+  if (n_initial != 1) {
+    fail("", n_initial == 0
+                 ? "missing the initial state: give \"psi0\", \"rho0\" or \"gate\": true"
+                 : "give exactly one of \"psi0\", \"rho0\" and \"gate\": true");
+  }
+  if (const json* v = top.get("psi0")) {
+    const ComplexVector psi = read_cvector(*v, "psi0", d);
+    at("psi0", [&] { s.initial_state(psi); });
+  }
+  if (const json* v = top.get("rho0")) {
+    if (n_jump == 0) {
+      fail("rho0", "a closed system (no \"jumps\") propagates a pure state: give \"psi0\", or add "
+                   "\"jumps\" to propagate a density matrix");
+    }
+    const ComplexMatrix rho = read_cmatrix(*v, "rho0", d);
+    at("rho0", [&] { s.initial_density(rho); });
+  }
+  if (gate) s.propagate_gate();
+
+  // Target, observables, subspace.
+  if (const json* v = top.get("target")) {
+    const Object t(*v, "target", {"state", "density", "unitary"},
+                   "a target object: {\"state\": psi}, {\"density\": rho} or {\"unitary\": U}");
+    const int n_keys = int(t.has("state")) + int(t.has("density")) + int(t.has("unitary"));
+    if (n_keys != 1) {
+      fail("target", "needs exactly one of \"state\", \"density\" or \"unitary\"");
+    }
+    if (const json* x = t.get("state")) {
+      if (gate) fail("target.state", "a gate problem (\"gate\": true) needs {\"unitary\": U}");
+      const ComplexVector psi = read_cvector(*x, "target.state", d);
+      at("target.state", [&] { s.target_state(psi); });
+    } else if (const json* y = t.get("density")) {
+      if (gate) fail("target.density", "a gate problem (\"gate\": true) needs {\"unitary\": U}");
+      const ComplexMatrix rho = read_cmatrix(*y, "target.density", d);
+      at("target.density", [&] { s.target_density(rho); });
+    } else {
+      if (!gate) {
+        fail("target.unitary", "a target unitary needs \"gate\": true (propagate the whole "
+                               "unitary/channel instead of a state)");
+      }
+      const ComplexMatrix u = read_cmatrix(*t.get("unitary"), "target.unitary", d);
+      at("target.unitary", [&] { s.target_unitary(u); });
+    }
+  }
+  if (const json* v = top.get("observables"); v != nullptr && !(v->is_array() && v->empty())) {
+    if (gate) {
+      fail("observables", "observables are measured on states; a gate problem (\"gate\": true) "
+                          "has none");
+    }
+    matrices("observables", [&](const ComplexMatrix& m) { s.observable(m); });
+  }
+  if (const json* v = top.get("subspace")) {
+    read_array(*v, "subspace", "a list of levels");
+    std::vector<int> levels;
+    for (std::size_t i = 0; i < v->size(); ++i)
+      levels.push_back(static_cast<int>(read_int((*v)[i], index_path("subspace", i),
+                                                 std::numeric_limits<int>::min(),
+                                                 std::numeric_limits<int>::max())));
+    at("subspace", [&] { s.computational_subspace(levels); });
+  }
+
+  // Options.
+  if (const json* v = top.get("solver")) {
+    const std::string name = read_string(*v, "solver");
+    if (name == "exact") {
+      p.options.solver = Solver::exact;
+    } else if (name == "rk4") {
+      p.options.solver = Solver::rk4;
+    } else if (name == "euler") {
+      p.options.solver = Solver::euler;
+    } else if (name == "dopri5") {
+      p.options.solver = Solver::dopri5;
+    } else {
+      fail("solver", "unknown solver " + quote(name) +
+                         "; expected \"exact\", \"rk4\", \"euler\" or \"dopri5\"");
+    }
+  }
+  const Solver solver = p.options.solver;
+  const bool fixed_step = solver == Solver::rk4 || solver == Solver::euler;
+  if (const json* v = top.get("dt")) {
+    if (!fixed_step) {
+      fail("dt", fmt::format("only used by the \"rk4\" and \"euler\" solvers (solver is \"{}\")",
+                             solver_name(solver)));
+    }
+    p.options.dt = read_positive(*v, "dt");
+  } else if (fixed_step) {
+    fail("", fmt::format("missing key \"dt\": solver \"{}\" needs a step dt > 0",
+                         solver_name(solver)));
+  }
+  for (const char* key : {"rtol", "atol"}) {
+    if (const json* v = top.get(key)) {
+      if (solver != Solver::dopri5) {
+        fail(key, fmt::format("only used by the \"dopri5\" solver (solver is \"{}\")",
+                              solver_name(solver)));
+      }
+      (std::string_view(key) == "rtol" ? p.options.rtol : p.options.atol) =
+          read_positive(*v, key);
+    }
+  }
+  if (const json* v = top.get("precision")) {
+    const std::string name = read_string(*v, "precision");
+    if (name == "complex64") {
+      p.options.precision = Precision::complex64;
+    } else if (name == "complex128") {
+      p.options.precision = Precision::complex128;
+    } else {
+      fail("precision", "expected \"complex64\" or \"complex128\", got " + quote(name));
+    }
+  }
+  if (const json* v = top.get("threads")) {
+    p.options.num_threads = static_cast<int>(read_int(*v, "threads", 0, 1 << 16));
+  }
+  if (const json* v = top.get("gradients"); v != nullptr && read_bool(*v, "gradients")) {
+    if (s.target_kind() != OpenSystem::Target::None) {
+      p.gradient_of = LindbladProblem::GradientOf::fidelity;
+    } else if (!s.subspace().empty()) {
+      p.gradient_of = LindbladProblem::GradientOf::leakage;
+    } else {
+      fail("gradients", "needs a \"target\" (gradients of the fidelity) or a \"subspace\" "
+                        "(gradients of the leakage)");
+    }
+  }
+  return p;
+}
+
+json evaluate(const LindbladProblem& p) {
+  // Refuse results too large to hold before computing anything.
+  const OpenSystem& s = p.system;
+  std::size_t fs = 0, cols = 0;
+  bool is_vector = false;
+  final_state_layout(s, fs, cols, is_vector);
+  const double B = static_cast<double>(p.batch);
+  double values = B * (2.0 * static_cast<double>(fs) +
+                       static_cast<double>(s.n_segments() + 1) * s.n_observables() + 2.0);
+  if (p.gradient_of != LindbladProblem::GradientOf::none) {
+    values += static_cast<double>(p.amplitudes.size() + p.drift_coeffs.size() + p.rates.size());
+  }
+  if (values > static_cast<double>(kMaxOutputValues)) {
+    fail("", fmt::format("the result would hold {:.4g} values, more than the limit of {} (2^25); "
+                         "reduce the batch, the dimension or the number of segments",
+                         values, kMaxOutputValues));
+  }
+  if (p.options.precision == Precision::complex64) return run<float>(p);
+  return run<double>(p);
+}
+
+}  // namespace qfleet::json_problem

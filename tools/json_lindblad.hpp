@@ -1,0 +1,52 @@
+// The "kind": "lindblad" problems of `qfleet eval` (docs/cli.md, "Lindblad
+// problems"): open (and closed) d-level systems with piecewise-constant controls,
+// batched over tasks, with exact gradients. json_problem::evaluate(json) dispatches
+// here on "kind"; the two-step form is
+//
+//   qfleet::json_problem::LindbladProblem p = qfleet::json_problem::parse_lindblad_problem(doc);
+//   nlohmann::json out = qfleet::json_problem::evaluate(p);
+//
+// Rejections throw qfleet::json_problem::ProblemError with the JSON path of the
+// offending value; library errors (qfleet::Error) get the path prefixed too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "json_problem.hpp"
+#include "qfleet/open_system.hpp"
+
+namespace qfleet::json_problem {
+
+// A parsed "kind": "lindblad" problem: the system (time grid, initial state,
+// target, observables, subspace), the options and the per-call arguments.
+struct LindbladProblem {
+  qfleet::OpenSystem system{1};
+  qfleet::OpenCompileOptions options;  // precision, solver, dt, rtol, atol, num_threads
+
+  std::size_t batch = 1;
+  // Row-major; shared ([n_seg, n_ctrl], [n_drift_terms], [n_jumps]) or per task
+  // (with a leading batch dimension), as given in the problem.
+  std::vector<double> amplitudes;
+  bool per_task_amplitudes = false;
+  std::vector<double> drift_coeffs;
+  bool per_task_drift_coeffs = false;
+  std::vector<double> rates;
+  bool per_task_rates = false;
+
+  // With "gradients": true, what is differentiated: the fidelity when there is a
+  // target, otherwise the leakage (a subspace is then required).
+  enum class GradientOf : std::uint8_t { none, fidelity, leakage };
+  GradientOf gradient_of = GradientOf::none;
+};
+
+// Checks and converts a "kind": "lindblad" problem. Throws ProblemError / qfleet::Error.
+LindbladProblem parse_lindblad_problem(const nlohmann::json& problem);
+
+// Compiles and runs a parsed problem; returns the result object of docs/cli.md.
+nlohmann::json evaluate(const LindbladProblem& problem);
+
+}  // namespace qfleet::json_problem
