@@ -460,19 +460,23 @@ class TaskRunner {
     }
   }
 
+  // A figure of merit linear in X: offset + Re <m, X>; its gradient is m.
+  R linear_merit(const std::vector<std::complex<double>>& m, double offset, const Cx<R>* x, Cx<R>* lam, R scale,
+                 bool add_lam) const {
+    if (!add_lam) return R(offset + re_inner<R>(nc_, x, m.data()));
+    for (std::size_t i = 0; i < nc_; ++i) {
+      const Cx<double> z = at(m, i);
+      lam[i].re += scale * R(z.re);
+      lam[i].im += scale * R(z.im);
+    }
+    return 0;
+  }
+
   // Fidelity of X_N; with add_lam, accumulates scale * dF/dX into lam instead.
   R fidelity(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
     const int d = p_.d;
     if (!p_.fid_lam.empty()) {  // linear (open systems: pure and unitary targets)
-      if (add_lam) {
-        for (std::size_t i = 0; i < nc_; ++i) {
-          const Cx<double> z = at(p_.fid_lam, i);
-          lam[i].re += scale * R(z.re);
-          lam[i].im += scale * R(z.im);
-        }
-        return 0;
-      }
-      return R(p_.fid_offset + re_inner<R>(nc_, x, p_.fid_lam.data()));
+      return linear_merit(p_.fid_lam, p_.fid_offset, x, lam, scale, add_lam);
     }
     if (p_.closed && p_.gate) {  // F = (|tr V^dag U|^2 + d) / (d (d + 1))
       Cx<double> t{0, 0};
@@ -579,15 +583,7 @@ class TaskRunner {
 
   R leakage(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
     if (!p_.leak_lam.empty()) {  // open systems: linear in X
-      if (add_lam) {
-        for (std::size_t i = 0; i < nc_; ++i) {
-          const Cx<double> z = at(p_.leak_lam, i);
-          lam[i].re += scale * R(z.re);
-          lam[i].im += scale * R(z.im);
-        }
-        return 0;
-      }
-      return R(p_.leak_offset + re_inner<R>(nc_, x, p_.leak_lam.data()));
+      return linear_merit(p_.leak_lam, p_.leak_offset, x, lam, scale, add_lam);
     }
     // Closed: 1 - sum_{i in sub} |psi_i|^2, or 1 - sum_{i,j in sub} |U_ij|^2 / d_c.
     const int d = p_.d;

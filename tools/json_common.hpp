@@ -1,0 +1,200 @@
+// Readers and messages shared by the JSON problem parsers (json_problem.cpp for
+// circuits, json_lindblad.cpp for open systems): every rejection names the JSON
+// path of the value, unknown and repeated keys are errors.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "json_problem.hpp"
+
+namespace qfleet::json_problem::internal {
+
+using nlohmann::json;
+
+// A string as a JSON literal, escaped to ASCII so a message stays on one line.
+inline std::string quote(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+// qfleet::Error messages start with "qfleet: "; drop it when nesting a message.
+inline std::string strip_prefix(const char* what) {
+  std::string_view s(what);
+  constexpr std::string_view kPrefix = "qfleet: ";
+  if (s.substr(0, kPrefix.size()) == kPrefix) s.remove_prefix(kPrefix.size());
+  return std::string(s);
+}
+
+[[noreturn]] inline void fail(const std::string& path, const std::string& message) {
+  throw ProblemError(path.empty() ? message : path + ": " + message);
+}
+
+inline std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "the number " + v.dump();
+    case json::value_t::string: {
+      std::string s = v.get<std::string>();
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      return "the string " + quote(s);
+    }
+    case json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + " element(s)";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "a " + std::string(v.type_name()) + " value";
+  }
+}
+
+inline std::string join_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+inline std::string index_path(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Runs f, re-raising a library error with the JSON path it came from.
+template <class F>
+inline auto at(const std::string& path, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ProblemError&) {
+    throw;
+  } catch (const qfleet::Error& e) {
+    fail(path, strip_prefix(e.what()));
+  }
+}
+
+// An object whose keys must all be known.
+class Object {
+ public:
+  Object(const json& j, std::string path, std::initializer_list<std::string_view> allowed,
+         std::string_view what = "an object")
+      : j_(j), path_(std::move(path)) {
+    if (!j.is_object()) fail(path_, "expected " + std::string(what) + ", got " + describe(j));
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string names, guess;
+      std::size_t best = 3;
+      for (std::string_view a : allowed) {
+        names += (names.empty() ? "" : ", ") + std::string(a);
+        const std::size_t d = edit_distance(key, a);
+        if (d < best) {
+          best = d;
+          guess = a;
+        }
+      }
+      std::string msg = "unknown key " + quote(key);
+      if (!guess.empty()) msg += " (did you mean " + quote(guess) + "?)";
+      msg += "; allowed keys: " + names;
+      fail(path_, msg);
+    }
+  }
+
+  // The value of an optional key, or nullptr when absent or null.
+  const json* get(std::string_view key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  bool has(std::string_view key) const { return get(key) != nullptr; }
+  const json& require(std::string_view key, std::string_view why = {}) const {
+    const auto it = j_.find(key);
+    if (it == j_.end()) {
+      fail(path_, "missing key " + quote(key) + (why.empty() ? "" : ": " + std::string(why)));
+    }
+    return *it;
+  }
+  std::string path(std::string_view key) const { return join_path(path_, key); }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+};
+
+inline long long read_int(const json& v, const std::string& path, long long lo, long long hi) {
+  long long x = 0;
+  if (v.is_number_integer()) {  // also true for unsigned
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<long long>::max())) {
+        fail(path, "must be at most " + std::to_string(hi) + ", got " + v.dump());
+      }
+      x = static_cast<long long>(u);
+    } else {
+      x = v.get<long long>();
+    }
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9.0e15)) {
+      fail(path, "expected an integer, got " + describe(v));
+    }
+    x = static_cast<long long>(d);
+  } else {
+    fail(path, "expected an integer, got " + describe(v));
+  }
+  if (x < lo) fail(path, "must be at least " + std::to_string(lo) + ", got " + std::to_string(x));
+  if (x > hi) fail(path, "must be at most " + std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+inline double read_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail(path, "must be finite, got " + v.dump());
+  return d;
+}
+
+inline bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path, "expected true or false, got " + describe(v));
+  return v.get<bool>();
+}
+
+inline std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
+  return v.get<std::string>();
+}
+
+inline const json& read_array(const json& v, const std::string& path, std::string_view what = "an array") {
+  if (!v.is_array()) fail(path, "expected " + std::string(what) + ", got " + describe(v));
+  return v;
+}
+
+inline const char* precision_name(Precision p) {
+  return p == Precision::complex64 ? "complex64" : "complex128";
+}
+
+}  // namespace qfleet::json_problem::internal
