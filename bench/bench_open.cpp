@@ -5,7 +5,9 @@
 // and its two-qubit CZ variant (d = 4, 30 segments, 6 controls); then scaling.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <complex>
+#include <string>
 #include <random>
 #include <qfleet/qfleet.hpp>
 
@@ -114,6 +116,74 @@ BENCHMARK(BM_MetaQubit_FwdGrad_rk4_c128)->Arg(32)->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MetaQubit_FwdGrad_c64)->Arg(32)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_MetaQubit_FwdGrad_c128)->Name("ScalingB/MetaQubit_FwdGrad_c128")
     ->RangeMultiplier(10)->Range(1, 100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A d-level system (state transfer |0> -> |d-1>): two controls (the real and
+// imaginary parts of a ladder coupling), a lowering jump and dephasing, 32 tasks.
+qfleet::OpenSystem ladder(int d, int n_seg) {
+  qfleet::OpenSystem s(d);
+  ComplexMatrix hx(std::size_t(d) * d), hy(hx.size()), low(hx.size()), deph(hx.size()), h0(hx.size());
+  for (int i = 0; i + 1 < d; ++i) {
+    const double g = std::sqrt(double(i + 1));
+    hx[std::size_t(i) * d + i + 1] = hx[std::size_t(i + 1) * d + i] = g / 2;
+    hy[std::size_t(i) * d + i + 1] = Complex(0, -g / 2);
+    hy[std::size_t(i + 1) * d + i] = Complex(0, g / 2);
+    low[std::size_t(i) * d + i + 1] = g;
+  }
+  for (int i = 0; i < d; ++i) {
+    deph[std::size_t(i) * d + i] = double(i);
+    h0[std::size_t(i) * d + i] = -0.1 * i * (i - 1);  // anharmonicity
+  }
+  qfleet::ComplexVector target(d);
+  target[d - 1] = 1;
+  s.drift(h0).control(hx).control(hy).jump(low).jump(deph).segments(n_seg, 2.0).target_state(target);
+  return s;
+}
+
+// args: d, n_seg, solver (0 exact, 1 rk4, 2 euler, 3 dopri5), gradient (0/1)
+void BM_Ladder(benchmark::State& st) {
+  const int d = int(st.range(0)), n_seg = int(st.range(1));
+  const auto solver = static_cast<qfleet::Solver>(st.range(2));
+  const bool gradient = st.range(3) != 0;
+  const std::size_t B = 32;
+  qfleet::OpenCompileOptions o;
+  o.solver = solver;
+  o.dt = 0.01;
+  o.rtol = 1e-8;
+  o.atol = 1e-10;
+  const auto prog = qfleet::compile(ladder(d, n_seg), o);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> amp(-2, 2), rate(0.01, 0.1);
+  std::vector<double> u(B * n_seg * 2), rates(B * 2), fid(B), cot(B, -1.0), gu(u.size()), gr(rates.size());
+  for (auto& v : u) v = amp(rng);
+  for (auto& v : rates) v = rate(rng);
+  const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
+  qfleet::TaskOutputs<double> out;
+  out.fidelity = fid;
+  for (auto _ : st) {
+    if (gradient) {
+      prog.vjp(args, std::span<const double>(cot), {}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
+    } else {
+      prog.forward(args, out);
+    }
+    benchmark::DoNotOptimize(fid.data());
+  }
+  static const char* names[] = {"exact", "rk4", "euler", "dopri5"};
+  st.SetLabel(std::string(names[st.range(2)]) + (gradient ? " fwd+grad" : " fwd"));
+}
+void ladder_args(benchmark::internal::Benchmark* b) {
+  for (int g : {0, 1}) {
+    for (int solver : {0, 1, 2, 3}) {
+      for (int d : {2, 4, 8, 16, 32}) {
+        if (solver == 0 && d > 16) continue;  // beyond the exact solver's limit
+        if (solver != 0 && d > 8) continue;   // dense superoperator steps: keep the sweep short
+        b->Args({d, 60, solver, g});
+      }
+      for (int n_seg : {10, 100, 1000}) b->Args({2, n_seg, solver, g});
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_Ladder)->Apply(ladder_args);
 
 }  // namespace
 
