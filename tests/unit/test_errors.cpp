@@ -2,42 +2,14 @@
 // problem, and nothing is lost (the circuit and the output buffers are untouched).
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <limits>
 
+#include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
 
 namespace {
 
 using qfleet::Param;
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const qfleet::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a qfleet::Error: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-// EXPECT_THROW of qfleet::Error, and the message contains every given fragment
-// (case-insensitive).
-#define EXPECT_QFLEET_ERROR(stmt, ...)                                                        \
-  do {                                                                                        \
-    EXPECT_THROW(stmt, qfleet::Error);                                                        \
-    const std::string msg_ = lower(error_of([&] { stmt; }));                                  \
-    for (const char* frag_ : {__VA_ARGS__})                                                   \
-      EXPECT_NE(msg_.find(lower(frag_)), std::string::npos) << "message: " << msg_ << "\n"     \
-                                                            << "should mention: " << frag_;   \
-  } while (0)
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();

@@ -4,9 +4,9 @@
 // untouched, and the program still works afterwards).
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <limits>
 
+#include "unit/expect_error.hpp"
 #include "unit/open_reference.hpp"
 
 namespace {
@@ -16,33 +16,6 @@ using qfleet::Solver;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const qfleet::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a qfleet::Error: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-// EXPECT_THROW of qfleet::Error, and the message contains every fragment (case-insensitive).
-#define EXPECT_OPEN_ERROR(stmt, ...)                                                          \
-  do {                                                                                        \
-    EXPECT_THROW(stmt, qfleet::Error);                                                        \
-    const std::string msg_ = lower(error_of([&] { stmt; }));                                  \
-    for (const char* frag_ : {__VA_ARGS__})                                                   \
-      EXPECT_NE(msg_.find(lower(frag_)), std::string::npos) << "message: " << msg_ << "\n"     \
-                                                            << "should mention: " << frag_;   \
-  } while (0)
 
 // Everything a builder call could change.
 struct Snapshot {
@@ -68,8 +41,8 @@ qfleet::ComplexMatrix with(qfleet::ComplexMatrix m, std::size_t i, cd v) {
 }
 
 TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
-  EXPECT_OPEN_ERROR(qfleet::OpenSystem(0), "dimension");
-  EXPECT_OPEN_ERROR(qfleet::OpenSystem(100000), "dimension");
+  EXPECT_QFLEET_ERROR(qfleet::OpenSystem(0), "dimension");
+  EXPECT_QFLEET_ERROR(qfleet::OpenSystem(100000), "dimension");
 
   std::mt19937_64 rng(401);
   qfleet::OpenSystem s(2);
@@ -80,51 +53,51 @@ TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
   const qfleet::ComplexMatrix nonherm = rm(mat2(1, 2, 0, 1));
   const qfleet::ComplexMatrix herm = rm(pauli_x());
 
-  EXPECT_OPEN_ERROR(s.drift(nonherm), "drift", "hermitian");
-  EXPECT_OPEN_ERROR(s.drift_term(nonherm), "drift term", "hermitian");
-  EXPECT_OPEN_ERROR(s.control(nonherm), "control", "hermitian");
-  EXPECT_OPEN_ERROR(s.observable(rm(mat2(0, kI, kI, 0))), "observable", "hermitian");
-  EXPECT_OPEN_ERROR(s.drift(rm(mat2(1, 0, 0, cd(1, 1e-3)))), "hermitian");  // complex diagonal
+  EXPECT_QFLEET_ERROR(s.drift(nonherm), "drift", "hermitian");
+  EXPECT_QFLEET_ERROR(s.drift_term(nonherm), "drift term", "hermitian");
+  EXPECT_QFLEET_ERROR(s.control(nonherm), "control", "hermitian");
+  EXPECT_QFLEET_ERROR(s.observable(rm(mat2(0, kI, kI, 0))), "observable", "hermitian");
+  EXPECT_QFLEET_ERROR(s.drift(rm(mat2(1, 0, 0, cd(1, 1e-3)))), "hermitian");  // complex diagonal
   for (cd bad : {cd(kNaN, 0), cd(0, kInf), cd(-kInf, 0)}) {
-    EXPECT_OPEN_ERROR(s.drift(with(herm, 0, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.drift_term(with(herm, 3, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.control(with(herm, 1, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.jump(with(herm, 2, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.observable(with(herm, 0, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.initial_state({bad, 1}), "non-finite");
-    EXPECT_OPEN_ERROR(s.target_state({1, bad}), "non-finite");
-    EXPECT_OPEN_ERROR(s.initial_density(with(rm(eye(2) / 2.0), 0, bad)), "non-finite");
-    EXPECT_OPEN_ERROR(s.target_unitary(with(herm, 1, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.drift(with(herm, 0, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.drift_term(with(herm, 3, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.control(with(herm, 1, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.jump(with(herm, 2, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.observable(with(herm, 0, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.initial_state({bad, 1}), "non-finite");
+    EXPECT_QFLEET_ERROR(s.target_state({1, bad}), "non-finite");
+    EXPECT_QFLEET_ERROR(s.initial_density(with(rm(eye(2) / 2.0), 0, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.target_unitary(with(herm, 1, bad)), "non-finite");
   }
   // Wrong sizes.
-  EXPECT_OPEN_ERROR(s.drift(rm(eye(3))), "2x2");
-  EXPECT_OPEN_ERROR(s.control(qfleet::ComplexMatrix(3, 0.0)), "2x2");
-  EXPECT_OPEN_ERROR(s.jump(rm(eye(1))), "2x2");
-  EXPECT_OPEN_ERROR(s.observable({}), "2x2");
-  EXPECT_OPEN_ERROR(s.initial_state({1, 0, 0}), "2 amplitudes");
-  EXPECT_OPEN_ERROR(s.target_state({1}), "2 amplitudes");
+  EXPECT_QFLEET_ERROR(s.drift(rm(eye(3))), "2x2");
+  EXPECT_QFLEET_ERROR(s.control(qfleet::ComplexMatrix(3, 0.0)), "2x2");
+  EXPECT_QFLEET_ERROR(s.jump(rm(eye(1))), "2x2");
+  EXPECT_QFLEET_ERROR(s.observable({}), "2x2");
+  EXPECT_QFLEET_ERROR(s.initial_state({1, 0, 0}), "2 amplitudes");
+  EXPECT_QFLEET_ERROR(s.target_state({1}), "2 amplitudes");
   // States and densities.
-  EXPECT_OPEN_ERROR(s.initial_state({1, 1}), "normalised");
-  EXPECT_OPEN_ERROR(s.target_state({0.5, 0.5}), "normalised");
-  EXPECT_OPEN_ERROR(s.initial_density(rm(eye(2))), "trace 1");
-  EXPECT_OPEN_ERROR(s.initial_density(rm(mat2(0.5, 0.1, 0.2, 0.5))), "hermitian");
-  EXPECT_OPEN_ERROR(s.target_density(rm(0.3 * eye(2))), "trace 1");
-  EXPECT_OPEN_ERROR(s.target_unitary(rm(mat2(1, 1, 0, 1))), "unitary");
+  EXPECT_QFLEET_ERROR(s.initial_state({1, 1}), "normalised");
+  EXPECT_QFLEET_ERROR(s.target_state({0.5, 0.5}), "normalised");
+  EXPECT_QFLEET_ERROR(s.initial_density(rm(eye(2))), "trace 1");
+  EXPECT_QFLEET_ERROR(s.initial_density(rm(mat2(0.5, 0.1, 0.2, 0.5))), "hermitian");
+  EXPECT_QFLEET_ERROR(s.target_density(rm(0.3 * eye(2))), "trace 1");
+  EXPECT_QFLEET_ERROR(s.target_unitary(rm(mat2(1, 1, 0, 1))), "unitary");
   // Time grid and subspace.
-  EXPECT_OPEN_ERROR(s.segments(0, 1.0), "n_seg");
-  EXPECT_OPEN_ERROR(s.segments(-3, 1.0), "n_seg");
-  EXPECT_OPEN_ERROR(s.segments(3, 0.0), "total time");
-  EXPECT_OPEN_ERROR(s.segments(3, -1.0), "total time");
-  EXPECT_OPEN_ERROR(s.segments(3, kNaN), "total time");
-  EXPECT_OPEN_ERROR(s.segments(3, kInf), "total time");
-  EXPECT_OPEN_ERROR(s.durations({}), "durations");
-  EXPECT_OPEN_ERROR(s.durations({0.1, 0.0}), "segment 1", "> 0");
-  EXPECT_OPEN_ERROR(s.durations({-0.1, 0.2}), "segment 0", "> 0");
-  EXPECT_OPEN_ERROR(s.durations({0.1, kNaN}), "finite");
-  EXPECT_OPEN_ERROR(s.computational_subspace({}), "at least one");
-  EXPECT_OPEN_ERROR(s.computational_subspace({0, 2}), "out of range");
-  EXPECT_OPEN_ERROR(s.computational_subspace({-1}), "out of range");
-  EXPECT_OPEN_ERROR(s.computational_subspace({1, 1}), "repeated");
+  EXPECT_QFLEET_ERROR(s.segments(0, 1.0), "n_seg");
+  EXPECT_QFLEET_ERROR(s.segments(-3, 1.0), "n_seg");
+  EXPECT_QFLEET_ERROR(s.segments(3, 0.0), "total time");
+  EXPECT_QFLEET_ERROR(s.segments(3, -1.0), "total time");
+  EXPECT_QFLEET_ERROR(s.segments(3, kNaN), "total time");
+  EXPECT_QFLEET_ERROR(s.segments(3, kInf), "total time");
+  EXPECT_QFLEET_ERROR(s.durations({}), "durations");
+  EXPECT_QFLEET_ERROR(s.durations({0.1, 0.0}), "segment 1", "> 0");
+  EXPECT_QFLEET_ERROR(s.durations({-0.1, 0.2}), "segment 0", "> 0");
+  EXPECT_QFLEET_ERROR(s.durations({0.1, kNaN}), "finite");
+  EXPECT_QFLEET_ERROR(s.computational_subspace({}), "at least one");
+  EXPECT_QFLEET_ERROR(s.computational_subspace({0, 2}), "out of range");
+  EXPECT_QFLEET_ERROR(s.computational_subspace({-1}), "out of range");
+  EXPECT_QFLEET_ERROR(s.computational_subspace({1, 1}), "repeated");
 
   EXPECT_TRUE(Snapshot(s) == before) << "a rejected builder call changed the system";
   // And the system still compiles and runs.
@@ -154,67 +127,67 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
     s.control(rm(pauli_x()));
     return s;
   };
-  EXPECT_OPEN_ERROR(qfleet::compile(qubit()), "no time grid");
+  EXPECT_QFLEET_ERROR(qfleet::compile(qubit()), "no time grid");
   {
     auto s = qubit();
     s.segments(2, 1.0).target_unitary(rm(pauli_x()));
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "propagate_gate");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "propagate_gate");
   }
   {
     auto s = qubit();
     s.segments(2, 1.0).propagate_gate().target_state({1, 0});
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "target unitary");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "target unitary");
   }
   {
     auto s = qubit();
     s.segments(2, 1.0).propagate_gate().observable(rm(pauli_z()));
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "observable");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "observable");
   }
   {
     auto s = qubit();  // closed system with a density matrix
     s.segments(2, 1.0).initial_density(rm(eye(2) / 2.0));
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "pure state");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "pure state");
   }
   {
     auto s = qubit();  // Hermitian, trace 1, not PSD
     s.segments(2, 1.0).jump(rm(ket_bra(2, 0, 1))).initial_density(rm(mat2(1.5, 0, 0, -0.5)));
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "initial density", "positive semidefinite");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "initial density", "positive semidefinite");
   }
   {
     auto s = qubit();
     s.segments(2, 1.0).jump(rm(ket_bra(2, 0, 1))).target_density(rm(mat2(0.5, 0.9, 0.9, 0.5)));
-    EXPECT_OPEN_ERROR(qfleet::compile(s), "target density", "positive semidefinite");
+    EXPECT_QFLEET_ERROR(qfleet::compile(s), "target density", "positive semidefinite");
     qfleet::OpenSystem c = qubit();
     c.segments(2, 1.0).target_density(rm(mat2(0.5, 0.9, 0.9, 0.5)));
-    EXPECT_OPEN_ERROR(qfleet::compile(c), "target density", "positive semidefinite");
+    EXPECT_QFLEET_ERROR(qfleet::compile(c), "target density", "positive semidefinite");
   }
   // Solver options.
   auto grid = qubit();
   grid.segments(2, 1.0);
   qfleet::OpenCompileOptions o;
   o.solver = Solver::rk4;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "rk4", "dt");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "rk4", "dt");
   o.dt = -0.1;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "rk4", "dt");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "rk4", "dt");
   o.solver = Solver::euler;
   o.dt = 0;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "euler", "dt");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "euler", "dt");
   o.dt = kNaN;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "euler", "dt");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "euler", "dt");
   o = {};
   o.solver = Solver::dopri5;
   o.rtol = 0;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "dopri5", "rtol");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "dopri5", "rtol");
   o.rtol = 1e-8;
   o.atol = -1;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "dopri5", "atol");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "dopri5", "atol");
   o = {};
   o.num_threads = -1;
-  EXPECT_OPEN_ERROR(qfleet::compile(grid, o), "num_threads");
+  EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "num_threads");
   // The exact solver's size limit: an open d = 17 system has a 289 x 289 generator.
   qfleet::OpenSystem big(17);
   big.segments(2, 1.0).jump(rm(ket_bra(17, 0, 1)));
-  EXPECT_OPEN_ERROR(qfleet::compile(big), "exact", "rk4", "dopri5");
+  EXPECT_QFLEET_ERROR(qfleet::compile(big), "exact", "rk4", "dopri5");
   o = {};
   o.solver = Solver::rk4;
   o.dt = 0.1;
@@ -268,9 +241,9 @@ void expect_rejected_untouched(const Fixture& f, Call call, std::initializer_lis
   QOut<double> o;
   o.size(f.m, f.b.B, want_all(f.m));
   std::vector<double> ga(f.b.amps.size(), -7), gd(f.b.drift.size(), -7), gr(f.b.rates.size(), -7);
-  const std::string msg = lower(error_of([&] { call(o, ga, gd, gr); }));
+  const std::string msg = qfleet_test::lower(qfleet_test::error_of([&] { call(o, ga, gd, gr); }));
   for (const char* frag : fragments)
-    EXPECT_NE(msg.find(lower(frag)), std::string::npos) << "message: " << msg << "\nshould mention: " << frag;
+    EXPECT_NE(msg.find(qfleet_test::lower(frag)), std::string::npos) << "message: " << msg << "\nshould mention: " << frag;
   for (double v : o.fid) EXPECT_EQ(v, -7);
   for (double v : o.leak) EXPECT_EQ(v, -7);
   for (double v : o.exp) EXPECT_EQ(v, -7);
@@ -374,15 +347,15 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
   std::vector<double> two(2, -7), many(8, -7);
   O o1;
   o1.fidelity = two;
-  EXPECT_OPEN_ERROR(pb.forward<double>(a.args(), o1), "fidelity", "target");
+  EXPECT_QFLEET_ERROR(pb.forward<double>(a.args(), o1), "fidelity", "target");
   O o2;
   o2.leakage = two;
-  EXPECT_OPEN_ERROR(pb.forward<double>(a.args(), o2), "leakage", "subspace");
+  EXPECT_QFLEET_ERROR(pb.forward<double>(a.args(), o2), "leakage", "subspace");
   O o3;
   o3.expvals = many;
-  EXPECT_OPEN_ERROR(pb.forward<double>(a.args(), o3), "observable");
-  EXPECT_OPEN_ERROR(pb.vjp<double>(a.args(), cot, {}, {}), "target");
-  EXPECT_OPEN_ERROR(pb.vjp<double>(a.args(), {}, cot, {}), "subspace");
+  EXPECT_QFLEET_ERROR(pb.forward<double>(a.args(), o3), "observable");
+  EXPECT_QFLEET_ERROR(pb.vjp<double>(a.args(), cot, {}, {}), "target");
+  EXPECT_QFLEET_ERROR(pb.vjp<double>(a.args(), {}, cot, {}), "subspace");
   for (double v : two) EXPECT_EQ(v, -7);
   for (double v : many) EXPECT_EQ(v, -7);
 
@@ -411,11 +384,11 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
   std::vector<float> ff(2);
   qfleet::TaskOutputs<float> of;
   of.fidelity = ff;
-  EXPECT_OPEN_ERROR(f.prog.forward<float>(af.args(), of), "complex128", "complex64");
+  EXPECT_QFLEET_ERROR(f.prog.forward<float>(af.args(), of), "complex128", "complex64");
   std::vector<double> fd(2, -7);
   O od;
   od.fidelity = fd;
-  EXPECT_OPEN_ERROR(f32.prog.forward<double>(a.args(), od), "complex64", "complex128");
+  EXPECT_QFLEET_ERROR(f32.prog.forward<double>(a.args(), od), "complex64", "complex128");
   EXPECT_EQ(fd, std::vector<double>(2, -7));
   // Per-task initial states do not apply to gate problems.
   Model g = f.m;
@@ -429,7 +402,7 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
   std::vector<double> gf(2, -7);
   O og;
   og.fidelity = gf;
-  EXPECT_OPEN_ERROR(pg.forward<double>(ag.args(), og), "gate", "initial");
+  EXPECT_QFLEET_ERROR(pg.forward<double>(ag.args(), og), "gate", "initial");
   EXPECT_EQ(gf, std::vector<double>(2, -7));
   // The program still works after all this.
   expect_outputs(qvjp<double>(f.prog, f.m, f.b, cot, cot, want_all(f.m)), simulate_batch(f.m, f.b), want_all(f.m),
