@@ -4,6 +4,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/call_checks.hpp"
 #include "core/open_plan.hpp"
 #include "cpu/open_cpu.hpp"
 #include "qfleet/error.hpp"
@@ -12,29 +13,18 @@ namespace qfleet {
 
 namespace {
 
-template <class R>
-constexpr Precision precision_of() {
-  return std::is_same_v<R, float> ? Precision::complex64 : Precision::complex128;
-}
+using detail::expect_finite;
 
 // Accepts `len` shared values or `batch * len` per-task values; returns per_task.
-template <class T>
+// `dims` ("n_seg=60, n_ctrl=2") is built only for the message, on failure.
+template <class T, class Dims>
 bool per_task_or_shared(std::string_view what, std::span<const T> v, std::size_t batch, std::size_t len,
-                        std::string_view shape) {
+                        Dims&& dims) {
   if (v.size() == len) return false;
   if (len > 0 && v.size() == batch * len) return true;
+  const std::string d = dims();
   throw Error(std::string(what) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(len) +
-              " (shared " + std::string(shape) + ") or " + std::to_string(batch * len) + " (per task [batch, " +
-              std::string(shape.substr(1)));
-}
-
-template <class R>
-void expect_finite(std::string_view what, std::span<const R> v) {
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!std::isfinite(v[i])) {
-      throw Error(std::string(what) + " contains a non-finite value at index " + std::to_string(i));
-    }
-  }
+              " (shared [" + d + "]) or " + std::to_string(batch * len) + " (per task [batch, " + d + "])");
 }
 
 struct Shape {
@@ -43,23 +33,20 @@ struct Shape {
 
 template <class R>
 Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a) {
-  if (p.precision != precision_of<R>()) {
-    throw Error(std::string("this program was compiled for ") +
-                (p.precision == Precision::complex64 ? "complex64" : "complex128") + " but was called with " +
-                (std::is_same_v<R, float> ? "complex64" : "complex128") + " data");
-  }
+  detail::expect_precision<R>(p.precision);
   if (a.batch == 0) throw Error("batch must be at least 1");
   const OpenSystem& s = p.sys;
   Shape sh;
-  const std::string amp_shape = "[n_seg=" + std::to_string(s.n_segments()) + ", n_ctrl=" + std::to_string(s.n_controls()) + "])";
-  sh.amp = per_task_or_shared("amplitudes", a.amplitudes, a.batch, std::size_t(s.n_segments()) * s.n_controls(), amp_shape);
+  sh.amp = per_task_or_shared("amplitudes", a.amplitudes, a.batch, std::size_t(s.n_segments()) * s.n_controls(), [&] {
+    return "n_seg=" + std::to_string(s.n_segments()) + ", n_ctrl=" + std::to_string(s.n_controls());
+  });
   sh.drift = per_task_or_shared("drift_coeffs", a.drift_coeffs, a.batch, std::size_t(s.n_drift_terms()),
-                                "[n_drift_terms=" + std::to_string(s.n_drift_terms()) + "])");
+                                [&] { return "n_drift_terms=" + std::to_string(s.n_drift_terms()); });
   sh.rates = per_task_or_shared("rates", a.rates, a.batch, std::size_t(s.n_jumps()),
-                                "[n_jumps=" + std::to_string(s.n_jumps()) + "])");
-  expect_finite("amplitudes", a.amplitudes);
-  expect_finite("drift_coeffs", a.drift_coeffs);
-  expect_finite("rates", a.rates);
+                                [&] { return "n_jumps=" + std::to_string(s.n_jumps()); });
+  expect_finite("amplitudes", a.amplitudes, std::size_t(s.n_controls()));
+  expect_finite("drift_coeffs", a.drift_coeffs, std::size_t(s.n_drift_terms()));
+  expect_finite("rates", a.rates, std::size_t(s.n_jumps()));
   for (std::size_t i = 0; i < a.rates.size(); ++i) {
     if (a.rates[i] < 0) {
       throw Error("rates must be >= 0, got " + std::to_string(a.rates[i]) + " at index " + std::to_string(i));
@@ -177,8 +164,8 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
     if (plan_->subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
     if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
   }
-  expect_finite("cot_fidelity", cot_fidelity);
-  expect_finite("cot_leakage", cot_leakage);
+  expect_finite("cot_fidelity", cot_fidelity, 1);
+  expect_finite("cot_leakage", cot_leakage, 1);
   auto expect_grad = [&](std::string_view what, std::size_t got, bool per_task, std::size_t len) {
     if (got == 0) return;
     const std::size_t want = per_task ? B * len : len;

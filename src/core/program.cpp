@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/call_checks.hpp"
 #include "core/plan.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
@@ -16,33 +17,8 @@ namespace qfleet {
 
 namespace {
 
-template <class R>
-constexpr Precision precision_of() {
-  return std::is_same_v<R, float> ? Precision::complex64 : Precision::complex128;
-}
-
-const char* precision_name(Precision p) { return p == Precision::complex64 ? "complex64" : "complex128"; }
-
-// `shape` builds the message's shape text only on failure: checks run on every
-// call, and a warm call must not allocate.
-template <class Shape>
-void expect_size(std::string_view what, std::size_t got, std::size_t want, Shape&& shape) {
-  if (got != want) {
-    throw Error(std::string(what) + " has " + std::to_string(got) + " values, expected " +
-                std::to_string(want) + " " + std::string(shape()));
-  }
-}
-
-template <class R>
-void expect_finite(std::string_view what, std::span<const R> v, std::size_t row) {
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!std::isfinite(v[i])) {
-      throw Error(std::string(what) + " contains a non-finite value (" + std::to_string(v[i]) +
-                  ") at row " + std::to_string(i / std::max<std::size_t>(row, 1)) + ", column " +
-                  std::to_string(i % std::max<std::size_t>(row, 1)));
-    }
-  }
-}
+using detail::expect_finite;
+using detail::expect_size;
 
 // forward/vjp/jacobian need outputs; states() and sample() do not.
 void expect_measurements(const detail::Plan& p) {
@@ -57,10 +33,7 @@ struct Checked {
 
 template <class R>
 Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
-  if (p.precision != precision_of<R>()) {
-    throw Error(std::string("this program was compiled for ") + precision_name(p.precision) +
-                " but was called with " + precision_name(precision_of<R>()) + " data");
-  }
+  detail::expect_precision<R>(p.precision);
   if (a.batch == 0) throw Error("batch must be at least 1");
   if (a.batch > (std::size_t{1} << 40)) throw Error("batch too large");
   expect_size("inputs", a.inputs.size(), a.batch * p.n_inputs, [&] {
