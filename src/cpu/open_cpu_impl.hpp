@@ -56,6 +56,12 @@ inline Cx<R> cx(Cx<double> z) {
 template <class R, class M, class K, class P>
 void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, bool adj_a = false) {
   const int m = static_cast<int>(m_), k = static_cast<int>(k_), p = static_cast<int>(p_);
+#ifdef QFLEET_SIMD_GEMM
+  if (kern::simd::gemm_applies<R>(p)) {
+    if (adj_a) return kern::simd::gemm<false, true>(m_, k_, p_, a, m, b, p, c, p);
+    return kern::simd::gemm<false, false>(m_, k_, p_, a, k, b, p, c, p);
+  }
+#endif
   for (int i = 0; i < m * p; ++i) c[i] = {0, 0};
   for (int i = 0; i < m; ++i) {
     for (int l = 0; l < k; ++l) {

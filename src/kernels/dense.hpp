@@ -23,6 +23,7 @@
 
 #include "kernels/complex.hpp"
 #include "kernels/hd.hpp"
+#include "kernels/simd_gemm.hpp"
 #include "kernels/types.hpp"
 
 namespace qfleet::kern {
@@ -107,6 +108,9 @@ template <bool Acc, class N, class R>
 QFLEET_HD inline void gemm(N n, const Cx<R>* A, int lda, const Cx<R>* B, int ldb, Cx<R>* C,
                            int ldc) {
   const int nn = static_cast<int>(n);
+#ifdef QFLEET_SIMD_GEMM
+  if (simd::gemm_applies<R>(nn)) return simd::gemm<Acc, false>(n, n, n, A, lda, B, ldb, C, ldc);
+#endif
   for (int i = 0; i < nn; ++i) {
     Cx<R>* c = C + i * ldc;
     if (!Acc)
@@ -181,6 +185,9 @@ QFLEET_HD inline void mat_mul_acc(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C)
 template <class N, class R>
 QFLEET_HD inline void mat_mul_adj_left(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C) {
   const int nn = static_cast<int>(n);
+#ifdef QFLEET_SIMD_GEMM
+  if (simd::gemm_applies<R>(nn)) return simd::gemm<false, true>(n, n, n, A, nn, B, nn, C, nn);
+#endif
   for (int e = 0; e < nn * nn; ++e) C[e] = {R(0), R(0)};
   for (int k = 0; k < nn; ++k) {
     const Cx<R>* a = A + k * nn;
