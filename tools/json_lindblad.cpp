@@ -337,7 +337,7 @@ json run(const LindbladProblem& p) {
 
 // ------------------------------------------------------------------ parse ---
 
-LindbladProblem parse_lindblad_problem(const json& doc) {
+LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
   const auto kind_it = doc.find("kind");
   if (kind_it == doc.end()) fail("", "missing key \"kind\" (use \"kind\": \"lindblad\")");
@@ -402,7 +402,7 @@ LindbladProblem parse_lindblad_problem(const json& doc) {
     const std::string path(key);
     const json* v = top.get(key);
     if (v == nullptr) {
-      if (n > 0) {
+      if (n > 0 && !model_only) {
         fail("", fmt::format("missing key \"{}\": there are {} \"{}\"", key, n, terms_key));
       }
       return TaskArray{};
@@ -430,7 +430,7 @@ LindbladProblem parse_lindblad_problem(const json& doc) {
     agree_segments(t.shape[0], "amplitudes", "\"amplitudes\"");
     p.amplitudes = t.values;
     p.per_task_amplitudes = t.per_task;
-  } else if (n_ctrl > 0) {
+  } else if (n_ctrl > 0 && !model_only) {
     fail("", fmt::format("missing key \"amplitudes\": there are {} \"controls\"", n_ctrl));
   }
   vector_arg("drift_coeffs", "drift_terms", n_drift, "drift coefficients", p.drift_coeffs,

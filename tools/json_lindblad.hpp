@@ -44,7 +44,9 @@ struct LindbladProblem {
 };
 
 // Checks and converts a "kind": "lindblad" problem. Throws ProblemError / qfleet::Error.
-LindbladProblem parse_lindblad_problem(const nlohmann::json& problem);
+// With model_only, "amplitudes", "drift_coeffs" and "rates" may be absent (the
+// system alone is wanted; give "n_segments" with "segment_duration").
+LindbladProblem parse_lindblad_problem(const nlohmann::json& problem, bool model_only = false);
 
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const LindbladProblem& problem);

@@ -483,7 +483,7 @@ json parse_text(std::string_view text, std::string_view source) {
   }
 }
 
-CircuitProblem parse_circuit_problem(const json& doc) {
+CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   if (check_kind(doc)) {
     fail("kind", "expected \"circuit\", got \"lindblad\" (read it with parse_lindblad_problem)");
   }
@@ -567,6 +567,8 @@ CircuitProblem parse_circuit_problem(const json& doc) {
   } else if (p.per_sample_weights) {
     p.batch = w_rows;
   }
+  if (model_only && !has_inputs) in_cols = static_cast<std::size_t>(c.n_inputs());
+  if (model_only && !top.has("weights")) w_cols = static_cast<std::size_t>(c.n_weights());
   if (in_cols < static_cast<std::size_t>(c.n_inputs())) {
     const std::string need =
         "the circuit reads " + std::to_string(c.n_inputs()) + " input column(s)";

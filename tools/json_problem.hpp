@@ -69,8 +69,10 @@ struct CircuitProblem {
 nlohmann::json parse_text(std::string_view text, std::string_view source = "<input>");
 
 // Checks and converts a "kind": "circuit" problem (all keys, types, shapes, gates,
-// templates, observables). Throws ProblemError / qfleet::Error.
-CircuitProblem parse_circuit_problem(const nlohmann::json& problem);
+// templates, observables). Throws ProblemError / qfleet::Error. With model_only,
+// "inputs" and "weights" may be absent (the circuit alone is wanted, e.g. by the
+// PyTorch adapter, whose data come as tensors); given ones are still checked.
+CircuitProblem parse_circuit_problem(const nlohmann::json& problem, bool model_only = false);
 
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const CircuitProblem& problem);

@@ -1,0 +1,116 @@
+// qfleet for PyTorch (LibTorch): compiled programs as TorchScript custom classes,
+// operators registered once with TORCH_LIBRARY (namespace "qfleet"), autograd from
+// C++ and Python alike, and nn modules.
+//
+//   qfleet::Circuit c(4);
+//   c.angle_embedding({0, 1, 2, 3}).strongly_entangling_layers({0, 1, 2, 3}, 3);
+//   for (int q = 0; q < 4; ++q) c.expval("Z" + std::to_string(q));
+//   qfleet::nn::QuantumLayer layer(c);                  // weight: [36] float64 parameter
+//   torch::Tensor y = layer->forward(torch::rand({64, 4}, torch::kFloat64));  // [64, 4]
+//   y.sum().backward();                                 // adjoint gradients
+//
+// The operators (also reachable as torch.ops.qfleet.* from Python):
+//   circuit_forward(CircuitProgram, Tensor inputs[B, n_inputs], Tensor weights[n_weights] or [B, n_weights])
+//       -> Tensor[B, n_outputs]                       (expvals, then probabilities)
+//   circuit_backward(CircuitProgram, inputs, weights, grad_outputs) -> (grad_inputs, grad_weights)
+//   open_forward(OpenSystemProgram, amplitudes, drift_coeffs, rates) -> Tensor fidelity[B]
+//   open_backward(OpenSystemProgram, amplitudes, drift_coeffs, rates, grad_fidelity)
+//       -> (grad_amplitudes, grad_drift_coeffs, grad_rates)
+//   evaluate_json(str problem) -> str                 (the `qfleet eval` contract, docs/cli.md)
+// Real tensors are float64 for complex128 programs and float32 for complex64 ones;
+// they stay where they are (contiguous CPU tensors are read in place, no copies).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "qfleet/circuit.hpp"
+#include "qfleet/open_system.hpp"
+#include "qfleet/program.hpp"
+
+namespace qfleet::nn {
+
+// A compiled circuit, as a TorchScript custom class (torch.classes.qfleet.CircuitProgram).
+// Built from a qfleet::Circuit (C++) or from the JSON circuit description of
+// docs/cli.md (what the Python builder produces); `json()` gives that description back.
+struct CircuitProgram : ::torch::CustomClassHolder {
+  CircuitProgram(const Circuit& circuit, const CompileOptions& options = {});
+  explicit CircuitProgram(const std::string& json_text);
+
+  Program program;
+  std::string json_text;  // empty when built from a C++ Circuit
+
+  int64_t n_qubits() const { return program.n_qubits(); }
+  int64_t n_inputs() const { return program.n_inputs(); }
+  int64_t n_weights() const { return program.n_weights(); }
+  int64_t n_outputs() const { return program.n_outputs(); }
+  ::torch::ScalarType dtype() const;  // float64 (complex128) or float32 (complex64)
+};
+
+// A compiled open system (torch.classes.qfleet.OpenSystemProgram); it must have a target.
+struct OpenSystemProgram : ::torch::CustomClassHolder {
+  OpenSystemProgram(const OpenSystem& system, const OpenCompileOptions& options = {});
+  explicit OpenSystemProgram(const std::string& json_text);
+
+  OpenProgram program;
+  std::string json_text;
+
+  int64_t dim() const { return program.dim(); }
+  int64_t n_segments() const { return program.n_segments(); }
+  int64_t n_controls() const { return program.system().n_controls(); }
+  int64_t n_drift_terms() const { return program.system().n_drift_terms(); }
+  int64_t n_jumps() const { return program.system().n_jumps(); }
+  ::torch::ScalarType dtype() const;
+};
+
+// Differentiable calls (they go through the dispatcher, so autograd, Meta and
+// the CPU kernels are the same ones Python uses).
+::torch::Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const ::torch::Tensor& inputs,
+                                const ::torch::Tensor& weights);
+// Fidelity per task; any of drift_coeffs / rates may be an undefined tensor when
+// the system has none. Shapes: amplitudes [B, n_seg, n_ctrl] or [n_seg, n_ctrl],
+// drift_coeffs [B, m] or [m], rates [B, n_jumps] or [n_jumps].
+::torch::Tensor open_fidelity(const c10::intrusive_ptr<OpenSystemProgram>& program,
+                              const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
+                              const ::torch::Tensor& rates);
+
+// ---- modules -----------------------------------------------------------------
+
+struct QuantumLayerOptions {
+  Precision precision = Precision::complex128;
+  int num_threads = 0;
+  uint64_t seed = 0;  // weights start uniform in [0, 2 pi) from this seed (PennyLane's TorchLayer range)
+};
+
+// A circuit as a layer: inputs [B, n_inputs] -> outputs [B, n_outputs]; the
+// circuit's weights are one trainable parameter "weight" of shape [n_weights].
+class QuantumLayerImpl : public ::torch::nn::Module {
+ public:
+  explicit QuantumLayerImpl(const Circuit& circuit, const QuantumLayerOptions& options = {});
+  explicit QuantumLayerImpl(c10::intrusive_ptr<CircuitProgram> program, uint64_t seed = 0);
+  ::torch::Tensor forward(const ::torch::Tensor& inputs);
+  const c10::intrusive_ptr<CircuitProgram>& program() const { return program_; }
+  ::torch::Tensor weight;
+
+ private:
+  c10::intrusive_ptr<CircuitProgram> program_;
+};
+TORCH_MODULE(QuantumLayer);
+
+// Pulses and task parameters -> fidelities: forward(amplitudes, rates, drift_coeffs).
+class OpenSystemLayerImpl : public ::torch::nn::Module {
+ public:
+  explicit OpenSystemLayerImpl(const OpenSystem& system, const OpenCompileOptions& options = {});
+  explicit OpenSystemLayerImpl(c10::intrusive_ptr<OpenSystemProgram> program);
+  ::torch::Tensor forward(const ::torch::Tensor& amplitudes, const ::torch::Tensor& rates = {},
+                          const ::torch::Tensor& drift_coeffs = {});
+  const c10::intrusive_ptr<OpenSystemProgram>& program() const { return program_; }
+
+ private:
+  c10::intrusive_ptr<OpenSystemProgram> program_;
+};
+TORCH_MODULE(OpenSystemLayer);
+
+}  // namespace qfleet::nn

@@ -1,0 +1,46 @@
+// qfleet::nn::QuantumLayer and OpenSystemLayer (torch::nn::Module). The Python
+// modules of the same names (python/qfleet/layers.py) mirror them: same
+// arguments, same parameter name, same initialisation from the same seed.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+#include "qfleet/torch.hpp"
+
+namespace qfleet::nn {
+
+namespace {
+// Uniform in [0, 2 pi) from torch's CPU generator seeded with `seed`: the same
+// numbers as torch.rand(n, generator=torch.Generator().manual_seed(seed)) * 2 pi.
+::torch::Tensor initial_weights(int64_t n, ::torch::ScalarType dtype, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return ::torch::rand({n}, gen, ::torch::TensorOptions().dtype(dtype)) * (2 * M_PI);
+}
+}  // namespace
+
+QuantumLayerImpl::QuantumLayerImpl(const Circuit& circuit, const QuantumLayerOptions& options)
+    : QuantumLayerImpl(c10::make_intrusive<CircuitProgram>(
+                           circuit, CompileOptions{options.precision, Device::cpu, options.num_threads, "auto"}),
+                       options.seed) {}
+
+QuantumLayerImpl::QuantumLayerImpl(c10::intrusive_ptr<CircuitProgram> program, uint64_t seed)
+    : program_(std::move(program)) {
+  weight = register_parameter("weight", initial_weights(program_->n_weights(), program_->dtype(), seed));
+}
+
+::torch::Tensor QuantumLayerImpl::forward(const ::torch::Tensor& inputs) {
+  return circuit_forward(program_, inputs, weight);
+}
+
+OpenSystemLayerImpl::OpenSystemLayerImpl(const OpenSystem& system, const OpenCompileOptions& options)
+    : program_(c10::make_intrusive<OpenSystemProgram>(system, options)) {}
+
+OpenSystemLayerImpl::OpenSystemLayerImpl(c10::intrusive_ptr<OpenSystemProgram> program)
+    : program_(std::move(program)) {}
+
+::torch::Tensor OpenSystemLayerImpl::forward(const ::torch::Tensor& amplitudes, const ::torch::Tensor& rates,
+                                             const ::torch::Tensor& drift_coeffs) {
+  return open_fidelity(program_, amplitudes, drift_coeffs, rates);
+}
+
+}  // namespace qfleet::nn

@@ -1,0 +1,539 @@
+// TORCH_LIBRARY(qfleet): the custom classes, the operators' schemas and their
+// CPU, CUDA (a clear error until the CUDA backend lands) and Autograd
+// kernels. See include/qfleet/torch.hpp for the contract.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+#include <torch/torch.h>
+
+#include <complex>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "json_lindblad.hpp"
+#include "json_problem.hpp"
+#include "qfleet/error.hpp"
+#include "qfleet/torch.hpp"
+
+namespace qfleet::nn {
+
+using ::torch::Tensor;
+
+namespace {
+
+// Library errors reach Python as RuntimeError (ValueError/TypeError for the
+// argument checks below), with qfleet's message unchanged.
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const qfleet::Error& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+nlohmann::json parse_json(const std::string& text, std::string_view what) {
+  return guarded([&] { return json_problem::parse_text(text, what); });
+}
+
+::torch::ScalarType real_dtype(Precision p) {
+  return p == Precision::complex64 ? ::torch::kFloat32 : ::torch::kFloat64;
+}
+
+std::string dtype_name(::torch::ScalarType t) {
+  if (t == ::torch::kFloat64) return "torch.float64";
+  if (t == ::torch::kFloat32) return "torch.float32";
+  return std::string("torch.") + c10::toString(t);
+}
+
+// Checks one real tensor argument: dtype, device, rank among `ranks`.
+void check_tensor(const Tensor& t, const char* op, const char* name, ::torch::ScalarType dtype,
+                  std::initializer_list<int64_t> ranks) {
+  TORCH_CHECK_TYPE(t.scalar_type() == dtype, "qfleet.", op, ": ", name, " must be ", dtype_name(dtype),
+                   " (float64 for complex128 programs, float32 for complex64), got ", dtype_name(t.scalar_type()));
+  bool rank_ok = false;
+  for (auto r : ranks) rank_ok = rank_ok || t.dim() == r;
+  TORCH_CHECK_VALUE(rank_ok, "qfleet.", op, ": ", name, " has ", t.dim(), " dimension(s) ", t.sizes(),
+                    "; expected ", ranks.size() == 1 ? "" : "one of ", c10::IntArrayRef(ranks), " dimensions");
+}
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (first == nullptr) {
+      first = t;
+    } else {
+      TORCH_CHECK_VALUE(t->device() == first->device(), "qfleet.", op,
+                        ": all tensors must be on one device, got ", first->device(), " and ", t->device());
+    }
+  }
+}
+
+template <class R>
+std::span<const R> cspan(const Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.const_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
+}
+template <class R>
+std::span<R> mspan(Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.mutable_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
+}
+
+// ---- circuits ------------------------------------------------------------------
+
+struct CircuitShapes {
+  int64_t batch;
+};
+
+CircuitShapes check_circuit(const CircuitProgram& p, const char* op, const Tensor& inputs,
+                            const Tensor& weights) {
+  const auto dt = p.dtype();
+  check_tensor(inputs, op, "inputs", dt, {2});
+  check_tensor(weights, op, "weights", dt, {1, 2});
+  check_same_device(op, {&inputs, &weights});
+  const int64_t B = inputs.size(0);
+  TORCH_CHECK_VALUE(inputs.size(1) == p.n_inputs(), "qfleet.", op, ": inputs has shape ", inputs.sizes(),
+                    " but the circuit reads ", p.n_inputs(), " input column(s); expected [B, ", p.n_inputs(), "]");
+  if (weights.dim() == 1) {
+    TORCH_CHECK_VALUE(weights.size(0) == p.n_weights(), "qfleet.", op, ": weights has shape ", weights.sizes(),
+                      " but the circuit has ", p.n_weights(), " weight(s); expected [", p.n_weights(),
+                      "] (shared) or [B, ", p.n_weights(), "] (per sample)");
+  } else {
+    TORCH_CHECK_VALUE(weights.size(0) == B && weights.size(1) == p.n_weights(), "qfleet.", op,
+                      ": per-sample weights have shape ", weights.sizes(), "; expected [", B, ", ", p.n_weights(),
+                      "] (B from inputs)");
+  }
+  return {B};
+}
+
+Tensor circuit_forward_cpu(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                           const Tensor& weights) {
+  const auto s = check_circuit(*p, "circuit_forward", inputs, weights);
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  Tensor out = ::torch::empty({s.batch, p->n_outputs()}, inputs.options());
+  if (s.batch == 0) return out;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_circuit_forward", [&] {
+      p->program.forward<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                   mspan<scalar_t>(out));
+    });
+  });
+  return out;
+}
+
+void check_grad_outputs(const CircuitProgram& p, const Tensor& g, int64_t B) {
+  check_tensor(g, "circuit_backward", "grad_outputs", p.dtype(), {2});
+  TORCH_CHECK_VALUE(g.size(0) == B && g.size(1) == p.n_outputs(), "qfleet.circuit_backward: grad_outputs has shape ",
+                    g.sizes(), "; expected [", B, ", ", p.n_outputs(), "]");
+}
+
+std::tuple<Tensor, Tensor> circuit_backward_cpu(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                                const Tensor& weights, const Tensor& grad_outputs) {
+  const auto s = check_circuit(*p, "circuit_backward", inputs, weights);
+  check_grad_outputs(*p, grad_outputs, s.batch);
+  const Tensor x = inputs.contiguous(), w = weights.contiguous(), g = grad_outputs.contiguous();
+  Tensor gx = ::torch::zeros_like(x), gw = ::torch::zeros_like(w);
+  if (s.batch == 0) return {gx, gw};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_circuit_backward", [&] {
+      p->program.vjp<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                               cspan<scalar_t>(g), Gradients<scalar_t>{mspan<scalar_t>(gx), mspan<scalar_t>(gw)});
+    });
+  });
+  return {gx, gw};
+}
+
+// ---- open systems --------------------------------------------------------------
+
+int64_t check_open(const OpenSystemProgram& p, const char* op, const Tensor& amplitudes,
+                   const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  const auto dt = p.dtype();
+  check_tensor(amplitudes, op, "amplitudes", dt, {2, 3});
+  int64_t B = -1;
+  const char* from = "";
+  auto agree = [&](int64_t b, const char* name) {
+    if (B < 0) {
+      B = b;
+      from = name;
+    } else {
+      TORCH_CHECK_VALUE(B == b, "qfleet.", op, ": ", name, " has ", b, " task(s) but ", from, " has ", B,
+                        "; per-task arguments must agree on the batch size");
+    }
+  };
+  const int64_t ns = p.n_segments(), nc = p.n_controls();
+  const bool amp_ok = amplitudes.size(-2) == ns && amplitudes.size(-1) == nc;
+  TORCH_CHECK_VALUE(amp_ok, "qfleet.", op, ": amplitudes has shape ", amplitudes.sizes(), "; expected [B, ", ns,
+                    ", ", nc, "] (per task) or [", ns, ", ", nc, "] (shared): ", ns, " segments, ", nc, " controls");
+  if (amplitudes.dim() == 3) agree(amplitudes.size(0), "amplitudes");
+  auto vec_arg = [&](const std::optional<Tensor>& t, const char* name, int64_t n, const char* what) {
+    if (!t.has_value() || !t->defined()) {
+      TORCH_CHECK_VALUE(n == 0, "qfleet.", op, ": ", name, " is required: the system has ", n, " ", what);
+      return;
+    }
+    check_tensor(*t, op, name, dt, {1, 2});
+    TORCH_CHECK_VALUE(t->size(-1) == n, "qfleet.", op, ": ", name, " has shape ", t->sizes(), "; expected [B, ", n,
+                      "] (per task) or [", n, "] (shared): the system has ", n, " ", what);
+    if (t->dim() == 2) agree(t->size(0), name);
+  };
+  vec_arg(drift, "drift_coeffs", p.n_drift_terms(), "drift term(s)");
+  vec_arg(rates, "rates", p.n_jumps(), "jump operator(s)");
+  const Tensor none;
+  check_same_device(op, {&amplitudes, drift ? &*drift : &none, rates ? &*rates : &none});
+  return B < 0 ? 1 : B;
+}
+
+Tensor contig(const std::optional<Tensor>& t) { return t.has_value() && t->defined() ? t->contiguous() : Tensor(); }
+
+Tensor open_forward_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                        const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
+  Tensor fid = ::torch::empty({B}, amplitudes.options());
+  if (B == 0) return fid;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_forward", [&] {
+      TaskOutputs<scalar_t> out;
+      out.fidelity = mspan<scalar_t>(fid);
+      p->program.forward<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}}, out);
+    });
+  });
+  return fid;
+}
+
+Tensor zeros_like_opt(const std::optional<Tensor>& t) {
+  return t.has_value() && t->defined() ? ::torch::zeros_like(*t) : Tensor();
+}
+
+void check_grad_fidelity(const OpenSystemProgram& p, const Tensor& g, int64_t B) {
+  check_tensor(g, "open_backward", "grad_fidelity", p.dtype(), {1});
+  TORCH_CHECK_VALUE(g.size(0) == B, "qfleet.open_backward: grad_fidelity has shape ", g.sizes(), "; expected [", B,
+                    "]");
+}
+
+std::tuple<Tensor, Tensor, Tensor> open_backward_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p,
+                                                     const Tensor& amplitudes, const std::optional<Tensor>& drift,
+                                                     const std::optional<Tensor>& rates, const Tensor& grad_fidelity) {
+  const int64_t B = check_open(*p, "open_backward", amplitudes, drift, rates);
+  check_grad_fidelity(*p, grad_fidelity, B);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates), g = grad_fidelity.contiguous();
+  Tensor ga = ::torch::zeros_like(a), gc = zeros_like_opt(drift), gr = zeros_like_opt(rates);
+  if (B == 0) return {ga, gc, gr};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_backward", [&] {
+      p->program.vjp<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}},
+          cspan<scalar_t>(g), {}, TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)});
+    });
+  });
+  return {ga, gc, gr};
+}
+
+// ---- CUDA tensors: a clear error until the CUDA backend (issues 4/5) lands ---------
+
+[[noreturn]] void no_cuda(const char* op) {
+  TORCH_CHECK(false, "qfleet.", op,
+              ": CUDA tensors are not supported yet (the CUDA backend has not landed); move the tensors to the CPU "
+              "with .cpu()");
+}
+
+// ---- autograd ------------------------------------------------------------------
+
+c10::OperatorHandle op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+// The backward ops are differentiable only once: under create_graph they record
+// a node whose own backward says so (instead of silently returning zeros).
+[[noreturn]] void no_double_backward(const char* op) {
+  TORCH_CHECK(false, "qfleet.", op,
+              ": second derivatives are not implemented (the adjoint method gives exact first derivatives); "
+              "use first-order methods, or finite differences of the gradients");
+}
+
+class CircuitBackwardFunction : public ::torch::autograd::Function<CircuitBackwardFunction> {
+ public:
+  static ::torch::autograd::variable_list forward(::torch::autograd::AutogradContext*,
+                                                  const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& x,
+                                                  const Tensor& w, const Tensor& g) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static const auto op = op_handle("qfleet::circuit_backward").typed<decltype(circuit_backward_cpu)>();
+    auto [gx, gw] = op.call(p, x, w, g);
+    return {gx, gw};
+  }
+  static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext*,
+                                                   ::torch::autograd::variable_list) {
+    no_double_backward("circuit_backward");
+  }
+};
+
+std::tuple<Tensor, Tensor> circuit_backward_autograd(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& x,
+                                                     const Tensor& w, const Tensor& g) {
+  auto r = CircuitBackwardFunction::apply(p, x, w, g);
+  return {r[0], r[1]};
+}
+
+class OpenBackwardFunction : public ::torch::autograd::Function<OpenBackwardFunction> {
+ public:
+  static ::torch::autograd::variable_list forward(::torch::autograd::AutogradContext*,
+                                                  const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& a,
+                                                  const Tensor& c, const Tensor& r, const Tensor& g) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static const auto op = op_handle("qfleet::open_backward").typed<decltype(open_backward_cpu)>();
+    auto opt = [](const Tensor& t) { return t.numel() > 0 ? std::optional<Tensor>(t) : std::nullopt; };
+    auto [ga, gc, gr] = op.call(p, a, opt(c), opt(r), g);
+    auto def = [&](const Tensor& t) { return t.defined() ? t : ::torch::empty({0}, a.options()); };
+    return {ga, def(gc), def(gr)};
+  }
+  static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext*,
+                                                   ::torch::autograd::variable_list) {
+    no_double_backward("open_backward");
+  }
+};
+
+std::tuple<Tensor, Tensor, Tensor> open_backward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p,
+                                                          const Tensor& a, const std::optional<Tensor>& c,
+                                                          const std::optional<Tensor>& r, const Tensor& g) {
+  auto arg = [&](const std::optional<Tensor>& t) {
+    return t.has_value() && t->defined() ? *t : ::torch::empty({0}, a.options());
+  };
+  auto out = OpenBackwardFunction::apply(p, a, arg(c), arg(r), g);
+  auto undef = [&](const std::optional<Tensor>& t, const Tensor& v) {
+    return t.has_value() && t->defined() ? v : Tensor();
+  };
+  return {out[0], undef(c, out[1]), undef(r, out[2])};
+}
+
+class CircuitFunction : public ::torch::autograd::Function<CircuitFunction> {
+ public:
+  static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<CircuitProgram>& p,
+                        const Tensor& inputs, const Tensor& weights) {
+    ctx->saved_data["program"] = p;
+    ctx->save_for_backward({inputs, weights});
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_cpu)>();
+    return op.call(p, inputs, weights);
+  }
+  static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
+                                                   ::torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto p = ctx->saved_data["program"].toCustomClass<CircuitProgram>();
+    auto [gx, gw] = circuit_backward_autograd(p, saved[0], saved[1], grads[0]);
+    // needs_input_grad counts tensor arguments only (the program is not one).
+    return {Tensor(), ctx->needs_input_grad(0) ? gx : Tensor(), ctx->needs_input_grad(1) ? gw : Tensor()};
+  }
+};
+
+Tensor circuit_forward_autograd(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                const Tensor& weights) {
+  return CircuitFunction::apply(p, inputs, weights);
+}
+
+class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
+ public:
+  static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<OpenSystemProgram>& p,
+                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates) {
+    ctx->saved_data["program"] = p;
+    ctx->save_for_backward({amplitudes, drift, rates});
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_cpu)>();
+    return op.call(p, amplitudes, opt(drift), opt(rates));
+  }
+  static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
+                                                   ::torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto p = ctx->saved_data["program"].toCustomClass<OpenSystemProgram>();
+    auto [ga, gc, gr] = open_backward_autograd(p, saved[0], opt(saved[1]), opt(saved[2]), grads[0]);
+    return {Tensor(), ctx->needs_input_grad(0) ? ga : Tensor(), ctx->needs_input_grad(1) ? gc : Tensor(),
+            ctx->needs_input_grad(2) ? gr : Tensor()};
+  }
+
+ private:
+  // An absent drift_coeffs / rates argument travels through autograd as an empty
+  // [0] tensor (autograd::Function cannot carry undefined tensors).
+  static std::optional<Tensor> opt(const Tensor& t) {
+    return t.defined() && t.numel() > 0 ? std::optional<Tensor>(t) : std::nullopt;
+  }
+};
+
+Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                             const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  check_open(*p, "open_forward", amplitudes, drift, rates);  // the clear messages, before placeholders
+  auto arg = [&](const std::optional<Tensor>& t) {
+    return t.has_value() && t->defined() ? *t : ::torch::empty({0}, amplitudes.options());
+  };
+  return OpenFunction::apply(p, amplitudes, arg(drift), arg(rates));
+}
+
+std::string evaluate_json(const std::string& text) {
+  return guarded([&] { return json_problem::dump(json_problem::evaluate(json_problem::parse_text(text, "<problem>"))); });
+}
+
+}  // namespace
+
+// ---- the custom classes ------------------------------------------------------------
+
+CircuitProgram::CircuitProgram(const Circuit& circuit, const CompileOptions& options)
+    : program(guarded([&] { return compile(circuit, options); })) {}
+
+CircuitProgram::CircuitProgram(const std::string& text)
+    : program(guarded([&] {
+        const auto p = json_problem::parse_circuit_problem(parse_json(text, "<circuit>"), /*model_only=*/true);
+        return compile(p.circuit, p.options);
+      })),
+      json_text(text) {}
+
+::torch::ScalarType CircuitProgram::dtype() const { return real_dtype(program.precision()); }
+
+namespace {
+OpenProgram compile_with_target(const OpenSystem& system, const OpenCompileOptions& options) {
+  return guarded([&] {
+    if (system.target_kind() == OpenSystem::Target::None)
+      throw Error("qfleet.OpenSystemProgram: the system needs a target (target_state, target_density or "
+                  "target_unitary): the PyTorch ops return fidelities");
+    return compile(system, options);
+  });
+}
+}  // namespace
+
+OpenSystemProgram::OpenSystemProgram(const OpenSystem& system, const OpenCompileOptions& options)
+    : program(compile_with_target(system, options)) {}
+
+OpenSystemProgram::OpenSystemProgram(const std::string& text)
+    : program(guarded([&] {
+        const auto p =
+            json_problem::parse_lindblad_problem(parse_json(text, "<open system>"), /*model_only=*/true);
+        return compile_with_target(p.system, p.options);
+      })),
+      json_text(text) {}
+
+::torch::ScalarType OpenSystemProgram::dtype() const { return real_dtype(program.precision()); }
+
+// ---- calls from C++ ------------------------------------------------------------
+
+Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const Tensor& inputs,
+                       const Tensor& weights) {
+  static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_cpu)>();
+  return op.call(program, inputs, weights);
+}
+
+Tensor open_fidelity(const c10::intrusive_ptr<OpenSystemProgram>& program, const Tensor& amplitudes,
+                     const Tensor& drift_coeffs, const Tensor& rates) {
+  static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_cpu)>();
+  auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
+  return op.call(program, amplitudes, opt(drift_coeffs), opt(rates));
+}
+
+}  // namespace qfleet::nn
+
+// ---- registration ------------------------------------------------------------------
+
+namespace {
+using qfleet::nn::CircuitProgram;
+using qfleet::nn::OpenSystemProgram;
+}  // namespace
+
+TORCH_LIBRARY(qfleet, m) {
+  m.class_<CircuitProgram>("CircuitProgram")
+      .def(torch::init<std::string>())
+      .def("n_qubits", &CircuitProgram::n_qubits)
+      .def("n_inputs", &CircuitProgram::n_inputs)
+      .def("n_weights", &CircuitProgram::n_weights)
+      .def("n_outputs", &CircuitProgram::n_outputs)
+      .def("precision",
+           [](const c10::intrusive_ptr<CircuitProgram>& self) {
+             return std::string(self->program.precision() == qfleet::Precision::complex64 ? "complex64" : "complex128");
+           })
+      .def("isa", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->program.isa(); })
+      .def("json", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->json_text; })
+      // Identity (torch's fake-tensor dispatch cache compares its arguments).
+      .def("__eq__", [](const c10::intrusive_ptr<CircuitProgram>& self,
+                        const c10::intrusive_ptr<CircuitProgram>& other) { return self.get() == other.get(); })
+      .def("__obj_flatten__",
+           [](const c10::intrusive_ptr<CircuitProgram>& self) {
+             return std::make_tuple(std::make_tuple(std::string("json"), self->json_text));
+           })
+      .def_pickle([](const c10::intrusive_ptr<CircuitProgram>& self) -> std::string {
+                    TORCH_CHECK(!self->json_text.empty(),
+                                "qfleet: a CircuitProgram built from a C++ Circuit cannot be pickled; build it "
+                                "from its JSON description");
+                    return self->json_text;
+                  },
+                  [](std::string state) { return c10::make_intrusive<CircuitProgram>(state); });
+  m.class_<OpenSystemProgram>("OpenSystemProgram")
+      .def(torch::init<std::string>())
+      .def("dim", &OpenSystemProgram::dim)
+      .def("n_segments", &OpenSystemProgram::n_segments)
+      .def("n_controls", &OpenSystemProgram::n_controls)
+      .def("n_drift_terms", &OpenSystemProgram::n_drift_terms)
+      .def("n_jumps", &OpenSystemProgram::n_jumps)
+      .def("cache_stats",
+           [](const c10::intrusive_ptr<OpenSystemProgram>& self) {
+             const auto s = self->program.cache_stats();
+             return std::vector<int64_t>{int64_t(s.propagators_computed), int64_t(s.propagators_reused),
+                                         int64_t(s.calls)};
+           })
+      .def("json", [](const c10::intrusive_ptr<OpenSystemProgram>& self) { return self->json_text; })
+      .def("__eq__", [](const c10::intrusive_ptr<OpenSystemProgram>& self,
+                        const c10::intrusive_ptr<OpenSystemProgram>& other) { return self.get() == other.get(); })
+      .def("__obj_flatten__",
+           [](const c10::intrusive_ptr<OpenSystemProgram>& self) {
+             return std::make_tuple(std::make_tuple(std::string("json"), self->json_text));
+           })
+      .def_pickle([](const c10::intrusive_ptr<OpenSystemProgram>& self) -> std::string {
+                    TORCH_CHECK(!self->json_text.empty(),
+                                "qfleet: an OpenSystemProgram built from a C++ OpenSystem cannot be pickled");
+                    return self->json_text;
+                  },
+                  [](std::string state) { return c10::make_intrusive<OpenSystemProgram>(state); });
+
+  m.def("circuit_forward(__torch__.torch.classes.qfleet.CircuitProgram program, Tensor inputs, Tensor weights) -> Tensor");
+  m.def("circuit_backward(__torch__.torch.classes.qfleet.CircuitProgram program, Tensor inputs, Tensor weights, "
+        "Tensor grad_outputs) -> (Tensor, Tensor)");
+  m.def("open_forward(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
+        "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
+  m.def("open_backward(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
+        "Tensor? drift_coeffs, Tensor? rates, Tensor grad_fidelity) -> (Tensor, Tensor, Tensor)");
+  m.def("evaluate_json(str problem) -> str", &qfleet::nn::evaluate_json);
+}
+
+TORCH_LIBRARY_IMPL(qfleet, CPU, m) {
+  m.impl("circuit_forward", &qfleet::nn::circuit_forward_cpu);
+  m.impl("circuit_backward", &qfleet::nn::circuit_backward_cpu);
+  m.impl("open_forward", &qfleet::nn::open_forward_cpu);
+  m.impl("open_backward", &qfleet::nn::open_backward_cpu);
+}
+
+// Meta / fake kernels live in Python (python/qfleet/_fake.py): under torch.compile
+// the program arrives as a Python FakeScriptObject, which a C++ kernel cannot take.
+
+TORCH_LIBRARY_IMPL(qfleet, CUDA, m) {
+  m.impl("circuit_forward", [](const c10::intrusive_ptr<CircuitProgram>&, const at::Tensor&, const at::Tensor&)
+                                -> at::Tensor { qfleet::nn::no_cuda("circuit_forward"); });
+  m.impl("circuit_backward", [](const c10::intrusive_ptr<CircuitProgram>&, const at::Tensor&, const at::Tensor&,
+                                const at::Tensor&) -> std::tuple<at::Tensor, at::Tensor> {
+    qfleet::nn::no_cuda("circuit_backward");
+  });
+  m.impl("open_forward", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
+                            const std::optional<at::Tensor>&, const std::optional<at::Tensor>&) -> at::Tensor {
+    qfleet::nn::no_cuda("open_forward");
+  });
+  m.impl("open_backward", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
+                             const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                             const at::Tensor&) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+    qfleet::nn::no_cuda("open_backward");
+  });
+}
+
+TORCH_LIBRARY_IMPL(qfleet, Autograd, m) {
+  m.impl("circuit_forward", &qfleet::nn::circuit_forward_autograd);
+  m.impl("open_forward", &qfleet::nn::open_forward_autograd);
+  m.impl("circuit_backward", &qfleet::nn::circuit_backward_autograd);
+  m.impl("open_backward", &qfleet::nn::open_backward_autograd);
+}

@@ -1,0 +1,26 @@
+"""qfleet: batched simulation of fleets of small quantum systems, with exact
+gradients, as PyTorch operators and modules.
+
+    import qfleet, torch
+    c = qfleet.Circuit(4)
+    c.angle_embedding([0, 1, 2, 3]).strongly_entangling_layers([0, 1, 2, 3], layers=3)
+    for q in range(4):
+        c.expval(f"Z{q}")
+    layer = qfleet.QuantumLayer(c)
+    y = layer(torch.rand(64, 4, dtype=torch.float64))   # [64, 4], differentiable
+"""
+import torch  # noqa: F401  (loads LibTorch before the operator library)
+
+from . import _lib
+
+_lib.load()
+
+from . import _fake  # noqa: E402,F401  (registers the fake classes for torch.compile)
+from .circuit import Circuit, Param, input, weight  # noqa: E402,A004
+from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity  # noqa: E402
+from .open_system import OpenSystem  # noqa: E402
+from .problem import evaluate, load_problem  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "QuantumLayer", "OpenSystemLayer",
+           "circuit_forward", "open_fidelity", "evaluate", "load_problem", "__version__"]

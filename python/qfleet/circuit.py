@@ -1,0 +1,131 @@
+"""The circuit builder, with the C++ builder's names (include/qfleet/circuit.hpp).
+
+It records the circuit in the JSON problem format of `qfleet eval`
+(docs/cli.md); the C++ library validates it when the circuit is compiled, so
+errors carry the same messages as the command-line tool.
+"""
+import copy
+import json
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from . import _json, _lib
+
+
+@dataclass(frozen=True)
+class Param:
+    """A gate parameter read from an input column or a weight, times `scale`."""
+    kind: str  # "input" or "weight"
+    index: int
+    scale: float = 1.0
+
+    def to_json(self):
+        d = {self.kind: int(self.index)}
+        if self.scale != 1.0:
+            d["scale"] = float(self.scale)
+        return d
+
+
+def input(i: int, scale: float = 1.0) -> Param:  # noqa: A001 - the C++ name (Param::input)
+    """Parameter = scale * inputs[b, i]."""
+    return Param("input", int(i), float(scale))
+
+
+def weight(j: int, scale: float = 1.0) -> Param:
+    """Parameter = scale * weights[j] (or weights[b, j] for per-sample weights)."""
+    return Param("weight", int(j), float(scale))
+
+
+def _param(p, where):
+    if isinstance(p, Param):
+        return p.to_json()
+    return _json.real(p, where)
+
+
+class Circuit:
+    """A parameterized circuit on `n_qubits` qubits (wire 0 = most significant bit)."""
+
+    def __init__(self, n_qubits: int):
+        if not isinstance(n_qubits, int) or isinstance(n_qubits, bool):
+            raise TypeError(f"qfleet: n_qubits must be an int, got {type(n_qubits).__name__}")
+        self._doc = {"kind": "circuit", "qubits": n_qubits, "ops": [], "observables": []}
+        self._probs = []
+
+    # -- gates and templates -------------------------------------------------------
+    def add(self, gate: str, wires: Sequence[int], params: Sequence = ()):
+        """A catalogue gate (`qfleet gates`), e.g. add("CRX", [0, 2], [qfleet.input(1, 0.5)])."""
+        op = {"gate": str(gate), "wires": [int(w) for w in wires]}
+        if params:
+            op["params"] = [_param(p, f"{gate} parameter") for p in params]
+        self._doc["ops"].append(op)
+        return self
+
+    def qubit_unitary(self, wires: Sequence[int], matrix):
+        self._doc["ops"].append({"gate": "QubitUnitary", "wires": [int(w) for w in wires],
+                                 "matrix": _json.cmatrix(matrix, "QubitUnitary matrix")})
+        return self
+
+    def angle_embedding(self, wires: Sequence[int], rotation: str = "X", first_input: int = 0):
+        self._doc["ops"].append({"template": "AngleEmbedding", "wires": [int(w) for w in wires],
+                                 "rotation": str(rotation), "first_input": int(first_input)})
+        return self
+
+    def amplitude_embedding(self, wires: Sequence[int], n_features: int = None, first_input: int = 0,
+                            normalize: bool = False, pad_with: float = None):
+        op = {"template": "AmplitudeEmbedding", "wires": [int(w) for w in wires],
+              "first_input": int(first_input), "normalize": bool(normalize)}
+        if n_features is not None:
+            op["n_features"] = int(n_features)
+        if pad_with is not None:
+            op["pad_with"] = _json.real(pad_with, "pad_with")
+        self._doc["ops"].append(op)
+        return self
+
+    def basic_entangler_layers(self, wires: Sequence[int], layers: int, rotation: str = "X",
+                               first_weight: int = 0):
+        self._doc["ops"].append({"template": "BasicEntanglerLayers", "wires": [int(w) for w in wires],
+                                 "layers": int(layers), "rotation": str(rotation),
+                                 "first_weight": int(first_weight)})
+        return self
+
+    def strongly_entangling_layers(self, wires: Sequence[int], layers: int, first_weight: int = 0,
+                                   ranges: Sequence[int] = None, imprimitive: str = "CNOT"):
+        op = {"template": "StronglyEntanglingLayers", "wires": [int(w) for w in wires],
+              "layers": int(layers), "first_weight": int(first_weight), "imprimitive": str(imprimitive)}
+        if ranges is not None:
+            op["ranges"] = [int(r) for r in ranges]
+        self._doc["ops"].append(op)
+        return self
+
+    # -- measurements ----------------------------------------------------------------
+    def expval(self, observable):
+        """<O>: a Pauli word ("X0 Z2"), or a list of (coeff, word) terms."""
+        if isinstance(observable, str):
+            terms = [[1.0, observable]]
+        else:
+            terms = [[_json.real(c, "observable coefficient"), str(w)] for c, w in observable]
+        self._doc["observables"].append(terms)
+        return self
+
+    def probs(self, wires: Sequence[int]):
+        """Probabilities of the basis outcomes of `wires` (first wire most significant)."""
+        self._probs.append([int(w) for w in wires])
+        return self
+
+    # -- the description ------------------------------------------------------------
+    def to_json(self, precision: str = "complex128", num_threads: int = 0) -> dict:
+        """The circuit as a `qfleet eval` problem (without data). Outputs are the
+        expectation values in order, then the probabilities in order."""
+        doc = copy.deepcopy(self._doc)
+        if self._probs:
+            doc["probs"] = [list(p) for p in self._probs]
+        doc["precision"] = precision
+        doc["threads"] = int(num_threads)
+        return doc
+
+    def compile(self, precision: str = "complex128", num_threads: int = 0):
+        """Compiles the circuit once: a torch.classes.qfleet.CircuitProgram."""
+        _lib.load()
+        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads)))

@@ -1,0 +1,82 @@
+"""torch.nn modules and functional calls over the qfleet operators.
+
+The C++ modules of the same names (qfleet::nn::QuantumLayer, OpenSystemLayer in
+adapters/torch/include/qfleet/torch.hpp) take the same arguments, name their
+parameter the same ("weight") and initialise it identically from the same seed.
+"""
+import math
+
+import torch
+
+from . import _lib
+from .circuit import Circuit
+from .open_system import OpenSystem
+
+
+# Under torch.compile these calls run eagerly (a graph break): AOTAutograd does not
+# yet differentiate operators that take TorchScript objects (torch's call_torchbind
+# path gives outputs without grad_fn), so tracing them into a training graph would
+# silently drop gradients. The raw operators (torch.ops.qfleet.*) do trace, with
+# fake kernels (_fake.py), for inference graphs.
+@torch.compiler.disable
+def circuit_forward(program, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Outputs [B, n_outputs] of a compiled circuit; differentiable w.r.t. inputs and weights."""
+    return torch.ops.qfleet.circuit_forward(program, inputs, weights)
+
+
+@torch.compiler.disable
+def open_fidelity(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
+                  drift_coeffs: torch.Tensor = None) -> torch.Tensor:
+    """Fidelity per task [B] of a compiled open system; differentiable w.r.t. all three."""
+    return torch.ops.qfleet.open_forward(program, amplitudes, drift_coeffs, rates)
+
+
+def _dtype(precision):
+    if precision == "complex128":
+        return torch.float64
+    if precision == "complex64":
+        return torch.float32
+    raise ValueError(f"qfleet: precision must be 'complex64' or 'complex128', got {precision!r}")
+
+
+class QuantumLayer(torch.nn.Module):
+    """A circuit as a layer: inputs [B, n_inputs] -> outputs [B, n_outputs].
+
+    The circuit's weights are the parameter `weight` [n_weights], initialised
+    uniform in [0, 2 pi) from `seed` (PennyLane TorchLayer's range).
+    """
+
+    def __init__(self, circuit: Circuit, precision: str = "complex128", num_threads: int = 0, seed: int = 0):
+        super().__init__()
+        dtype = _dtype(precision)
+        self.program = circuit.compile(precision, num_threads)
+        gen = torch.Generator().manual_seed(int(seed))
+        self.weight = torch.nn.Parameter(torch.rand(self.program.n_weights(), generator=gen, dtype=dtype)
+                                         * (2 * math.pi))
+
+    @property
+    def n_outputs(self):
+        return self.program.n_outputs()
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return circuit_forward(self.program, inputs, self.weight)
+
+
+class OpenSystemLayer(torch.nn.Module):
+    """Pulses and task parameters -> fidelities: forward(amplitudes, rates=None, drift_coeffs=None).
+
+    amplitudes [B, n_seg, n_ctrl] (or shared [n_seg, n_ctrl]), rates [B, n_jumps] (or [n_jumps]),
+    drift_coeffs [B, n_drift_terms] (or [n_drift_terms]) -> fidelity [B].
+    """
+
+    def __init__(self, system: OpenSystem, solver: str = "exact", dt: float = 0.0, rtol: float = None,
+                 atol: float = None, precision: str = "complex128", num_threads: int = 0):
+        super().__init__()
+        _dtype(precision)
+        self.program = system.compile(solver, dt, rtol, atol, precision, num_threads)
+
+    def forward(self, amplitudes, rates=None, drift_coeffs=None):
+        return open_fidelity(self.program, amplitudes, rates, drift_coeffs)
+
+
+_lib.load()

@@ -1,0 +1,117 @@
+"""The open-system builder, with the C++ builder's names (include/qfleet/open_system.hpp).
+
+H(t) = H0 + sum_m c_m H0_m + sum_k u_k(t) H_k; jump operators L_j enter the
+Lindblad equation as sqrt(gamma_j) L_j with per-task or shared rates gamma_j.
+"""
+import copy
+import json
+from typing import Sequence
+
+import torch
+
+from . import _json, _lib
+
+_SOLVERS = ("exact", "rk4", "euler", "dopri5")
+
+
+class OpenSystem:
+    def __init__(self, dim: int):
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise ValueError(f"qfleet: dim must be a positive int, got {dim!r}")
+        self.dim = dim
+        self._doc = {"kind": "lindblad", "dim": dim}
+
+    def _append(self, key, m, name):
+        self._doc.setdefault(key, []).append(_json.cmatrix(m, name, self.dim))
+        return self
+
+    def drift(self, h0):
+        self._doc["H0"] = _json.cmatrix(h0, "H0", self.dim)
+        return self
+
+    def drift_term(self, h):
+        return self._append("drift_terms", h, "drift term")
+
+    def control(self, h):
+        return self._append("controls", h, "control Hamiltonian")
+
+    def jump(self, l):  # noqa: E741 - the physics name
+        return self._append("jumps", l, "jump operator")
+
+    def segments(self, n_seg: int, total_time: float):
+        n_seg = int(n_seg)
+        if n_seg < 1:
+            raise ValueError(f"qfleet: n_seg must be >= 1, got {n_seg}")
+        total_time = _json.real(total_time, "total_time")
+        self._doc.pop("durations", None)
+        self._doc["n_segments"] = n_seg
+        self._doc["segment_duration"] = total_time / n_seg
+        return self
+
+    def durations(self, dt: Sequence[float]):
+        self._doc.pop("n_segments", None)
+        self._doc.pop("segment_duration", None)
+        self._doc["durations"] = [_json.real(x, "duration") for x in dt]
+        return self
+
+    def initial_density(self, rho0):
+        self._doc.pop("psi0", None)
+        self._doc["rho0"] = _json.cmatrix(rho0, "rho0", self.dim)
+        return self
+
+    def initial_state(self, psi0):
+        self._doc.pop("rho0", None)
+        self._doc["psi0"] = _json.cvector(psi0, "psi0", self.dim)
+        return self
+
+    def propagate_gate(self):
+        """Propagate the whole channel (gate problems: average gate fidelity to target_unitary)."""
+        self._doc["gate"] = True
+        return self
+
+    def target_state(self, psi):
+        self._doc["target"] = {"state": _json.cvector(psi, "target state", self.dim)}
+        return self
+
+    def target_density(self, rho):
+        self._doc["target"] = {"density": _json.cmatrix(rho, "target density", self.dim)}
+        return self
+
+    def target_unitary(self, u):
+        self._doc["target"] = {"unitary": _json.cmatrix(u, "target unitary", self.dim)}
+        return self
+
+    @property
+    def n_controls(self):
+        return len(self._doc.get("controls", []))
+
+    @property
+    def n_jumps(self):
+        return len(self._doc.get("jumps", []))
+
+    @property
+    def n_drift_terms(self):
+        return len(self._doc.get("drift_terms", []))
+
+    def to_json(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128",
+                num_threads=0) -> dict:
+        """The system as a `qfleet eval` problem (without data). dt: rk4/euler step;
+        rtol/atol: dopri5 tolerances (defaults 1e-8, 1e-10)."""
+        if solver not in _SOLVERS:
+            raise ValueError(f"qfleet: unknown solver {solver!r} (use one of {', '.join(_SOLVERS)})")
+        doc = copy.deepcopy(self._doc)
+        doc.update({"solver": solver, "precision": precision, "threads": int(num_threads)})
+        # Options a solver does not use are left out unless given (the contract rejects them).
+        if rtol is not None:
+            doc["rtol"] = float(rtol)
+        if atol is not None:
+            doc["atol"] = float(atol)
+        if dt:
+            doc["dt"] = float(dt)
+        return doc
+
+    def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0):
+        """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (needs a target)."""
+        _lib.load()
+        return torch.classes.qfleet.OpenSystemProgram(
+            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads)))

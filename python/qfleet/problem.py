@@ -1,0 +1,46 @@
+"""The JSON problem format of `qfleet eval` (docs/cli.md) from Python."""
+import json
+import os
+
+import torch
+
+from . import _lib
+
+
+def evaluate(problem) -> dict:
+    """Evaluates a problem (a dict, a JSON string, or a path to a .json file) exactly
+    as `qfleet eval` does and returns its result object."""
+    _lib.load()
+    if isinstance(problem, dict):
+        text = json.dumps(problem)
+    elif isinstance(problem, (str, os.PathLike)) and os.path.exists(problem):
+        with open(problem, encoding="utf-8") as f:
+            text = f.read()
+    elif isinstance(problem, str):
+        text = problem
+    else:
+        raise TypeError(f"qfleet.evaluate: expected a dict, JSON text or a file path, got {type(problem).__name__}")
+    return json.loads(torch.ops.qfleet.evaluate_json(text))
+
+
+def load_problem(path) -> dict:
+    """Reads a problem file and compiles its model: returns {"program": CircuitProgram or
+    OpenSystemProgram, "problem": the parsed JSON}. The data keys (inputs, weights,
+    amplitudes, rates, drift_coeffs) are left in "problem" for the caller to turn into tensors."""
+    _lib.load()
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if kind == "circuit":
+        model = {k: v for k, v in doc.items() if k not in ("inputs", "weights", "gradients", "states", "shots", "seed")}
+        program = torch.classes.qfleet.CircuitProgram(json.dumps(model))
+    elif kind == "lindblad":
+        model = {k: v for k, v in doc.items() if k not in ("amplitudes", "rates", "drift_coeffs", "gradients")}
+        if "n_segments" not in model and "segment_duration" in model and "amplitudes" in doc:
+            a = doc["amplitudes"]
+            per_task = len(a) > 0 and isinstance(a[0], list) and len(a[0]) > 0 and isinstance(a[0][0], list)
+            model["n_segments"] = len(a[0]) if per_task else len(a)
+        program = torch.classes.qfleet.OpenSystemProgram(json.dumps(model))
+    else:
+        raise ValueError(f"qfleet.load_problem: {path}: \"kind\" must be \"circuit\" or \"lindblad\", got {kind!r}")
+    return {"program": program, "problem": doc}

@@ -1,0 +1,168 @@
+"""Open systems through torch: against QuTiP (its Liouvillian, propagators and
+mesolve), gradcheck, bad input."""
+import numpy as np
+import pytest
+import torch
+
+qt = pytest.importorskip("qutip")
+
+
+def rand_herm(rng, d, scale=1.0):
+    a = rng.normal(size=(d, d)) + 1j * rng.normal(size=(d, d))
+    return scale * (a + a.conj().T) / 2
+
+
+def random_problem(rng, d, n_ctrl=2, n_jump=2, n_drift=1, n_seg=5):
+    return {
+        "H0": rand_herm(rng, d, 0.5),
+        "drift": [rand_herm(rng, d, 0.3) for _ in range(n_drift)],
+        "controls": [rand_herm(rng, d) for _ in range(n_ctrl)],
+        "jumps": [rng.normal(size=(d, d)) + 1j * rng.normal(size=(d, d)) for _ in range(n_jump)],
+        "n_seg": n_seg, "T": 1.0,
+    }
+
+
+def build(qfleet, p, d):
+    s = qfleet.OpenSystem(d).drift(p["H0"])
+    for h in p["drift"]:
+        s.drift_term(h)
+    for h in p["controls"]:
+        s.control(h)
+    for l in p["jumps"]:
+        s.jump(l)
+    return s.segments(p["n_seg"], p["T"])
+
+
+def qutip_superop(p, d, u, c, g):
+    """The channel as QuTiP builds it: product of expm(L_k dt) of qutip.liouvillian."""
+    dt = p["T"] / p["n_seg"]
+    S = qt.qeye([[d], [d]]) if False else None
+    total = None
+    for k in range(p["n_seg"]):
+        H = p["H0"] + sum(ci * h for ci, h in zip(c, p["drift"])) + sum(uk * h for uk, h in zip(u[k], p["controls"]))
+        L = qt.liouvillian(qt.Qobj(H), [np.sqrt(gj) * qt.Qobj(l) for gj, l in zip(g, p["jumps"])])
+        P = (L * dt).expm()
+        total = P if total is None else P * total
+    return total
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_state_fidelity_matches_qutip_propagators_and_mesolve(qfleet, d):
+    rng = np.random.default_rng(d)
+    p = random_problem(rng, d)
+    psi0 = rng.normal(size=d) + 1j * rng.normal(size=d)
+    psi0 /= np.linalg.norm(psi0)
+    tgt = rng.normal(size=d) + 1j * rng.normal(size=d)
+    tgt /= np.linalg.norm(tgt)
+    layer = qfleet.OpenSystemLayer(build(qfleet, p, d).initial_state(psi0).target_state(tgt))
+    B = 3
+    u = torch.tensor(rng.uniform(-1, 1, size=(B, p["n_seg"], 2)))
+    c = torch.tensor(rng.uniform(-1, 1, size=(B, 1)))
+    g = torch.tensor(rng.uniform(0.01, 0.2, size=(B, 2)))
+    F = layer(u, g, c)
+    rho0 = qt.operator_to_vector(qt.Qobj(np.outer(psi0, psi0.conj())))
+    proj = qt.Qobj(np.outer(tgt, tgt.conj()))
+    for b in range(B):
+        S = qutip_superop(p, d, u[b].numpy(), c[b].numpy(), g[b].numpy())
+        rho = qt.vector_to_operator(S * rho0)
+        ref = qt.expect(proj, rho)
+        assert abs(F[b].item() - ref) < 1e-10
+    # mesolve (an ODE solver, tolerances 1e-12): the same to ~1e-8, one task
+    b = 0
+    H = [qt.Qobj(p["H0"] + sum(ci * h for ci, h in zip(c[b].numpy(), p["drift"])))]
+    tlist = np.linspace(0, p["T"], p["n_seg"] + 1)
+    for k, h in enumerate(p["controls"]):
+        vals = u[b, :, k].numpy()
+        H.append([qt.Qobj(h), lambda t, vals=vals: vals[min(int(t * p["n_seg"] / p["T"]), p["n_seg"] - 1)]])
+    res = None
+    rho = qt.Qobj(np.outer(psi0, psi0.conj()))
+    for k in range(p["n_seg"]):  # segment by segment, so the solver never steps over a jump in u
+        Hk = p["H0"] + sum(ci * h for ci, h in zip(c[b].numpy(), p["drift"])) + \
+            sum(u[b, k, j].item() * h for j, h in enumerate(p["controls"]))
+        res = qt.mesolve(qt.Qobj(Hk), rho, [tlist[k], tlist[k + 1]],
+                         [np.sqrt(gj) * qt.Qobj(l) for gj, l in zip(g[b].numpy(), p["jumps"])],
+                         options={"atol": 1e-13, "rtol": 1e-12, "nsteps": 100000})
+        rho = res.states[-1]
+    assert abs(F[b].item() - qt.expect(proj, rho)) < 1e-8
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_average_gate_fidelity_matches_qutip(qfleet, d):
+    rng = np.random.default_rng(10 + d)
+    p = random_problem(rng, d, n_drift=0)
+    U, _ = np.linalg.qr(rng.normal(size=(d, d)) + 1j * rng.normal(size=(d, d)))
+    layer = qfleet.OpenSystemLayer(build(qfleet, p, d).propagate_gate().target_unitary(U))
+    B = 2
+    u = torch.tensor(rng.uniform(-1, 1, size=(B, p["n_seg"], 2)))
+    g = torch.tensor(rng.uniform(0.01, 0.2, size=(B, 2)))
+    F = layer(u, g)
+    SU = qt.to_super(qt.Qobj(U))
+    for b in range(B):
+        S = qutip_superop(p, d, u[b].numpy(), [], g[b].numpy())
+        f_pro = (SU.dag() * S).tr().real / d**2
+        assert abs(F[b].item() - (d * f_pro + 1) / (d + 1)) < 1e-10
+        # and QuTiP's own average_gate_fidelity (Choi-based), relative to U
+        assert abs(F[b].item() - qt.average_gate_fidelity(S, qt.Qobj(U))) < 1e-10
+
+
+def test_gradcheck_amplitudes_rates_drift(qfleet):
+    rng = np.random.default_rng(5)
+    p = random_problem(rng, 2, n_seg=3)
+    layer = qfleet.OpenSystemLayer(build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]))
+    u = torch.rand(2, 3, 2, requires_grad=True)
+    g = (torch.rand(2, 2) * 0.2 + 0.01).requires_grad_()
+    c = torch.rand(2, 1, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (u, g, c))
+    # shared amplitudes and rates (no batch dimension): gradients summed over tasks
+    us = torch.rand(3, 2, requires_grad=True)
+    gs = (torch.rand(2) * 0.2).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (us, gs, c))
+
+
+@pytest.mark.parametrize("solver", ["rk4", "euler", "dopri5"])
+def test_every_solver_differentiates(qfleet, solver):
+    rng = np.random.default_rng(6)
+    p = random_problem(rng, 2, n_seg=2)
+    layer = qfleet.OpenSystemLayer(build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]), solver=solver,
+                                   dt=0.05 if solver != "dopri5" else 0.0)
+    u = torch.rand(2, 2, 2, requires_grad=True)
+    g = (torch.rand(2, 2) * 0.2 + 0.01).requires_grad_()
+    c = torch.rand(2, 1, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (u, g, c), atol=1e-5)
+
+
+def test_bad_input_is_a_clear_error(qfleet):
+    rng = np.random.default_rng(7)
+    p = random_problem(rng, 2, n_seg=4)
+    layer = qfleet.OpenSystemLayer(build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]))
+    u, g, c = torch.rand(2, 4, 2), torch.rand(2, 2), torch.rand(2, 1)
+    with pytest.raises(ValueError, match="rates is required"):
+        layer(u, None, c)
+    with pytest.raises(ValueError, match="amplitudes has shape"):
+        layer(torch.rand(2, 5, 2), g, c)
+    with pytest.raises(ValueError, match="agree on the batch size"):
+        layer(u, torch.rand(3, 2), c)
+    with pytest.raises(TypeError, match="torch.float64"):
+        layer(u.float(), g, c)
+    with pytest.raises(RuntimeError, match="rate"):
+        layer(u, -g, c)
+    with pytest.raises(RuntimeError, match="Hermitian"):
+        qfleet.OpenSystem(2).control(np.array([[0, 1], [0, 0]])).segments(2, 1.0).target_state([0, 1]).compile()
+    with pytest.raises(RuntimeError, match="needs a target"):
+        qfleet.OpenSystem(2).control(np.eye(2)).segments(2, 1.0).initial_state([1, 0]).compile()
+    with pytest.raises(ValueError, match="unknown solver"):
+        qfleet.OpenSystemLayer(build(qfleet, p, 2).target_state([0, 1]), solver="rk45")
+
+
+def test_opcheck_open_ops(qfleet):
+    from test_circuits import OPCHECK_UTILS
+    opcheck = pytest.importorskip("torch.library").opcheck
+    rng = np.random.default_rng(8)
+    p = random_problem(rng, 2, n_seg=3)
+    prog = build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]).compile()
+    u = torch.rand(2, 3, 2, requires_grad=True)
+    g = (torch.rand(2, 2) * 0.1).requires_grad_()
+    c = torch.rand(2, 1, requires_grad=True)
+    opcheck(torch.ops.qfleet.open_forward.default, (prog, u, c, g), test_utils=OPCHECK_UTILS)
+    opcheck(torch.ops.qfleet.open_backward.default, (prog, u.detach(), c.detach(), g.detach(), torch.rand(2)),
+            test_utils=OPCHECK_UTILS)
