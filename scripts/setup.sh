@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what qfleet builds with on Debian 12, only what is missing. Idempotent.
+# (The Python environment, with torch from PyPI, is scripts/setup_python.sh.)
 set -euo pipefail
 pkgs=(build-essential cmake git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcli11-dev libfmt-dev libeigen3-dev)
+      libcli11-dev libfmt-dev libeigen3-dev python3 python3-venv python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# Set up and run every test: a Release build (warnings are errors) and an
-# AddressSanitizer + UndefinedBehaviorSanitizer build, each running the whole suite.
+# Set up and run every test: a Release build (warnings are errors) with the
+# PyTorch adapter and its C++ and Python tests, the pip-installed package's
+# tests, and an AddressSanitizer + UndefinedBehaviorSanitizer build of the core,
+# each running the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 ./scripts/setup.sh
+venv=$(./scripts/setup_python.sh)
+export PATH="$venv/bin:$PATH"
 jobs=$(nproc)
 start=$SECONDS
 
 echo "== Release build + tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
-      -DQFLEET_WERROR=ON >/dev/null
+      -DQFLEET_WERROR=ON -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 ./build/bench/bench_circuits --benchmark_filter='BM_Classifier_FwdBwd_c128' --benchmark_min_time=0.05 \
   >/dev/null  # the benchmarks still run
 
+echo "== pip install . and the Python tests against the installed package"
+python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
+tmp=$(mktemp -d)
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY QFLEET_CLI="$venv/bin/qfleet" \
+   QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
+   python -m pytest -q -p no:cacheprovider "$root/tests/python")
+rm -rf "$tmp"
+
 echo "== ASan + UBSan build + tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQFLEET_SANITIZE=ON -DQFLEET_ENABLE_CUDA=OFF \
-      -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON >/dev/null
+      -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON -DQFLEET_BUILD_TORCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
