@@ -17,10 +17,10 @@ _lib.load()
 
 from . import _fake  # noqa: E402,F401  (registers the fake classes for torch.compile)
 from .circuit import Circuit, Param, input, weight  # noqa: E402,A004
-from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity  # noqa: E402
+from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity, open_final_state  # noqa: E402
 from .open_system import OpenSystem  # noqa: E402
 from .problem import evaluate, load_problem  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "QuantumLayer", "OpenSystemLayer",
-           "circuit_forward", "open_fidelity", "evaluate", "load_problem", "__version__"]
+           "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "__version__"]

@@ -50,7 +50,8 @@ def _register():
         def __init__(self, text):
             real = torch.classes.qfleet.OpenSystemProgram(text)
             self._json = text
-            self._sizes = (real.dim(), real.n_segments(), real.n_controls(), real.n_drift_terms(), real.n_jumps())
+            self._sizes = (real.dim(), real.n_segments(), real.n_controls(), real.n_drift_terms(), real.n_jumps(),
+                           real.final_state_size())
 
         @classmethod
         def __obj_unflatten__(cls, flat):
@@ -70,6 +71,9 @@ def _register():
 
         def n_jumps(self):
             return self._sizes[4]
+
+        def final_state_size(self):
+            return self._sizes[5]
 
         def json(self):
             return self._json
@@ -111,6 +115,15 @@ def _register():
         def like(t):
             return None if t is None else torch.empty_like(t)
         return torch.empty_like(amplitudes), like(drift_coeffs), like(rates)
+
+    @torch.library.register_fake("qfleet::open_final_state")
+    def _open_final_state(program, amplitudes, drift_coeffs, rates):
+        b = _batch("open_final_state", (amplitudes, 3), (drift_coeffs, 2), (rates, 2))
+        d = program.dim()
+        ctype = torch.complex64 if amplitudes.dtype == torch.float32 else torch.complex128
+        n = program.final_state_size()
+        shape = (b, d) if n == d else (b, d, d) if n == d * d else (b, d * d, d * d)
+        return amplitudes.new_empty(shape, dtype=ctype)
 
     # Autograd, registered from Python too so that torch.compile (AOTAutograd) can
     # trace the backward with fake programs; it calls the same backward operators

@@ -31,6 +31,14 @@ def open_fidelity(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
     return torch.ops.qfleet.open_forward(program, amplitudes, drift_coeffs, rates)
 
 
+@torch.compiler.disable
+def open_final_state(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
+                     drift_coeffs: torch.Tensor = None) -> torch.Tensor:
+    """Final states per task (complex): [B, d, d] densities, [B, d] pure states, [B, d^2, d^2]
+    superoperators (propagate_gate) or [B, d, d] unitaries (closed gate problems). Not differentiable."""
+    return torch.ops.qfleet.open_final_state(program, amplitudes, drift_coeffs, rates)
+
+
 def _dtype(precision):
     if precision == "complex128":
         return torch.float64

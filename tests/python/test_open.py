@@ -166,3 +166,39 @@ def test_opcheck_open_ops(qfleet):
     opcheck(torch.ops.qfleet.open_forward.default, (prog, u, c, g), test_utils=OPCHECK_UTILS)
     opcheck(torch.ops.qfleet.open_backward.default, (prog, u.detach(), c.detach(), g.detach(), torch.rand(2)),
             test_utils=OPCHECK_UTILS)
+
+
+def test_final_states_match_qutip_and_refuse_gradients(qfleet):
+    rng = np.random.default_rng(9)
+    d = 3
+    p = random_problem(rng, d, n_seg=4)
+    psi0 = np.eye(d)[0]
+    prog = build(qfleet, p, d).initial_state(psi0).target_state(np.eye(d)[1]).compile()
+    u = torch.tensor(rng.uniform(-1, 1, size=(2, 4, 2)))
+    c = torch.tensor(rng.uniform(-1, 1, size=(2, 1)))
+    g = torch.tensor(rng.uniform(0.01, 0.2, size=(2, 2)))
+    rho = qfleet.open_final_state(prog, u, g, c)
+    assert rho.shape == (2, d, d) and rho.dtype == torch.complex128
+    for b in range(2):
+        S = qutip_superop(p, d, u[b].numpy(), c[b].numpy(), g[b].numpy())
+        ref = qt.vector_to_operator(S * qt.operator_to_vector(qt.Qobj(np.outer(psi0, psi0)))).full()
+        assert np.max(np.abs(rho[b].numpy() - ref)) < 1e-10
+    # gate problems give the superoperator
+    gate = build(qfleet, p, d).propagate_gate().target_unitary(np.eye(d)).compile()
+    S = qfleet.open_final_state(gate, u, g, c)
+    assert S.shape == (2, d * d, d * d)
+    with pytest.raises(ValueError, match="not differentiable"):
+        qfleet.open_final_state(prog, u.clone().requires_grad_(), g, c)
+    with torch.no_grad():
+        qfleet.open_final_state(prog, u.clone().requires_grad_(), g, c)
+
+
+def test_opcheck_final_state(qfleet):
+    from test_circuits import OPCHECK_UTILS
+    opcheck = pytest.importorskip("torch.library").opcheck
+    rng = np.random.default_rng(11)
+    p = random_problem(rng, 2, n_seg=3)
+    prog = build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]).compile()
+    opcheck(torch.ops.qfleet.open_final_state.default, (prog, torch.rand(2, 3, 2), torch.rand(2, 1),
+                                                         torch.rand(2, 2) * 0.1),
+            test_utils=["test_faketensor", "test_aot_dispatch_dynamic"])

@@ -85,6 +85,10 @@ std::span<R> mspan(Tensor& t) {
   return {t.mutable_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
 }
 
+c10::OperatorHandle op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
 // ---- circuits ------------------------------------------------------------------
 
 struct CircuitShapes {
@@ -207,6 +211,47 @@ Tensor open_forward_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p, const Te
   return fid;
 }
 
+// Final states (forward only): [B, d, d] densities, [B, d] pure states,
+// [B, d^2, d^2] superoperators or [B, d, d] unitaries, complex.
+std::vector<int64_t> final_state_shape(const OpenSystemProgram& p, int64_t B) {
+  const int64_t d = p.dim(), n = static_cast<int64_t>(p.program.final_state_size());
+  if (n == d) return {B, d};
+  if (n == d * d) return {B, d, d};
+  return {B, d * d, d * d};
+}
+
+Tensor open_final_state_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                            const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  const int64_t B = check_open(*p, "open_final_state", amplitudes, drift, rates);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
+  const auto ctype = a.scalar_type() == ::torch::kFloat32 ? ::torch::kComplexFloat : ::torch::kComplexDouble;
+  Tensor out = ::torch::empty(final_state_shape(*p, B), a.options().dtype(ctype));
+  if (B == 0) return out;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_final_state", [&] {
+      TaskOutputs<scalar_t> o;
+      o.final_state = {reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr()), std::size_t(out.numel())};
+      p->program.forward<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}}, o);
+    });
+  });
+  return out;
+}
+
+// Not differentiable: asking for its gradient is an error at the call, not a silent zero later.
+Tensor open_final_state_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                                 const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  const bool wants_grad = ::torch::GradMode::is_enabled() &&
+                          (amplitudes.requires_grad() || (drift && drift->defined() && drift->requires_grad()) ||
+                           (rates && rates->defined() && rates->requires_grad()));
+  TORCH_CHECK_VALUE(!wants_grad,
+                    "qfleet.open_final_state is not differentiable (it returns the final states); call it on "
+                    "detached tensors or under torch.no_grad(), and differentiate fidelities with open_forward");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_cpu)>();
+  return op.call(p, amplitudes, drift, rates);
+}
+
 Tensor zeros_like_opt(const std::optional<Tensor>& t) {
   return t.has_value() && t->defined() ? ::torch::zeros_like(*t) : Tensor();
 }
@@ -245,9 +290,6 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_cpu(const c10::intrusive_ptr<Op
 
 // ---- autograd ------------------------------------------------------------------
 
-c10::OperatorHandle op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-}
 
 // The backward ops are differentiable only once: under create_graph they record
 // a node whose own backward says so (instead of silently returning zeros).
@@ -423,6 +465,13 @@ Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const 
   return op.call(program, inputs, weights);
 }
 
+Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program, const Tensor& amplitudes,
+                        const Tensor& drift_coeffs, const Tensor& rates) {
+  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_cpu)>();
+  auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
+  return op.call(program, amplitudes, opt(drift_coeffs), opt(rates));
+}
+
 Tensor open_fidelity(const c10::intrusive_ptr<OpenSystemProgram>& program, const Tensor& amplitudes,
                      const Tensor& drift_coeffs, const Tensor& rates) {
   static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_cpu)>();
@@ -473,6 +522,10 @@ TORCH_LIBRARY(qfleet, m) {
       .def("n_controls", &OpenSystemProgram::n_controls)
       .def("n_drift_terms", &OpenSystemProgram::n_drift_terms)
       .def("n_jumps", &OpenSystemProgram::n_jumps)
+      .def("final_state_size",
+           [](const c10::intrusive_ptr<OpenSystemProgram>& self) {
+             return static_cast<int64_t>(self->program.final_state_size());
+           })
       .def("cache_stats",
            [](const c10::intrusive_ptr<OpenSystemProgram>& self) {
              const auto s = self->program.cache_stats();
@@ -500,6 +553,8 @@ TORCH_LIBRARY(qfleet, m) {
         "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
   m.def("open_backward(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
         "Tensor? drift_coeffs, Tensor? rates, Tensor grad_fidelity) -> (Tensor, Tensor, Tensor)");
+  m.def("open_final_state(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
+        "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
   m.def("evaluate_json(str problem) -> str", &qfleet::nn::evaluate_json);
 }
 
@@ -508,6 +563,7 @@ TORCH_LIBRARY_IMPL(qfleet, CPU, m) {
   m.impl("circuit_backward", &qfleet::nn::circuit_backward_cpu);
   m.impl("open_forward", &qfleet::nn::open_forward_cpu);
   m.impl("open_backward", &qfleet::nn::open_backward_cpu);
+  m.impl("open_final_state", &qfleet::nn::open_final_state_cpu);
 }
 
 // Meta / fake kernels live in Python (python/qfleet/_fake.py): under torch.compile
@@ -529,6 +585,10 @@ TORCH_LIBRARY_IMPL(qfleet, CUDA, m) {
                              const at::Tensor&) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
     qfleet::nn::no_cuda("open_backward");
   });
+  m.impl("open_final_state", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
+                                const std::optional<at::Tensor>&, const std::optional<at::Tensor>&) -> at::Tensor {
+    qfleet::nn::no_cuda("open_final_state");
+  });
 }
 
 TORCH_LIBRARY_IMPL(qfleet, Autograd, m) {
@@ -536,4 +596,5 @@ TORCH_LIBRARY_IMPL(qfleet, Autograd, m) {
   m.impl("open_forward", &qfleet::nn::open_forward_autograd);
   m.impl("circuit_backward", &qfleet::nn::circuit_backward_autograd);
   m.impl("open_backward", &qfleet::nn::open_backward_autograd);
+  m.impl("open_final_state", &qfleet::nn::open_final_state_autograd);
 }

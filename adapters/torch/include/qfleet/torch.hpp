@@ -16,6 +16,9 @@
 //   open_forward(OpenSystemProgram, amplitudes, drift_coeffs, rates) -> Tensor fidelity[B]
 //   open_backward(OpenSystemProgram, amplitudes, drift_coeffs, rates, grad_fidelity)
 //       -> (grad_amplitudes, grad_drift_coeffs, grad_rates)
+//   open_final_state(OpenSystemProgram, amplitudes, drift_coeffs, rates) -> complex Tensor
+//       [B, d, d] densities / [B, d] pure states / [B, d^2, d^2] superoperators / [B, d, d] unitaries
+//       (forward only: asking for its gradient raises)
 //   evaluate_json(str problem) -> str                 (the `qfleet eval` contract, docs/cli.md)
 // Real tensors are float64 for complex128 programs and float32 for complex64 ones;
 // they stay where they are (contiguous CPU tensors are read in place, no copies).
@@ -75,6 +78,11 @@ struct OpenSystemProgram : ::torch::CustomClassHolder {
 ::torch::Tensor open_fidelity(const c10::intrusive_ptr<OpenSystemProgram>& program,
                               const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
                               const ::torch::Tensor& rates);
+
+// Final states per task (not differentiable; see the op list above).
+::torch::Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program,
+                                 const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
+                                 const ::torch::Tensor& rates);
 
 // ---- modules -----------------------------------------------------------------
 

@@ -1,0 +1,68 @@
+// The PyTorch adapter's cost from C++ (LibTorch): one op call at B = 1 next to
+// the engine's own time, and the hybrid-classifier layer (4 qubits, 3 layers,
+// B = 64) forward + backward through qfleet::nn::QuantumLayer and autograd.
+//   build/bench/bench_torch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "qfleet/torch.hpp"
+
+namespace {
+
+qfleet::Circuit classifier() {
+  qfleet::Circuit c(4);
+  c.angle_embedding({0, 1, 2, 3}).strongly_entangling_layers({0, 1, 2, 3}, 3);
+  for (const char* w : {"Z0", "Z1", "Z2", "Z3"}) c.expval(w);
+  return c;
+}
+
+void BM_Engine_Forward_B1(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  std::vector<double> x(4, 0.3), w(36, 0.2), out(4);
+  for (auto _ : st) {
+    prog.forward<double>({1, x, w}, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+void BM_TorchOp_Forward_B1(benchmark::State& st) {
+  qfleet::nn::QuantumLayer layer(classifier());
+  const auto x = torch::full({1, 4}, 0.3, torch::kFloat64);
+  torch::NoGradGuard g;
+  for (auto _ : st) benchmark::DoNotOptimize(layer->forward(x));
+}
+void BM_Engine_FwdBwd_B1(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  std::vector<double> x(4, 0.3), w(36, 0.2), cot(4, 1.0), gx(4), gw(36);
+  for (auto _ : st) {
+    prog.vjp<double>({1, x, w}, cot, {gx, gw});
+    benchmark::DoNotOptimize(gw.data());
+  }
+}
+void BM_TorchOp_FwdBwd_B1(benchmark::State& st) {
+  qfleet::nn::QuantumLayer layer(classifier());
+  const auto x = torch::full({1, 4}, 0.3, torch::kFloat64).requires_grad_();
+  for (auto _ : st) {
+    layer->forward(x).sum().backward();
+    benchmark::DoNotOptimize(layer->weight.grad());
+  }
+}
+void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
+  qfleet::nn::QuantumLayer layer(classifier());
+  const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
+  for (auto _ : st) {
+    layer->forward(x).sum().backward();
+    benchmark::DoNotOptimize(layer->weight.grad());
+  }
+}
+
+BENCHMARK(BM_Engine_Forward_B1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchOp_Forward_B1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchOp_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,139 @@
+"""The PyTorch adapter from Python: one op call at B = 1, and the hybrid-classifier
+quantum layer (AngleEmbedding + 3 StronglyEntanglingLayers, 4 qubits, <Z_i>,
+B = 64, forward + backward of the sum) through qfleet.QuantumLayer, beside
+PennyLane lightning.qubit (diff_method="adjoint") and a hand-batched PyTorch
+state-vector layer, in one run. Prints medians (with min/max) in microseconds.
+
+    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \
+        python bench/torch_layer.py            (or with the pip-installed package)
+"""
+import argparse
+import math
+import statistics
+import time
+
+import torch
+
+import qfleet
+
+torch.set_default_dtype(torch.float64)
+N, L = 4, 3
+
+
+def timeit(fn, repeat, number):
+    for _ in range(max(1, number // 10)):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        ts.append((time.perf_counter() - t0) / number * 1e6)
+    return statistics.median(ts), min(ts), max(ts)
+
+
+# ---- a hand-batched PyTorch state-vector layer (the way the research codes wrote it)
+def _apply1(state, u, q):  # state [B, 2, ..., 2], u [B, 2, 2] or [2, 2]
+    s = state.movedim(q + 1, -1)
+    s = torch.einsum("b...j,bij->b...i", s, u) if u.dim() == 3 else s @ u.transpose(-1, -2)
+    return s.movedim(-1, q + 1)
+
+
+def _cnot(state, c, t):
+    a0, a1 = state.select(c + 1, 0), state.select(c + 1, 1)
+    a1 = a1.flip(t if t < c else t - 1)  # axis of t in a1 (batch axis 0 kept)
+    return torch.stack([a0, a1], dim=c + 1)
+
+
+def _rx(theta):  # theta [B]
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    z = torch.zeros_like(c)
+    return torch.stack([torch.stack([torch.complex(c, z), torch.complex(z, -s)], -1),
+                        torch.stack([torch.complex(z, -s), torch.complex(c, z)], -1)], -2)
+
+
+def _rot(phi, theta, omega):
+    c, s = torch.cos(theta / 2), torch.sin(theta / 2)
+    e = lambda a: torch.exp(1j * a)  # noqa: E731
+    return torch.stack([torch.stack([e(-(phi + omega) / 2) * c, -e((phi - omega) / 2) * s]),
+                        torch.stack([e(-(phi - omega) / 2) * s, e((phi + omega) / 2) * c])])
+
+
+def torch_layer(x, w):
+    B = x.shape[0]
+    state = torch.zeros((B,) + (2,) * N, dtype=torch.complex128)
+    state[(slice(None),) + (0,) * N] = 1
+    for q in range(N):
+        state = _apply1(state, _rx(x[:, q]), q)
+    W = w.view(L, N, 3)
+    for l in range(L):
+        for q in range(N):
+            state = _apply1(state, _rot(W[l, q, 0], W[l, q, 1], W[l, q, 2]), q)
+        r = (l % (N - 1)) + 1
+        for q in range(N):
+            state = _cnot(state, q, (q + r) % N)
+    p = (state.abs() ** 2)
+    out = []
+    for q in range(N):
+        pq = p.movedim(q + 1, -1).reshape(B, -1, 2).sum(1)
+        out.append(pq[:, 0] - pq[:, 1])
+    return torch.stack(out, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    c = qfleet.Circuit(N)
+    c.angle_embedding(list(range(N))).strongly_entangling_layers(list(range(N)), L)
+    for q in range(N):
+        c.expval(f"Z{q}")
+    layer = qfleet.QuantumLayer(c, seed=1)
+    prog = layer.program
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, qfleet kernels {prog.isa()}")
+
+    x1 = torch.rand(1, N)
+    w = layer.weight.detach()
+    with torch.no_grad():
+        m = timeit(lambda: torch.ops.qfleet.circuit_forward(prog, x1, w), args.repeat, 2000)
+    print(f"op call, B=1, forward (no grad):         median {m[0]:8.2f} us  (min {m[1]:.2f}, max {m[2]:.2f})")
+    x1g = x1.clone().requires_grad_()
+    m = timeit(lambda: layer(x1g).sum().backward(), args.repeat, 1000)
+    print(f"module, B=1, forward + backward:          median {m[0]:8.2f} us  (min {m[1]:.2f}, max {m[2]:.2f})")
+
+    B = 64
+    x = torch.rand(B, N, generator=torch.Generator().manual_seed(0)).requires_grad_()
+    # agreement (outputs and gradients) before timing
+    ref = torch_layer(x, layer.weight)
+    assert torch.allclose(ref, layer(x), atol=1e-12), "hand-batched torch layer disagrees with qfleet"
+    res = {}
+    res["qfleet.QuantumLayer"] = timeit(lambda: layer(x).sum().backward(), args.repeat, 200)
+    wt = layer.weight.detach().clone().requires_grad_()
+    res["hand-batched PyTorch (autograd)"] = timeit(lambda: torch_layer(x, wt).sum().backward(), args.repeat, 20)
+    try:
+        import pennylane as qml
+        dev = qml.device("lightning.qubit", wires=N)
+
+        @qml.qnode(dev, interface="torch", diff_method="adjoint")
+        def circuit(inp, weights):
+            qml.AngleEmbedding(inp, wires=range(N), rotation="X")
+            qml.StronglyEntanglingLayers(weights.view(L, N, 3), wires=range(N))
+            return [qml.expval(qml.PauliZ(q)) for q in range(N)]
+
+        xt = x.detach().T.contiguous().requires_grad_()  # PennyLane broadcasts over the last axis of features
+        out = torch.stack(circuit(x.detach().clone(), wt), 1)
+        assert torch.allclose(out, layer(x).detach(), atol=1e-10), "lightning.qubit disagrees with qfleet"
+        del xt
+        xl = x.detach().clone().requires_grad_()
+        res[f"PennyLane lightning.qubit adjoint ({qml.__version__})"] = timeit(
+            lambda: torch.stack(circuit(xl, wt), 1).sum().backward(), max(3, args.repeat // 2), 2)
+    except ImportError:
+        print("pennylane not installed: lightning.qubit skipped")
+    base = res["qfleet.QuantumLayer"][0]
+    print(f"\nclassifier layer, 4 qubits, 3 layers, B={B}, forward + backward (outputs agree to 1e-10):")
+    for k, (med, lo, hi) in res.items():
+        print(f"  {k:45s} median {med:10.1f} us  (min {lo:.1f}, max {hi:.1f})  x{med / base:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
