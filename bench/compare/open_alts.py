@@ -1,0 +1,267 @@
+"""Alternatives for the open-system workloads (2, 3 and the ladder sweeps).
+
+Every builder takes (model, u [B, n_seg, n_ctrl], rates [B, n_jump]) and returns
+(run, extract, threads, extra): `run()` does one call (forward + gradient of
+Loss = sum_b (1 - F_avg_b), or forward only), `extract(result)` gives numpy
+(F [B], grad_u or None, grad_rates or None).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import numpy as np
+
+from open_models import Model, Reference, f_avg_from_super, target_super
+
+# --------------------------------------------------------------------------- PyTorch fixed step
+
+
+def steps_per_segment(model: Model, dt: float) -> tuple[int, float]:
+    """ceil(segment / dt) equal steps per segment (the same rule as qfleet's rk4/euler):
+    dt = 0.01 with 60 segments on T = 1 gives 2 steps of 1/120 per segment."""
+    seg = model.T / model.n_seg
+    n = max(1, math.ceil(seg / dt - 1e-9))
+    return n, seg / n
+
+
+def torch_fixed_step_case(model: Model, u, rates, method: str, dt: float):
+    """Research-code style: the d^2 basis operators |i><j| are propagated as
+    density matrices [B, d^2, d, d] with the Lindblad right-hand side in
+    matrix form, RK4 or Euler, batched over tasks, autograd for the gradient."""
+    import torch
+
+    d = model.d
+    K = d * d
+    c128 = torch.complex128
+    Hc = torch.tensor(np.stack(model.controls), dtype=c128)  # [C, d, d]
+    H0 = torch.tensor(model.drift, dtype=c128)
+    Ls = torch.tensor(np.stack(model.jumps), dtype=c128)  # [J, d, d]
+    Lds = Ls.conj().transpose(-1, -2)
+    LdLs = Lds @ Ls
+    basis = torch.zeros(K, d, d, dtype=c128)
+    for i in range(d):
+        for j in range(d):
+            basis[i + d * j, i, j] = 1.0  # column stacking index of |i><j|
+    SU = torch.tensor(target_super(model.U_target), dtype=c128)
+    B = u.shape[0]
+    ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
+    gt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
+    n_sub, h = steps_per_segment(model, dt)
+    J = Ls.shape[0]
+
+    def rhs(rho, H, g):
+        out = -1j * (H @ rho - rho @ H)
+        for j in range(J):
+            gj = g[:, j].reshape(B, 1, 1, 1)
+            out = out + gj * (Ls[j] @ rho @ Lds[j] - 0.5 * (LdLs[j] @ rho + rho @ LdLs[j]))
+        return out
+
+    def simulate(ut, gt):
+        rho = basis.expand(B, K, d, d)
+        for k in range(model.n_seg):
+            H = (H0 + torch.einsum("bc,cij->bij", ut[:, k].to(c128), Hc)).unsqueeze(1)
+            for _ in range(n_sub):
+                if method == "rk4":
+                    k1 = rhs(rho, H, gt)
+                    k2 = rhs(rho + (h / 2) * k1, H, gt)
+                    k3 = rhs(rho + (h / 2) * k2, H, gt)
+                    k4 = rhs(rho + h * k3, H, gt)
+                    rho = rho + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+                else:
+                    rho = rho + h * rhs(rho, H, gt)
+        # S[b, p + d q, m] = E(basis_m)[p, q]
+        S = rho.transpose(-1, -2).reshape(B, K, K).transpose(1, 2)
+        Fpro = torch.real(torch.einsum("ij,bij->b", SU.conj(), S)) / d**2
+        return (d * Fpro + 1) / (d + 1)
+
+    def run():
+        F = simulate(ut, gt)
+        gu, gr = torch.autograd.grad((1 - F).sum(), (ut, gt))
+        return F, gu, gr
+
+    def extract(r):
+        F, gu, gr = r
+        return F.detach().numpy(), gu.numpy(), gr.numpy()
+
+    extra = {"steps_per_segment": n_sub, "step": h, "total_steps": n_sub * model.n_seg}
+    return run, extract, f"torch intra-op {torch.get_num_threads()}", extra
+
+
+# --------------------------------------------------------------------------- dynamiqs
+
+
+_JAX_READY = False
+
+
+def _jax_setup():
+    global _JAX_READY
+    import jax
+
+    if not _JAX_READY:
+        jax.config.update("jax_enable_x64", True)
+        import dynamiqs as dq
+
+        dq.set_precision("double")
+        dq.set_progress_meter(False)
+        _JAX_READY = True
+
+
+def dynamiqs_case(model: Model, u, rates, method: str = "expm", with_grad: bool = True):
+    """dynamiqs.mepropagator batched over tasks (flat batching: task b has its own
+    pwc amplitudes and jump rates); gradient by jax.grad through it, jit-compiled."""
+    _jax_setup()
+    import jax
+    import jax.numpy as jnp
+    import dynamiqs as dq
+
+    d = model.d
+    times = jnp.linspace(0.0, model.T, model.n_seg + 1)
+    Hc = [jnp.asarray(H) for H in model.controls]
+    Lj = [jnp.asarray(L) for L in model.jumps]
+    SU = jnp.asarray(target_super(model.U_target))
+    has_drift = bool(np.any(model.drift != 0))
+    H0 = jnp.asarray(model.drift)
+    if method == "expm":
+        meth = dq.method.Expm()
+    elif method == "tsit5":
+        meth = dq.method.Tsit5(rtol=1e-10, atol=1e-12)
+    else:
+        raise ValueError(method)
+
+    def fidelities(uu, rr):
+        H = None
+        for c in range(len(Hc)):
+            term = dq.pwc(times, uu[..., c], Hc[c])
+            H = term if H is None else H + term
+        if has_drift:
+            H = H + H0
+        Ls = [jnp.sqrt(rr[:, j])[:, None, None] * Lj[j] for j in range(len(Lj))]
+        res = dq.mepropagator(H, Ls, jnp.array([0.0, model.T]), method=meth,
+                              save_propagators=False, cartesian_batching=False)
+        S = res.final_propagator.to_jax()
+        S = S.reshape(uu.shape[0], d * d, d * d)
+        Fpro = jnp.real(jnp.einsum("ij,bij->b", SU.conj(), S)) / d**2
+        return (d * Fpro + 1) / (d + 1)
+
+    def loss(uu, rr):
+        F = fidelities(uu, rr)
+        return jnp.sum(1 - F), F
+
+    ju = jnp.asarray(u)
+    jr = jnp.asarray(rates)
+    if with_grad:
+        f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
+
+        def run():
+            out = f(ju, jr)
+            jax.block_until_ready(out)
+            return out
+
+        def extract(r):
+            (_, F), (gu, gr) = r
+            return np.asarray(F), np.asarray(gu), np.asarray(gr)
+    else:
+        f = jax.jit(fidelities)
+
+        def run():
+            out = f(ju, jr)
+            jax.block_until_ready(out)
+            return out
+
+        def extract(r):
+            return np.asarray(r), None, None
+
+    t0 = time.perf_counter()
+    run()
+    first = time.perf_counter() - t0
+    extra = {"first_call_incl_jit_s": first}
+    if method == "tsit5":
+        extra["tolerances"] = "rtol=1e-10, atol=1e-12"
+    flags = os.environ.get("XLA_FLAGS", "")
+    threads = ("XLA CPU, 1 (multi_thread_eigen off)" if "multi_thread_eigen=false" in flags
+               else f"XLA CPU (default: {os.cpu_count()} cores)")
+    return run, extract, threads, extra
+
+
+# --------------------------------------------------------------------------- QuTiP
+
+
+def qutip_case(model: Model, u, rates, atol: float = 1e-10, rtol: float = 1e-10):
+    """QuTiP mesolve per task (loop), forward only: the channel is obtained by
+    evolving the identity superoperator; amplitudes as step-function (order 0)
+    array coefficients."""
+    import qutip as qt
+
+    d = model.d
+    B = u.shape[0]
+    tlist = np.linspace(0.0, model.T, model.n_seg + 1)
+    Hc = [qt.Qobj(H) for H in model.controls]
+    Lj = [qt.Qobj(L) for L in model.jumps]
+    H0 = qt.Qobj(model.drift)
+    has_drift = bool(np.any(model.drift != 0))
+    S0 = qt.to_super(qt.qeye(d))
+    opts = {"atol": atol, "rtol": rtol, "nsteps": 10**6, "store_states": False,
+            "store_final_state": True, "progress_bar": False}
+
+    def run():
+        out = np.empty((B, d * d, d * d), dtype=complex)
+        for b in range(B):
+            terms = [H0] if has_drift else []
+            for c, H in enumerate(Hc):
+                vals = np.append(u[b, :, c], u[b, -1, c])
+                terms.append([H, qt.coefficient(vals, tlist=tlist, order=0)])
+            c_ops = [np.sqrt(rates[b, j]) * L for j, L in enumerate(Lj)]
+            res = qt.mesolve(qt.QobjEvo(terms), S0, [0.0, model.T], c_ops, options=opts)
+            out[b] = res.final_state.full()
+        return out
+
+    def extract(S):
+        return f_avg_from_super(S, model.U_target), None, None
+
+    return run, extract, "1 (serial loop over tasks)", {"tolerances": f"atol={atol}, rtol={rtol}",
+                                                        "method": "adams (QuTiP default)"}
+
+
+# --------------------------------------------------------------------------- scipy
+
+
+def scipy_case(model: Model, u, rates):
+    """Piecewise-constant propagator product with scipy.linalg.expm, per task
+    (loop), forward only. This is also the reference computation."""
+    ref = Reference(model)
+    B = u.shape[0]
+
+    def run():
+        return np.stack([ref.superop(u[b], rates[b]) for b in range(B)])
+
+    def extract(S):
+        return f_avg_from_super(S, model.U_target), None, None
+
+    return run, extract, "1 (serial loop; BLAS unused at this size)", {}
+
+
+def alternatives(quick: bool):
+    """name -> (builder(model, u, rates) -> case, kind, mode, qfleet counterpart key)."""
+    alts = {
+        "PyTorch RK4 dt=0.01": (lambda m, u, r: torch_fixed_step_case(m, u, r, "rk4", 0.01),
+                                "fixed-step", "fwd+grad", "rk4 dt=0.01"),
+        "PyTorch RK4 dt=0.001": (lambda m, u, r: torch_fixed_step_case(m, u, r, "rk4", 0.001),
+                                 "fixed-step", "fwd+grad", "rk4 dt=0.001"),
+        "PyTorch Euler dt=0.01": (lambda m, u, r: torch_fixed_step_case(m, u, r, "euler", 0.01),
+                                  "fixed-step", "fwd+grad", "euler dt=0.01"),
+        "PyTorch Euler dt=0.001": (lambda m, u, r: torch_fixed_step_case(m, u, r, "euler", 0.001),
+                                   "fixed-step", "fwd+grad", "euler dt=0.001"),
+        "dynamiqs Expm (jax.grad)": (lambda m, u, r: dynamiqs_case(m, u, r, "expm", True),
+                                     "exact", "fwd+grad", "exact"),
+        "dynamiqs Tsit5 rtol=1e-10 (jax.grad)": (lambda m, u, r: dynamiqs_case(m, u, r, "tsit5", True),
+                                                 "adaptive", "fwd+grad", "exact"),
+        "QuTiP mesolve per task": (qutip_case, "adaptive", "fwd", "exact fwd"),
+        "scipy expm product per task": (scipy_case, "reference", "fwd", "exact fwd"),
+    }
+    if quick:
+        for k in ["PyTorch RK4 dt=0.001", "PyTorch Euler dt=0.001", "dynamiqs Tsit5 rtol=1e-10 (jax.grad)"]:
+            alts.pop(k)
+    return alts
