@@ -41,7 +41,7 @@ def _apply1(state, u, q):  # state [B, 2, ..., 2], u [B, 2, 2] or [2, 2]
 
 def _cnot(state, c, t):
     a0, a1 = state.select(c + 1, 0), state.select(c + 1, 1)
-    a1 = a1.flip(t if t < c else t - 1)  # axis of t in a1 (batch axis 0 kept)
+    a1 = a1.flip(t + 1 if t < c else t)  # axis of t in a1 (batch axis 0 kept, axis c + 1 gone)
     return torch.stack([a0, a1], dim=c + 1)
 
 
