@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qfleet/torch.hpp"
+#include "classifier.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -16,15 +17,7 @@ int main(int argc, char** argv) {
   }
   const int n = std::stoi(argv[1]), layers = std::stoi(argv[2]), batch = std::stoi(argv[4]);
   const auto seed = std::stoull(argv[3]);
-  qfleet::Circuit c(n);
-  std::vector<int> wires;
-  for (int q = 0; q < n; ++q) wires.push_back(q);
-  c.angle_embedding(wires).strongly_entangling_layers(wires, layers);
-  for (int q = 0; q < n; ++q) {
-    std::string word = "Z";  // (not "Z" + to_string: a GCC 12 -Wrestrict false positive)
-    word += std::to_string(q);
-    c.expval(word);
-  }
+  const qfleet::Circuit c = classifier(n, layers);
   qfleet::nn::QuantumLayer layer(c, qfleet::nn::QuantumLayerOptions{qfleet::Precision::complex128, 0, seed});
   // inputs[b, i] = sin(1 + b * n + i), computed the same way in the Python test.
   const auto x = torch::sin(torch::arange(batch * n, torch::kFloat64) + 1).view({batch, n});

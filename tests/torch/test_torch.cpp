@@ -6,24 +6,12 @@
 #include <string>
 
 #include "qfleet/torch.hpp"
+#include "classifier.hpp"
 
 namespace {
 
 using qfleet::nn::CircuitProgram;
 using qfleet::nn::OpenSystemProgram;
-
-qfleet::Circuit classifier(int n, int layers) {
-  qfleet::Circuit c(n);
-  std::vector<int> wires;
-  for (int q = 0; q < n; ++q) wires.push_back(q);
-  c.angle_embedding(wires).strongly_entangling_layers(wires, layers);
-  for (int q = 0; q < n; ++q) {
-    std::string word = "Z";  // (not "Z" + to_string: a GCC 12 -Wrestrict false positive)
-    word += std::to_string(q);
-    c.expval(word);
-  }
-  return c;
-}
 
 double sum_double(const torch::Tensor& t) { return t.sum().item<double>(); }
 
