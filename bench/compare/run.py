@@ -43,7 +43,6 @@ def _mem_available() -> float:
         pass
     return 16 * 2**30
 
-
 # Cells whose estimated autograd memory exceeds these are skipped (sweeps / main rows).
 MEM_LIMIT_BYTES = min(4 * 2**30, 0.5 * _mem_available())
 MEM_LIMIT_MAIN_BYTES = min(10 * 2**30, 0.6 * _mem_available())
@@ -63,7 +62,6 @@ MODES = {
     ),
 }
 
-
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small subset for smoke testing (< 2 min)")
@@ -75,7 +73,6 @@ def parse_args():
     p.add_argument("--out-dir", default=os.path.join(REPO, "bench", "results"))
     p.add_argument("--seed", type=int, default=2026)
     return p.parse_args()
-
 
 ARGS = parse_args()
 if ARGS.threads:
@@ -114,10 +111,8 @@ BUDGET = Budget(cell_s=CFG["cell_s"], single_call_cap_s=CFG["cap_s"], max_reps=C
 MAIN_BUDGET = Budget(cell_s=CFG["cell_s"], single_call_cap_s=CFG["main_cap_s"], max_reps=CFG["max_reps"])
 T_START = time.perf_counter()
 
-
 def log(msg: str) -> None:
     print(f"[{time.perf_counter() - T_START:7.1f}s] {msg}", flush=True)
-
 
 def log_row(prefix: str, row: Row) -> None:
     if row.status == "ok":
@@ -126,7 +121,6 @@ def log_row(prefix: str, row: Row) -> None:
             f"{t.reps}x{t.number}), max err {fmt_err(row.max_error)} [{row.check}]")
     else:
         log(f"{prefix} {row.alternative}: {row.status}{' — ' + row.reason if row.reason else ''}")
-
 
 def timed_case(row: Row, build, check, budget: Budget = BUDGET) -> Row:
     """Build (untimed), measure, check. Never raises."""
@@ -157,23 +151,18 @@ def timed_case(row: Row, build, check, budget: Budget = BUDGET) -> Row:
     grade(row)
     return row
 
-
 def skipped(row: Row, reason: str) -> Row:
     row.status, row.reason = "skipped", reason
     return row
 
-
 QF_OK, QF_ERR = qfleet_side.available()
 qfleet_side.NUM_THREADS = ARGS.threads
-
 
 def qfleet_missing(row: Row) -> Row:
     row.status, row.reason = "not installed", QF_ERR
     return row
 
-
 # =========================================================================== workload 1
-
 
 def circuit_check_fn(ref, n_ref: int, B: int):
     ref_out, ref_gx, ref_gw = ref
@@ -187,7 +176,6 @@ def circuit_check_fn(ref, n_ref: int, B: int):
 
     return check
 
-
 def circuit_ref_samples(n: int, B: int) -> int:
     if n <= 12:
         return B
@@ -195,6 +183,14 @@ def circuit_ref_samples(n: int, B: int) -> int:
         return min(B, 4)
     return min(B, 2)
 
+def circuit_entries(fast, xs, ws):
+    """(key, row, call) for qfleet and each fast alternative on one sweep cell."""
+    entries = [("qfleet", Row("qfleet QuantumLayer (adjoint)", "qfleet", "fwd+grad", tolerance=TOL_EXACT),
+                (lambda: qfleet_side.circuit_case(xs, ws)))]
+    for name, (builder, kind, _) in fast.items():
+        entries.append((name, Row(name, kind, "fwd+grad", tolerance=TOL_EXACT),
+                        (lambda b=builder: b(xs, ws))))
+    return entries
 
 def workload_circuit(results: dict) -> None:
     n, L, B = 4, 3, CFG["circ_B"]
@@ -249,11 +245,7 @@ def workload_circuit(results: dict) -> None:
         refn = circuit_reference(xs[:nr], ws)
         log(f"[circuit n-sweep] n={nn}: reference on {nr}/{Bn} samples {time.perf_counter() - t0:.2f} s")
         chk = circuit_check_fn(refn, nr, Bn)
-        entries = [("qfleet", Row("qfleet QuantumLayer (adjoint)", "qfleet", "fwd+grad", tolerance=TOL_EXACT),
-                    (lambda xs=xs, ws=ws: qfleet_side.circuit_case(xs, ws)))]
-        for name, (builder, kind, _) in fast.items():
-            entries.append((name, Row(name, kind, "fwd+grad", tolerance=TOL_EXACT),
-                            (lambda b=builder, xs=xs, ws=ws: b(xs, ws))))
+        entries = circuit_entries(fast, xs, ws)
         for key, row, build in entries:
             row.value = nn
             if key == "qfleet" and not QF_OK:
@@ -292,11 +284,7 @@ def workload_circuit(results: dict) -> None:
         xs, ws = circuit_alts.make_inputs(BB, n, L, ARGS.seed + BB)
         refb = circuit_reference(xs, ws)
         chk = circuit_check_fn(refb, BB, BB)
-        entries = [("qfleet", Row("qfleet QuantumLayer (adjoint)", "qfleet", "fwd+grad", tolerance=TOL_EXACT),
-                    (lambda xs=xs, ws=ws: qfleet_side.circuit_case(xs, ws)))]
-        for name, (builder, kind, _) in fast.items():
-            entries.append((name, Row(name, kind, "fwd+grad", tolerance=TOL_EXACT),
-                            (lambda b=builder, xs=xs, ws=ws: b(xs, ws))))
+        entries = circuit_entries(fast, xs, ws)
         for key, row, build in entries:
             row.value = BB
             if key == "qfleet" and not QF_OK:
@@ -315,9 +303,7 @@ def workload_circuit(results: dict) -> None:
         "title": f"Classifier layer: time vs batch B (n = {n}, {L} layers, forward + gradient)",
         "param": "B", "fixed": {"n_qubits": n, "layers": L}, "cells": [r.as_dict() for r in cells]}
 
-
 # =========================================================================== workloads 2, 3
-
 
 def open_check_fn(ref_vals, n_ref: int):
     F_ref, gu_ref, gr_ref = ref_vals
@@ -332,17 +318,14 @@ def open_check_fn(ref_vals, n_ref: int):
 
     return check
 
-
 def tol_for(kind: str):
     return {"exact": TOL_EXACT, "qfleet": TOL_EXACT, "reference": TOL_EXACT, "adaptive": TOL_ADAPTIVE}.get(kind)
-
 
 def torch_fixed_mem(model, B: int, method: str, dt: float) -> float:
     n_sub, _ = open_alts.steps_per_segment(model, dt)
     per_rhs = 4 + 5 * model.n_jump
     tensors = (4 * per_rhs + 6 if method == "rk4" else per_rhs + 2) * n_sub * model.n_seg
     return 2 * B * model.d**4 * 16 * tensors  # x2: measured peak RSS / this count (CZ, rk4 and euler)
-
 
 def qfleet_open_rows(model, u, rates, chk, keys, value=None, guards=None):
     rows = {}
@@ -363,7 +346,6 @@ def qfleet_open_rows(model, u, rates, chk, keys, value=None, guards=None):
                     guards[key].record(value, row.timing.median)
         rows[key] = row
     return rows
-
 
 def open_main(results: dict, key: str, model, title: str) -> None:
     B = CFG["open_B"]
@@ -442,11 +424,9 @@ def open_main(results: dict, key: str, model, title: str) -> None:
         "rows": [r.as_dict() for r in rows],
     }
 
-
 SWEEP_ALTS = ["PyTorch RK4 dt=0.01", "PyTorch Euler dt=0.01", "dynamiqs Expm (jax.grad)",
               "QuTiP mesolve per task", "scipy expm product per task"]
 SWEEP_QF = ["exact", "rk4 dt=0.01"]
-
 
 def open_sweep(results: dict, key: str, param: str, values, model_of, B_of, exponent_of, linear=False):
     alts = open_alts.alternatives(quick=False)
@@ -496,7 +476,6 @@ def open_sweep(results: dict, key: str, param: str, values, model_of, B_of, expo
             cells.append(row)
     return cells
 
-
 def workload_meta(results: dict) -> None:
     open_main(results, "meta", qubit_x_model(), "Meta-learning simulation (qubit, target X)")
     if ARGS.no_sweeps:
@@ -527,13 +506,10 @@ def workload_meta(results: dict) -> None:
         "title": "Open system: time vs tasks B (qubit workload, 60 segments)",
         "param": "B", "fixed": {"d": 2, "segments": 60}, "cells": [r.as_dict() for r in cells]}
 
-
 def workload_cz(results: dict) -> None:
     open_main(results, "cz", two_qubit_cz_model(), "Two-qubit CZ variant")
 
-
 # =========================================================================== main
-
 
 def versions() -> dict:
     import importlib.metadata as md
@@ -547,7 +523,6 @@ def versions() -> dict:
             out[pkg] = None
     out["qfleet"] = qfleet_side.version() if QF_OK else None
     return out
-
 
 def main() -> int:
     mode = "quick" if ARGS.quick else "full"
@@ -630,7 +605,6 @@ def main() -> int:
         return 1
     log(f"all checks within tolerance; total {results['meta']['total_seconds']} s")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
