@@ -1,0 +1,971 @@
+// Meta-learned robust quantum control on qfleet: configuration, physics, policy,
+// meta-training, baselines and outputs (meta_control.hpp; docs/meta_control.md).
+#include "meta_control.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numbers>
+#include <cstring>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <sstream>
+
+#include "meta_control_config.hpp"
+#include "qfleet/version.hpp"  // generated: kConfigJson, the text of config.json
+
+namespace qfleet::meta {
+
+using nlohmann::json;
+using torch::Tensor;
+namespace fs = std::filesystem;
+
+// ---- configuration ---------------------------------------------------------------
+
+const json& schema() {
+  static const json s = json::parse(kConfigJson);
+  return s;
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+[[noreturn]] void unknown_key(const std::string& key, const std::string& where) {
+  std::string best;
+  std::size_t best_d = 4;
+  for (const auto& [k, _] : schema()["keys"].items()) {
+    const auto d = edit_distance(key, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  std::string msg = "config: unknown key '" + key + "'" + where;
+  if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+  msg += "; docs/meta_control.md lists the keys";
+  throw ConfigError(msg);
+}
+
+std::string describe(const json& v) { return v.dump(); }
+
+void check_value(const std::string& key, const json& spec, const json& v) {
+  const std::string type = spec["type"];
+  auto fail = [&](const std::string& expected) {
+    throw ConfigError("config: key '" + key + "': expected " + expected + ", got " + describe(v));
+  };
+  const double lo = spec.value("min", -std::numeric_limits<double>::infinity());
+  const double hi = spec.value("max", std::numeric_limits<double>::infinity());
+  auto range_text = [&] {
+    std::ostringstream o;
+    o << "in [" << lo << ", " << hi << "]";
+    if (spec.value("allow_zero", false)) o << " or 0";
+    return o.str();
+  };
+  if (type == "string") {
+    if (!v.is_string()) fail("a string");
+    if (spec.contains("choices")) {
+      const auto& ch = spec["choices"];
+      if (std::find(ch.begin(), ch.end(), v) == ch.end()) fail("one of " + ch.dump());
+    }
+  } else if (type == "integer") {
+    if (!v.is_number_integer()) fail("an integer " + range_text());
+    const double x = v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>());
+    if (x < lo || x > hi) fail("an integer " + range_text());
+  } else if (type == "number") {
+    if (!v.is_number()) fail("a number " + range_text());
+    const double x = v.get<double>();
+    if (!std::isfinite(x)) fail("a finite number");
+    if (!(x == 0 && spec.value("allow_zero", false)) && (x < lo || x > hi)) fail("a number " + range_text());
+  } else if (type == "range") {
+    if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number())
+      fail("[lo, hi], two numbers " + range_text());
+    const double a = v[0].get<double>(), b = v[1].get<double>();
+    if (!(a >= lo && b <= hi && a <= b)) fail("[lo, hi] with lo <= hi, both " + range_text());
+  } else if (type == "states") {
+    if (!v.is_array()) fail("a list of state labels such as [\"0\", \"+\"]");
+    for (const auto& s : v) {
+      if (!s.is_string() || s.get<std::string>().empty() ||
+          s.get<std::string>().find_first_not_of("01+-rl") != std::string::npos)
+        fail("a list of state labels, one character per qubit from 0 1 + - r l");
+    }
+  }
+}
+
+json parse_override_value(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error&) {
+    return json(text);  // a bare word is a string
+  }
+}
+
+}  // namespace
+
+json load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("config: cannot open " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    json j = json::parse(ss.str());
+    if (!j.is_object()) throw ConfigError("config: " + path + ": expected a JSON object of keys");
+    return j;
+  } catch (const json::parse_error& e) {
+    throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
+  }
+}
+
+json resolve_config(const json& file, const std::string& preset, const std::vector<std::string>& overrides) {
+  const json& keys = schema()["keys"];
+  json out = json::object();
+  for (const auto& [k, spec] : keys.items()) out[k] = spec["default"];
+  if (!file.is_object()) throw ConfigError("config: expected a JSON object of keys");
+  std::string name = preset;
+  if (file.contains("preset")) {
+    if (!file["preset"].is_string()) throw ConfigError("config: key 'preset': expected a string");
+    name = file["preset"].get<std::string>();
+  }
+  if (name.empty()) name = schema()["default_preset"].get<std::string>();
+  const json& presets = schema()["presets"];
+  if (!presets.contains(name)) {
+    std::string names;
+    for (const auto& [k, _] : presets.items()) names += (names.empty() ? "" : ", ") + k;
+    throw ConfigError("config: unknown preset '" + name + "' (presets: " + names + ")");
+  }
+  for (const auto& [k, v] : presets[name].items()) out[k] = v;
+  for (const auto& [k, v] : file.items()) {
+    if (k == "preset") continue;
+    if (!keys.contains(k)) unknown_key(k, " in the configuration file");
+    check_value(k, keys[k], v);
+    out[k] = v;
+  }
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("config: --set expects key=value, got '" + o + "'");
+    const std::string k = o.substr(0, eq);
+    if (!keys.contains(k)) unknown_key(k, " in --set");
+    const json v = parse_override_value(o.substr(eq + 1));
+    check_value(k, keys[k], v);
+    out[k] = v;
+  }
+  for (const auto& [k, v] : out.items()) check_value(k, keys[k], v);
+  out["preset"] = name;
+  return out;
+}
+
+Config make_config(const json& r) {
+  Config c;
+  c.json = r;
+  c.preset = r.value("preset", "");
+  c.system = r["system"];
+  c.algorithm = r["algorithm"];
+  c.fidelity = r["fidelity"];
+  c.solver = r["solver"];
+  c.precision = r["precision"];
+  c.device = r["device"];
+  c.output_dir = r["output_dir"];
+  c.iterations = r["iterations"];
+  c.meta_batch = r["meta_batch"];
+  c.inner_steps = r["inner_steps"];
+  c.hidden_width = r["hidden_width"];
+  c.hidden_layers = r["hidden_layers"];
+  c.n_segments = r["n_segments"];
+  c.validation_tasks = r["validation_tasks"];
+  c.validate_every = r["validate_every"];
+  c.adapt_steps = r["adapt_steps"];
+  c.robust_iterations = r["robust_iterations"];
+  c.grape_iterations = r["grape_iterations"];
+  c.checkpoint_every = r["checkpoint_every"];
+  c.threads = r["threads"];
+  c.seed = r["seed"];
+  c.inner_lr = r["inner_lr"];
+  c.meta_lr = r["meta_lr"];
+  c.amplitude_scale = r["amplitude_scale"];
+  c.gate_time = r["gate_time"];
+  c.dt = r["dt"];
+  c.robust_lr = r["robust_lr"];
+  c.grape_lr = r["grape_lr"];
+  c.deph_lo = r["gamma_deph"][0];
+  c.deph_hi = r["gamma_deph"][1];
+  c.relax_lo = r["gamma_relax"][0];
+  c.relax_hi = r["gamma_relax"][1];
+  c.input_states = r["input_states"].get<std::vector<std::string>>();
+
+  const int qubits = c.system == "qubit_x" ? 1 : 2;
+  if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
+  if ((c.solver == "rk4" || c.solver == "euler") && c.dt == 0)
+    throw ConfigError("config: solver '" + c.solver + "' needs a step: set dt (e.g. dt = 0.01)");
+  if ((c.solver == "exact" || c.solver == "dopri5") && c.dt != 0)
+    throw ConfigError("config: dt is the step of rk4/euler; solver '" + c.solver + "' takes none (set dt = 0)");
+  if (c.fidelity != "state_transfer" && !c.input_states.empty())
+    throw ConfigError("config: input_states is used only with fidelity = state_transfer");
+  for (const auto& s : c.input_states)
+    if (static_cast<int>(s.size()) != qubits)
+      throw ConfigError("config: input state '" + s + "' needs one label per qubit (" + std::to_string(qubits) +
+                        " for " + c.system + ")");
+  if (c.fidelity == "state_transfer" && c.input_states.empty()) {
+    if (qubits == 1) {
+      c.input_states = {"0", "1", "+", "-", "r", "l"};
+    } else {
+      for (char a : std::string("01+r"))
+        for (char b : std::string("01+r")) c.input_states.push_back(std::string{a, b});
+    }
+  }
+  if (c.device == "cuda")
+    throw ConfigError(
+        "config: device = cuda: this build of qfleet has no CUDA open-system backend (it has not landed); "
+        "use device = cpu or auto");
+  return c;
+}
+
+// ---- physics -------------------------------------------------------------------------
+
+namespace {
+
+using Cx = std::complex<double>;
+using Mat = std::vector<Cx>;  // row-major
+
+Mat kron(const Mat& a, const Mat& b) {
+  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
+  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
+  const int d = da * db;
+  Mat m(std::size_t(d) * d);
+  for (int i = 0; i < da; ++i)
+    for (int j = 0; j < da; ++j)
+      for (int k = 0; k < db; ++k)
+        for (int l = 0; l < db; ++l)
+          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
+  return m;
+}
+
+Mat scale(Mat m, Cx s) {
+  for (auto& z : m) z *= s;
+  return m;
+}
+
+const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
+          kLower = {0, 1, 0, 0};  // |0><1|
+
+json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
+
+json matrix_json(const Mat& m) {
+  const int d = static_cast<int>(std::lround(std::sqrt(double(m.size()))));
+  json rows = json::array();
+  for (int i = 0; i < d; ++i) {
+    json row = json::array();
+    for (int j = 0; j < d; ++j) row.push_back(entry(m[std::size_t(i) * d + j]));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<Cx> one_qubit_state(char c) {
+  const double s = 1 / std::sqrt(2.0);
+  switch (c) {
+    case '0': return {1, 0};
+    case '1': return {0, 1};
+    case '+': return {s, s};
+    case '-': return {s, -s};
+    case 'r': return {s, Cx(0, s)};
+    default: return {s, Cx(0, -s)};  // 'l'
+  }
+}
+
+std::vector<Cx> product_state(const std::string& label) {
+  std::vector<Cx> psi{1};
+  for (char c : label) {
+    const auto q = one_qubit_state(c);
+    std::vector<Cx> next;
+    for (auto a : psi)
+      for (auto b : q) next.push_back(a * b);
+    psi = next;
+  }
+  return psi;
+}
+
+std::vector<Cx> apply(const Mat& u, const std::vector<Cx>& psi) {
+  const std::size_t d = psi.size();
+  std::vector<Cx> out(d);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j) out[i] += u[i * d + j] * psi[j];
+  return out;
+}
+
+json vector_json(const std::vector<Cx>& v) {
+  json a = json::array();
+  for (auto z : v) a.push_back(entry(z));
+  return a;
+}
+
+// Tensor -> nested JSON arrays of doubles (row-major).
+json tensor_json(const Tensor& t) {
+  const Tensor c = t.detach().to(torch::kFloat64).contiguous();
+  if (c.dim() == 0) return c.item<double>();
+  json a = json::array();
+  for (int64_t i = 0; i < c.size(0); ++i) a.push_back(tensor_json(c[i]));
+  return a;
+}
+
+}  // namespace
+
+Problem::Problem(const Config& cfg)
+    : qubits_(cfg.system == "qubit_x" ? 1 : 2),
+      n_seg_(static_cast<int>(cfg.n_segments)),
+      seg_dt_(cfg.gate_time / double(cfg.n_segments)),
+      dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
+  auto on = [&](const Mat& op, int q) { return qubits_ == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
+  json controls = json::array(), jumps = json::array();
+  const char* names[] = {"x", "y"};
+  for (int q = 0; q < qubits_; ++q)
+    for (int k = 0; k < 2; ++k) {
+      controls.push_back(matrix_json(scale(on(k == 0 ? kX : kY, q), 0.5)));
+      control_names_.push_back(std::string(names[k]) + (qubits_ == 1 ? "" : std::to_string(q)));
+    }
+  if (qubits_ == 2) {
+    controls.push_back(matrix_json(scale(kron(kX, kX), 0.5)));
+    controls.push_back(matrix_json(scale(kron(kZ, kZ), 0.5)));
+    control_names_.push_back("xx");
+    control_names_.push_back("zz");
+  }
+  n_ctrl_ = static_cast<int>(controls.size());
+  for (int q = 0; q < qubits_; ++q) {
+    jumps.push_back(matrix_json(on(kLower, q)));                           // relaxation: rate gamma_relax
+    jumps.push_back(matrix_json(scale(on(kZ, q), std::sqrt(0.5))));        // dephasing: sqrt(gamma_deph / 2) Z
+  }
+  const Mat target = qubits_ == 1 ? kX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
+  json base = {{"kind", "lindblad"},
+               {"dim", dim()},
+               {"controls", controls},
+               {"jumps", jumps},
+               {"segment_duration", seg_dt_},
+               {"n_segments", n_seg_},
+               {"solver", cfg.solver},
+               {"precision", cfg.precision},
+               {"threads", cfg.threads}};
+  if (cfg.dt > 0) base["dt"] = cfg.dt;
+  if (cfg.fidelity == "average_gate") {
+    json m = base;
+    m["gate"] = true;
+    m["target"] = {{"unitary", matrix_json(target)}};
+    models_.push_back(m);
+  } else {
+    for (const auto& label : cfg.input_states) {
+      const auto psi = product_state(label);
+      json m = base;
+      m["psi0"] = vector_json(psi);
+      m["target"] = {{"state", vector_json(apply(target, psi))}};
+      models_.push_back(m);
+    }
+  }
+  for (const auto& m : models_) programs_.push_back(c10::make_intrusive<nn::OpenSystemProgram>(m.dump()));
+}
+
+std::string Problem::fidelity_definition() const {
+  if (programs_.size() == 1 && models_[0].contains("gate"))
+    return "average gate fidelity of the simulated channel E against the target unitary V: "
+           "F = (d F_pro + 1) / (d + 1), F_pro = Re tr(S_V^dag S_E) / d^2, S the superoperators (d = " +
+           std::to_string(dim()) + ")";
+  return "state-transfer fidelity: the mean over " + std::to_string(programs_.size()) +
+         " input states psi of <V psi| rho_psi(T) |V psi>, rho_psi(T) the simulated final density matrix";
+}
+
+Tensor Problem::jump_rates(const Tensor& noise) const {
+  // per qubit: (relaxation, dephasing), the order of the jump operators above
+  const Tensor pair = torch::stack({noise.select(1, 1), noise.select(1, 0)}, 1);
+  return qubits_ == 1 ? pair : torch::cat({pair, pair}, 1);
+}
+
+Tensor Problem::fidelity(const Tensor& amplitudes, const Tensor& noise) const {
+  const Tensor rates = jump_rates(noise);
+  Tensor f;
+  for (const auto& p : programs_) {
+    const Tensor fp = nn::open_fidelity(p, amplitudes, Tensor(), rates);
+    f = f.defined() ? f + fp : fp;
+  }
+  return programs_.size() == 1 ? f : f / double(programs_.size());
+}
+
+std::vector<json> Problem::eval_problems(const Tensor& amplitudes, const Tensor& noise) const {
+  std::vector<json> out;
+  for (auto m : models_) {
+    m.erase("n_segments");
+    m["amplitudes"] = tensor_json(amplitudes);
+    m["rates"] = tensor_json(jump_rates(noise));
+    out.push_back(m);
+  }
+  return out;
+}
+
+// ---- policy -------------------------------------------------------------------------
+
+Policy::Policy(int64_t in, int64_t width, int64_t layers, int64_t out, double scale) : scale_(scale) {
+  dims_.push_back(in);
+  for (int64_t l = 0; l < layers; ++l) dims_.push_back(width);
+  dims_.push_back(out);
+  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) size_ += dims_[l] * dims_[l + 1] + dims_[l + 1];
+}
+
+Tensor Policy::init(at::Generator& gen, torch::ScalarType dtype) const {
+  Tensor u = torch::rand({size_}, gen, torch::TensorOptions().dtype(dtype));
+  Tensor p = u * 2 - 1;
+  int64_t off = 0;
+  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
+    const int64_t n = dims_[l] * dims_[l + 1] + dims_[l + 1];
+    p.slice(0, off, off + n).mul_(1.0 / std::sqrt(double(dims_[l])));
+    off += n;
+  }
+  return p;
+}
+
+std::vector<Tensor> Policy::split(const Tensor& params) const {
+  const int64_t dim = params.dim() - 1;
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
+    const int64_t in = dims_[l], n = dims_[l + 1];
+    out.push_back(params.slice(dim, off, off + in * n));
+    out.push_back(params.slice(dim, off + in * n, off + in * n + n));
+    off += in * n + n;
+  }
+  return out;
+}
+
+Tensor Policy::forward(const Tensor& params, const Tensor& features) const { return forward(split(params), features); }
+
+Tensor Policy::forward(const std::vector<Tensor>& layers, const Tensor& features) const {
+  const int64_t T = features.size(0);
+  Tensor h = features;
+  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
+    const int64_t in = dims_[l], out = dims_[l + 1];
+    const Tensor& W = layers[2 * l];
+    const Tensor& b = layers[2 * l + 1];
+    if (W.dim() == 2) {  // per task: [T, in * out]
+      h = torch::baddbmm(b.unsqueeze(1), h.unsqueeze(1), W.view({T, in, out})).squeeze(1);
+    } else {
+      h = torch::addmm(b, h, W.view({in, out}));
+    }
+    if (l + 2 < dims_.size()) h = torch::tanh(h);
+  }
+  return h * scale_;
+}
+
+void Adam::update(Tensor& param, const Tensor& grad) {
+  torch::NoGradGuard ng;
+  if (!m.defined()) {
+    m = torch::zeros_like(param);
+    v = torch::zeros_like(param);
+  }
+  ++step;
+  m.mul_(beta1).add_(grad, 1 - beta1);
+  v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+  const double bc1 = 1 - std::pow(beta1, double(step));
+  const double bc2 = 1 - std::pow(beta2, double(step));
+  const Tensor denom = (v.sqrt() / std::sqrt(bc2)).add_(eps);
+  param.addcdiv_(m, denom, -lr / bc1);
+}
+
+// ---- files ------------------------------------------------------------------------------
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    done += std::size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  fs::rename(tmp, p);
+}
+
+// ---- training -------------------------------------------------------------------------------
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+json tensor_flat(const Tensor& t) {
+  const Tensor c = t.detach().to(torch::kFloat64).contiguous().view(-1);
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
+  const auto v = a.get<std::vector<double>>();
+  return torch::tensor(v, torch::kFloat64).to(dtype);
+}
+
+json curve_json(const std::vector<CurvePoint>& curve) {
+  json a = json::array();
+  for (const auto& p : curve)
+    a.push_back({{"iteration", p.iteration},
+                 {"train_fidelity", p.train_fidelity},
+                 {"val_before", p.val_before},
+                 {"val_after", p.val_after}});
+  return a;
+}
+
+// The keys that may differ between a checkpoint and the run that resumes it.
+bool resumable_key(const std::string& k) {
+  return k == "iterations" || k == "output_dir" || k == "checkpoint_every" || k == "threads" || k == "device" ||
+         k == "robust_iterations" || k == "robust_lr" || k == "grape_iterations" || k == "grape_lr";
+}
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg)
+      : cfg_(cfg),
+        problem_(cfg),
+        policy_(2, cfg.hidden_width, cfg.hidden_layers, int64_t(problem_.n_segments()) * problem_.n_controls(),
+                cfg.amplitude_scale),
+        opts_(torch::TensorOptions().dtype(problem_.dtype())),
+        task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)) {
+    auto init_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
+    theta_ = policy_.init(init_gen, problem_.dtype());
+    adam_.lr = cfg.meta_lr;
+    auto val_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 2);
+    val_noise_ = sample(val_gen, cfg.validation_tasks);
+  }
+
+  const Problem& problem() const { return problem_; }
+  const Policy& policy() const { return policy_; }
+
+  Tensor sample(at::Generator& gen, int64_t n) const {
+    const Tensor u = torch::rand({n, 2}, gen, opts_);
+    return torch::stack({cfg_.deph_lo + (cfg_.deph_hi - cfg_.deph_lo) * u.select(1, 0),
+                         cfg_.relax_lo + (cfg_.relax_hi - cfg_.relax_lo) * u.select(1, 1)},
+                        1);
+  }
+
+  // Noise rates scaled to [-1, 1] over the training ranges (0 where a range is a point).
+  Tensor features(const Tensor& noise) const {
+    auto z = [](const Tensor& g, double lo, double hi) {
+      return hi > lo ? (g - lo) * (2.0 / (hi - lo)) - 1.0 : torch::zeros_like(g);
+    };
+    return torch::stack({z(noise.select(1, 0), cfg_.deph_lo, cfg_.deph_hi),
+                         z(noise.select(1, 1), cfg_.relax_lo, cfg_.relax_hi)},
+                        1);
+  }
+
+  // Per-task parameters are kept split into layers ([T, n_l] each), see Policy::split.
+  using Layers = std::vector<Tensor>;
+
+  Tensor pulses(const Tensor& params, const Tensor& feats) const { return pulses(policy_.split(params), feats); }
+  Tensor pulses(const Layers& layers, const Tensor& feats) const {
+    return policy_.forward(layers, feats).view({feats.size(0), problem_.n_segments(), problem_.n_controls()});
+  }
+
+  Layers per_task(int64_t T) const {
+    Layers out;
+    for (const auto& l : policy_.split(theta_.detach())) out.push_back(l.expand({T, l.size(0)}).clone());
+    return out;
+  }
+  static Tensor flat_mean(const Layers& layers) {
+    std::vector<Tensor> m;
+    for (const auto& l : layers) m.push_back(l.mean(0));
+    return torch::cat(m);
+  }
+  static Tensor task_norm(const Layers& layers) {  // [T, 1]
+    Tensor s;
+    for (const auto& l : layers) s = s.defined() ? s + l.square().sum(1, true) : l.square().sum(1, true);
+    return s.sqrt();
+  }
+
+  // Per-task fidelity [T] and the gradient of sum_t (1 - F_t) w.r.t. the per-task parameters.
+  std::pair<Tensor, Layers> loss_grad(const Layers& phi, const Tensor& feats, const Tensor& noise) const {
+    Layers leaves;
+    for (const auto& l : phi) leaves.push_back(l.detach().requires_grad_(true));
+    const Tensor f = problem_.fidelity(pulses(leaves, feats), noise);
+    return {f.detach(), torch::autograd::grad({(1 - f).sum()}, leaves)};
+  }
+
+  Tensor fidelity_nograd(const Layers& phi, const Tensor& feats, const Tensor& noise) const {
+    torch::NoGradGuard ng;
+    return problem_.fidelity(pulses(phi, feats), noise);
+  }
+
+  // Hessian-vector products of each task's loss, by central differences of the exact gradients.
+  Layers hvp(const Layers& phi, const Layers& v, const Tensor& feats, const Tensor& noise) const {
+    torch::NoGradGuard ng;
+    const double rel = problem_.dtype() == torch::kFloat32 ? 5e-3 : 6e-6;  // ~ cbrt(machine epsilon)
+    const Tensor nv = task_norm(v), nphi = task_norm(phi);
+    const Tensor nonzero = nv > 0;
+    const Tensor eps = torch::where(nonzero, rel * (1 + nphi) / torch::where(nonzero, nv, torch::ones_like(nv)),
+                                    torch::ones_like(nv));
+    Layers plus, minus;
+    for (std::size_t i = 0; i < phi.size(); ++i) {
+      plus.push_back(phi[i] + eps * v[i]);
+      minus.push_back(phi[i] - eps * v[i]);
+    }
+    const Layers gp = loss_grad(plus, feats, noise).second, gm = loss_grad(minus, feats, noise).second;
+    Layers out;
+    for (std::size_t i = 0; i < phi.size(); ++i)
+      out.push_back(torch::where(nonzero, (gp[i] - gm[i]) / (2 * eps), torch::zeros_like(v[i])));
+    return out;
+  }
+
+  // SGD adaptation of theta to each task: the adapted per-task parameters and the
+  // fidelities before adaptation; `trail` receives the parameters each step started from.
+  std::pair<Layers, Tensor> adapt(const Tensor& noise, int64_t steps, std::vector<Layers>* trail = nullptr) const {
+    const Tensor feats = features(noise);
+    Layers phi = per_task(noise.size(0));
+    Tensor f0;
+    for (int64_t k = 0; k < steps; ++k) {
+      auto [f, g] = loss_grad(phi, feats, noise);
+      if (k == 0) f0 = f;
+      if (trail) trail->push_back(phi);
+      for (std::size_t i = 0; i < phi.size(); ++i) phi[i] = torch::sub(phi[i], g[i], cfg_.inner_lr);
+    }
+    if (!f0.defined()) f0 = fidelity_nograd(phi, feats, noise);
+    return {phi, f0};
+  }
+
+  double iteration() {
+    const Tensor noise = sample(task_gen_, cfg_.meta_batch);
+    const Tensor feats = features(noise);
+    std::vector<Layers> trail;
+    const Layers phi = adapt(noise, cfg_.inner_steps, cfg_.algorithm == "maml" ? &trail : nullptr).first;
+    Tensor meta_grad, fq;
+    if (cfg_.algorithm == "reptile") {
+      fq = fidelity_nograd(phi, feats, noise);
+      meta_grad = theta_ - flat_mean(phi);
+    } else {
+      auto [f, v] = loss_grad(phi, feats, noise);
+      fq = f;
+      if (cfg_.algorithm == "maml")  // d phi_K / d theta = prod_k (I - lr H(phi_k)), applied right to left
+        for (auto k = static_cast<int64_t>(trail.size()) - 1; k >= 0; --k) {
+          const Layers hv = hvp(trail[std::size_t(k)], v, feats, noise);
+          for (std::size_t i = 0; i < v.size(); ++i) v[i] = torch::sub(v[i], hv[i], cfg_.inner_lr);
+        }
+      meta_grad = flat_mean(v);
+    }
+    adam_.update(theta_, meta_grad);
+    return fq.mean().item<double>();
+  }
+
+  struct Validation {
+    Tensor before, after;
+    Layers adapted;
+  };
+  Validation validate() const {
+    auto [phi, f0] = adapt(val_noise_, cfg_.adapt_steps);
+    return {f0, fidelity_nograd(phi, features(val_noise_), val_noise_), phi};
+  }
+
+  json checkpoint(int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
+    const Tensor state = task_gen_.get_state();
+    const auto* bytes = state.data_ptr<uint8_t>();
+    return {{"format", "qfleet-meta-checkpoint/1"},
+            {"config", cfg_.json},
+            {"iteration", iteration},
+            {"theta", tensor_flat(theta_)},
+            {"adam", {{"step", adam_.step},
+                      {"m", adam_.m.defined() ? tensor_flat(adam_.m) : json::array()},
+                      {"v", adam_.v.defined() ? tensor_flat(adam_.v) : json::array()}}},
+            {"generator_state", std::vector<uint8_t>(bytes, bytes + state.numel())},
+            {"curve", curve_json(curve)},
+            {"train_seconds", train_s}};
+  }
+
+  // Restores a checkpoint: returns the iteration it was taken at.
+  int64_t restore(const json& ck, std::vector<CurvePoint>& curve, double& train_s) {
+    if (ck.value("format", "") != "qfleet-meta-checkpoint/1")
+      throw ConfigError("resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
+    std::string differ;
+    for (const auto& [k, v] : cfg_.json.items())
+      if (!resumable_key(k) && (!ck["config"].contains(k) || ck["config"][k] != v))
+        differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck["config"].contains(k) ? ck["config"][k].dump() : "absent") + ", now " + v.dump() + ")";
+    if (!differ.empty())
+      throw ConfigError("resume: the configuration differs from the checkpoint's in " + differ +
+                        "; only iterations, output_dir, checkpoint_every, threads, device and the baselines' "
+                        "settings may change");
+    const int64_t it = ck["iteration"];
+    if (it > cfg_.iterations)
+      throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
+                        std::to_string(cfg_.iterations));
+    theta_ = flat_tensor(ck["theta"], problem_.dtype());
+    if (theta_.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
+    adam_.step = ck["adam"]["step"];
+    if (adam_.step > 0) {
+      adam_.m = flat_tensor(ck["adam"]["m"], problem_.dtype());
+      adam_.v = flat_tensor(ck["adam"]["v"], problem_.dtype());
+    }
+    const auto bytes = ck["generator_state"].get<std::vector<uint8_t>>();
+    task_gen_.set_state(torch::tensor(std::vector<int64_t>(bytes.begin(), bytes.end())).to(torch::kUInt8));
+    curve.clear();
+    for (const auto& p : ck["curve"])
+      curve.push_back({p["iteration"], p["train_fidelity"], p["val_before"], p["val_after"]});
+    train_s = ck["train_seconds"];
+    return it;
+  }
+
+  Tensor theta() const { return theta_; }
+  const Tensor& val_noise() const { return val_noise_; }
+
+ private:
+  const Config& cfg_;
+  Problem problem_;
+  Policy policy_;
+  torch::TensorOptions opts_;
+  at::Generator task_gen_;
+  Tensor theta_;
+  Adam adam_;
+  Tensor val_noise_;
+};
+
+// Adam on per-task pulses (elementwise, so the tasks are optimised independently),
+// with a cosine learning-rate decay to 1% and the best pulse per task kept.
+std::pair<Tensor, Tensor> grape(const Problem& problem, Tensor u, const Tensor& noise, int64_t iterations,
+                                double lr) {
+  Adam opt;
+  Tensor best_f, best_u = u.clone();
+  {
+    torch::NoGradGuard ng;
+    best_f = problem.fidelity(u, noise);
+  }
+  for (int64_t i = 0; i < iterations; ++i) {
+    opt.lr = lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(std::numbers::pi * double(i) / double(iterations))));
+    const Tensor p = u.detach().requires_grad_(true);
+    const Tensor f = problem.fidelity(p, noise);
+    const Tensor g = torch::autograd::grad({(1 - f).sum()}, {p})[0];
+    {
+      torch::NoGradGuard ng;
+      const Tensor better = f.detach() > best_f;
+      best_f = torch::where(better, f.detach(), best_f);
+      best_u = torch::where(better.view({-1, 1, 1}), u, best_u);
+    }
+    opt.update(u, g);
+  }
+  torch::NoGradGuard ng;
+  const Tensor f = problem.fidelity(u, noise);
+  const Tensor better = f > best_f;
+  return {torch::where(better, f, best_f), torch::where(better.view({-1, 1, 1}), u, best_u)};
+}
+
+std::string csv_pulses(const Problem& pr, const std::vector<std::pair<std::string, Tensor>>& sets,
+                       const Tensor& noise) {
+  std::ostringstream o;
+  o.precision(17);
+  o << "task,kind,gamma_deph,gamma_relax,segment,t_start";
+  for (const auto& n : pr.control_names()) o << ',' << n;
+  o << '\n';
+  const Tensor nz = noise.to(torch::kFloat64);
+  for (const auto& [kind, t] : sets) {
+    const Tensor a = t.detach().to(torch::kFloat64).contiguous();
+    const bool shared = a.dim() == 2;
+    const int64_t T = shared ? 1 : a.size(0);
+    for (int64_t b = 0; b < T; ++b) {
+      const Tensor ab = shared ? a : a[b];
+      for (int64_t s = 0; s < pr.n_segments(); ++s) {
+        if (shared) {
+          o << "all," << kind << ",,," << s;
+        } else {
+          o << b << ',' << kind << ',' << nz[b][0].item<double>() << ',' << nz[b][1].item<double>() << ',' << s;
+        }
+        o << ',' << double(s) * pr.segment_duration();
+        for (int64_t k = 0; k < pr.n_controls(); ++k) o << ',' << ab[s][k].item<double>();
+        o << '\n';
+      }
+    }
+  }
+  return o.str();
+}
+
+double mean_of(const Tensor& t) { return t.to(torch::kFloat64).mean().item<double>(); }
+
+}  // namespace
+
+RunResult run(const Config& cfg, const RunOptions& options) {
+  const auto t_start = Clock::now();
+  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  Trainer tr(cfg);
+  const fs::path out(cfg.output_dir);
+  fs::create_directories(out);
+  const std::string ck_path = (out / "checkpoint.json").string();
+
+  std::vector<CurvePoint> curve;
+  double train_s = 0;
+  int64_t it = 0;
+  if (options.resume) {
+    if (!fs::exists(ck_path)) throw ConfigError("resume: no checkpoint at " + ck_path);
+    json ck;
+    try {
+      ck = json::parse(std::ifstream(ck_path));
+    } catch (const json::exception& e) {
+      throw ConfigError("resume: cannot read " + ck_path + ": " + e.what());
+    }
+    it = tr.restore(ck, curve, train_s);
+  }
+  auto record = [&](int64_t i, double train_f) {
+    const auto v = tr.validate();
+    curve.push_back({i, train_f, mean_of(v.before), mean_of(v.after)});
+  };
+  if (it == 0 && curve.empty()) record(0, std::nan(""));
+
+  const int64_t stop = options.stop_after >= 0 ? std::min(options.stop_after, cfg.iterations) : cfg.iterations;
+  auto t_train = Clock::now();
+  const double train_s0 = train_s;
+  bool ran = false;
+  while (it < stop) {
+    ran = true;
+    const double train_f = tr.iteration();
+    ++it;
+    if (it % cfg.validate_every == 0 || it == cfg.iterations) record(it, train_f);
+    train_s = train_s0 + seconds_since(t_train);
+    if ((cfg.checkpoint_every > 0 && it % cfg.checkpoint_every == 0) || it == stop)
+      write_file_atomic(ck_path, tr.checkpoint(it, curve, train_s).dump());
+    if (options.progress) options.progress->update(it, cfg.iterations, curve.back().val_after);
+  }
+  if (options.progress) options.progress->finish();
+  if (!ran) write_file_atomic(ck_path, tr.checkpoint(it, curve, train_s).dump());
+  RunResult result;
+  result.complete = it == cfg.iterations;
+  if (!result.complete) {
+    result.report = {{"stopped_at_iteration", it}, {"checkpoint", ck_path}};
+    return result;
+  }
+
+  // ---- validation and baselines
+  const Problem& pr = tr.problem();
+  const Tensor& vn = tr.val_noise();
+  const int64_t V = vn.size(0);
+  auto t0 = Clock::now();
+  const auto val = tr.validate();
+  const Tensor feats = tr.features(vn);
+  const Tensor meta_before = tr.pulses(tr.theta().expand({V, tr.theta().size(0)}), feats).detach();
+  const Tensor meta_adapted = tr.pulses(val.adapted, feats).detach();
+  const double val_s = seconds_since(t0);
+
+  t0 = Clock::now();
+  auto rgen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 3);
+  Tensor robust = (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) *
+                       2 - 1) * 2.0;
+  {
+    Adam opt;
+    opt.lr = cfg.robust_lr;
+    for (int64_t i = 0; i < cfg.robust_iterations; ++i) {
+      const Tensor noise = tr.sample(rgen, cfg.meta_batch);
+      const Tensor p = robust.detach().requires_grad_(true);
+      const Tensor f = pr.fidelity(p, noise);
+      const Tensor g = torch::autograd::grad({(1 - f).mean()}, {p})[0];
+      opt.update(robust, g);
+    }
+  }
+  Tensor f_robust;
+  {
+    torch::NoGradGuard ng;
+    f_robust = pr.fidelity(robust, vn);
+  }
+  const double robust_s = seconds_since(t0);
+
+  // GRAPE from two starts per task (the robust pulse and the meta-adapted pulse), one batch.
+  t0 = Clock::now();
+  const Tensor starts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), meta_adapted}, 0).contiguous();
+  auto [gf, gu] = grape(pr, starts, torch::cat({vn, vn}, 0), cfg.grape_iterations, cfg.grape_lr);
+  const Tensor from_meta = gf.slice(0, V, 2 * V) > gf.slice(0, 0, V);
+  const Tensor f_grape = torch::where(from_meta, gf.slice(0, V, 2 * V), gf.slice(0, 0, V));
+  const Tensor u_grape = torch::where(from_meta.view({-1, 1, 1}), gu.slice(0, V, 2 * V), gu.slice(0, 0, V));
+  const double grape_s = seconds_since(t0);
+
+  // ---- outputs
+  json tasks = json::array();
+  const Tensor vn64 = vn.to(torch::kFloat64);
+  for (int64_t b = 0; b < V; ++b) {
+    const double fa = val.after[b].item<double>(), fg = f_grape[b].item<double>();
+    tasks.push_back({{"gamma_deph", vn64[b][0].item<double>()},
+                     {"gamma_relax", vn64[b][1].item<double>()},
+                     {"fidelity_before", val.before[b].item<double>()},
+                     {"fidelity_after", fa},
+                     {"fidelity_robust", f_robust[b].item<double>()},
+                     {"fidelity_grape", fg},
+                     {"grape_best_start", from_meta[b].item<bool>() ? "meta_adapted" : "robust"},
+                     {"gap", fg - fa}});
+  }
+  const Tensor gap = f_grape.to(torch::kFloat64) - val.after.to(torch::kFloat64);
+  const double total_s = seconds_since(t_start);
+  json report = {
+      {"app", "qfleet-meta"},
+      {"qfleet_version", QFLEET_VERSION_STRING},
+      {"config", cfg.json},
+      {"seed", cfg.seed},
+      {"system", {{"name", cfg.system},
+                  {"dim", pr.dim()},
+                  {"n_segments", pr.n_segments()},
+                  {"segment_duration", pr.segment_duration()},
+                  {"controls", pr.control_names()}}},
+      {"solver", {{"name", cfg.solver}, {"dt", cfg.dt}, {"precision", cfg.precision}}},
+      {"fidelity_definition", pr.fidelity_definition()},
+      {"algorithm", cfg.algorithm},
+      {"device", {{"requested", cfg.device}, {"used", "cpu"},
+                  {"why", cfg.device == "cpu" ? "requested" : "auto: this build has no CUDA open-system backend"}}},
+      {"threads", {{"torch", torch::get_num_threads()}, {"engine", cfg.threads}}},
+      {"policy_parameters", tr.policy().size()},
+      {"timings_s", {{"training", train_s},
+                     {"per_iteration_ms", cfg.iterations > 0 ? 1e3 * train_s / double(cfg.iterations) : 0.0},
+                     {"validation", val_s},
+                     {"robust_baseline", robust_s},
+                     {"grape", grape_s},
+                     {"total_this_run", total_s}}},
+      {"curve", curve_json(curve)},
+      {"validation", {{"tasks", tasks},
+                      {"mean_before", mean_of(val.before)},
+                      {"mean_after", mean_of(val.after)},
+                      {"mean_robust", mean_of(f_robust)},
+                      {"mean_grape", mean_of(f_grape)},
+                      {"mean_gap", gap.mean().item<double>()},
+                      {"max_gap", gap.max().item<double>()},
+                      {"adapt_steps", cfg.adapt_steps}}}};
+  write_file_atomic((out / "report.json").string(), report.dump(2) + "\n");
+
+  const std::vector<std::pair<std::string, Tensor>> sets = {
+      {"robust", robust}, {"meta_before", meta_before}, {"meta_adapted", meta_adapted}, {"grape", u_grape}};
+  write_file_atomic((out / "pulses.csv").string(), csv_pulses(pr, sets, vn));
+  json pj = {{"segment_duration", pr.segment_duration()},
+             {"controls", pr.control_names()},
+             {"robust", tensor_json(robust)},
+             {"tasks", json::array()}};
+  for (int64_t b = 0; b < V; ++b)
+    pj["tasks"].push_back({{"gamma_deph", vn64[b][0].item<double>()},
+                           {"gamma_relax", vn64[b][1].item<double>()},
+                           {"meta_before", tensor_json(meta_before[b])},
+                           {"meta_adapted", tensor_json(meta_adapted[b])},
+                           {"grape", tensor_json(u_grape[b])}});
+  write_file_atomic((out / "pulses.json").string(), pj.dump() + "\n");
+  const auto probs = pr.eval_problems(meta_adapted, vn);
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const std::string name = probs.size() == 1 ? "meta_adapted.json"
+                                               : "meta_adapted_" + cfg.input_states[i] + ".json";
+    write_file_atomic((out / "eval" / name).string(), probs[i].dump() + "\n");
+  }
+  result.report = report;
+  return result;
+}
+
+}  // namespace qfleet::meta

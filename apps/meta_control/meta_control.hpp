@@ -1,0 +1,145 @@
+// Meta-learned robust quantum control on qfleet (docs/meta_control.md).
+//
+// A policy network maps a task's noise rates to piecewise-constant control
+// pulses; it is meta-trained (FOMAML, second-order MAML or Reptile) over a
+// distribution of noisy qubits so that a few SGD steps adapt it to a new task.
+// Every meta-batch is simulated as one batched engine call: the tasks' inner
+// steps run together on per-task fast weights [T, P].
+//
+// The Python twin (python/qfleet/meta_control) follows the same steps with the
+// same random streams and gives the same numbers; both read the configuration
+// schema and presets from python/qfleet/meta_control/config.json.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "qfleet/torch.hpp"
+
+namespace qfleet::meta {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The schema, presets and default preset (config.json, embedded at build time).
+const nlohmann::json& schema();
+
+// Resolves a configuration: the key defaults, then the preset (the file's
+// "preset" key, else `preset`, else the default preset), then the file's keys,
+// then the `overrides` ("key=value", value parsed as JSON, else taken as a string).
+// Unknown keys, wrong types and out-of-range values throw ConfigError naming the key.
+nlohmann::json resolve_config(const nlohmann::json& file, const std::string& preset,
+                              const std::vector<std::string>& overrides);
+nlohmann::json load_config_file(const std::string& path);  // ConfigError when missing/invalid
+
+struct Config {
+  std::string system, algorithm, fidelity, solver, precision, device, output_dir, preset;
+  int64_t iterations, meta_batch, inner_steps, hidden_width, hidden_layers, n_segments, validation_tasks,
+      validate_every, adapt_steps, robust_iterations, grape_iterations, checkpoint_every, threads;
+  uint64_t seed;
+  double inner_lr, meta_lr, amplitude_scale, gate_time, dt, robust_lr, grape_lr;
+  double deph_lo, deph_hi, relax_lo, relax_hi;
+  std::vector<std::string> input_states;
+  nlohmann::json json;  // the resolved configuration
+};
+Config make_config(const nlohmann::json& resolved);
+
+// The physics: the engine programs whose mean fidelity is a task's figure of merit.
+class Problem {
+ public:
+  explicit Problem(const Config& cfg);
+  int qubits() const { return qubits_; }
+  int dim() const { return 1 << qubits_; }
+  int n_segments() const { return n_seg_; }
+  int n_controls() const { return n_ctrl_; }
+  int n_jumps() const { return 2 * qubits_; }
+  double segment_duration() const { return seg_dt_; }
+  const std::vector<std::string>& control_names() const { return control_names_; }
+  torch::ScalarType dtype() const { return dtype_; }
+  std::string fidelity_definition() const;
+  // rates [T, 2] = (gamma_deph, gamma_relax) -> the engine's per-task rates [T, n_jumps].
+  torch::Tensor jump_rates(const torch::Tensor& noise) const;
+  // Differentiable fidelity [T] of amplitudes [T, n_seg, n_ctrl] (or shared [n_seg, n_ctrl]).
+  torch::Tensor fidelity(const torch::Tensor& amplitudes, const torch::Tensor& noise) const;
+  // `qfleet eval` problems (docs/cli.md) that reproduce fidelity(): one per program.
+  std::vector<nlohmann::json> eval_problems(const torch::Tensor& amplitudes, const torch::Tensor& noise) const;
+
+ private:
+  int qubits_, n_seg_, n_ctrl_;
+  double seg_dt_;
+  torch::ScalarType dtype_;
+  std::vector<std::string> control_names_;
+  std::vector<nlohmann::json> models_;  // the eval JSON of each program, without per-task arrays
+  std::vector<c10::intrusive_ptr<nn::OpenSystemProgram>> programs_;
+};
+
+// The policy: features [T, 2] -> amplitudes [T, n_seg, n_ctrl], an MLP whose
+// parameters are one flat vector (per layer W [in, out] row-major, then b [out]).
+class Policy {
+ public:
+  Policy(int64_t in, int64_t width, int64_t layers, int64_t out, double scale);
+  int64_t size() const { return size_; }
+  // Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every weight and bias (torch.nn.Linear's range).
+  torch::Tensor init(at::Generator& gen, torch::ScalarType dtype) const;
+  // params [P] (shared) or [T, P] (per task).
+  torch::Tensor forward(const torch::Tensor& params, const torch::Tensor& features) const;
+  // The same on the parameters split into layers (W0, b0, W1, b1, ...; views of the flat vector):
+  // autograd then sees one leaf per layer, so a backward pass writes each layer's gradient once
+  // instead of scattering every slice's gradient into a zero-filled copy of the whole vector.
+  std::vector<torch::Tensor> split(const torch::Tensor& params) const;
+  torch::Tensor forward(const std::vector<torch::Tensor>& layers, const torch::Tensor& features) const;
+
+ private:
+  std::vector<int64_t> dims_;
+  int64_t size_ = 0;
+  double scale_;
+};
+
+// Adam with torch.optim.Adam's update formulas, on one flat tensor (its state checkpoints as JSON).
+struct Adam {
+  double lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t step = 0;
+  torch::Tensor m, v;
+  void update(torch::Tensor& param, const torch::Tensor& grad);
+};
+
+struct CurvePoint {
+  int64_t iteration;
+  double train_fidelity;     // the meta-batch's mean fidelity after the inner steps
+  double val_before, val_after;  // validation mean fidelity before / after adapt_steps
+};
+
+struct Progress {
+  virtual ~Progress() = default;
+  virtual void update(int64_t done, int64_t total, double val_after) = 0;
+  virtual void finish() {}
+};
+
+struct RunOptions {
+  bool resume = false;
+  int64_t stop_after = -1;     // stop (with a checkpoint) after this many iterations, for tests and time limits
+  Progress* progress = nullptr;
+  bool quiet = false;
+};
+
+struct RunResult {
+  nlohmann::json report;
+  bool complete = false;  // false when stopped by stop_after before the end
+};
+
+// Trains, runs the baselines, writes report.json, pulses.csv/json, eval/*.json and
+// checkpoint.json into cfg.output_dir. Throws ConfigError for bad configurations.
+RunResult run(const Config& cfg, const RunOptions& options);
+
+// Atomic file write: a temporary next to the file, fsync, rename.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace qfleet::meta
