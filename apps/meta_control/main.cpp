@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   try {
     nlohmann::json file = nlohmann::json::object();
     if (!config_path.empty()) file = qfleet::meta::load_config_file(config_path);
-    if (!out_dir.empty()) sets.push_back("output_dir=\"" + out_dir + "\"");
+    if (!out_dir.empty()) sets.push_back("output_dir=" + nlohmann::json(out_dir).dump());
     const nlohmann::json resolved = qfleet::meta::resolve_config(file, preset, sets);
     if (print_config) {
       std::printf("%s\n", resolved.dump(2).c_str());

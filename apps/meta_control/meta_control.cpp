@@ -135,9 +135,9 @@ json resolve_config(const json& file, const std::string& preset, const std::vect
   const json& keys = schema()["keys"];
   json out = json::object();
   for (const auto& [k, spec] : keys.items()) out[k] = spec["default"];
-  if (!file.is_object()) throw ConfigError("config: expected a JSON object of keys");
+  if (!file.is_null() && !file.is_object()) throw ConfigError("config: expected a JSON object of keys");
   std::string name = preset;
-  if (file.contains("preset")) {
+  if (file.is_object() && file.contains("preset")) {
     if (!file["preset"].is_string()) throw ConfigError("config: key 'preset': expected a string");
     name = file["preset"].get<std::string>();
   }
@@ -149,7 +149,8 @@ json resolve_config(const json& file, const std::string& preset, const std::vect
     throw ConfigError("config: unknown preset '" + name + "' (presets: " + names + ")");
   }
   for (const auto& [k, v] : presets[name].items()) out[k] = v;
-  for (const auto& [k, v] : file.items()) {
+  const json given = file.is_null() ? json::object() : file;
+  for (const auto& [k, v] : given.items()) {
     if (k == "preset") continue;
     if (!keys.contains(k)) unknown_key(k, " in the configuration file");
     check_value(k, keys[k], v);
@@ -526,7 +527,7 @@ json curve_json(const std::vector<CurvePoint>& curve) {
   json a = json::array();
   for (const auto& p : curve)
     a.push_back({{"iteration", p.iteration},
-                 {"train_fidelity", p.train_fidelity},
+                 {"train_fidelity", std::isnan(p.train_fidelity) ? json(nullptr) : json(p.train_fidelity)},
                  {"val_before", p.val_before},
                  {"val_after", p.val_after}});
   return a;
@@ -613,7 +614,6 @@ class Trainer {
 
   // Hessian-vector products of each task's loss, by central differences of the exact gradients.
   Layers hvp(const Layers& phi, const Layers& v, const Tensor& feats, const Tensor& noise) const {
-    torch::NoGradGuard ng;
     const double rel = problem_.dtype() == torch::kFloat32 ? 5e-3 : 6e-6;  // ~ cbrt(machine epsilon)
     const Tensor nv = task_norm(v), nphi = task_norm(phi);
     const Tensor nonzero = nv > 0;
@@ -647,28 +647,28 @@ class Trainer {
     return {phi, f0};
   }
 
-  double iteration() {
-    const Tensor noise = sample(task_gen_, cfg_.meta_batch);
+  // The meta-batch's fidelities after the inner steps, and the meta-gradient.
+  std::pair<Tensor, Tensor> meta_grad(const Tensor& noise) const {
     const Tensor feats = features(noise);
     std::vector<Layers> trail;
     const Layers phi = adapt(noise, cfg_.inner_steps, cfg_.algorithm == "maml" ? &trail : nullptr).first;
-    Tensor meta_grad, fq;
-    if (cfg_.algorithm == "reptile") {
-      fq = fidelity_nograd(phi, feats, noise);
-      meta_grad = theta_ - flat_mean(phi);
-    } else {
-      auto [f, v] = loss_grad(phi, feats, noise);
-      fq = f;
-      if (cfg_.algorithm == "maml")  // d phi_K / d theta = prod_k (I - lr H(phi_k)), applied right to left
-        for (auto k = static_cast<int64_t>(trail.size()) - 1; k >= 0; --k) {
-          const Layers hv = hvp(trail[std::size_t(k)], v, feats, noise);
-          for (std::size_t i = 0; i < v.size(); ++i) v[i] = torch::sub(v[i], hv[i], cfg_.inner_lr);
-        }
-      meta_grad = flat_mean(v);
-    }
-    adam_.update(theta_, meta_grad);
+    if (cfg_.algorithm == "reptile") return {fidelity_nograd(phi, feats, noise), theta_ - flat_mean(phi)};
+    auto [fq, v] = loss_grad(phi, feats, noise);
+    if (cfg_.algorithm == "maml")  // d phi_K / d theta = prod_k (I - lr H(phi_k)), applied right to left
+      for (auto k = static_cast<int64_t>(trail.size()) - 1; k >= 0; --k) {
+        const Layers hv = hvp(trail[std::size_t(k)], v, feats, noise);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = torch::sub(v[i], hv[i], cfg_.inner_lr);
+      }
+    return {fq, flat_mean(v)};
+  }
+
+  double iteration() {
+    auto [fq, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
+    adam_.update(theta_, g);
     return fq.mean().item<double>();
   }
+
+  void set_theta(const Tensor& theta) { theta_ = theta.detach().clone(); }
 
   struct Validation {
     Tensor before, after;
@@ -721,7 +721,8 @@ class Trainer {
     task_gen_.set_state(torch::tensor(std::vector<int64_t>(bytes.begin(), bytes.end())).to(torch::kUInt8));
     curve.clear();
     for (const auto& p : ck["curve"])
-      curve.push_back({p["iteration"], p["train_fidelity"], p["val_before"], p["val_after"]});
+      curve.push_back({p["iteration"], p["train_fidelity"].is_null() ? std::nan("") : p["train_fidelity"].get<double>(),
+                       p["val_before"], p["val_after"]});
     train_s = ck["train_seconds"];
     return it;
   }
@@ -801,6 +802,24 @@ std::string csv_pulses(const Problem& pr, const std::vector<std::pair<std::strin
 double mean_of(const Tensor& t) { return t.to(torch::kFloat64).mean().item<double>(); }
 
 }  // namespace
+
+Tensor meta_gradient(const Config& cfg, const Tensor& theta, const Tensor& noise) {
+  Trainer tr(cfg);
+  tr.set_theta(theta);
+  return tr.meta_grad(noise).second;
+}
+
+double meta_objective(const Config& cfg, const Tensor& theta, const Tensor& noise) {
+  Trainer tr(cfg);
+  tr.set_theta(theta);
+  const auto phi = tr.adapt(noise, cfg.inner_steps).first;
+  return (1 - tr.fidelity_nograd(phi, tr.features(noise), noise)).to(torch::kFloat64).mean().item<double>();
+}
+
+int64_t policy_size(const Config& cfg) {
+  const Problem pr(cfg);
+  return Policy(2, cfg.hidden_width, cfg.hidden_layers, int64_t(pr.n_segments()) * pr.n_controls(), 1.0).size();
+}
 
 RunResult run(const Config& cfg, const RunOptions& options) {
   const auto t_start = Clock::now();

@@ -139,6 +139,14 @@ struct RunResult {
 // checkpoint.json into cfg.output_dir. Throws ConfigError for bad configurations.
 RunResult run(const Config& cfg, const RunOptions& options);
 
+// For tests: the meta-gradient a training step feeds to Adam, for policy parameters
+// `theta` [P] and tasks `noise` [T, 2] = (gamma_deph, gamma_relax); and the objective
+// it approximates, the mean over tasks of 1 - F after inner_steps SGD steps (maml:
+// its gradient; fomaml: the gradient at the adapted parameters; reptile: theta - mean phi).
+torch::Tensor meta_gradient(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
+double meta_objective(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
+int64_t policy_size(const Config& cfg);
+
 // Atomic file write: a temporary next to the file, fsync, rename.
 void write_file_atomic(const std::string& path, const std::string& text);
 

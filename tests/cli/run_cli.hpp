@@ -54,11 +54,11 @@ inline std::string write_temp(const std::string& content, const std::string& suf
   return path;
 }
 
-// Runs `qfleet ARGS...`; stdin is `stdin_text` when given, else /dev/null.
-inline CliResult run_cli(const std::vector<std::string>& args,
-                         const std::optional<std::string>& stdin_text = std::nullopt) {
+// Runs `BINARY ARGS...`; stdin is `stdin_text` when given, else /dev/null.
+inline CliResult run_program(const std::string& binary, const std::vector<std::string>& args,
+                             const std::optional<std::string>& stdin_text = std::nullopt) {
   const std::string out = temp_path(".out"), err = temp_path(".err");
-  std::string cmd = shell_quote(QFLEET_CLI_PATH);
+  std::string cmd = shell_quote(binary);
   for (const auto& a : args) {
     cmd += ' ';
     cmd += shell_quote(a);
@@ -89,6 +89,14 @@ inline CliResult run_cli(const std::vector<std::string>& args,
   if (!in_path.empty()) std::remove(in_path.c_str());
   return r;
 }
+
+#ifdef QFLEET_CLI_PATH
+// Runs `qfleet ARGS...`.
+inline CliResult run_cli(const std::vector<std::string>& args,
+                         const std::optional<std::string>& stdin_text = std::nullopt) {
+  return run_program(QFLEET_CLI_PATH, args, stdin_text);
+}
+#endif
 
 inline std::string source_path(const std::string& rel) {
   return std::string(QFLEET_SOURCE_DIR) + "/" + rel;
