@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Set up, build (Release) and run the main job with its embedded defaults.
-# Extra arguments go to `qfleet demo` (see `build/tools/qfleet demo --help`).
+# Set up, build (Release) and run the main job on its embedded default: the
+# meta-learned robust quantum-control app (qfleet-meta, docs/meta_control.md),
+# then draw its plots. Output: meta-control-out/ (report.json, pulses.csv/json,
+# eval/, checkpoint.json, *.png).
+# Extra arguments go to qfleet-meta, e.g. `--preset paper` or `--set system=two_qubit_cz`
+# (see `build/apps/meta_control/qfleet-meta --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+venv=$(./scripts/setup_python.sh)
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF >/dev/null
-cmake --build build -j"$jobs" --target qfleet_cli
-exec ./build/tools/qfleet demo "$@"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" \
+      >/dev/null
+cmake --build build -j"$jobs" --target qfleet_meta_cli
+bin=./build/apps/meta_control/qfleet-meta
+"$bin" "$@"
+out=$("$bin" "$@" --print-config | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["output_dir"])')
+PYTHONPATH="$PWD/python" QFLEET_TORCH_LIBRARY="$PWD/build/adapters/torch/libqfleet_torch.so" \
+  "$venv/bin/python" -m qfleet.meta_control.plot "$out"

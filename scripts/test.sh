@@ -23,7 +23,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== pip install . and the Python tests against the installed package"
 python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
 tmp=$(mktemp -d)
-(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY QFLEET_CLI="$venv/bin/qfleet" \
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider "$root/tests/python")
 rm -rf "$tmp"

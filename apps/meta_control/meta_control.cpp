@@ -110,8 +110,8 @@ void check_value(const std::string& key, const json& spec, const json& v) {
 json parse_override_value(const std::string& text) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error&) {
-    return json(text);  // a bare word is a string
+  } catch (const json::exception&) {
+    return json(text);  // a bare word (or a number JSON cannot hold, 1e999) is a string
   }
 }
 
