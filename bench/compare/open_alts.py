@@ -265,3 +265,60 @@ def alternatives(quick: bool):
         for k in ["PyTorch RK4 dt=0.001", "PyTorch Euler dt=0.001", "dynamiqs Tsit5 rtol=1e-10 (jax.grad)"]:
             alts.pop(k)
     return alts
+
+
+# --------------------------------------------------------------------------- workload 4
+
+
+class TorchRK4Problem:
+    """The meta-control app's simulator interface (python/qfleet/meta_control: `fidelity(amplitudes,
+    noise)` differentiable, plus n_segments / n_controls / dtype), written the way the research code
+    did it: PyTorch RK4 at a fixed dt on [T, d^2, d, d] basis density matrices, autograd for the
+    gradient, batched over tasks. Average gate fidelity of the channel, like the app's default."""
+
+    def __init__(self, model: Model, dt: float):
+        import torch
+
+        self.model, self.dtype = model, torch.float64
+        self.n_segments, self.n_controls = model.n_seg, model.n_ctrl
+        d, c128 = model.d, torch.complex128
+        self.Hc = torch.tensor(np.stack(model.controls), dtype=c128)
+        self.Ls = torch.tensor(np.stack(model.jumps), dtype=c128)
+        self.Lds = self.Ls.conj().transpose(-1, -2)
+        self.LdLs = self.Lds @ self.Ls
+        self.basis = torch.zeros(d * d, d, d, dtype=c128)
+        for i in range(d):
+            for j in range(d):
+                self.basis[i + d * j, i, j] = 1.0
+        self.SU = torch.tensor(target_super(model.U_target), dtype=c128)
+        self.n_sub, self.h = steps_per_segment(model, dt)
+
+    def fidelity(self, amplitudes, noise):
+        import torch
+
+        m, d = self.model, self.model.d
+        T = noise.shape[0]
+        # the app's noise is (gamma_deph, gamma_relax); the model's jumps are (relax, deph) per qubit
+        per_kind = {"relax": noise[:, 1], "deph": noise[:, 0]}
+        g = torch.stack([per_kind[k] for k in m.jump_kinds], 1)
+        u = amplitudes if amplitudes.dim() == 3 else amplitudes.expand(T, -1, -1)
+
+        def rhs(rho, H):
+            out = -1j * (H @ rho - rho @ H)
+            for j in range(self.Ls.shape[0]):
+                gj = g[:, j].reshape(T, 1, 1, 1)
+                out = out + gj * (self.Ls[j] @ rho @ self.Lds[j] - 0.5 * (self.LdLs[j] @ rho + rho @ self.LdLs[j]))
+            return out
+
+        rho, h = self.basis.expand(T, d * d, d, d), self.h
+        for k in range(m.n_seg):
+            H = torch.einsum("bc,cij->bij", u[:, k].to(torch.complex128), self.Hc).unsqueeze(1)
+            for _ in range(self.n_sub):
+                k1 = rhs(rho, H)
+                k2 = rhs(rho + (h / 2) * k1, H)
+                k3 = rhs(rho + (h / 2) * k2, H)
+                k4 = rhs(rho + h * k3, H)
+                rho = rho + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+        S = rho.transpose(-1, -2).reshape(T, d * d, d * d).transpose(1, 2)
+        Fpro = torch.real(torch.einsum("ij,bij->b", self.SU.conj(), S)) / d**2
+        return (d * Fpro + 1) / (d + 1)

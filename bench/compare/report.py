@@ -223,3 +223,26 @@ def write_markdown_and_plots(results: dict, out_dir: str, stem: str):
     with open(md_path, "w") as f:
         f.write("\n".join(lines))
     return md_path, pngs
+
+
+README_BEGIN = "<!-- bench/compare results: begin (written by bench/compare/run.py) -->"
+README_END = "<!-- bench/compare results: end -->"
+
+
+def update_readme(path: str, results: dict, md_rel: str) -> bool:
+    """Puts the main table, with the date and machine, between the README's markers."""
+    with open(path) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        return False
+    m = results["meta"]
+    cpu = m["machine"].get("cpu_model", m["machine_tag"])
+    head = (f"{m['date']}, {cpu}, {m['machine'].get('cores', '?')} cores, "
+            f"threads: {m['threads_requested']}; `bench/compare/run.sh` ({m['total_seconds']:.0f} s); "
+            f"details, sweeps and plots: [{md_rel}]({md_rel}).\n\n")
+    table = main_table(results)
+    before, rest = text.split(README_BEGIN, 1)
+    after = rest.split(README_END, 1)[1]
+    with open(path, "w") as f:
+        f.write(before + README_BEGIN + "\n" + head + table + "\n" + README_END + after)
+    return True

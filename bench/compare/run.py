@@ -67,11 +67,13 @@ def parse_args():
     p.add_argument("--quick", action="store_true", help="small subset for smoke testing (< 2 min)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every library (OMP_NUM_THREADS, torch, XLA); default: all cores")
-    p.add_argument("--only", default="circuit,meta,cz",
-                   help="comma list of workloads: circuit, meta, cz (default: all)")
+    p.add_argument("--only", default="circuit,meta,cz,e2e",
+                   help="comma list of workloads: circuit, meta, cz, e2e (default: all)")
     p.add_argument("--no-sweeps", action="store_true", help="main workloads only")
     p.add_argument("--out-dir", default=os.path.join(REPO, "bench", "results"))
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--no-readme", action="store_true",
+                   help="do not put the results table into README.md (a full run does; --quick never does)")
     return p.parse_args()
 
 ARGS = parse_args()
@@ -509,6 +511,74 @@ def workload_meta(results: dict) -> None:
 def workload_cz(results: dict) -> None:
     open_main(results, "cz", two_qubit_cz_model(), "Two-qubit CZ variant")
 
+# =========================================================================== workload 4
+
+def workload_e2e(results: dict) -> None:
+    """One meta-training iteration of the meta-control app (python -m qfleet.meta_control: 32 tasks,
+    5 inner SGD steps on per-task fast weights, the outer gradient, one Adam step; FOMAML, paper
+    setting) with qfleet as simulator, and the same iteration with the PyTorch RK4 simulator."""
+    key = "e2e"
+    rows = []
+    if not QF_OK:
+        rows.append(qfleet_missing(Row("qfleet meta_control iteration (exact)", "qfleet", "iteration")))
+        results["workloads"][key] = {"title": "Meta-training iteration (app)", "config": {}, "rows": [r.as_dict() for r in rows]}
+        return
+    from qfleet import meta_control as mc
+
+    model = qubit_x_model()
+    base = {"preset": "paper", "threads": ARGS.threads or 0}
+    theta_noise = {}
+
+    def build(solver_keys, problem=None):
+        cfg = mc.make_config(mc.resolve_config({**base, **solver_keys}))
+        tr = mc.Trainer(cfg, problem)
+        gen = torch.Generator().manual_seed(ARGS.seed)
+        noise = tr.sample(gen, cfg.meta_batch)
+        theta_noise.setdefault("theta", tr.theta.clone())
+        tr.set_theta(theta_noise["theta"])
+
+        def run():
+            return tr.iteration()
+
+        def extract(_):  # the meta-gradient of one fixed iteration (same theta, same tasks)
+            probe = mc.Trainer(cfg, problem)
+            probe.set_theta(theta_noise["theta"])
+            return (probe.meta_grad(noise)[1].detach().numpy(),)
+        return run, extract, f"torch intra-op {torch.get_num_threads()}"
+
+    ref = {}
+
+    def check(result):
+        if "exact" not in ref:
+            ref["exact"] = result[0]
+            return {}
+        return {"meta_gradient": float(np.max(np.abs(result[0] - ref["exact"])))}
+
+    qx = timed_case(Row("qfleet meta_control iteration (exact)", "qfleet", "iteration"), lambda: build({}),
+                    check, MAIN_BUDGET)
+    qr = timed_case(Row("qfleet meta_control iteration (rk4 dt=0.01)", "qfleet", "iteration"),
+                    lambda: build({"solver": "rk4", "dt": 0.01}), check, MAIN_BUDGET)
+    tr_row = Row("same iteration, PyTorch RK4 dt=0.01 simulator", "fixed-step", "iteration")
+    tr_row.counterpart = qr.alternative
+    timed_case(tr_row, lambda: build({}, open_alts.TorchRK4Problem(model, 0.01)), check, MAIN_BUDGET)
+    rows = [qx, qr, tr_row]
+    if qr.status == "ok" and tr_row.status == "ok":  # the same discretisation must give the same gradient
+        e = float(np.max(np.abs(qr.result[0] - tr_row.result[0])))
+        qr.extra["max_error_vs_PyTorch_RK4"] = e
+        if e > TOL_EXACT:
+            qr.check = "fail"
+    for r in rows:
+        log_row(f"[{key}]", r)
+    results["workloads"][key] = {
+        "title": "Meta-training iteration (app)",
+        "config": {"app": "python -m qfleet.meta_control (the C++ qfleet-meta gives the same numbers)",
+                   "preset": "paper", "algorithm": "fomaml", "tasks": 32, "inner_steps": 5, "segments": 60,
+                   "policy": "MLP 2-128-128-120, tanh", "seed": ARGS.seed},
+        "reference": {"method": "meta-gradient of the qfleet exact iteration (whose engine is checked against "
+                                "scipy expm in workload 2)"},
+        "rows": [r.as_dict() for r in rows],
+    }
+
 # =========================================================================== main
 
 def versions() -> dict:
@@ -571,7 +641,7 @@ def main() -> int:
             log(f"[checks] FAIL {c['check']}: {c['value']} vs {c['expected']}")
 
     only = set(ARGS.only.split(","))
-    sections = [("circuit", workload_circuit), ("meta", workload_meta), ("cz", workload_cz)]
+    sections = [("circuit", workload_circuit), ("meta", workload_meta), ("cz", workload_cz), ("e2e", workload_e2e)]
     for name, fn in sections:
         if name not in only:
             continue
@@ -596,6 +666,10 @@ def main() -> int:
         + "".join(f", {os.path.relpath(p, REPO)}" for p in pngs))
     print()
     print(report.main_table(results))
+    if not ARGS.quick and not ARGS.no_readme and ARGS.only == "circuit,meta,cz,e2e":
+        readme = os.path.join(REPO, "README.md")
+        if report.update_readme(readme, results, os.path.relpath(md_path, REPO)):
+            log("updated the results table in README.md")
 
     failures = report.failures(results)
     if failures:
