@@ -32,6 +32,8 @@ def _check_str(row):
         return row["status"] + (f": {row['reason']}" if row.get("reason") else "")
     tol = row.get("tolerance")
     c = row.get("check")
+    if row.get("kind") == "qfleet" and not row.get("errors"):
+        return "the workload's reference"
     if c == "reported" or tol is None:
         return "reported (fixed-step)"
     return f"{c} (tol {tol:g})"
