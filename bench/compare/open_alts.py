@@ -27,58 +27,70 @@ def steps_per_segment(model: Model, dt: float) -> tuple[int, float]:
     return n, seg / n
 
 
-def torch_fixed_step_case(model: Model, u, rates, method: str, dt: float):
-    """Research-code style: the d^2 basis operators |i><j| are propagated as
-    density matrices [B, d^2, d, d] with the Lindblad right-hand side in
-    matrix form, RK4 or Euler, batched over tasks, autograd for the gradient."""
-    import torch
+class TorchFixedStep:
+    """Research-code style: the d^2 basis operators |i><j| are propagated as density
+    matrices [B, d^2, d, d] with the Lindblad right-hand side in matrix form, RK4 or
+    Euler at a fixed dt, batched over tasks, autograd for the gradient.
+    `fidelity(u [B, n_seg, n_ctrl], g [B, n_jump])` -> F_avg [B] (differentiable)."""
 
-    d = model.d
-    K = d * d
-    c128 = torch.complex128
-    Hc = torch.tensor(np.stack(model.controls), dtype=c128)  # [C, d, d]
-    H0 = torch.tensor(model.drift, dtype=c128)
-    Ls = torch.tensor(np.stack(model.jumps), dtype=c128)  # [J, d, d]
-    Lds = Ls.conj().transpose(-1, -2)
-    LdLs = Lds @ Ls
-    basis = torch.zeros(K, d, d, dtype=c128)
-    for i in range(d):
-        for j in range(d):
-            basis[i + d * j, i, j] = 1.0  # column stacking index of |i><j|
-    SU = torch.tensor(target_super(model.U_target), dtype=c128)
-    B = u.shape[0]
-    ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
-    gt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
-    n_sub, h = steps_per_segment(model, dt)
-    J = Ls.shape[0]
+    def __init__(self, model: Model, method: str, dt: float):
+        import torch
 
-    def rhs(rho, H, g):
-        out = -1j * (H @ rho - rho @ H)
-        for j in range(J):
-            gj = g[:, j].reshape(B, 1, 1, 1)
-            out = out + gj * (Ls[j] @ rho @ Lds[j] - 0.5 * (LdLs[j] @ rho + rho @ LdLs[j]))
-        return out
+        d, c128 = model.d, torch.complex128
+        self.model, self.method = model, method
+        self.Hc = torch.tensor(np.stack(model.controls), dtype=c128)  # [C, d, d]
+        self.H0 = torch.tensor(model.drift, dtype=c128)
+        self.Ls = torch.tensor(np.stack(model.jumps), dtype=c128)  # [J, d, d]
+        self.Lds = self.Ls.conj().transpose(-1, -2)
+        self.LdLs = self.Lds @ self.Ls
+        self.basis = torch.zeros(d * d, d, d, dtype=c128)
+        for i in range(d):
+            for j in range(d):
+                self.basis[i + d * j, i, j] = 1.0  # column stacking index of |i><j|
+        self.SU = torch.tensor(target_super(model.U_target), dtype=c128)
+        self.n_sub, self.h = steps_per_segment(model, dt)
 
-    def simulate(ut, gt):
-        rho = basis.expand(B, K, d, d)
-        for k in range(model.n_seg):
-            H = (H0 + torch.einsum("bc,cij->bij", ut[:, k].to(c128), Hc)).unsqueeze(1)
-            for _ in range(n_sub):
-                if method == "rk4":
-                    k1 = rhs(rho, H, gt)
-                    k2 = rhs(rho + (h / 2) * k1, H, gt)
-                    k3 = rhs(rho + (h / 2) * k2, H, gt)
-                    k4 = rhs(rho + h * k3, H, gt)
+    def fidelity(self, ut, gt):
+        import torch
+
+        m, d, h = self.model, self.model.d, self.h
+        B, K = gt.shape[0], d * d
+
+        def rhs(rho, H):
+            out = -1j * (H @ rho - rho @ H)
+            for j in range(self.Ls.shape[0]):
+                gj = gt[:, j].reshape(B, 1, 1, 1)
+                out = out + gj * (self.Ls[j] @ rho @ self.Lds[j] - 0.5 * (self.LdLs[j] @ rho + rho @ self.LdLs[j]))
+            return out
+
+        rho = self.basis.expand(B, K, d, d)
+        for k in range(m.n_seg):
+            H = (self.H0 + torch.einsum("bc,cij->bij", ut[:, k].to(torch.complex128), self.Hc)).unsqueeze(1)
+            for _ in range(self.n_sub):
+                if self.method == "rk4":
+                    k1 = rhs(rho, H)
+                    k2 = rhs(rho + (h / 2) * k1, H)
+                    k3 = rhs(rho + (h / 2) * k2, H)
+                    k4 = rhs(rho + h * k3, H)
                     rho = rho + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
                 else:
-                    rho = rho + h * rhs(rho, H, gt)
+                    rho = rho + h * rhs(rho, H)
         # S[b, p + d q, m] = E(basis_m)[p, q]
         S = rho.transpose(-1, -2).reshape(B, K, K).transpose(1, 2)
-        Fpro = torch.real(torch.einsum("ij,bij->b", SU.conj(), S)) / d**2
+        Fpro = torch.real(torch.einsum("ij,bij->b", self.SU.conj(), S)) / d**2
         return (d * Fpro + 1) / (d + 1)
 
+
+def torch_fixed_step_case(model: Model, u, rates, method: str, dt: float):
+    """Workloads 2 and 3: TorchFixedStep, forward + gradient w.r.t. amplitudes and rates."""
+    import torch
+
+    sim = TorchFixedStep(model, method, dt)
+    ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
+    gt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
+
     def run():
-        F = simulate(ut, gt)
+        F = sim.fidelity(ut, gt)
         gu, gr = torch.autograd.grad((1 - F).sum(), (ut, gt))
         return F, gu, gr
 
@@ -86,7 +98,7 @@ def torch_fixed_step_case(model: Model, u, rates, method: str, dt: float):
         F, gu, gr = r
         return F.detach().numpy(), gu.numpy(), gr.numpy()
 
-    extra = {"steps_per_segment": n_sub, "step": h, "total_steps": n_sub * model.n_seg}
+    extra = {"steps_per_segment": sim.n_sub, "step": sim.h, "total_steps": sim.n_sub * model.n_seg}
     return run, extract, f"torch intra-op {torch.get_num_threads()}", extra
 
 
@@ -272,53 +284,21 @@ def alternatives(quick: bool):
 
 class TorchRK4Problem:
     """The meta-control app's simulator interface (python/qfleet/meta_control: `fidelity(amplitudes,
-    noise)` differentiable, plus n_segments / n_controls / dtype), written the way the research code
-    did it: PyTorch RK4 at a fixed dt on [T, d^2, d, d] basis density matrices, autograd for the
-    gradient, batched over tasks. Average gate fidelity of the channel, like the app's default."""
+    noise)` differentiable, plus n_segments / n_controls / dtype) on TorchFixedStep's RK4: the
+    research code's simulator plugged into the app. Average gate fidelity, the app's default."""
 
     def __init__(self, model: Model, dt: float):
         import torch
 
-        self.model, self.dtype = model, torch.float64
+        self.model, self.sim, self.dtype = model, TorchFixedStep(model, "rk4", dt), torch.float64
         self.n_segments, self.n_controls = model.n_seg, model.n_ctrl
-        d, c128 = model.d, torch.complex128
-        self.Hc = torch.tensor(np.stack(model.controls), dtype=c128)
-        self.Ls = torch.tensor(np.stack(model.jumps), dtype=c128)
-        self.Lds = self.Ls.conj().transpose(-1, -2)
-        self.LdLs = self.Lds @ self.Ls
-        self.basis = torch.zeros(d * d, d, d, dtype=c128)
-        for i in range(d):
-            for j in range(d):
-                self.basis[i + d * j, i, j] = 1.0
-        self.SU = torch.tensor(target_super(model.U_target), dtype=c128)
-        self.n_sub, self.h = steps_per_segment(model, dt)
 
     def fidelity(self, amplitudes, noise):
         import torch
 
-        m, d = self.model, self.model.d
         T = noise.shape[0]
-        # the app's noise is (gamma_deph, gamma_relax); the model's jumps are (relax, deph) per qubit
+        # the app's noise is (gamma_deph, gamma_relax); the model's jumps name their kind
         per_kind = {"relax": noise[:, 1], "deph": noise[:, 0]}
-        g = torch.stack([per_kind[k] for k in m.jump_kinds], 1)
+        g = torch.stack([per_kind[k] for k in self.model.jump_kinds], 1)
         u = amplitudes if amplitudes.dim() == 3 else amplitudes.expand(T, -1, -1)
-
-        def rhs(rho, H):
-            out = -1j * (H @ rho - rho @ H)
-            for j in range(self.Ls.shape[0]):
-                gj = g[:, j].reshape(T, 1, 1, 1)
-                out = out + gj * (self.Ls[j] @ rho @ self.Lds[j] - 0.5 * (self.LdLs[j] @ rho + rho @ self.LdLs[j]))
-            return out
-
-        rho, h = self.basis.expand(T, d * d, d, d), self.h
-        for k in range(m.n_seg):
-            H = torch.einsum("bc,cij->bij", u[:, k].to(torch.complex128), self.Hc).unsqueeze(1)
-            for _ in range(self.n_sub):
-                k1 = rhs(rho, H)
-                k2 = rhs(rho + (h / 2) * k1, H)
-                k3 = rhs(rho + (h / 2) * k2, H)
-                k4 = rhs(rho + h * k3, H)
-                rho = rho + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
-        S = rho.transpose(-1, -2).reshape(T, d * d, d * d).transpose(1, 2)
-        Fpro = torch.real(torch.einsum("ij,bij->b", self.SU.conj(), S)) / d**2
-        return (d * Fpro + 1) / (d + 1)
+        return self.sim.fidelity(u, g)
