@@ -22,7 +22,11 @@ enum class Device : std::uint8_t { cpu, cuda, automatic };
 
 struct CompileOptions {
   Precision precision = Precision::complex128;
-  Device device = Device::cpu;  // cuda/automatic arrive with the CUDA backend
+  // cpu; cuda (the plan is uploaded to the current CUDA device now, and every call
+  // runs there); automatic (uploaded when a GPU is visible, then each call on host
+  // data goes where the cost model in docs/architecture.md expects it to be faster,
+  // and calls on device data run on the GPU).
+  Device device = Device::cpu;
   int num_threads = 0;          // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
   std::string isa = "auto";     // "auto" | "avx512" | "avx2" | "baseline"
 };
@@ -59,6 +63,10 @@ class Program {
   std::string isa() const;  // the instruction set the kernels run with
   int lanes() const;        // samples per SIMD tile on the cpu backend
   const Circuit& circuit() const;
+  Device device() const;  // as compiled
+  // Where and how a call on host data of this batch size runs, in words
+  // (e.g. "cpu avx512: 8 samples per SIMD tile, ..." or "cuda block: 256 threads per circuit, ...").
+  std::string execution(std::size_t batch, bool adjoint = false) const;
 
   // outputs [batch, n_outputs]: expectation values then probabilities, in the
   // order the measurements were added.
@@ -111,5 +119,13 @@ std::vector<std::string> available_isas();
 
 // Number of CUDA devices visible to this build (0 when built without CUDA).
 int cuda_device_count();
+
+// The CUDA stream (a cudaStream_t, as void*) that calls from this thread enqueue
+// on; nullptr (the default) is the legacy default stream. On a cuda program, a call
+// whose buffers are all device memory is asynchronous on this stream: no host
+// synchronisation, no cudaMalloc (stream-ordered pools only), so it can be captured
+// in a CUDA graph. A call on host buffers stages them and synchronises the stream.
+void set_cuda_stream(void* stream);
+void* cuda_stream();
 
 }  // namespace qfleet

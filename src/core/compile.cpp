@@ -87,9 +87,7 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   plan.precision = options.precision;
   if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
   plan.num_threads = options.num_threads;
-  if (options.device == Device::cuda) {
-    throw Error("device 'cuda' is not available: the CUDA circuit backend is not built yet; use cpu");
-  }
+  plan.device = options.device;
   plan.isa = cpu::select_isa(options.isa);
 
   // Memory: the adjoint sweep keeps two states per sample in flight.

@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct AmpEmbedPlan {
   std::vector<std::uint64_t> index;  // basis index of embedded amplitude j (2^k entries)
 };
 
+struct CudaResident;
+
 struct Plan {
   explicit Plan(const Circuit& c) : circuit(c) {}
   Circuit circuit;
@@ -57,6 +60,8 @@ struct Plan {
   Precision precision = Precision::complex128;
   int num_threads = 0;
   int isa = 0;  // index into the cpu backend's ISA table
+  Device device = Device::cpu;               // as asked at compile time
+  std::shared_ptr<const CudaResident> cuda;  // the device copy (cuda, or automatic with a GPU)
   std::vector<OpPlan> ops;
   std::vector<Param> params;                            // all gate parameters, in op order
   std::vector<std::complex<double>> fixed_blocks;       // dim^2 entries per fixed op

@@ -7,13 +7,26 @@
 #include <string>
 #include <type_traits>
 
+#include <omp.h>
+
 #include "core/call_checks.hpp"
+#include "core/cuda_resident.hpp"
 #include "core/plan.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/program.hpp"
+#if defined(QFLEET_WITH_CUDA)
+#include "cuda/sv_cuda.hpp"
+#endif
 
 namespace qfleet {
+
+namespace {
+thread_local void* t_cuda_stream = nullptr;
+}  // namespace
+
+void set_cuda_stream(void* stream) { t_cuda_stream = stream; }
+void* cuda_stream() { return t_cuda_stream; }
 
 namespace {
 
@@ -32,7 +45,7 @@ struct Checked {
 };
 
 template <class R>
-Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
+Checked check_args(const detail::Plan& p, const BatchArgs<R>& a, bool values_on_host = true) {
   detail::expect_precision<R>(p.precision);
   if (a.batch == 0) throw Error("batch must be at least 1");
   if (a.batch > (std::size_t{1} << 40)) throw Error("batch too large");
@@ -50,6 +63,7 @@ Checked check_args(const detail::Plan& p, const BatchArgs<R>& a) {
                 std::to_string(nw) + " (shared [n_weights]) or " + std::to_string(a.batch * nw) +
                 " (per sample [batch=" + std::to_string(a.batch) + ", n_weights=" + std::to_string(nw) + "])");
   }
+  if (!values_on_host) return c;  // device data: shapes only (see docs/architecture.md)
   expect_finite("inputs", a.inputs, p.n_inputs);
   expect_finite("weights", a.weights, nw);
   if (p.amp.active) {
@@ -84,6 +98,182 @@ cpu::Call<R> base_call(const BatchArgs<R>& a, const Checked& c) {
   return call;
 }
 
+// Where a call runs: the cpu backend, the cuda backend with host buffers staged
+// through device memory (synchronous), or the cuda backend on device buffers
+// (asynchronous on the thread's current stream).
+enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
+
+int cpu_threads(const detail::Plan& p) { return p.num_threads > 0 ? p.num_threads : omp_get_max_threads(); }
+
+// Element counts of a call's buffers, in the order of Call's pointer fields.
+template <class R>
+struct Extents {
+  std::size_t n[8];
+};
+template <class R>
+Extents<R> extents(const detail::Plan& p, const cpu::Call<R>& c) {
+  const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
+  return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
+           B * p.dim * 2, c.extra_probs ? B << c.extra_probs_k : 0}};
+}
+
+template <class R>
+std::size_t host_bytes(const detail::Plan& p, const cpu::Call<R>& c) {
+  const Extents<R> e = extents(p, c);
+  const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
+  std::size_t bytes = 0;
+  for (int i = 0; i < 8; ++i) bytes += ptr[i] ? e.n[i] * sizeof(R) : 0;
+  return bytes;
+}
+
+// The route of a call whose (non-empty) buffers are `ptrs`.
+template <class R>
+Route route_of(const detail::Plan& p, const cpu::Call<R>& c, std::initializer_list<const void*> ptrs) {
+  if (!p.cuda) return Route::cpu;
+#if defined(QFLEET_WITH_CUDA)
+  int on_device = 0, on_host = 0;
+  for (const void* q : ptrs) {
+    if (q != nullptr) ++(gpu::is_device_pointer(q) ? on_device : on_host);
+  }
+  if (on_device > 0 && on_host > 0) {
+    throw Error("this call mixes host and device buffers; pass every buffer on the device (the call is then "
+                "asynchronous on the current CUDA stream) or every buffer on the host");
+  }
+  if (on_device > 0) return Route::cuda_device;
+  if (p.device == Device::cuda) return Route::cuda_staged;
+  const bool adjoint = c.cotangents != nullptr;
+  return detail::estimate_cuda_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
+                 detail::estimate_cpu_seconds(p, c.batch, adjoint, cpu_threads(p))
+             ? Route::cuda_staged
+             : Route::cpu;
+#else
+  (void)c;
+  (void)ptrs;
+  return Route::cpu;
+#endif
+}
+
+template <class R>
+const void* data_of(std::span<R> s) {
+  return s.empty() ? nullptr : s.data();
+}
+
+#if defined(QFLEET_WITH_CUDA)
+gpu::DeviceProps props_of(const detail::CudaResident& r) {
+  gpu::DeviceProps d;
+  d.id = r.device;
+  d.sm_count = r.sm_count;
+  d.smem_optin = r.smem_optin;
+  d.total_mem = r.total_mem;
+  return d;
+}
+
+class DeviceGuard {  // runs a call on the program's device, restoring the caller's
+ public:
+  explicit DeviceGuard(int dev) : prev_(gpu::current_device()) {
+    if (prev_ != dev) gpu::set_device(dev);
+  }
+  ~DeviceGuard() {
+    try {
+      if (gpu::current_device() != prev_) gpu::set_device(prev_);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): nothing useful to do in a destructor
+    }
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_;
+};
+
+template <class R>
+void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
+  const detail::CudaResident& res = *p.cuda;
+  DeviceGuard guard(res.device);
+  kern::SvCall<R> k;
+  k.batch = c.batch;
+  k.inputs = c.inputs;
+  k.weights = c.weights;
+  k.weights_per_sample = c.weights_per_sample;
+  k.outputs = c.outputs;
+  k.cotangents = c.cotangents;
+  k.grad_inputs = c.grad_inputs;
+  k.grad_weights = c.grad_weights;
+  k.reduce_weights = c.reduce_weights;
+  k.states = c.states;
+  k.extra_probs = c.extra_probs;
+  k.extra_k = c.extra_probs_k;
+  for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
+  std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
+  const gpu::LaunchShape shape =
+      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, props_of(res));
+  const std::size_t staged_bytes = staged ? host_bytes(p, c) + 16 * 8 : 0;
+  if (double(shape.work_bytes + staged_bytes) > 0.9 * double(res.total_mem)) {
+    throw Error("this call needs " + std::to_string((shape.work_bytes + staged_bytes) >> 20) +
+                " MiB of GPU memory, more than " + res.name + " has; use a smaller batch");
+  }
+  void* stream = t_cuda_stream;
+  if (!staged) {
+    gpu::run_circuits(res.view, k, shape, stream);
+    return;
+  }
+  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
+  const Extents<R> e = extents(p, c);
+  std::size_t off[8], total = 0;
+  const void* host[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
+  for (int i = 0; i < 8; ++i) {
+    off[i] = total;
+    if (host[i] != nullptr) total += (e.n[i] * sizeof(R) + 255) / 256 * 256;
+  }
+  char* arena = static_cast<char*>(gpu::malloc_async(total, stream));
+  auto dev = [&](int i) { return host[i] != nullptr ? static_cast<void*>(arena + off[i]) : nullptr; };
+  try {
+    for (int i : {0, 1, 3}) {
+      if (host[i] != nullptr) gpu::copy_async(dev(i), host[i], e.n[i] * sizeof(R), stream);
+    }
+    k.inputs = static_cast<const R*>(dev(0));
+    k.weights = static_cast<const R*>(dev(1));
+    k.outputs = static_cast<R*>(dev(2));
+    k.cotangents = static_cast<const R*>(dev(3));
+    k.grad_inputs = static_cast<R*>(dev(4));
+    k.grad_weights = static_cast<R*>(dev(5));
+    k.states = static_cast<R*>(dev(6));
+    k.extra_probs = static_cast<R*>(dev(7));
+    gpu::run_circuits(res.view, k, shape, stream);
+    for (int i : {2, 4, 5, 6, 7}) {
+      if (host[i] != nullptr) gpu::copy_async(const_cast<void*>(host[i]), dev(i), e.n[i] * sizeof(R), stream);
+    }
+    gpu::free_async(arena, stream);
+    arena = nullptr;
+    gpu::stream_sync(stream);
+  } catch (...) {
+    if (arena != nullptr) {
+      try {
+        gpu::free_async(arena, stream);
+        gpu::stream_sync(stream);
+      } catch (...) {  // NOLINT(bugprone-empty-catch): the first error is the one to report
+      }
+    }
+    throw;
+  }
+}
+#endif
+
+template <class R>
+void run(const detail::Plan& p, const cpu::Call<R>& c, Route r) {
+  if (r == Route::cpu) return cpu::execute(p, c);
+#if defined(QFLEET_WITH_CUDA)
+  run_cuda(p, c, r == Route::cuda_staged);
+#endif
+}
+
+void expect_host(Route r, const char* what) {
+  if (r == Route::cuda_device) {
+    throw Error(std::string(what) + " takes host buffers (it returns its results on the host); use vjp() with "
+                "one-hot cotangents or states() for device-resident data");
+  }
+}
+
 }  // namespace
 
 Program::Program(std::shared_ptr<const detail::Plan> plan) : plan_(std::move(plan)) {}
@@ -103,12 +293,14 @@ const Circuit& Program::circuit() const { return plan_->circuit; }
 template <class R>
 void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
   expect_measurements(*plan_);
-  const Checked c = check_args(*plan_, args);
+  cpu::Call<R> call = base_call(args, Checked{});
+  call.outputs = outputs.data();
+  const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(outputs)});
+  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
   expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
-  cpu::Call<R> call = base_call(args, c);
-  call.outputs = outputs.data();
-  cpu::execute(*plan_, call);
+  call.weights_per_sample = c.per_sample_weights;
+  run(*plan_, call, r);
 }
 
 template <class R>
@@ -122,11 +314,14 @@ template <class R>
 void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
                   std::span<R> outputs) const {
   expect_measurements(*plan_);
-  const Checked c = check_args(*plan_, args);
+  const Route r = route_of(*plan_, cpu::Call<R>{},
+                           {data_of(args.inputs), data_of(args.weights), data_of(cotangents), data_of(grads.inputs),
+                            data_of(grads.weights), data_of(outputs)});
+  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
   const std::size_t B = args.batch;
   expect_size("cotangents", cotangents.size(), B * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
-  expect_finite("cotangents", cotangents, plan_->n_outputs);
+  if (r != Route::cuda_device) expect_finite("cotangents", cotangents, plan_->n_outputs);
   if (!grads.inputs.empty()) expect_size("grad_inputs", grads.inputs.size(), B * plan_->n_inputs, [] { return "([batch, n_inputs])"; });
   if (!grads.weights.empty()) {
     expect_size("grad_weights", grads.weights.size(),
@@ -142,12 +337,13 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
   call.grad_weights = grads.weights.empty() ? nullptr : grads.weights.data();
   call.reduce_weights = !c.per_sample_weights;
   call.outputs = outputs.empty() ? nullptr : outputs.data();
-  cpu::execute(*plan_, call);
+  run(*plan_, call, r == Route::cuda_device ? r : route_of(*plan_, call, {}));
 }
 
 template <class R>
 void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const {
   expect_measurements(*plan_);
+  expect_host(route_of(*plan_, cpu::Call<R>{}, {data_of(args.inputs), data_of(args.weights)}), "jacobian()");
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch, K = plan_->n_outputs, ni = plan_->n_inputs, nw = plan_->n_weights;
   if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, [] { return "([batch, n_outputs, n_inputs])"; });
@@ -161,7 +357,7 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
     call.grad_inputs = gi.data();
     call.grad_weights = gw.data();
     call.reduce_weights = false;
-    cpu::execute(*plan_, call);
+    run(*plan_, call, route_of(*plan_, call, {}));
     for (std::size_t b = 0; b < B; ++b) {
       if (!jac_inputs.empty()) std::copy_n(gi.data() + b * ni, ni, jac_inputs.data() + (b * K + k) * ni);
       if (!jac_weights.empty()) std::copy_n(gw.data() + b * nw, nw, jac_weights.data() + (b * K + k) * nw);
@@ -171,16 +367,19 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
 
 template <class R>
 void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
-  const Checked c = check_args(*plan_, args);
-  expect_size("states", out.size(), args.batch * plan_->dim, [] { return "([batch, 2^n])"; });
-  cpu::Call<R> call = base_call(args, c);
+  cpu::Call<R> call = base_call(args, Checked{});
   call.states = reinterpret_cast<R*>(out.data());
-  cpu::execute(*plan_, call);
+  const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
+  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
+  expect_size("states", out.size(), args.batch * plan_->dim, [] { return "([batch, 2^n])"; });
+  call.weights_per_sample = c.per_sample_weights;
+  run(*plan_, call, r);
 }
 
 template <class R>
 void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, std::size_t shots,
                      std::uint64_t seed, std::span<std::uint64_t> out) const {
+  expect_host(route_of(*plan_, cpu::Call<R>{}, {data_of(args.inputs), data_of(args.weights)}), "sample()");
   const Checked c = check_args(*plan_, args);
   std::vector<int> w = wires;
   if (w.empty()) {
@@ -198,7 +397,7 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   call.extra_probs_pos = pos.data();
   call.extra_probs_k = static_cast<int>(w.size());
   call.extra_probs = probs.data();
-  cpu::execute(*plan_, call);
+  run(*plan_, call, route_of(*plan_, call, {}));
   std::vector<double> cdf(no);
   for (std::size_t b = 0; b < args.batch; ++b) {
     double run = 0;
@@ -230,7 +429,36 @@ QFLEET_INSTANTIATE(double)
 #undef QFLEET_INSTANTIATE
 
 Program compile(const Circuit& circuit, const CompileOptions& options) {
-  return Program(std::make_shared<const detail::Plan>(detail::build_plan(circuit, options)));
+  auto plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
+  if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
+    plan->cuda = detail::make_cuda_resident(*plan);
+  }
+  return Program(std::move(plan));
+}
+
+Device Program::device() const { return plan_->device; }
+
+std::string Program::execution(std::size_t batch, bool adjoint) const {
+  if (batch == 0) throw Error("batch must be at least 1");
+  cpu::Call<double> probe;
+  probe.batch = batch;
+  double cot = 0;
+  if (adjoint) probe.cotangents = &cot;
+  const Route r = route_of(*plan_, probe, {});
+#if defined(QFLEET_WITH_CUDA)
+  if (r != Route::cpu) {
+    const gpu::LaunchShape s = gpu::launch_shape(plan_->cuda->view, batch,
+                                                 plan_->precision == Precision::complex64 ? 4 : 8, adjoint,
+                                                 props_of(*plan_->cuda));
+    return "cuda " + std::string(gpu::strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
+           " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
+           std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
+           plan_->cuda->name;
+  }
+#endif
+  (void)r;
+  return "cpu " + isa() + ": " + std::to_string(lanes()) + " samples per SIMD tile, up to " +
+         std::to_string(cpu_threads(*plan_)) + " threads";
 }
 
 std::vector<std::string> available_isas() {

@@ -332,6 +332,8 @@ TEST(CliErrors, BadProblems) {
        "precision: expected \"complex64\" or \"complex128\", got \"complex32\""},
       {"threads", [](json& p) { p["threads"] = -1; }, "threads: must be at least 0, got -1"},
       {"isa", [](json& p) { p["isa"] = "sse9"; }, "instruction set 'sse9' is not available"},
+      {"device", [](json& p) { p["device"] = "tpu"; },
+       "device: expected \"cpu\", \"cuda\" or \"automatic\", got \"tpu\""},
       {"gradients", [](json& p) { p["gradients"] = "yes"; },
        "gradients: expected true or false, got the string \"yes\""},
       {"states", [](json& p) { p["states"] = 1; },

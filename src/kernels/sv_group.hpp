@@ -1,0 +1,309 @@
+// One circuit run by a cooperating group of threads: forward sweep, measurements
+// and the full adjoint backward in one pass, written once for host and device.
+//
+// The cuda backend runs it with a group = a warp slice or a thread block and the
+// two states in shared (or global) memory; the cpu tests run the very same body
+// with a group of std::threads and a std::barrier (tests/unit/test_sv_group.cpp).
+// The group type G provides
+//   int rank(), int size()            this thread's place in the group
+//   void sync()                       barrier over the group
+//   R sum(R v)                        sum over the group, returned to every member
+//                                     (in a fixed order: deterministic)
+//   void atomic_add(R* p, R v)        for weight gradients summed over the batch
+// and every member calls the body with the same arguments, so every sync and sum
+// is reached by the whole group (control flow that leads to them depends only on
+// the plan and the call, never on the rank).
+//
+// States use the cpu backend's lane layout with one lane (L = 1): amplitude i at
+// s[2i] (real), s[2i+1] (imaginary), so kern::apply_block_lane / sandwich_lane /
+// pauli_* are called exactly as the cpu executor calls them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/gate_matrix.hpp"
+#include "kernels/statevector.hpp"
+#include "kernels/sv_plan.hpp"
+
+namespace qfleet::kern {
+inline namespace QFLEET_KERN_ISA {
+
+// Value of parameter slot s for sample b.
+template <class R>
+QFLEET_HD inline R param_value(const SvPlan& p, const SvCall<R>& c, int s, std::size_t b) {
+  const ParamDesc& d = p.params[s];
+  if (d.kind == 0) return static_cast<R>(d.value);
+  if (d.kind == 1) return static_cast<R>(d.scale) * c.inputs[b * p.n_inputs + d.index];
+  const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
+  return static_cast<R>(d.scale) * w;
+}
+
+// Block (deriv < 0) or its derivative by parameter deriv, as 2*D*D interleaved reals.
+template <class R, int D>
+QFLEET_HD inline void op_block(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, int deriv,
+                               R* m) {
+  if (op.fixed >= 0) {  // constant gates (and QubitUnitary): no derivative is ever asked
+    for (int e = 0; e < D * D; ++e) {
+      m[2 * e] = static_cast<R>(p.fixed_blocks[2 * (op.fixed + e)]);
+      m[2 * e + 1] = static_cast<R>(p.fixed_blocks[2 * (op.fixed + e) + 1]);
+    }
+    return;
+  }
+  R q[kMaxGateParams] = {0, 0, 0};
+  for (int j = 0; j < op.n_params; ++j) q[j] = param_value(p, c, op.first_param + j, b);
+  Cx<R> blk[D * D];
+  if (deriv < 0) {
+    gate_block<R>(op.gate, q, blk);
+  } else {
+    gate_block_derivative<R>(op.gate, q, deriv, blk);
+  }
+  for (int e = 0; e < D * D; ++e) {
+    m[2 * e] = blk[e].re;
+    m[2 * e + 1] = blk[e].im;
+  }
+}
+
+template <class R, int KT, bool Dag, class G>
+QFLEET_HD inline void group_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
+                                  G& g) {
+  constexpr int D = 1 << KT;
+  R m[2 * D * D];
+  op_block<R, D>(p, c, op, b, -1, m);
+  const std::uint64_t ng = p.dim >> op.site.k_all;
+  for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
+    const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
+    apply_block_lane<R, 1, KT, Dag>(s, op.site, base, m, 0);
+  }
+}
+
+template <class R, bool Dag, class G>
+QFLEET_HD inline void group_apply_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
+                                     G& g) {
+  switch (op.site.kt) {
+    case 1:
+      return group_apply<R, 1, Dag>(p, c, op, b, s, g);
+    case 2:
+      return group_apply<R, 2, Dag>(p, c, op, b, s, g);
+    default:
+      return group_apply<R, 3, Dag>(p, c, op, b, s, g);
+  }
+}
+
+// row[j] = probability that the bits at pos (pos[0] most significant) read j;
+// row == nullptr computes without writing (a padding member of the batch).
+template <class R, class G>
+QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int* sorted, int k, R* row, G& g) {
+  const std::uint64_t no = std::uint64_t{1} << k;
+  const std::uint64_t rest = std::uint64_t{1} << (n - k);
+  auto fixed_bits = [&](std::uint64_t j) {
+    std::uint64_t f = 0;
+    for (int t = 0; t < k; ++t) {
+      if ((j >> (k - 1 - t)) & 1u) f |= std::uint64_t{1} << pos[t];
+    }
+    return f;
+  };
+  auto prob_at = [&](std::uint64_t i) { return psi[2 * i] * psi[2 * i] + psi[2 * i + 1] * psi[2 * i + 1]; };
+  if (no * 8 <= std::uint64_t(g.size())) {  // few outcomes: the whole group sums each one
+    for (std::uint64_t j = 0; j < no; ++j) {
+      const std::uint64_t f = fixed_bits(j);
+      R part = 0;
+      for (std::uint64_t r = std::uint64_t(g.rank()); r < rest; r += std::uint64_t(g.size())) {
+        part += prob_at(insert_zero_bits(r, sorted, k) | f);
+      }
+      const R tot = g.sum(part);
+      if (row != nullptr && g.rank() == 0) row[j] = tot;
+    }
+  } else {  // one member per outcome
+    for (std::uint64_t j = std::uint64_t(g.rank()); j < no; j += std::uint64_t(g.size())) {
+      const std::uint64_t f = fixed_bits(j);
+      R tot = 0;
+      for (std::uint64_t r = 0; r < rest; ++r) tot += prob_at(insert_zero_bits(r, sorted, k) | f);
+      if (row != nullptr) row[j] = tot;
+    }
+  }
+}
+
+// One reverse step of the adjoint method on op: psi <- U^dag psi,
+// g_j += 2 Re <lam| dU/dp_j |psi>, lam <- U^dag lam, fused per amplitude group
+// (all three touch the same 2^k amplitudes), then a sum over the group per parameter.
+template <class R, int KT, class G>
+QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
+                                       bool active, R* psi, R* lam, G& g) {
+  constexpr int D = 1 << KT;
+  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
+  R m[2 * D * D];
+  op_block<R, D>(p, c, op, b, -1, m);
+  R dm[NP][2 * D * D];
+  bool want[NP];
+  const int np = op.n_params < NP ? op.n_params : NP;
+  for (int j = 0; j < NP; ++j) {
+    want[j] = false;
+    if (j >= np || op.fixed >= 0) continue;
+    const int kind = p.params[op.first_param + j].kind;
+    want[j] = (kind == 1 && c.grad_inputs != nullptr) || (kind == 2 && c.grad_weights != nullptr);
+    if (want[j]) op_block<R, D>(p, c, op, b, j, dm[j]);
+  }
+  R acc[NP];
+  for (int j = 0; j < NP; ++j) acc[j] = 0;
+  const std::uint64_t ng = p.dim >> op.site.k_all;
+  for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
+    const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
+    apply_block_lane<R, 1, KT, true>(psi, op.site, base, m, 0);
+    for (int j = 0; j < NP; ++j) {
+      if (want[j]) acc[j] += sandwich_lane<R, 1, KT>(lam, psi, op.site, base, dm[j], 0);
+    }
+    apply_block_lane<R, 1, KT, true>(lam, op.site, base, m, 0);
+  }
+  for (int j = 0; j < NP; ++j) {
+    if (!want[j]) continue;
+    const R tot = g.sum(acc[j]);
+    if (!active || g.rank() != 0) continue;
+    const ParamDesc& d = p.params[op.first_param + j];
+    const R gv = static_cast<R>(d.scale) * (2 * tot);
+    if (d.kind == 1) {
+      c.grad_inputs[b * p.n_inputs + d.index] += gv;
+    } else if (c.reduce_weights) {
+      g.atomic_add(&c.grad_weights[d.index], gv);
+    } else {
+      c.grad_weights[b * p.n_weights + d.index] += gv;
+    }
+  }
+  g.sync();
+}
+
+template <class R>
+QFLEET_HD inline R amp_value(const SvPlan& p, const SvCall<R>& c, std::size_t b, int j) {
+  return j < p.amp_n_features ? c.inputs[b * p.n_inputs + p.amp_first_input + j] : static_cast<R>(p.amp_pad);
+}
+
+// Runs sample b (clamped into the batch by the caller; active = false for padding
+// members, which compute but write nothing). psi and lam hold 2^n complex each.
+template <class R, class G>
+QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, R* psi,
+                                   R* lam, G& g) {
+  const std::uint64_t rank = std::uint64_t(g.rank()), G_ = std::uint64_t(g.size());
+  const std::uint64_t dim = p.dim;
+  for (std::uint64_t i = rank; i < dim; i += G_) psi[2 * i] = psi[2 * i + 1] = 0;
+  g.sync();
+  R amp_norm = 1;
+  if (p.amp) {
+    R part = 0;
+    for (std::uint64_t j = rank; j < std::uint64_t(p.amp_len); j += G_) {
+      const R v = amp_value(p, c, b, int(j));
+      part += v * v;
+    }
+    const R nrm2 = g.sum(part);
+    using std::sqrt;
+    amp_norm = p.amp_normalize ? sqrt(nrm2) : R(1);
+    for (std::uint64_t j = rank; j < std::uint64_t(p.amp_len); j += G_) {
+      psi[2 * p.amp_index[j]] = amp_value(p, c, b, int(j)) / amp_norm;
+    }
+  } else if (rank == 0) {
+    psi[0] = 1;
+  }
+  g.sync();
+
+  for (int k = 0; k < p.n_ops; ++k) {
+    group_apply_op<R, false>(p, c, p.ops[k], b, psi, g);
+    g.sync();
+  }
+
+  if (c.outputs != nullptr) {
+    for (int k = 0; k < p.n_expvals; ++k) {
+      R acc = 0;
+      for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
+        R part = 0;
+        for (std::uint64_t i = rank; i < dim; i += G_) part += pauli_term_lane<R, 1>(psi, p.terms[t].masks, i, 0);
+        acc += static_cast<R>(p.terms[t].coef) * part;
+      }
+      const R tot = g.sum(acc);
+      if (active && rank == 0) c.outputs[b * p.n_outputs + k] = tot;
+    }
+    for (int q = 0; q < p.n_probs; ++q) {
+      const int k = p.probs_begin[q + 1] - p.probs_begin[q];
+      R* row = active ? c.outputs + b * p.n_outputs + p.probs_out[q] : nullptr;
+      group_probs(psi, p.n, p.probs_pos + p.probs_begin[q], p.probs_sorted + p.probs_begin[q], k, row, g);
+    }
+  }
+  if (c.extra_probs != nullptr) {
+    R* row = active ? c.extra_probs + b * (std::size_t{1} << c.extra_k) : nullptr;
+    group_probs(psi, p.n, c.extra_pos, c.extra_sorted, c.extra_k, row, g);
+  }
+  if (c.states != nullptr && active) {
+    R* out = c.states + b * dim * 2;
+    for (std::uint64_t i = rank; i < dim; i += G_) {
+      out[2 * i] = psi[2 * i];
+      out[2 * i + 1] = psi[2 * i + 1];
+    }
+  }
+  if (c.cotangents == nullptr) return;
+
+  // lam = O psi with O = sum_k cot[b, k] O_k (probabilities: projectors).
+  for (std::uint64_t i = rank; i < dim; i += G_) lam[2 * i] = lam[2 * i + 1] = 0;
+  g.sync();
+  const R* cot = c.cotangents + b * p.n_outputs;
+  for (int k = 0; k < p.n_expvals; ++k) {
+    for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
+      const R tc = static_cast<R>(p.terms[t].coef) * cot[k];
+      for (std::uint64_t i = rank; i < dim; i += G_) pauli_accumulate_lane<R, 1>(lam, psi, p.terms[t].masks, i, tc, 0);
+      g.sync();  // the next term writes other members' amplitudes
+    }
+  }
+  for (int q = 0; q < p.n_probs; ++q) {
+    const int* pos = p.probs_pos + p.probs_begin[q];
+    const int k = p.probs_begin[q + 1] - p.probs_begin[q];
+    for (std::uint64_t i = rank; i < dim; i += G_) {
+      const R cj = cot[p.probs_out[q] + outcome_index(i, pos, k)];
+      lam[2 * i] += cj * psi[2 * i];
+      lam[2 * i + 1] += cj * psi[2 * i + 1];
+    }
+  }
+  if (active && rank == 0) {
+    if (c.grad_inputs != nullptr) {
+      for (int i = 0; i < p.n_inputs; ++i) c.grad_inputs[b * p.n_inputs + i] = 0;
+    }
+    if (c.grad_weights != nullptr && !c.reduce_weights) {
+      for (int i = 0; i < p.n_weights; ++i) c.grad_weights[b * p.n_weights + i] = 0;
+    }
+  }
+  g.sync();
+
+  for (int k = p.n_ops - 1; k >= 0; --k) {
+    const OpDesc& op = p.ops[k];
+    switch (op.site.kt) {
+      case 1:
+        group_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g);
+        break;
+      case 2:
+        group_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g);
+        break;
+      default:
+        group_adjoint_op<R, 3>(p, c, op, b, active, psi, lam, g);
+        break;
+    }
+  }
+
+  // Through the amplitude embedding: d f / d psi0_j = 2 Re lam0_j (psi0 real), then
+  // through the normalisation psi0 = v / |v|: g_v = (g - psi0 (psi0 . g)) / |v|.
+  if (p.amp && c.grad_inputs != nullptr) {
+    R dot = 0;
+    if (p.amp_normalize) {
+      R part = 0;
+      for (std::uint64_t j = rank; j < std::uint64_t(p.amp_len); j += G_) {
+        part += 2 * lam[2 * p.amp_index[j]] * amp_value(p, c, b, int(j)) / amp_norm;
+      }
+      dot = g.sum(part);
+    }
+    if (active) {
+      R* gx = c.grad_inputs + b * p.n_inputs + p.amp_first_input;
+      for (std::uint64_t j = rank; j < std::uint64_t(p.amp_n_features); j += G_) {
+        const R gj = 2 * lam[2 * p.amp_index[j]];
+        gx[j] += p.amp_normalize ? (gj - amp_value(p, c, b, int(j)) / amp_norm * dot) / amp_norm : gj;
+      }
+    }
+  }
+}
+
+}  // namespace QFLEET_KERN_ISA
+}  // namespace qfleet::kern

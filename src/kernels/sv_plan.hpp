@@ -1,0 +1,82 @@
+// A compiled circuit as plain data for the group executor (kernels/sv_group.hpp):
+// every array is a raw pointer into one contiguous blob, so the same struct views
+// the plan in host memory (the cpu-side tests of the shared body) and in device
+// memory (the cuda backend uploads the blob once, at compile time). C++17 and no
+// std containers, so nvcc reads it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/types.hpp"
+#include "qfleet/gates.hpp"
+
+namespace qfleet::kern {
+
+// One gate parameter's source (mirrors qfleet::Param without its constructors).
+struct ParamDesc {
+  std::uint8_t kind = 0;  // 0 constant, 1 input, 2 weight (Param::Kind's order)
+  int index = 0;
+  double value = 0.0;
+  double scale = 1.0;
+};
+
+struct OpDesc {
+  Gate gate = Gate::Identity;
+  GateSite site;
+  int n_params = 0;
+  int first_param = 0;  // index into SvPlan::params
+  int fixed = -1;       // entry offset into SvPlan::fixed_blocks when the block is constant
+};
+
+struct TermDesc {
+  double coef = 0.0;
+  PauliMasks masks;
+};
+
+struct SvPlan {
+  int n = 0;
+  std::uint64_t dim = 0;
+  int n_inputs = 0, n_weights = 0, n_outputs = 0, n_expvals = 0;
+  const OpDesc* ops = nullptr;
+  int n_ops = 0;
+  const ParamDesc* params = nullptr;
+  int n_params = 0;
+  const double* fixed_blocks = nullptr;  // interleaved re, im
+  const TermDesc* terms = nullptr;
+  const int* term_begin = nullptr;   // n_expvals + 1
+  const int* probs_pos = nullptr;    // bit positions, most significant outcome bit first
+  const int* probs_sorted = nullptr;  // the same positions ascending
+  const int* probs_begin = nullptr;  // n_probs + 1
+  const int* probs_out = nullptr;    // output column of each probs block
+  int n_probs = 0;
+  bool amp = false;
+  int amp_first_input = 0, amp_n_features = 0, amp_len = 0;
+  bool amp_normalize = false;
+  double amp_pad = 0.0;
+  const std::uint64_t* amp_index = nullptr;
+};
+
+constexpr int kMaxSampleWires = 26;
+
+// One batched call. Null pointers switch the matching work off.
+template <class R>
+struct SvCall {
+  std::size_t batch = 0;
+  const R* inputs = nullptr;
+  const R* weights = nullptr;
+  bool weights_per_sample = false;
+  R* outputs = nullptr;
+  const R* cotangents = nullptr;  // present: run the adjoint sweep
+  R* grad_inputs = nullptr;
+  R* grad_weights = nullptr;      // [n_weights] (reduced, zeroed by the caller) or [batch, n_weights]
+  bool reduce_weights = true;
+  R* states = nullptr;            // [batch, dim] interleaved complex
+  // Probabilities over extra bit positions (sampling): [batch, 2^extra_k].
+  int extra_k = 0;
+  int extra_pos[kMaxSampleWires] = {};
+  int extra_sorted[kMaxSampleWires] = {};
+  R* extra_probs = nullptr;
+};
+
+}  // namespace qfleet::kern

@@ -1,0 +1,125 @@
+// Runs the cuda backend's circuit body (kernels/sv_group.hpp) on the CPU: a group
+// of G std::threads with a std::barrier stands in for a warp slice or a thread
+// block, so every CI run checks the exact code the GPU executes (its work split,
+// barriers, group sums, padding members and atomic gradient sums), not a copy.
+#pragma once
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/sv_pack.hpp"
+#include "kernels/sv_group.hpp"
+#include "unit/harness.hpp"
+
+namespace emu {
+
+template <class R>
+struct ThreadGroup {
+  int r, n;
+  std::barrier<>* bar;
+  std::vector<R>* slots;
+  int rank() const { return r; }
+  int size() const { return n; }
+  void sync() const { bar->arrive_and_wait(); }
+  R sum(R v) const {
+    (*slots)[r] = v;
+    sync();
+    R t = 0;
+    for (int i = 0; i < n; ++i) t += (*slots)[i];  // fixed order, like the device's
+    sync();
+    return t;
+  }
+  void atomic_add(R* p, R v) const { std::atomic_ref<R>(*p).fetch_add(v); }
+};
+
+// Runs every sample of `call` with a group of G threads, then one padding member
+// (active = false) that must leave every output untouched.
+template <class R>
+void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
+  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
+  const std::vector<std::byte> copy(packed.blob);  // relocated, like the device upload
+  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
+  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
+    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
+  }
+  std::vector<R> psi(2 * plan.dim), lam(2 * plan.dim);
+  for (std::size_t b = 0; b <= call.batch; ++b) {
+    const bool active = b < call.batch;
+    const std::size_t bb = active ? b : call.batch - 1;
+    std::barrier<> bar(G);
+    std::vector<R> slots(G);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < G; ++r) {
+      threads.emplace_back([&, r] {
+        ThreadGroup<R> g{r, G, &bar, &slots};
+        qfleet::kern::sv_group_run(v, call, bb, active, psi.data(), lam.data(), g);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
+// The group body on a ref::Batch, like ref::q_forward / q_vjp / q_states.
+template <class R>
+struct Runner {
+  const qfleet::detail::Plan& plan;
+  int G;
+
+  qfleet::kern::SvCall<R> call(const ref::Run<R>& run, const ref::Batch& b) const {
+    qfleet::kern::SvCall<R> c;
+    c.batch = b.B;
+    c.inputs = run.x.data();
+    c.weights = run.w.data();
+    c.weights_per_sample = b.per_sample && b.B > 1 && b.nw > 0 && run.w.size() == b.B * std::size_t(b.nw);
+    return c;
+  }
+  std::vector<double> forward(const ref::Batch& b) const {
+    const ref::Run<R> run(b);
+    std::vector<R> out(b.B * plan.n_outputs, R(-99));
+    auto c = call(run, b);
+    c.outputs = out.data();
+    emu::run(plan, c, G);
+    return {out.begin(), out.end()};
+  }
+  std::vector<std::complex<double>> states(const ref::Batch& b) const {
+    const ref::Run<R> run(b);
+    std::vector<R> st(b.B * plan.dim * 2, R(-99));
+    auto c = call(run, b);
+    c.states = st.data();
+    emu::run(plan, c, G);
+    std::vector<std::complex<double>> out;
+    for (std::size_t i = 0; i < st.size(); i += 2) out.emplace_back(st[i], st[i + 1]);
+    return out;
+  }
+  // Probabilities over `wires` (the sampling path's extra probabilities).
+  std::vector<double> probs(const ref::Batch& b, const std::vector<int>& wires) const {
+    const ref::Run<R> run(b);
+    auto c = call(run, b);
+    c.extra_k = static_cast<int>(wires.size());
+    for (int i = 0; i < c.extra_k; ++i) c.extra_pos[i] = c.extra_sorted[i] = plan.n - 1 - wires[i];
+    std::sort(c.extra_sorted, c.extra_sorted + c.extra_k);
+    std::vector<R> pr(b.B << c.extra_k, R(-99));
+    c.extra_probs = pr.data();
+    emu::run(plan, c, G);
+    return {pr.begin(), pr.end()};
+  }
+  ref::QGrad<R> vjp(const ref::Batch& b, const std::vector<double>& cot) const {
+    const ref::Run<R> run(b);
+    const std::vector<R> ct(cot.begin(), cot.end());
+    auto c = call(run, b);
+    std::vector<R> gi(b.B * b.ni, R(-99)), gw((c.weights_per_sample ? b.B : 1) * b.nw, R(-99));
+    std::vector<R> out(b.B * plan.n_outputs, R(-99));
+    c.cotangents = ct.data();
+    c.grad_inputs = b.ni ? gi.data() : nullptr;
+    c.grad_weights = b.nw ? gw.data() : nullptr;
+    c.reduce_weights = !c.weights_per_sample;
+    c.outputs = out.data();
+    emu::run(plan, c, G);
+    return ref::QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
+  }
+};
+
+}  // namespace emu

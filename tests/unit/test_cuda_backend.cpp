@@ -1,0 +1,162 @@
+// The cuda circuit backend through the public API: the same checks as the cpu
+// suite (random circuits and every gate against the dense reference, gradients
+// against finite differences, batch sizes around 32 and the block size, both
+// precisions), one cross-backend test that every Program operation joins, and the
+// device choice. GPU tests skip, saying why, where no CUDA device is visible; the
+// kernel body they run is checked on the CPU by test_sv_group.cpp in every run.
+#include <gtest/gtest.h>
+
+#include "unit/expect_error.hpp"
+#include "unit/harness.hpp"
+
+namespace {
+
+constexpr double kGradTol = 1e-6;
+constexpr double kFloor = 1e-4;
+
+#define QFLEET_REQUIRE_GPU()                                                                        \
+  if (qfleet::cuda_device_count() == 0) {                                                           \
+    GTEST_SKIP() << "no CUDA device visible (this build "                                           \
+                 << "compiles the cuda backend; it runs where a GPU is); the shared kernel body is " \
+                 << "tested on the CPU by GroupBody.*";                                             \
+  }
+
+qfleet::Program compile_on(const qfleet::Circuit& c, qfleet::Device d,
+                           qfleet::Precision p = qfleet::Precision::complex128) {
+  qfleet::CompileOptions o;
+  o.device = d;
+  o.precision = p;
+  return qfleet::compile(c, o);
+}
+
+const std::vector<std::size_t> kBatches = {1, 3, 31, 32, 33, 127, 128, 129, 257};
+
+TEST(CudaBackend, RandomCircuitsMatchTheReferenceAtBatchSizesAroundTheBlock) {
+  QFLEET_REQUIRE_GPU();
+  std::mt19937_64 rng(1101);
+  for (int n = 1; n <= 12; ++n) {  // warp (n <= 6), block, and global strategies
+    ref::Twin t(n);
+    ref::RandomSpec spec;
+    spec.items = 3 * n + 4;
+    ref::random_circuit(t, rng, spec);
+    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
+    for (std::size_t B : kBatches) {
+      if (n > 9 && B > 33) continue;  // the reference is slow there
+      for (bool per_sample : {false, true}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " batch=" + std::to_string(B) + " " + p.execution(B, true));
+        const ref::Batch b = ref::random_batch(rng, B, t.r.n_inputs, t.r.n_weights, per_sample);
+        EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
+        if (B <= 33) {
+          const std::vector<double> cot = ref::uniform_vec(rng, B * t.r.n_outputs(), -1, 1);
+          const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+          const auto got = ref::q_vjp<double>(p, b, cot);
+          EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol);
+          EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, EveryGateForwardAndGradient) {
+  QFLEET_REQUIRE_GPU();
+  std::mt19937_64 rng(1202);
+  for (const auto& g : qfleet::kGateTable) {
+    const std::string name(g.name);
+    ref::Twin t(4);
+    for (int w = 0; w < 4; ++w) t.add("RY", {w}, {ref::uniform(rng, -3, 3)});
+    if (name == "QubitUnitary") {
+      t.unitary(ref::random_wires(rng, 4, 2), ref::random_unitary(2, rng));
+    } else {
+      std::vector<qfleet::Param> p;
+      for (int j = 0; j < g.params; ++j) p.push_back(qfleet::Param::weight(j, 0.9));
+      t.add(name, ref::random_wires(rng, 4, ref::gate_wires(name)), p);
+    }
+    t.expval({{1.0, ref::word({{'X', 0}, {'Y', 2}})}, {0.4, ref::word({{'Z', 3}})}});
+    const ref::Batch b = ref::random_batch(rng, 33, 0, t.r.n_weights, false);
+    const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
+    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
+    EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10) << name;
+    const auto got = ref::q_vjp<double>(p, b, cot);
+    EXPECT_LE(ref::rel_err(got.gw, ref::ref_gradient(t.r, b, cot).gw_shared, kFloor), kGradTol) << name;
+  }
+}
+
+TEST(CudaBackend, Complex64StaysWithinSinglePrecision) {
+  QFLEET_REQUIRE_GPU();
+  std::mt19937_64 rng(1303);
+  for (int n : {2, 5, 8, 11}) {
+    ref::Twin t(n);
+    ref::RandomSpec spec;
+    spec.items = 2 * n + 4;
+    ref::random_circuit(t, rng, spec);
+    const ref::Batch b = ref::random_batch(rng, 64, t.r.n_inputs, t.r.n_weights, false);
+    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda, qfleet::Precision::complex64);
+    EXPECT_LT(ref::max_abs_diff(ref::q_forward<float>(p, b), ref::ref_outputs(t.r, b)), 2e-5) << "n=" << n;
+  }
+}
+
+// Every Program operation on cpu, cuda and automatic: the same numbers.
+TEST(CudaBackend, CrossBackendConsistencyOfEveryOperation) {
+  QFLEET_REQUIRE_GPU();
+  std::mt19937_64 rng(1404);
+  for (int n : {3, 7, 11}) {
+    ref::Twin t(n);
+    ref::RandomSpec spec;
+    spec.items = 3 * n;
+    ref::random_circuit(t, rng, spec);
+    const ref::Batch b = ref::random_batch(rng, 100, t.r.n_inputs, t.r.n_weights, true);
+    const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
+    const qfleet::Program cpu = compile_on(t.q, qfleet::Device::cpu);
+    for (qfleet::Device d : {qfleet::Device::cuda, qfleet::Device::automatic}) {
+      const qfleet::Program gpu = compile_on(t.q, d);
+      SCOPED_TRACE("n=" + std::to_string(n) + " " + gpu.execution(b.B, true));
+      EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(gpu, b), ref::q_forward<double>(cpu, b)), 1e-12);
+      const auto gg = ref::q_vjp<double>(gpu, b, cot, true), gc = ref::q_vjp<double>(cpu, b, cot, true);
+      EXPECT_LT(ref::max_abs_diff(gg.gi, gc.gi), 1e-11);
+      EXPECT_LT(ref::max_abs_diff(gg.gw, gc.gw), 1e-11);
+      EXPECT_LT(ref::max_abs_diff(gg.out, gc.out), 1e-12);
+      const auto sg = ref::q_states<double>(gpu, b), sc = ref::q_states<double>(cpu, b);
+      double ds = 0;
+      for (std::size_t i = 0; i < sg.size(); ++i) ds = std::max(ds, std::abs(sg[i] - sc[i]));
+      EXPECT_LT(ds, 1e-12);
+      const ref::Run<double> run(b);
+      const std::size_t K = t.r.n_outputs();
+      std::vector<double> jg(b.B * K * b.nw), jc(b.B * K * b.nw);
+      gpu.jacobian<double>(run.args(b.B), {}, jg);
+      cpu.jacobian<double>(run.args(b.B), {}, jc);
+      EXPECT_LT(ref::max_abs_diff(jg, jc), 1e-11);
+      std::vector<std::uint64_t> xg(b.B * 50), xc(b.B * 50);
+      gpu.sample<double>(run.args(b.B), {0}, 50, 7, xg);
+      cpu.sample<double>(run.args(b.B), {0}, 50, 7, xc);
+      std::size_t same = 0;
+      for (std::size_t i = 0; i < xg.size(); ++i) same += xg[i] == xc[i];
+      EXPECT_GE(same, xg.size() - 2) << "samples come from the same streams and the same probabilities";
+    }
+  }
+}
+
+// Without a GPU: cuda is refused with a clear message, automatic runs on the cpu.
+TEST(DeviceChoice, CudaWithoutAGpuIsAClearErrorAndAutomaticFallsBackToTheCpu) {
+  if (qfleet::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible; CudaBackend.* covers it";
+  qfleet::Circuit c(2);
+  c.add("RX", {0}, {qfleet::Param::weight(0)}).expval("Z0");
+  try {
+    (void)compile_on(c, qfleet::Device::cuda);
+    ADD_FAILURE() << "compile(device=cuda) succeeded without a GPU";
+  } catch (const qfleet::Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.find("no CUDA device is visible") != std::string::npos ||
+                m.find("no CUDA backend") != std::string::npos)
+        << m;
+  }
+  const qfleet::Program p = compile_on(c, qfleet::Device::automatic);
+  EXPECT_EQ(p.device(), qfleet::Device::automatic);
+  EXPECT_EQ(p.execution(1000000, true).rfind("cpu ", 0), 0u) << p.execution(1000000, true);
+  const std::vector<double> w = {0.3};
+  qfleet::BatchArgs<double> a;
+  a.weights = w;
+  EXPECT_NEAR(p.forward(a)[0], std::cos(0.3), 1e-14);
+}
+
+}  // namespace
