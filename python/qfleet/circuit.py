@@ -115,7 +115,7 @@ class Circuit:
         return self
 
     # -- the description ------------------------------------------------------------
-    def to_json(self, precision: str = "complex128", num_threads: int = 0) -> dict:
+    def to_json(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu") -> dict:
         """The circuit as a `qfleet eval` problem (without data). Outputs are the
         expectation values in order, then the probabilities in order."""
         doc = copy.deepcopy(self._doc)
@@ -123,9 +123,16 @@ class Circuit:
             doc["probs"] = [list(p) for p in self._probs]
         doc["precision"] = precision
         doc["threads"] = int(num_threads)
+        if device != "cpu":
+            doc["device"] = device
         return doc
 
-    def compile(self, precision: str = "complex128", num_threads: int = 0):
-        """Compiles the circuit once: a torch.classes.qfleet.CircuitProgram."""
+    def compile(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu"):
+        """Compiles the circuit once: a torch.classes.qfleet.CircuitProgram.
+
+        device: "cpu"; "cuda" (the plan is uploaded to the GPU and every call runs
+        there, staging CPU tensors; an error where no CUDA device is visible); or
+        "automatic" (the GPU when one is visible and the cost model expects it to be
+        faster for the call's batch, else the CPU)."""
         _lib.load()
-        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads)))
+        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads, device)))

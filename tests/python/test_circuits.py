@@ -130,6 +130,23 @@ def test_double_backward_is_a_clear_error(qfleet):
         torch.autograd.grad(g.sum(), w)
 
 
+def test_device_option(qfleet):
+    c = classifier(qfleet, 3, 2)
+    x = torch.rand(5, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(c.compile().n_weights(), dtype=torch.float64, requires_grad=True)
+    cpu = qfleet.circuit_forward(c.compile(), x, w)
+    auto = qfleet.circuit_forward(c.compile(device="automatic"), x, w)  # the GPU only where one is visible
+    assert torch.allclose(auto, cpu, atol=1e-12)
+    (gx_a,) = torch.autograd.grad(auto.sum(), x)
+    (gx_c,) = torch.autograd.grad(cpu.sum(), x)
+    assert torch.allclose(gx_a, gx_c, atol=1e-11)
+    with pytest.raises(RuntimeError, match="device: expected"):
+        c.compile(device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            c.compile(device="cuda")
+
+
 def test_complex64(qfleet):
     c = classifier(qfleet, 3, 2)
     l64 = qfleet.QuantumLayer(c, precision="complex64", seed=4)

@@ -1,11 +1,13 @@
 // Runs the cuda backend's circuit body (kernels/sv_group.hpp) on the CPU: a group
-// of G std::threads with a std::barrier stands in for a warp slice or a thread
+// of G std::threads with a barrier stands in for a warp slice or a thread
 // block, so every CI run checks the exact code the GPU executes (its work split,
 // barriers, group sums, padding members and atomic gradient sums), not a copy.
 #pragma once
 
 #include <atomic>
-#include <barrier>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -16,10 +18,34 @@
 
 namespace emu {
 
+// A blocking barrier: groups have more threads than CI has cores, and a spinning
+// one (std::barrier in libstdc++) would burn their time slices.
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(m_);
+    const std::uint64_t gen = gen_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++gen_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return gen_ != gen; });
+    }
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int n_, count_ = 0;
+  std::uint64_t gen_ = 0;
+};
+
 template <class R>
 struct ThreadGroup {
   int r, n;
-  std::barrier<>* bar;
+  Barrier* bar;
   std::vector<R>* slots;
   int rank() const { return r; }
   int size() const { return n; }
@@ -46,20 +72,20 @@ void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) 
     for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
   }
   std::vector<R> psi(2 * plan.dim), lam(2 * plan.dim);
-  for (std::size_t b = 0; b <= call.batch; ++b) {
-    const bool active = b < call.batch;
-    const std::size_t bb = active ? b : call.batch - 1;
-    std::barrier<> bar(G);
-    std::vector<R> slots(G);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < G; ++r) {
-      threads.emplace_back([&, r] {
-        ThreadGroup<R> g{r, G, &bar, &slots};
-        qfleet::kern::sv_group_run(v, call, bb, active, psi.data(), lam.data(), g);
-      });
-    }
-    for (auto& t : threads) t.join();
+  Barrier bar(G);
+  std::vector<R> slots(G);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < G; ++r) {
+    threads.emplace_back([&, r] {
+      const ThreadGroup<R> g{r, G, &bar, &slots};
+      for (std::size_t b = 0; b <= call.batch; ++b) {  // like the device's loop over a block's circuits
+        const bool active = b < call.batch;
+        qfleet::kern::sv_group_run(v, call, active ? b : call.batch - 1, active, psi.data(), lam.data(), g);
+        g.sync();
+      }
+    });
   }
+  for (auto& t : threads) t.join();
 }
 
 // The group body on a ref::Batch, like ref::q_forward / q_vjp / q_states.

@@ -160,3 +160,47 @@ TEST(DeviceChoice, CudaWithoutAGpuIsAClearErrorAndAutomaticFallsBackToTheCpu) {
 }
 
 }  // namespace
+
+#if defined(QFLEET_WITH_CUDA)
+#include "cuda/sv_cuda.hpp"
+
+namespace {
+
+// The launch-shape table of docs/architecture.md, for an H100-like device (pure
+// host code: runs without a GPU).
+TEST(LaunchShape, FollowsTheDocumentedTable) {
+  using qfleet::gpu::Strategy;
+  qfleet::gpu::DeviceProps h100;
+  h100.sm_count = 132;
+  h100.smem_optin = 227 * 1024;
+  h100.total_mem = std::size_t{80} << 30;
+  qfleet::kern::SvPlan p;
+  auto shape = [&](int n, std::size_t B, int bytes, bool adj) {
+    p.n = n;
+    p.dim = std::uint64_t{1} << n;
+    return qfleet::gpu::launch_shape(p, B, bytes, adj, h100);
+  };
+  for (int n = 1; n <= 6; ++n) {
+    const auto s = shape(n, 1000, 8, true);
+    EXPECT_EQ(s.strategy, Strategy::warp) << n;
+    EXPECT_EQ(s.group, 1 << (n - 1));
+    EXPECT_EQ(s.per_block * s.group, 128);
+    EXPECT_EQ(s.blocks, (1000 + s.per_block - 1) / s.per_block);
+    EXPECT_EQ(s.smem, std::size_t(s.per_block) * 2 * 16 * (std::size_t{1} << n));
+  }
+  EXPECT_EQ(shape(7, 10, 8, true).strategy, Strategy::block);
+  EXPECT_EQ(shape(7, 10, 8, true).threads, 64);
+  EXPECT_EQ(shape(10, 10, 8, true).threads, 256);
+  EXPECT_EQ(shape(12, 10, 8, true).strategy, Strategy::block);   // psi + lam: 128 KiB
+  EXPECT_EQ(shape(13, 10, 8, true).strategy, Strategy::global);   // 256 KiB > 227 KiB
+  EXPECT_EQ(shape(13, 10, 8, false).strategy, Strategy::block);   // forward: one state
+  EXPECT_EQ(shape(13, 10, 4, true).strategy, Strategy::block);    // complex64
+  EXPECT_EQ(shape(14, 10, 4, true).strategy, Strategy::global);
+  const auto g = shape(20, 100000, 8, true);
+  EXPECT_EQ(g.blocks, 132u * 8);
+  EXPECT_EQ(g.work_bytes, g.blocks * 2 * 16 * (std::size_t{1} << 20));
+  EXPECT_EQ(shape(20, 3, 8, true).blocks, 3u);
+}
+
+}  // namespace
+#endif

@@ -44,7 +44,7 @@ TEST(GroupBody, RandomCircuitsMatchTheReferenceForEveryGroupSize) {
         const qfleet::detail::Plan plan = plan_of(t.q);
         const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
         const std::vector<double> want = ref::ref_outputs(t.r, b);
-        for (int G : {1, 2, 3, 8, 16}) {
+        for (int G : {1, 3, 8}) {
           SCOPED_TRACE("n=" + std::to_string(n) + " rep=" + std::to_string(rep) + " G=" + std::to_string(G) +
                        (per_sample ? " per-sample weights" : " shared weights"));
           const emu::Runner<double> run{plan, G};
@@ -71,7 +71,7 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
         const std::vector<double> cot = ref::uniform_vec(rng, b.B * K, -1, 1);
         const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
         const std::vector<double> outs = ref::ref_outputs(t.r, b);
-        for (int G : {1, 4, 5, 16}) {
+        for (int G : {1, 5, 16}) {
           SCOPED_TRACE("n=" + std::to_string(n) + " rep=" + std::to_string(rep) + " G=" + std::to_string(G) +
                        (per_sample ? " per-sample weights" : " shared weights"));
           const auto got = emu::Runner<double>{plan, G}.vjp(b, cot);
@@ -149,7 +149,7 @@ TEST(GroupBody, SamplingProbabilitiesMatchTheReference) {
         const auto p = ref::probs(ref::state(t.r, b.xrow(s), b.wrow(s)), wires, n);
         want.insert(want.end(), p.begin(), p.end());
       }
-      for (int G : {1, 8, 32}) {  // 32: few outcomes take the group-sum path
+      for (int G : {1, 16}) {  // 16: one outcome bit takes the group-sum path
         EXPECT_LT(ref::max_abs_diff(emu::Runner<double>{plan, G}.probs(b, wires), want), 1e-12)
             << "n=" << n << " k=" << k << " G=" << G;
       }

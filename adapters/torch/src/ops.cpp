@@ -284,8 +284,8 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_cpu(const c10::intrusive_ptr<Op
 
 [[noreturn]] void no_cuda(const char* op) {
   TORCH_CHECK(false, "qfleet.", op,
-              ": CUDA tensors are not supported yet (the CUDA backend has not landed); move the tensors to the CPU "
-              "with .cpu()");
+              ": CUDA tensors are not supported by the PyTorch adapter yet; move the tensors to the CPU with "
+              ".cpu() (a circuit compiled with device='cuda' still runs on the GPU, staging CPU tensors)");
 }
 
 // ---- autograd ------------------------------------------------------------------
