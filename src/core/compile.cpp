@@ -22,13 +22,13 @@ std::size_t physical_memory_bytes() {
   return bytes;
 }
 
-namespace {
-
 std::string gib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   return buf;
 }
+
+namespace {
 
 OpPlan plan_op(const Operation& op, int n, std::vector<Param>& params,
                std::vector<std::complex<double>>& fixed) {

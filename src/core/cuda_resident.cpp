@@ -29,9 +29,8 @@ std::shared_ptr<const CudaResident> make_cuda_resident(const Plan& plan) {
   const double real_bytes = plan.precision == Precision::complex64 ? 4.0 : 8.0;
   const double per_circuit = std::ldexp(2.0 * 2.0 * real_bytes, plan.n);  // psi and lam
   if (per_circuit > 0.9 * static_cast<double>(props.total_mem)) {
-    throw Error("a " + std::to_string(plan.n) + "-qubit circuit's adjoint needs " +
-                std::to_string(per_circuit / double(1 << 30)) + " GiB on the GPU, but " + props.name + " has " +
-                std::to_string(double(props.total_mem) / double(1 << 30)) + " GiB; use device 'cpu'");
+    throw Error("a " + std::to_string(plan.n) + "-qubit circuit's adjoint needs " + gib(per_circuit) +
+                " on the GPU, but " + props.name + " has " + gib(double(props.total_mem)) + "; use device 'cpu'");
   }
   const PackedSvPlan packed = pack_sv_plan(plan);
   auto r = std::make_shared<CudaResident>();

@@ -83,5 +83,7 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options);
 
 // Bytes of physical memory (for "will it fit" checks).
 std::size_t physical_memory_bytes();
+// "1.5 GiB": sizes in "will not fit" messages.
+std::string gib(double bytes);
 
 }  // namespace qfleet::detail

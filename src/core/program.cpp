@@ -106,12 +106,11 @@ enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
 int cpu_threads(const detail::Plan& p) { return p.num_threads > 0 ? p.num_threads : omp_get_max_threads(); }
 
 // Element counts of a call's buffers, in the order of Call's pointer fields.
-template <class R>
 struct Extents {
   std::size_t n[8];
 };
 template <class R>
-Extents<R> extents(const detail::Plan& p, const cpu::Call<R>& c) {
+Extents extents(const detail::Plan& p, const cpu::Call<R>& c) {
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
   return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
            B * p.dim * 2, c.extra_probs ? B << c.extra_probs_k : 0}};
@@ -119,7 +118,7 @@ Extents<R> extents(const detail::Plan& p, const cpu::Call<R>& c) {
 
 template <class R>
 std::size_t host_bytes(const detail::Plan& p, const cpu::Call<R>& c) {
-  const Extents<R> e = extents(p, c);
+  const Extents e = extents(p, c);
   const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
   std::size_t bytes = 0;
   for (int i = 0; i < 8; ++i) bytes += ptr[i] ? e.n[i] * sizeof(R) : 0;
@@ -218,7 +217,7 @@ void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
     return;
   }
   // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
-  const Extents<R> e = extents(p, c);
+  const Extents e = extents(p, c);
   std::size_t off[8], total = 0;
   const void* host[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
   for (int i = 0; i < 8; ++i) {
