@@ -13,9 +13,12 @@
 
 #include <atomic>
 #include <complex>
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/open_view.hpp"
 #include "qfleet/open_system.hpp"
 
 namespace qfleet::detail {
@@ -53,8 +56,21 @@ struct OpenPlan {
   std::vector<int> subspace;
   std::vector<CVec> observables;  // d x d each
 
+  // The flat form the task body reads (open_pack.cpp): every array above in one blob.
+  std::vector<std::byte> blob;
+  kern::OpenView offsets;  // pointers hold byte offsets into blob
+  kern::OpenView view;     // pointers into blob (host)
+  // Where calls run (OpenCompileOptions::device) and the plan's copy on the GPU.
+  Device device = Device::cpu;
+  std::shared_ptr<const struct OpenCudaResident> cuda;
+
   mutable std::atomic<std::uint64_t> computed{0}, reused{0}, calls{0};
 };
+
+// Fills blob, offsets and view from the plan's arrays.
+void pack_open_plan(OpenPlan& p);
+// The view with its pointers relocated to a copy of the blob at base.
+kern::OpenView open_view_at(const kern::OpenView& offsets, const std::byte* base);
 
 OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o);
 void finish_open_plan(OpenPlan& p);

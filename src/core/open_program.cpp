@@ -119,11 +119,11 @@ cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutp
   c.drift_per_task = sh.drift;
   c.rates = a.rates.data();
   c.rates_per_task = sh.rates;
-  c.initial = a.initial.empty() ? nullptr : a.initial.data();
+  c.initial = a.initial.empty() ? nullptr : reinterpret_cast<const R*>(a.initial.data());  // (re, im) pairs
   c.fidelity = o.fidelity.empty() ? nullptr : o.fidelity.data();
   c.leakage = o.leakage.empty() ? nullptr : o.leakage.data();
   c.expvals = o.expvals.empty() ? nullptr : o.expvals.data();
-  c.final_state = o.final_state.empty() ? nullptr : o.final_state.data();
+  c.final_state = o.final_state.empty() ? nullptr : reinterpret_cast<R*>(o.final_state.data());
   return c;
 }
 
@@ -198,6 +198,7 @@ QFLEET_OPEN_INSTANTIATE(double)
 OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options) {
   std::shared_ptr<detail::OpenPlan> plan(detail::build_open_plan(system, options));
   detail::finish_open_plan(*plan);
+  detail::pack_open_plan(*plan);
   return OpenProgram(std::move(plan));
 }
 

@@ -2,44 +2,11 @@
 #include "core/sv_pack.hpp"
 
 #include <algorithm>
-#include <cstring>
 
+#include "core/blob.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::detail {
-
-namespace {
-
-template <class T>
-const T* as_offset(std::size_t off) {
-  return reinterpret_cast<const T*>(off);  // NOLINT: an offset until view_at relocates it
-}
-
-template <class T>
-const T* relocate(const T* off, const std::byte* base) {
-  return reinterpret_cast<const T*>(base + reinterpret_cast<std::size_t>(off));
-}
-
-class Blob {
- public:
-  template <class T>
-  const T* add(const T* data, std::size_t count) {
-    const std::size_t off = (bytes_.size() + 15) / 16 * 16;
-    bytes_.resize(off + std::max<std::size_t>(count, 1) * sizeof(T));
-    if (count > 0) std::memcpy(bytes_.data() + off, data, count * sizeof(T));
-    return as_offset<T>(off);
-  }
-  template <class T>
-  const T* add(const std::vector<T>& v) {
-    return add(v.data(), v.size());
-  }
-  std::vector<std::byte> take() { return std::move(bytes_); }
-
- private:
-  std::vector<std::byte> bytes_;
-};
-
-}  // namespace
 
 kern::SvPlan PackedSvPlan::view_at(const std::byte* base) const {
   kern::SvPlan v = offsets;

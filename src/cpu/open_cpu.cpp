@@ -55,9 +55,9 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
   const OpenIsaKernels& k = open_kernels();
   int failed;
   if constexpr (std::is_same_v<R, float>) {
-    failed = k.run_f32(plan, c, runs, identical, rows.data(), &computed, &reused);
+    failed = k.run_f32(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   } else {
-    failed = k.run_f64(plan, c, runs, identical, rows.data(), &computed, &reused);
+    failed = k.run_f64(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   }
   if (failed) {
     throw Error(plan.options.solver == Solver::dopri5
@@ -76,7 +76,7 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
       for (std::size_t b = 1; b < B; ++b) std::copy(c.expvals, c.expvals + per, c.expvals + b * per);
     }
     if (c.final_state) {
-      const std::size_t per = (!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c;
+      const std::size_t per = 2 * ((!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c);  // reals
       for (std::size_t b = 1; b < B; ++b) std::copy(c.final_state, c.final_state + per, c.final_state + b * per);
     }
   }

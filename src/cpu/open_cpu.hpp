@@ -5,37 +5,21 @@
 #include <cstdint>
 
 #include "core/open_plan.hpp"
+#include "kernels/open_view.hpp"
 
 namespace qfleet::cpu {
 
+// One batched call (the shared task body's call record; complex buffers are
+// (re, im) pairs of R).
 template <class R>
-struct OpenCall {
-  std::size_t batch = 0;
-  const R* amplitudes = nullptr;
-  bool amplitudes_per_task = false;
-  const R* drift = nullptr;
-  bool drift_per_task = false;
-  const R* rates = nullptr;
-  bool rates_per_task = false;
-  const std::complex<R>* initial = nullptr;  // per task: [B, d] (pure) or [B, d, d] (density)
-  R* fidelity = nullptr;
-  R* leakage = nullptr;
-  R* expvals = nullptr;
-  std::complex<R>* final_state = nullptr;
-  const R* cot_fidelity = nullptr;
-  const R* cot_leakage = nullptr;
-  bool adjoint = false;
-  R* grad_amplitudes = nullptr;
-  R* grad_drift = nullptr;
-  R* grad_rates = nullptr;
-};
+using OpenCall = kern::OpenTaskCall<R>;
 
 // Per-ISA entry points (open_cpu_<isa>.cpp): run `runs` tasks, return 0 or 1 on failure.
 struct OpenIsaKernels {
   const char* name;
-  int (*run_f32)(const detail::OpenPlan&, const OpenCall<float>&, std::size_t, bool, float*, std::uint64_t*,
+  int (*run_f32)(const kern::OpenView&, const OpenCall<float>&, std::size_t, bool, float*, int, std::uint64_t*,
                  std::uint64_t*);
-  int (*run_f64)(const detail::OpenPlan&, const OpenCall<double>&, std::size_t, bool, double*, std::uint64_t*,
+  int (*run_f64)(const kern::OpenView&, const OpenCall<double>&, std::size_t, bool, double*, int, std::uint64_t*,
                  std::uint64_t*);
 };
 

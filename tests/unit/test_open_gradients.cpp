@@ -239,4 +239,21 @@ TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
   }
 }
 
+// Long segments: dopri5 at rtol 1e-10 accepts hundreds of steps per segment, more
+// than the backward pass's first step store holds (64), so the store grows and the
+// task is re-run; the gradient must not notice.
+TEST(OpenGradientsMore, Dopri5WithHundredsOfStepsPerSegment) {
+  std::mt19937_64 rng(355);
+  for (int ci : {0, 3}) {
+    Model m = config_model(kConfigs[ci], rng, 2, 2);
+    for (double& t : m.durations) t *= 20;
+    const SolverSetup u = setup(Solver::dopri5);
+    const auto prog = qfleet::compile(build(m), u.options);
+    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const std::vector<double> cf = {0.9, -0.4}, cl = {0.3, 1.2};
+    expect_grads(qvjp<double>(prog, m, b, cf, cl), fd_grads(m, b, cf, cl), u,
+                 std::string(kConfigs[ci].name) + " dopri5, long segments");
+  }
+}
+
 }  // namespace

@@ -1,0 +1,93 @@
+// Flattens an OpenPlan into one relocatable blob read by the task body
+// (kernels/open_task.hpp): the cpu executor reads it in host memory, the cuda
+// backend uploads a copy once at compile time.
+#include <algorithm>
+#include <complex>
+
+#include "core/blob.hpp"
+#include "core/open_plan.hpp"
+#include "kernels/open_task.hpp"
+
+namespace qfleet::detail {
+
+namespace {
+
+const double* add_matrix(Blob& blob, const CVec& m) {
+  return blob.add(reinterpret_cast<const double*>(m.data()), 2 * m.size());  // (re, im) pairs
+}
+
+const double* add_matrices(Blob& blob, const std::vector<CVec>& ms) {
+  CVec all;
+  for (const CVec& m : ms) all.insert(all.end(), m.begin(), m.end());
+  return add_matrix(blob, all);
+}
+
+const double* add_optional(Blob& blob, const CVec& m) { return m.empty() ? nullptr : add_matrix(blob, m); }
+
+}  // namespace
+
+kern::OpenView open_view_at(const kern::OpenView& off, const std::byte* base) {
+  kern::OpenView v = off;
+  auto at = [&](const auto* p) { return p == nullptr ? p : relocate(p, base); };
+  v.durations = at(off.durations);
+  v.a0 = at(off.a0);
+  v.a_drift = at(off.a_drift);
+  v.a_rate = at(off.a_rate);
+  v.a_ctrl = at(off.a_ctrl);
+  v.x0 = at(off.x0);
+  v.fid_lam = at(off.fid_lam);
+  v.leak_lam = at(off.leak_lam);
+  v.target_psi = at(off.target_psi);
+  v.target_mat = at(off.target_mat);
+  v.sqrt_sigma = at(off.sqrt_sigma);
+  v.subspace = at(off.subspace);
+  v.observables = at(off.observables);
+  return v;
+}
+
+void pack_open_plan(OpenPlan& p) {
+  const OpenSystem& s = p.sys;
+  kern::OpenView v;
+  v.d = p.d;
+  v.n = p.n;
+  v.c = p.c;
+  v.nseg = s.n_segments();
+  v.nctrl = s.n_controls();
+  v.ndrift = static_cast<int>(p.a_drift.size());
+  v.nrate = static_cast<int>(p.a_rate.size());
+  v.nobs = static_cast<int>(p.observables.size());
+  v.nsub = static_cast<int>(p.subspace.size());
+  v.closed = p.closed;
+  v.gate = p.gate;
+  v.solver = static_cast<int>(p.options.solver);
+  v.target = static_cast<int>(s.target_kind());
+  v.dt = p.options.dt;
+  v.rtol = p.options.rtol;
+  v.atol = p.options.atol;
+  if (p.options.solver == Solver::rk4 || p.options.solver == Solver::euler) {
+    for (double dur : s.segment_durations()) {
+      v.fixed_steps = std::max(v.fixed_steps, static_cast<int>(kern::open_fixed_steps(dur, p.options.dt)));
+    }
+  }
+  Blob blob;
+  v.durations = blob.add(s.segment_durations());
+  v.a0 = add_matrix(blob, p.a0);
+  v.a_drift = add_matrices(blob, p.a_drift);
+  v.a_rate = add_matrices(blob, p.a_rate);
+  v.a_ctrl = add_matrices(blob, p.a_ctrl);
+  v.x0 = add_matrix(blob, p.x0);
+  v.fid_lam = add_optional(blob, p.fid_lam);
+  v.fid_offset = p.fid_offset;
+  v.leak_lam = add_optional(blob, p.leak_lam);
+  v.leak_offset = p.leak_offset;
+  v.target_psi = add_optional(blob, p.target_psi);
+  v.target_mat = add_optional(blob, p.target_mat);
+  v.sqrt_sigma = add_optional(blob, p.sqrt_sigma);
+  v.subspace = blob.add(p.subspace);
+  v.observables = add_matrices(blob, p.observables);
+  p.blob = blob.take();
+  p.offsets = v;
+  p.view = open_view_at(v, p.blob.data());
+}
+
+}  // namespace qfleet::detail

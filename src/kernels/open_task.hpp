@@ -1,0 +1,701 @@
+// One open-system task, forward and reverse mode, written once for the cpu
+// executor (src/cpu/open_cpu_impl.hpp, compiled per ISA) and the cuda backend
+// (src/cuda/open_cuda.cu). Per segment k:
+//   exact:  P_k = exp(dt_k A_k) (Higham 2005), X_k = P_k X_{k-1};
+//           backward: W = lam_k X_{k-1}^dag, (P_k^dag, L) = expm_frechet(dt_k A_k^dag, W)
+//           gives dF/dA_k = dt_k L (the adjoint Frechet derivative, Al-Mohy & Higham
+//           2009) and lam_{k-1} = P_k^dag lam_k;
+//   rk4/euler/dopri5: explicit Runge-Kutta steps and their discrete adjoint (the exact
+//           gradient of the discretised map). dopri5's step controller is re-run from
+//           the stored segment start in the backward pass; it is deterministic, so it
+//           accepts the same steps, which are then held fixed.
+// Then dF/dtheta = Re <dF/dA_k, dA/dtheta> for every control (per segment), drift
+// coefficient and rate: one inner product each.
+//
+// No allocation, no exceptions, no std:: containers: the caller hands each task a
+// workspace of open_task_work() entries and gets a kern::OpenTaskStatus back.
+// C++17, host and device (QFLEET_HD).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/dense.hpp"
+#include "kernels/expm.hpp"
+#include "kernels/hd.hpp"
+#include "kernels/open_view.hpp"
+
+namespace qfleet::kern {
+inline namespace QFLEET_KERN_ISA {
+namespace open_detail {
+
+QFLEET_HD inline double dmin(double a, double b) { return a < b ? a : b; }
+QFLEET_HD inline double dmax(double a, double b) { return a > b ? a : b; }
+
+// Entry i of a plan matrix stored as (re, im) pairs of double.
+QFLEET_HD inline Cx<double> at(const double* v, std::size_t i) { return {v[2 * i], v[2 * i + 1]}; }
+
+template <class R>
+QFLEET_HD inline Cx<R> cx(Cx<double> z) {
+  return {static_cast<R>(z.re), static_cast<R>(z.im)};
+}
+
+template <class R>
+QFLEET_HD inline void copy(const Cx<R>* a, std::size_t n, Cx<R>* b) {
+  for (std::size_t i = 0; i < n; ++i) b[i] = a[i];
+}
+
+// C[m x p] = A[m x k] B[k x p] (or A^dag B when adj_a, A is then k x m).
+// M, K, P are int or FixedDim<k>: fixed sizes unroll for the hot d = 2 (n = 4) case.
+template <class R, class M, class K, class P>
+QFLEET_HD void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, bool adj_a = false) {
+  const int m = static_cast<int>(m_), k = static_cast<int>(k_), p = static_cast<int>(p_);
+#if defined(QFLEET_SIMD_GEMM)
+  if (simd::gemm_applies<R>(p)) {
+    if (adj_a) return simd::gemm<false, true>(m_, k_, p_, a, m, b, p, c, p);
+    return simd::gemm<false, false>(m_, k_, p_, a, k, b, p, c, p);
+  }
+#endif
+  for (int i = 0; i < m * p; ++i) c[i] = {R(0), R(0)};
+  for (int i = 0; i < m; ++i) {
+    for (int l = 0; l < k; ++l) {
+      const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
+      const Cx<R>* brow = b + std::size_t(l) * p;
+      Cx<R>* crow = c + std::size_t(i) * p;
+      for (int j = 0; j < p; ++j) {
+        crow[j].re += x.re * brow[j].re - x.im * brow[j].im;
+        crow[j].im += x.re * brow[j].im + x.im * brow[j].re;
+      }
+    }
+  }
+}
+
+// C[m x m] += A[m x p] B[m x p]^dag  (outer products for dF/dA).
+template <class R, class M, class P>
+QFLEET_HD void add_outer(M m_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c) {
+  const int m = static_cast<int>(m_), p = static_cast<int>(p_);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < m; ++j) {
+      R re = 0, im = 0;
+      for (int l = 0; l < p; ++l) {
+        const Cx<R> x = a[std::size_t(i) * p + l], y = b[std::size_t(j) * p + l];
+        re += x.re * y.re + x.im * y.im;  // x * conj(y)
+        im += x.im * y.re - x.re * y.im;
+      }
+      c[std::size_t(i) * m + j].re += re;
+      c[std::size_t(i) * m + j].im += im;
+    }
+  }
+}
+
+// Re <a, b> = Re sum conj(a_i) b_i over n entries; b a plan matrix (double pairs).
+template <class R>
+QFLEET_HD double re_inner(std::size_t n, const Cx<R>* a, const double* b) {
+  double s = 0;
+  for (std::size_t i = 0; i < n; ++i) s += double(a[i].re) * b[2 * i] + double(a[i].im) * b[2 * i + 1];
+  return s;
+}
+
+// Butcher tableaux of the fixed-step and adaptive solvers.
+struct Tableau {
+  int s;  // stages that build the solution
+  double a[7][7];
+  double b[7];
+  double b_err[7];  // b - b* (embedded error estimate), dopri5 only
+};
+
+// Dormand & Prince (1980) RK5(4)7M; the 7th stage (FSAL) only feeds the error estimate.
+QFLEET_HD inline const Tableau& tableau(int solver) {
+  static constexpr Tableau kTab[3] = {
+      {4, {{0}, {0.5}, {0, 0.5}, {0, 0, 1}}, {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, {0}},  // rk4
+      {1, {{0}}, {1}, {0}},                                                                 // euler
+      {6,
+       {{0},
+        {1.0 / 5},
+        {3.0 / 40, 9.0 / 40},
+        {44.0 / 45, -56.0 / 15, 32.0 / 9},
+        {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729},
+        {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656},
+        {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}},
+       {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0},
+       {35.0 / 384 - 5179.0 / 57600, 0, 500.0 / 1113 - 7571.0 / 16695, 125.0 / 192 - 393.0 / 640,
+        -2187.0 / 6784 + 92097.0 / 339200, 11.0 / 84 - 187.0 / 2100, -1.0 / 40}}};
+  return kTab[solver == 1 ? 0 : solver == 2 ? 1 : 2];
+}
+
+template <class N>
+QFLEET_HD N make_dim(int n) {
+  if constexpr (std::is_same_v<N, int>) {
+    return n;
+  } else {
+    (void)n;
+    return N{};
+  }
+}
+
+}  // namespace open_detail
+
+// The fixed-step solvers' step count for a segment of length `duration`.
+QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
+  using std::ceil;
+  const double m = ceil(duration / dt - 1e-9);
+  return m < 1 ? 1L : static_cast<long>(m);
+}
+
+// Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
+// per segment the backward pass can hold (rk4/euler use v.fixed_steps instead).
+template <class R>
+QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
+  const std::size_t nn = std::size_t(v.n) * v.n, nc = std::size_t(v.n) * v.c, dd = std::size_t(v.d) * v.d;
+  const int steps = v.solver == 3 ? cap : v.fixed_steps;
+  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
+  std::size_t w = (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
+  w += 7 * nn + 2 * nc + nc * (std::size_t(v.nseg) + 1) + expm_frechet_work(v.n);
+  if (v.solver != 0) w += 30 * nc + nc * (std::size_t(steps) + 1);
+  w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
+  return w;
+}
+
+// N is int, or FixedDim<n> for the hot generator sizes (closed qubit n = 2, open
+// qubit n = 4, open two-qubit n = 16): every loop bound becomes a constant.
+template <class R, class N>
+class OpenTask {
+ public:
+  QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap)
+      : v_(v), c_(c), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == 3 ? cap : v.fixed_steps) {
+    nn_ = std::size_t(v.n) * v.n;
+    nc_ = std::size_t(v.n) * v.c;
+    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
+    h_start_ = reinterpret_cast<double*>(work);
+    hs_ = h_start_ + v.nseg;
+    Cx<R>* p = work + (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
+    a_static_ = p;
+    a_ = a_static_ + nn_;
+    prop_ = a_ + nn_;
+    w_ = prop_ + nn_;
+    g_ = w_ + nn_;
+    g_sum_ = g_ + nn_;
+    tmp_adj_ = g_sum_ + nn_;
+    lam_ = tmp_adj_ + nn_;
+    tmp_ = lam_ + nc_;
+    hist_ = tmp_ + nc_;  // X_0 .. X_N
+    ework_ = hist_ + nc_ * (std::size_t(v.nseg) + 1);
+    Cx<R>* q = ework_ + expm_frechet_work(v.n);
+    if (v.solver != 0) {
+      rk_ = q;
+      xs_ = rk_ + 30 * nc_;
+      q = xs_ + nc_ * (std::size_t(cap_) + 1);
+    }
+    fid_ = q;
+  }
+
+  // Runs task b (reading its parameters from sample `src`); cot_f/cot_l are its
+  // cotangents. grad_amp receives [nseg, nctrl] and grad_drift/grad_rates their
+  // vectors (overwritten; any may be null). computed/reused count propagators.
+  QFLEET_HD int run(std::size_t b, std::size_t src, R cot_f, R cot_l, R* grad_amp, R* grad_drift, R* grad_rates,
+                    std::uint64_t& computed, std::uint64_t& reused) {
+    using open_detail::at;
+    using open_detail::cx;
+    const int d = v_.d;
+    h_guess_ = 0;  // each task's dopri5 steps depend on that task alone
+
+    // A_static = A0 + sum c_m A_m + sum gamma_j D_j.
+    for (std::size_t i = 0; i < nn_; ++i) a_static_[i] = cx<R>(at(v_.a0, i));
+    for (int m = 0; m < v_.ndrift; ++m) {
+      axpy_plan(a_static_, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m);
+    }
+    for (int j = 0; j < v_.nrate; ++j) {
+      axpy_plan(a_static_, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j);
+    }
+
+    // X_0.
+    Cx<R>* x = hist_;
+    if (c_.initial) {
+      const R* init = c_.initial;  // (re, im) pairs
+      if (v_.closed) {
+        for (int i = 0; i < d; ++i) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
+      } else {
+        const R* rho = init + 2 * b * std::size_t(d) * d;
+        for (int i = 0; i < d; ++i)
+          for (int j = 0; j < d; ++j) {
+            x[i + std::size_t(d) * j] = {rho[2 * (std::size_t(i) * d + j)], rho[2 * (std::size_t(i) * d + j) + 1]};
+          }
+      }
+    } else {
+      for (std::size_t i = 0; i < nc_; ++i) x[i] = cx<R>(at(v_.x0, i));
+    }
+    if (c_.expvals) record_expvals(b, 0, x);
+
+    for (int k = 0; k < v_.nseg; ++k) {
+      Cx<R>* xk = hist_ + nc_ * (k + 1);
+      const R* u = amps(src, k);
+      const double dur = v_.durations[k];
+      generator(u, a_);
+      if (v_.solver == 0) {
+        const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
+        if (same) {
+          ++reused;
+        } else {
+          for (std::size_t i = 0; i < nn_; ++i) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
+          expm(n_, w_, prop_, ework_);
+          ++computed;
+        }
+        gemm_c(prop_, x, xk);
+      } else {
+        ++computed;
+        h_start_[k] = h_guess_;
+        const int st = segment_steps(dur, x, xk, false);
+        if (st != kOpenOk) return st;
+      }
+      x = xk;
+      if (c_.expvals) record_expvals(b, k + 1, x);
+    }
+
+    // Outputs at X_N.
+    R f = 0, l = 0;
+    if (v_.target != 0) f = fidelity(x, nullptr, 0, false);
+    if (v_.nsub > 0) l = leakage(x, nullptr, 0, false);
+    if (c_.fidelity) c_.fidelity[b] = f;
+    if (c_.leakage) c_.leakage[b] = l;
+    if (c_.final_state) write_final(b, x);
+    if (!c_.adjoint) return kOpenOk;
+
+    // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents.
+    for (std::size_t i = 0; i < nc_; ++i) lam_[i] = {0, 0};
+    if (v_.target != 0 && cot_f != 0) fidelity(x, lam_, cot_f, true);
+    if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
+
+    for (std::size_t i = 0; i < nn_; ++i) g_sum_[i] = {0, 0};
+    for (int k = v_.nseg - 1; k >= 0; --k) {
+      const Cx<R>* xprev = hist_ + nc_ * k;
+      const double dur = v_.durations[k];
+      generator(amps(src, k), a_);
+      if (v_.solver == 0) {
+        // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
+        for (std::size_t i = 0; i < nn_; ++i) w_[i] = {0, 0};
+        outer_c(lam_, xprev, w_);
+        const int n = v_.n;
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j) {
+            const Cx<R> z = a_[std::size_t(j) * n + i];
+            tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
+          }
+        expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_);
+        for (std::size_t i = 0; i < nn_; ++i) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+        gemm_c(prop_, lam_, tmp_);
+        open_detail::copy(tmp_, nc_, lam_);
+      } else {
+        for (std::size_t i = 0; i < nn_; ++i) g_[i] = {0, 0};
+        h_guess_ = h_start_[k];
+        const int st = segment_backward(dur, xprev);
+        if (st != kOpenOk) return st;
+      }
+      if (grad_amp) {
+        for (int i = 0; i < v_.nctrl; ++i) {
+          grad_amp[std::size_t(k) * v_.nctrl + i] = R(open_detail::re_inner<R>(nn_, g_, v_.a_ctrl + 2 * nn_ * i));
+        }
+      }
+      for (std::size_t i = 0; i < nn_; ++i) {
+        g_sum_[i].re += g_[i].re;
+        g_sum_[i].im += g_[i].im;
+      }
+    }
+    if (grad_drift) {
+      for (int m = 0; m < v_.ndrift; ++m) grad_drift[m] = R(open_detail::re_inner<R>(nn_, g_sum_, v_.a_drift + 2 * nn_ * m));
+    }
+    if (grad_rates) {
+      for (int j = 0; j < v_.nrate; ++j) grad_rates[j] = R(open_detail::re_inner<R>(nn_, g_sum_, v_.a_rate + 2 * nn_ * j));
+    }
+    return kOpenOk;
+  }
+
+ private:
+  QFLEET_HD bool same_values(const R* a, const R* b) const {
+    for (int i = 0; i < v_.nctrl; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
+  QFLEET_HD static R coef(const R* v, bool per_task, std::size_t b, int i, int len) {
+    return per_task ? v[b * len + i] : v[i];
+  }
+  QFLEET_HD const R* amps(std::size_t b, int k) const {
+    if (v_.nctrl == 0) return nullptr;
+    const std::size_t per = std::size_t(v_.nseg) * v_.nctrl;
+    return c_.amplitudes + (c_.amplitudes_per_task ? b * per : 0) + std::size_t(k) * v_.nctrl;
+  }
+  QFLEET_HD void axpy_plan(Cx<R>* y, R s, const double* m) const {
+    for (std::size_t i = 0; i < nn_; ++i) {
+      y[i].re += s * R(m[2 * i]);
+      y[i].im += s * R(m[2 * i + 1]);
+    }
+  }
+  QFLEET_HD void generator(const R* u, Cx<R>* a) const {
+    open_detail::copy(a_static_, nn_, a);
+    for (int i = 0; i < v_.nctrl; ++i) axpy_plan(a, u[i], v_.a_ctrl + 2 * nn_ * i);
+  }
+
+  // Products with the state's c columns (c = n for gate problems, else 1).
+  QFLEET_HD void gemm_c(const Cx<R>* a, const Cx<R>* b, Cx<R>* out, bool adj = false) const {
+    if (v_.gate) {
+      open_detail::gemm<R>(n_, n_, n_, a, b, out, adj);
+    } else {
+      open_detail::gemm<R>(n_, n_, FixedDim<1>{}, a, b, out, adj);
+    }
+  }
+  QFLEET_HD void outer_c(const Cx<R>* a, const Cx<R>* b, Cx<R>* out) const {
+    if (v_.gate) {
+      open_detail::add_outer<R>(n_, n_, a, b, out);
+    } else {
+      open_detail::add_outer<R>(n_, FixedDim<1>{}, a, b, out);
+    }
+  }
+
+  // One explicit RK step of dX/dt = A X: X' = X + h sum b_i k_i, k_i = A Y_i.
+  // Stage states Y_i are kept in ys (s x nc) for the adjoint.
+  QFLEET_HD void rk_step(R h, const Cx<R>* x, Cx<R>* xout, Cx<R>* ks, Cx<R>* ys) const {
+    const open_detail::Tableau& t = open_detail::tableau(v_.solver);
+    for (int i = 0; i < t.s; ++i) {
+      Cx<R>* y = ys + nc_ * i;
+      open_detail::copy(x, nc_, y);
+      for (int j = 0; j < i; ++j) {
+        const R aij = R(t.a[i][j]) * h;
+        if (aij == 0) continue;
+        const Cx<R>* kj = ks + nc_ * j;
+        for (std::size_t e = 0; e < nc_; ++e) {
+          y[e].re += aij * kj[e].re;
+          y[e].im += aij * kj[e].im;
+        }
+      }
+      gemm_c(a_, y, ks + nc_ * i);
+    }
+    open_detail::copy(x, nc_, xout);
+    for (int i = 0; i < t.s; ++i) {
+      const R bi = R(t.b[i]) * h;
+      const Cx<R>* ki = ks + nc_ * i;
+      for (std::size_t e = 0; e < nc_; ++e) {
+        xout[e].re += bi * ki[e].re;
+        xout[e].im += bi * ki[e].im;
+      }
+    }
+  }
+
+  // Steps one segment from x to xout. With keep, stores the step states in xs_
+  // (xs_[0] = x) and the step sizes in hs_ and sets m_ (the backward pass).
+  // Fixed steps (rk4/euler), or the steps dopri5's controller accepts:
+  // error e = h sum (b_i - b*_i) k_i (stage 7 = f(X')), mixed abs/rel max norm.
+  QFLEET_HD int segment_steps(double duration, const Cx<R>* x, Cx<R>* xout, bool keep) {
+    using open_detail::dmax;
+    using open_detail::dmin;
+    using std::hypot;
+    using std::pow;
+    Cx<R>* ks = rk_;
+    Cx<R>* ys = ks + nc_ * 7;
+    Cx<R>* xa = rk_ + nc_ * 28;  // past the backward pass's kbar and ybar
+    Cx<R>* xb = xa + nc_;
+    open_detail::copy(x, nc_, xa);
+    if (keep) open_detail::copy(x, nc_, xs_);
+    m_ = 0;
+    if (v_.solver != 3) {
+      const long m = open_fixed_steps(duration, v_.dt);
+      h_fixed_ = duration / double(m);
+      for (long i = 0; i < m; ++i) {
+        Cx<R>* out = keep ? xs_ + nc_ * (i + 1) : xb;
+        rk_step(R(h_fixed_), xa, out, ks, ys);
+        if (keep) {
+          xa = out;
+        } else {
+          xb = xa;
+          xa = out;
+        }
+      }
+      m_ = int(m);
+      open_detail::copy(xa, nc_, xout);
+      return kOpenOk;
+    }
+    double t = 0, h = h_guess_ > 0 ? dmin(h_guess_, duration) : duration;
+    long guard = 0;
+    while (t < duration * (1 - 1e-12)) {
+      if (++guard > 1000000) return kOpenUnderflow;
+      h = dmin(h, duration - t);
+      rk_step(R(h), xa, xb, ks, ys);
+      gemm_c(a_, xb, ks + nc_ * 6);  // stage 7
+      double err = 0;
+      for (std::size_t e = 0; e < nc_; ++e) {
+        double er = 0, ei = 0;
+        for (int i = 0; i < 7; ++i) {
+          const double be = open_detail::tableau(3).b_err[i];
+          er += be * double(ks[nc_ * i + e].re);
+          ei += be * double(ks[nc_ * i + e].im);
+        }
+        const double mag = dmax(hypot(double(xa[e].re), double(xa[e].im)), hypot(double(xb[e].re), double(xb[e].im)));
+        err = dmax(err, h * hypot(er, ei) / (v_.atol + v_.rtol * mag));
+      }
+      const double factor = dmin(5.0, dmax(0.2, 0.9 * pow(dmax(err, 1e-10), -0.2)));
+      if (err <= 1.0) {
+        if (keep) {
+          if (m_ >= cap_) return kOpenStepCapacity;
+          hs_[m_] = h;
+          open_detail::copy(xb, nc_, xs_ + nc_ * (m_ + 1));
+        }
+        ++m_;
+        t += h;
+        Cx<R>* tmp = xa;
+        xa = xb;
+        xb = tmp;
+      }
+      h *= factor;
+    }
+    h_guess_ = h;
+    open_detail::copy(xa, nc_, xout);
+    return kOpenOk;
+  }
+
+  // Discrete adjoint of the segment's steps: lam <- (d X_out / d X)^dag lam and
+  // g += dF/dA. The step states are recomputed from the segment's start
+  // (checkpointing: only segment boundaries are stored between the passes).
+  QFLEET_HD int segment_backward(double duration, const Cx<R>* x0) {
+    const int st = segment_steps(duration, x0, tmp_, true);
+    if (st != kOpenOk) return st;
+    Cx<R>* ks = rk_;
+    Cx<R>* ys = ks + nc_ * 7;
+    Cx<R>* kbar = ys + nc_ * 7;
+    Cx<R>* ybar = kbar + nc_ * 7;  // rk_: ks, ys, kbar, ybar (7 nc each), xa, xb
+    const open_detail::Tableau& t = open_detail::tableau(v_.solver);
+    for (int step = m_; step-- > 0;) {
+      const R h = R(v_.solver == 3 ? hs_[step] : h_fixed_);
+      rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
+      for (int i = 0; i < t.s; ++i) {
+        for (std::size_t e = 0; e < nc_; ++e) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
+      }
+      for (int i = t.s - 1; i >= 0; --i) {
+        Cx<R>* kb = kbar + nc_ * i;
+        Cx<R>* yb = ybar + nc_ * i;
+        gemm_c(a_, kb, yb, true);         // Ybar_i = A^dag kbar_i
+        outer_c(kb, ys + nc_ * i, g_);    // dF/dA += kbar_i Y_i^dag
+        for (int j = 0; j < i; ++j) {
+          const R aij = R(t.a[i][j]) * h;
+          if (aij == 0) continue;
+          for (std::size_t e = 0; e < nc_; ++e) {
+            kbar[nc_ * j + e].re += aij * yb[e].re;
+            kbar[nc_ * j + e].im += aij * yb[e].im;
+          }
+        }
+      }
+      for (int i = 0; i < t.s; ++i) {
+        for (std::size_t e = 0; e < nc_; ++e) {
+          lam_[e].re += ybar[nc_ * i + e].re;
+          lam_[e].im += ybar[nc_ * i + e].im;
+        }
+      }
+    }
+    return kOpenOk;
+  }
+
+  // A figure of merit linear in X: offset + Re <m, X>; its gradient is m.
+  QFLEET_HD R linear_merit(const double* m, double offset, const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) const {
+    if (!add_lam) return R(offset + open_detail::re_inner<R>(nc_, x, m) * 1.0);
+    for (std::size_t i = 0; i < nc_; ++i) {
+      lam[i].re += scale * R(m[2 * i]);
+      lam[i].im += scale * R(m[2 * i + 1]);
+    }
+    return 0;
+  }
+
+  // Fidelity of X_N; with add_lam, accumulates scale * dF/dX into lam instead.
+  QFLEET_HD R fidelity(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
+    using open_detail::at;
+    const int d = v_.d;
+    if (v_.fid_lam) return linear_merit(v_.fid_lam, v_.fid_offset, x, lam, scale, add_lam);
+    if (v_.closed && v_.gate) {  // F = (|tr V^dag U|^2 + d) / (d (d + 1))
+      Cx<double> t{0, 0};
+      for (std::size_t i = 0; i < nc_; ++i) t = t + conj(at(v_.target_mat, i)) * Cx<double>{x[i].re, x[i].im};
+      const double den = double(d) * (d + 1);
+      if (add_lam) {
+        for (std::size_t i = 0; i < nc_; ++i) {
+          const Cx<double> z = (2.0 / den) * (t * at(v_.target_mat, i));
+          lam[i].re += scale * R(z.re);
+          lam[i].im += scale * R(z.im);
+        }
+        return 0;
+      }
+      return R((t.re * t.re + t.im * t.im + d) / den);
+    }
+    if (v_.closed && v_.target == 1) {  // |<phi|psi>|^2
+      Cx<double> t{0, 0};
+      for (int i = 0; i < d; ++i) t = t + conj(at(v_.target_psi, i)) * Cx<double>{x[i].re, x[i].im};
+      if (add_lam) {
+        for (int i = 0; i < d; ++i) {
+          const Cx<double> z = 2.0 * (at(v_.target_psi, i) * t);
+          lam[i].re += scale * R(z.re);
+          lam[i].im += scale * R(z.im);
+        }
+        return 0;
+      }
+      return R(t.re * t.re + t.im * t.im);
+    }
+    if (v_.closed) {  // mixed target sigma: <psi|sigma|psi>
+      Cx<R>* s = fid_;  // sigma psi
+      for (int i = 0; i < d; ++i) {
+        Cx<double> acc{0, 0};
+        for (int j = 0; j < d; ++j) acc = acc + at(v_.target_mat, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
+        s[i] = open_detail::cx<R>(acc);
+      }
+      if (add_lam) {
+        for (int i = 0; i < d; ++i) {
+          lam[i].re += scale * 2 * s[i].re;
+          lam[i].im += scale * 2 * s[i].im;
+        }
+        return 0;
+      }
+      double f = 0;
+      for (int i = 0; i < d; ++i) f += double(x[i].re) * s[i].re + double(x[i].im) * s[i].im;
+      return R(f);
+    }
+    return uhlmann(x, lam, scale, add_lam);
+  }
+
+  // Uhlmann fidelity F = (tr sqrt(M))^2, M = sqrt(sigma) rho sqrt(sigma), and its
+  // gradient dF/drho = tr sqrt(M) sqrt(sigma) M^{-1/2} sqrt(sigma) (pseudo-inverse on M's support).
+  QFLEET_HD R uhlmann(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
+    using open_detail::dmax;
+    using std::sqrt;
+    const int d = v_.d;
+    const std::size_t dd = std::size_t(d) * d;
+    Cx<R>* rho = fid_;
+    Cx<R>* ss = rho + dd;
+    Cx<R>* t1 = ss + dd;
+    Cx<R>* mm = t1 + dd;
+    Cx<R>* v = mm + dd;
+    Cx<R>* t2 = v + dd;
+    Cx<R>* work = t2 + dd;
+    R* mu = reinterpret_cast<R*>(work + hermitian_eig_work(d));
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) rho[std::size_t(i) * d + j] = x[i + std::size_t(d) * j];
+    for (std::size_t i = 0; i < dd; ++i) ss[i] = open_detail::cx<R>(open_detail::at(v_.sqrt_sigma, i));
+    open_detail::gemm<R>(d, d, d, ss, rho, t1);
+    open_detail::gemm<R>(d, d, d, t1, ss, mm);
+    for (int i = 0; i < d; ++i)  // symmetrise against rounding before the eigensolver
+      for (int j = 0; j < i; ++j) {
+        const Cx<R> a = mm[std::size_t(i) * d + j], b = mm[std::size_t(j) * d + i];
+        mm[std::size_t(i) * d + j] = {(a.re + b.re) / 2, (a.im - b.im) / 2};
+        mm[std::size_t(j) * d + i] = {(a.re + b.re) / 2, (b.im - a.im) / 2};
+      }
+    hermitian_eig(d, mm, mu, v, work);
+    double tr = 0, top = 0;
+    for (int i = 0; i < d; ++i) top = dmax(top, double(mu[i]));
+    for (int i = 0; i < d; ++i) tr += sqrt(dmax(0.0, double(mu[i])));
+    if (!add_lam) return R(tr * tr);
+    // M^{-1/2} on the support (eigenvalues above a relative cutoff).
+    const double cut = dmax(top, 1e-300) * (sizeof(R) == 8 ? 1e-12 : 1e-6);
+    for (std::size_t i = 0; i < dd; ++i) t1[i] = {0, 0};
+    for (int e = 0; e < d; ++e) {
+      if (mu[e] <= cut) continue;
+      const R wgt = R(1 / sqrt(double(mu[e])));
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) {
+          const Cx<R> vi = v[std::size_t(i) * d + e], vj = v[std::size_t(j) * d + e];
+          t1[std::size_t(i) * d + j].re += wgt * (vi.re * vj.re + vi.im * vj.im);
+          t1[std::size_t(i) * d + j].im += wgt * (vi.im * vj.re - vi.re * vj.im);
+        }
+    }
+    open_detail::gemm<R>(d, d, d, ss, t1, t2);
+    open_detail::gemm<R>(d, d, d, t2, ss, t1);
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) {
+        const Cx<R> z = t1[std::size_t(i) * d + j];
+        lam[i + std::size_t(d) * j].re += scale * R(tr) * z.re;
+        lam[i + std::size_t(d) * j].im += scale * R(tr) * z.im;
+      }
+    return 0;
+  }
+
+  QFLEET_HD R leakage(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) const {
+    if (v_.leak_lam) return linear_merit(v_.leak_lam, v_.leak_offset, x, lam, scale, add_lam);
+    // Closed: 1 - sum_{i in sub} |psi_i|^2, or 1 - sum_{i,j in sub} |U_ij|^2 / d_c.
+    const int d = v_.d;
+    double kept = 0;
+    const double dc = v_.gate ? double(v_.nsub) : 1.0;
+    for (int si = 0; si < v_.nsub; ++si) {
+      const int i = v_.subspace[si];
+      if (v_.gate) {
+        for (int sj = 0; sj < v_.nsub; ++sj) {
+          const int j = v_.subspace[sj];
+          const Cx<R> z = x[std::size_t(i) * d + j];
+          kept += double(z.re) * z.re + double(z.im) * z.im;
+          if (add_lam) {
+            lam[std::size_t(i) * d + j].re -= scale * R(2 / dc) * z.re;
+            lam[std::size_t(i) * d + j].im -= scale * R(2 / dc) * z.im;
+          }
+        }
+      } else {
+        kept += double(x[i].re) * x[i].re + double(x[i].im) * x[i].im;
+        if (add_lam) {
+          lam[i].re -= scale * 2 * x[i].re;
+          lam[i].im -= scale * 2 * x[i].im;
+        }
+      }
+    }
+    return R(1 - kept / dc);
+  }
+
+  QFLEET_HD void record_expvals(std::size_t b, int boundary, const Cx<R>* x) const {
+    using open_detail::at;
+    const int d = v_.d;
+    const std::size_t no = std::size_t(v_.nobs);
+    for (std::size_t o = 0; o < no; ++o) {
+      const double* om = v_.observables + 2 * std::size_t(d) * d * o;
+      double val = 0;
+      if (v_.closed) {  // <psi|O|psi>
+        for (int i = 0; i < d; ++i) {
+          Cx<double> s{0, 0};
+          for (int j = 0; j < d; ++j) s = s + at(om, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
+          val += x[i].re * s.re + x[i].im * s.im;
+        }
+      } else {  // tr(O rho) = sum_ij O_ji rho_ij, rho_ij = X[i + d j]
+        for (int i = 0; i < d; ++i)
+          for (int j = 0; j < d; ++j) {
+            const Cx<double> r{x[i + std::size_t(d) * j].re, x[i + std::size_t(d) * j].im};
+            val += (at(om, std::size_t(j) * d + i) * r).re;
+          }
+      }
+      c_.expvals[(b * (std::size_t(v_.nseg) + 1) + boundary) * no + o] = R(val);
+    }
+  }
+
+  QFLEET_HD void write_final(std::size_t b, const Cx<R>* x) const {
+    const int d = v_.d;
+    const bool density = !v_.closed && !v_.gate;
+    R* out = c_.final_state + 2 * b * (density ? std::size_t(d) * d : nc_);  // (re, im) pairs
+    if (density) {  // unvec rho
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) {
+          out[2 * (std::size_t(i) * d + j)] = x[i + std::size_t(d) * j].re;
+          out[2 * (std::size_t(i) * d + j) + 1] = x[i + std::size_t(d) * j].im;
+        }
+    } else {
+      for (std::size_t i = 0; i < nc_; ++i) {
+        out[2 * i] = x[i].re;
+        out[2 * i + 1] = x[i].im;
+      }
+    }
+  }
+
+  const OpenView& v_;
+  const OpenTaskCall<R>& c_;
+  N n_;
+  int cap_ = 0, m_ = 0;
+  std::size_t nc_ = 0, nn_ = 0;
+  double h_guess_ = 0, h_fixed_ = 0;
+  double* h_start_ = nullptr;  // [nseg]: dopri5's first trial step per segment
+  double* hs_ = nullptr;       // [cap]: accepted step sizes of the segment in the backward pass
+  Cx<R>*a_static_, *a_, *prop_, *w_, *g_, *g_sum_, *tmp_adj_, *lam_, *tmp_, *hist_, *ework_;
+  Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
+  Cx<R>* xs_ = nullptr;   // (steps + 1) nc: step states of one segment
+  Cx<R>* fid_ = nullptr;  // fidelity scratch
+};
+
+}  // namespace QFLEET_KERN_ISA
+}  // namespace qfleet::kern

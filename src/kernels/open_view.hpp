@@ -1,0 +1,71 @@
+// Plain data for the open-system task body (kernels/open_task.hpp): the compiled
+// open system as one flat view (host or device pointers), and one batched call.
+// C++17 and free of functions, so the C++20 library, the per-ISA cpu executors and
+// the CUDA translation units all read the same definition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qfleet::kern {
+
+// Every matrix is row-major complex<double> stored as (re, im) pairs.
+// Generator A = A0 + sum_m c_m A_m + sum_j gamma_j D_j + sum_k u_k B_k (n x n),
+// state X (n x c); see core/open_plan.hpp for what n and c are per problem kind.
+struct OpenView {
+  int d = 0, n = 0, c = 0;
+  int nseg = 0, nctrl = 0, ndrift = 0, nrate = 0, nobs = 0, nsub = 0;
+  bool closed = true, gate = false;
+  int solver = 0;  // qfleet::Solver: 0 exact, 1 rk4, 2 euler, 3 dopri5
+  int target = 0;  // OpenSystem::Target: 0 none, 1 pure, 2 mixed, 3 unitary
+  double dt = 0, rtol = 0, atol = 0;
+  int fixed_steps = 0;  // rk4/euler: the most steps one segment takes
+  const double* durations = nullptr;   // [nseg] (plain doubles)
+  const double* a0 = nullptr;          // [n, n]
+  const double* a_drift = nullptr;     // [ndrift, n, n]
+  const double* a_rate = nullptr;      // [nrate, n, n]
+  const double* a_ctrl = nullptr;      // [nctrl, n, n]
+  const double* x0 = nullptr;          // [n, c]
+  const double* fid_lam = nullptr;     // [n, c] or null (linear fidelity)
+  double fid_offset = 0;
+  const double* leak_lam = nullptr;    // [n, c] or null (linear leakage)
+  double leak_offset = 0;
+  const double* target_psi = nullptr;  // [d]
+  const double* target_mat = nullptr;  // [d, d]
+  const double* sqrt_sigma = nullptr;  // [d, d]
+  const int* subspace = nullptr;       // [nsub] (plain ints)
+  const double* observables = nullptr; // [nobs, d, d]
+};
+
+// One batched call. Complex buffers are (re, im) pairs of R. Shared arguments
+// (per_task false) have no batch dimension.
+template <class R>
+struct OpenTaskCall {
+  std::size_t batch = 0;
+  const R* amplitudes = nullptr;  // [B?, nseg, nctrl]
+  bool amplitudes_per_task = false;
+  const R* drift = nullptr;  // [B?, ndrift]
+  bool drift_per_task = false;
+  const R* rates = nullptr;  // [B?, nrate]
+  bool rates_per_task = false;
+  const R* initial = nullptr;  // per task: [B, d] (pure) or [B, d, d] (density), pairs
+  R* fidelity = nullptr;       // [B]
+  R* leakage = nullptr;        // [B]
+  R* expvals = nullptr;        // [B, nseg + 1, nobs]
+  R* final_state = nullptr;    // [B, final size], pairs
+  const R* cot_fidelity = nullptr;  // [B]
+  const R* cot_leakage = nullptr;   // [B]
+  bool adjoint = false;
+  R* grad_amplitudes = nullptr;  // like amplitudes (summed over tasks when shared)
+  R* grad_drift = nullptr;
+  R* grad_rates = nullptr;
+};
+
+// What one task's run returns.
+enum OpenTaskStatus : int {
+  kOpenOk = 0,
+  kOpenUnderflow = 1,     // dopri5: more than 10^6 steps in one segment
+  kOpenStepCapacity = 2,  // dopri5 backward: more accepted steps than the workspace holds
+};
+
+}  // namespace qfleet::kern
