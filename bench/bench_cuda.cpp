@@ -1,6 +1,6 @@
-// Benchmarks of the cuda circuit backend (Google Benchmark, GPU time from CUDA
-// events; device buffers; one call = one kernel launch). Run on a machine with a
-// GPU:
+// Benchmarks of the cuda circuit and open-system backends (Google Benchmark, GPU
+// time from CUDA events; device buffers; one call = one kernel launch). Run on a
+// machine with a GPU:
 //   build/bench/bench_cuda --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Workloads:
 //   Target/*  the reference pass: 10 qubits, 30 gates (RY(input) on every
@@ -8,12 +8,20 @@
 //   Layer/*   the hybrid classifier's layer (AngleEmbedding + 3 StronglyEntanglingLayers,
 //             <Z_i> on every wire) for n = 2..16 and batch 1..10^6, forward and
 //             forward+backward, complex64 and complex128.
+//   Open/*    the open-system backend: a driven, damped d-level ladder (d = 2, 4, 8,
+//             16), 60 segments, two controls, one decay channel, exact solver,
+//             B = 1..10^6 tasks (fewer for large d: a thread per task holds its
+//             superoperators in global memory), forward and forward + gradient,
+//             complex64 and complex128; the target is
+//             Open/d2/B100000/fwd+grad/c64.
 // Counter gates/s = batch x gate applications per second (the backward counts its
 // two adjoint applications per gate, like bench_circuits). Without a GPU it says
 // so and exits 0.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
+#include <complex>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -56,33 +64,19 @@ struct DeviceBuffer {
     for (auto& v : h) v = fill == R(0) ? R(0) : static_cast<R>(u(rng));
     cudaMemcpy(p, h.data(), n * sizeof(R), cudaMemcpyHostToDevice);
   }
+  explicit DeviceBuffer(const std::vector<R>& h) {
+    if (cudaMalloc(&p, std::max<std::size_t>(h.size(), 1) * sizeof(R)) != cudaSuccess) throw std::bad_alloc();
+    cudaMemcpy(p, h.data(), h.size() * sizeof(R), cudaMemcpyHostToDevice);
+  }
   ~DeviceBuffer() { cudaFree(p); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-template <class R>
-void run(benchmark::State& st, const qfleet::Circuit& c, std::size_t B, bool backward) {
-  qfleet::CompileOptions o;
-  o.device = qfleet::Device::cuda;
-  o.precision = sizeof(R) == 4 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
-  const qfleet::Program p = qfleet::compile(c, o);
-  const std::size_t ni = p.n_inputs(), nw = p.n_weights(), K = p.n_outputs();
-  DeviceBuffer<R> x(B * ni, R(1)), w(nw, R(1)), out(B * K), cot(B * K, R(1)), gx(B * ni), gw(nw);
-  qfleet::BatchArgs<R> a;
-  a.batch = B;
-  a.inputs = {x.p, B * ni};
-  a.weights = {w.p, nw};
-  cudaStream_t s;
-  cudaStreamCreate(&s);
-  qfleet::set_cuda_stream(s);
-  auto call = [&] {
-    if (backward) {
-      p.vjp<R>(a, {cot.p, B * K}, qfleet::Gradients<R>{{gx.p, B * ni}, {gw.p, nw}}, {out.p, B * K});
-    } else {
-      p.forward<R>(a, {out.p, B * K});
-    }
-  };
+// Times call() per iteration with CUDA events on stream s (after one warm call),
+// then clears the thread's stream and destroys s.
+template <class F>
+void time_calls(benchmark::State& st, cudaStream_t s, F call) {
   call();
   cudaStreamSynchronize(s);
   cudaEvent_t e0, e1;
@@ -101,9 +95,87 @@ void run(benchmark::State& st, const qfleet::Circuit& c, std::size_t B, bool bac
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaStreamDestroy(s);
+}
+
+template <class R>
+void run(benchmark::State& st, const qfleet::Circuit& c, std::size_t B, bool backward) {
+  qfleet::CompileOptions o;
+  o.device = qfleet::Device::cuda;
+  o.precision = sizeof(R) == 4 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+  const qfleet::Program p = qfleet::compile(c, o);
+  const std::size_t ni = p.n_inputs(), nw = p.n_weights(), K = p.n_outputs();
+  DeviceBuffer<R> x(B * ni, R(1)), w(nw, R(1)), out(B * K), cot(B * K, R(1)), gx(B * ni), gw(nw);
+  qfleet::BatchArgs<R> a;
+  a.batch = B;
+  a.inputs = {x.p, B * ni};
+  a.weights = {w.p, nw};
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  qfleet::set_cuda_stream(s);
+  time_calls(st, s, [&] {
+    if (backward) {
+      p.vjp<R>(a, {cot.p, B * K}, qfleet::Gradients<R>{{gx.p, B * ni}, {gw.p, nw}}, {out.p, B * K});
+    } else {
+      p.forward<R>(a, {out.p, B * K});
+    }
+  });
   const double gates = double(c.operations().size()) * (backward ? 3.0 : 1.0);
   st.counters["gates/s"] = benchmark::Counter(gates * double(B), benchmark::Counter::kIsIterationInvariantRate);
   st.SetLabel(p.execution(B, backward));
+}
+
+// A d-level ladder: H0 = sum_k k |k><k|, controls (a + a^dag) and i(a - a^dag),
+// decay a, from |0> towards |1>, 60 segments over T = 3.
+qfleet::OpenSystem ladder(int d) {
+  using C = std::complex<double>;
+  const std::size_t dd = std::size_t(d) * d;
+  qfleet::ComplexMatrix h0(dd), x(dd), y(dd), a(dd);
+  for (int k = 0; k < d; ++k) h0[std::size_t(k) * d + k] = C(0.1 * k);
+  for (int k = 0; k + 1 < d; ++k) {
+    const double s = std::sqrt(double(k + 1));
+    a[std::size_t(k) * d + k + 1] = C(s);
+    x[std::size_t(k) * d + k + 1] = x[std::size_t(k + 1) * d + k] = C(s);
+    y[std::size_t(k) * d + k + 1] = C(0, -s);
+    y[std::size_t(k + 1) * d + k] = C(0, s);
+  }
+  qfleet::ComplexVector psi0(d), target(d);
+  psi0[0] = 1;
+  target[1] = 1;
+  qfleet::OpenSystem sys(d);
+  sys.drift(h0).control(x).control(y).jump(a).segments(60, 3.0).initial_state(psi0).target_state(target);
+  return sys;
+}
+
+template <class R>
+void run_open(benchmark::State& st, int d, std::size_t B, bool grad) {
+  qfleet::OpenCompileOptions o;
+  o.device = qfleet::Device::cuda;
+  o.precision = sizeof(R) == 4 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+  const qfleet::OpenProgram p = qfleet::compile(ladder(d), o);
+  const std::size_t na = 60 * 2;
+  DeviceBuffer<R> amps(B * na, R(1)), rates(std::vector<R>{R(0.05)}), fid(B), cot(std::vector<R>(B, R(1)));
+  DeviceBuffer<R> g_amps(B * na), g_rates(1);
+  qfleet::TaskArgs<R> a;
+  a.batch = B;
+  a.amplitudes = {amps.p, B * na};
+  a.rates = {rates.p, 1};
+  qfleet::TaskOutputs<R> out;
+  out.fidelity = {fid.p, B};
+  qfleet::TaskGradients<R> g;
+  g.amplitudes = {g_amps.p, B * na};
+  g.rates = {g_rates.p, 1};
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  qfleet::set_cuda_stream(s);
+  time_calls(st, s, [&] {
+    if (grad) {
+      p.vjp<R>(a, std::span<const R>(cot.p, B), {}, g, out);
+    } else {
+      p.forward<R>(a, out);
+    }
+  });
+  st.counters["tasks/s"] = benchmark::Counter(double(B), benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(p.execution(B, grad));
 }
 
 void register_all() {
@@ -134,6 +206,24 @@ void register_all() {
               run<float>(st, c, B, bwd);
             } else {
               run<double>(st, c, B, bwd);
+            }
+          })->UseManualTime()->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+  }
+  for (int d : {2, 4, 8, 16}) {
+    for (std::size_t B : {std::size_t{1}, std::size_t{100}, std::size_t{10000}, std::size_t{100000}, std::size_t{1000000}}) {
+      if ((d == 8 && B > 10000) || (d == 16 && B > 100) || (d == 4 && B > 100000)) continue;
+      for (bool grad : {false, true}) {
+        for (int prec : {64, 128}) {
+          const std::string name = "Open/d" + std::to_string(d) + "/B" + std::to_string(B) +
+                                   (grad ? "/fwd+grad/c" : "/fwd/c") + std::to_string(prec);
+          benchmark::RegisterBenchmark(name.c_str(), [d, B, grad, prec](benchmark::State& st) {
+            if (prec == 64) {
+              run_open<float>(st, d, B, grad);
+            } else {
+              run_open<double>(st, d, B, grad);
             }
           })->UseManualTime()->Unit(benchmark::kMicrosecond);
         }

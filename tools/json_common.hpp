@@ -178,6 +178,16 @@ inline double read_number(const json& v, const std::string& path) {
   return d;
 }
 
+// "device": "cpu" | "cuda" | "automatic" (CompileOptions / OpenCompileOptions::device).
+inline qfleet::Device read_device(const json& v, const std::string& path) {
+  if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
+  const std::string s = v.get<std::string>();
+  if (s == "cpu") return qfleet::Device::cpu;
+  if (s == "cuda") return qfleet::Device::cuda;
+  if (s == "automatic") return qfleet::Device::automatic;
+  fail(path, "expected \"cpu\", \"cuda\" or \"automatic\", got " + quote(s));
+}
+
 inline bool read_bool(const json& v, const std::string& path) {
   if (!v.is_boolean()) fail(path, "expected true or false, got " + describe(v));
   return v.get<bool>();

@@ -347,7 +347,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "precision", "threads", "gradients"});
+                    "atol", "precision", "threads", "device", "gradients"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -543,6 +543,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   }
 
   // Options.
+  if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
   if (const json* v = top.get("solver")) {
     const std::string name = read_string(*v, "solver");
     if (name == "exact") {

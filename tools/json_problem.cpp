@@ -605,18 +605,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   if (const json* v = top.get("threads"))
     p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
   if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
-  if (const json* v = top.get("device")) {
-    const std::string s = read_string(*v, "device");
-    if (s == "cpu") {
-      p.options.device = Device::cpu;
-    } else if (s == "cuda") {
-      p.options.device = Device::cuda;
-    } else if (s == "automatic") {
-      p.options.device = Device::automatic;
-    } else {
-      fail("device", "expected \"cpu\", \"cuda\" or \"automatic\", got " + quote(s));
-    }
-  }
+  if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
   if (const json* v = top.get("gradients")) p.gradients = read_bool(*v, "gradients");
   if (const json* v = top.get("states")) p.states = read_bool(*v, "states");
   if (const json* v = top.get("shots"))

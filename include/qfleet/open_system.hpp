@@ -106,6 +106,11 @@ struct OpenCompileOptions {
   double rtol = 1e-8;  // dopri5 error control
   double atol = 1e-10;
   int num_threads = 0;
+  // cpu; cuda (the plan is uploaded to the current CUDA device now and every call
+  // runs there: a thread per task, one launch per call); automatic (uploaded when a
+  // GPU is visible, then each call on host data goes where the cost model of
+  // docs/architecture.md expects it to be faster; calls on device data run on the GPU).
+  Device device = Device::cpu;
 };
 
 // Arguments of one batched call (row-major). Each may be per task (leading batch
@@ -154,11 +159,19 @@ class OpenProgram {
   Solver solver() const;
   const OpenSystem& system() const;
   std::size_t final_state_size() const;  // per task, in complex numbers
-  CacheStats cache_stats() const;
+  CacheStats cache_stats() const;  // propagator counts cover calls run on the cpu
+  Device device() const;             // as compiled
+  // Where and how a call on host data of this batch size runs, in words.
+  std::string execution(std::size_t batch, bool adjoint = false) const;
 
   template <class R>
   void forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const;
 
+  // Buffers may all be host memory or, on a program compiled for cuda/automatic, all
+  // device memory: the call is then asynchronous on qfleet::cuda_stream() (no host
+  // synchronisation; shapes are checked, values are not read on the host, and a task
+  // whose dopri5 controller fails gets NaN fidelity and leakage).
+  //
   // Reverse mode: gradients of sum_b (cot_fidelity[b] F_b + cot_leakage[b] leak_b)
   // with respect to amplitudes, drift coefficients and rates. Either cotangent
   // span may be empty (zero). Forward outputs may be requested in the same pass.

@@ -94,13 +94,16 @@ class OpenSystem:
         return len(self._doc.get("drift_terms", []))
 
     def to_json(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128",
-                num_threads=0) -> dict:
+                num_threads=0, device="cpu") -> dict:
         """The system as a `qfleet eval` problem (without data). dt: rk4/euler step;
-        rtol/atol: dopri5 tolerances (defaults 1e-8, 1e-10)."""
+        rtol/atol: dopri5 tolerances (defaults 1e-8, 1e-10); device: "cpu", "cuda" or
+        "automatic" (see docs/architecture.md, "Choosing the device")."""
         if solver not in _SOLVERS:
             raise ValueError(f"qfleet: unknown solver {solver!r} (use one of {', '.join(_SOLVERS)})")
         doc = copy.deepcopy(self._doc)
         doc.update({"solver": solver, "precision": precision, "threads": int(num_threads)})
+        if device != "cpu":
+            doc["device"] = device
         # Options a solver does not use are left out unless given (the contract rejects them).
         if rtol is not None:
             doc["rtol"] = float(rtol)
@@ -110,8 +113,10 @@ class OpenSystem:
             doc["dt"] = float(dt)
         return doc
 
-    def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0):
-        """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (needs a target)."""
+    def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0,
+                device="cpu"):
+        """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (needs a target).
+        device: "cpu", "cuda" (CPU tensors are staged through the GPU) or "automatic"."""
         _lib.load()
         return torch.classes.qfleet.OpenSystemProgram(
-            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads)))
+            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads, device)))

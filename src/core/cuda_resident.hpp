@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "core/open_plan.hpp"
 #include "core/plan.hpp"
+#include "kernels/open_view.hpp"
 #include "kernels/sv_plan.hpp"
 
 namespace qfleet::detail {
@@ -33,5 +35,25 @@ std::shared_ptr<const CudaResident> make_cuda_resident(const Plan& plan);
 // docs/architecture.md, "Choosing the device"): estimated seconds on each side.
 double estimate_cpu_seconds(const Plan& plan, std::size_t batch, bool adjoint, int threads);
 double estimate_cuda_seconds(const Plan& plan, std::size_t batch, bool adjoint, std::size_t bytes_moved);
+
+// An open-system plan's copy on the device (the packed blob of open_pack.cpp).
+struct OpenCudaResident {
+  int device = 0;
+  void* blob = nullptr;
+  kern::OpenView view;  // device pointers
+  int sm_count = 0;
+  std::size_t smem_optin = 0, total_mem = 0;
+  std::string name;
+  OpenCudaResident() = default;
+  OpenCudaResident(const OpenCudaResident&) = delete;
+  OpenCudaResident& operator=(const OpenCudaResident&) = delete;
+  ~OpenCudaResident();
+};
+
+std::shared_ptr<const OpenCudaResident> make_open_cuda_resident(const OpenPlan& plan);
+
+// The same cost model for open-system calls (flops from OpenPlan::flops_*).
+double estimate_open_cpu_seconds(const OpenPlan& plan, std::size_t batch, bool adjoint, int threads);
+double estimate_open_cuda_seconds(const OpenPlan& plan, std::size_t batch, bool adjoint, std::size_t bytes_moved);
 
 }  // namespace qfleet::detail

@@ -69,6 +69,21 @@ void pack_open_plan(OpenPlan& p) {
       v.fixed_steps = std::max(v.fixed_steps, static_cast<int>(kern::open_fixed_steps(dur, p.options.dt)));
     }
   }
+  // Work per task, for the cost model: a Pade exponential ~ 10 products of n x n
+  // matrices (its Frechet derivative ~ 2.5x that), or stages x steps products with X.
+  const double n = p.n, mm = 8.0 * n * n * n, mx = 8.0 * n * n * p.c;
+  p.flops_forward = p.flops_adjoint = 0;
+  for (double dur : s.segment_durations()) {
+    if (p.options.solver == Solver::exact) {
+      p.flops_forward += 10 * mm + mx;
+      p.flops_adjoint += 25 * mm + 2 * mx;
+    } else {
+      const double steps = p.options.solver == Solver::dopri5 ? 20.0 : double(kern::open_fixed_steps(dur, p.options.dt));
+      const double stages = p.options.solver == Solver::euler ? 1 : p.options.solver == Solver::rk4 ? 4 : 7;
+      p.flops_forward += steps * stages * mx;
+      p.flops_adjoint += 3 * steps * stages * mx;
+    }
+  }
   Blob blob;
   v.durations = blob.add(s.segment_durations());
   v.a0 = add_matrix(blob, p.a0);

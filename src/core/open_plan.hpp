@@ -60,6 +60,8 @@ struct OpenPlan {
   std::vector<std::byte> blob;
   kern::OpenView offsets;  // pointers hold byte offsets into blob
   kern::OpenView view;     // pointers into blob (host)
+  // Estimated floating-point operations of one task (the automatic device choice).
+  double flops_forward = 0, flops_adjoint = 0;
   // Where calls run (OpenCompileOptions::device) and the plan's copy on the GPU.
   Device device = Device::cpu;
   std::shared_ptr<const struct OpenCudaResident> cuda;

@@ -1,13 +1,23 @@
 // The OpenProgram API: per-call checks (shapes, finiteness, rates >= 0, per-task
-// initial states), then the cpu executor. Nothing is written before every check passes.
+// initial states), then the cpu executor or the cuda backend. Nothing is written
+// before every check passes.
+#include <omp.h>
+
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "core/call_checks.hpp"
+#include "core/cuda_call.hpp"
+#include "core/cuda_resident.hpp"
 #include "core/open_plan.hpp"
 #include "cpu/open_cpu.hpp"
+#include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
+#if defined(QFLEET_WITH_CUDA)
+#include "cuda/open_cuda.hpp"
+#endif
 
 namespace qfleet {
 
@@ -31,8 +41,9 @@ struct Shape {
   bool amp = false, drift = false, rates = false;
 };
 
+// values_on_host false: the buffers are device memory; only shapes are checked.
 template <class R>
-Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a) {
+Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a, bool values_on_host) {
   detail::expect_precision<R>(p.precision);
   if (a.batch == 0) throw Error("batch must be at least 1");
   const OpenSystem& s = p.sys;
@@ -44,6 +55,14 @@ Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a) {
                                 [&] { return "n_drift_terms=" + std::to_string(s.n_drift_terms()); });
   sh.rates = per_task_or_shared("rates", a.rates, a.batch, std::size_t(s.n_jumps()),
                                 [&] { return "n_jumps=" + std::to_string(s.n_jumps()); });
+  if (!a.initial.empty() && p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
+  if (!values_on_host) {
+    const std::size_t per = p.closed ? std::size_t(p.d) : std::size_t(p.d) * p.d;
+    if (!a.initial.empty() && a.initial.size() != a.batch * per) {
+      throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " + std::to_string(a.batch * per));
+    }
+    return sh;
+  }
   expect_finite("amplitudes", a.amplitudes, std::size_t(s.n_controls()));
   expect_finite("drift_coeffs", a.drift_coeffs, std::size_t(s.n_drift_terms()));
   expect_finite("rates", a.rates, std::size_t(s.n_jumps()));
@@ -53,7 +72,6 @@ Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a) {
     }
   }
   if (!a.initial.empty()) {
-    if (p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
     const std::size_t d = p.d, per = p.closed ? d : d * d;
     if (a.initial.size() != a.batch * per) {
       throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " +
@@ -127,6 +145,143 @@ cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutp
   return c;
 }
 
+
+// Where a call runs: the cpu executor, the cuda backend with host buffers staged
+// through device memory (synchronous), or the cuda backend on device buffers
+// (asynchronous on the thread's current stream).
+enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
+
+int cpu_threads(const detail::OpenPlan& p) {
+  return p.options.num_threads > 0 ? p.options.num_threads : omp_get_max_threads();
+}
+
+// A call's buffers and their lengths in reals; inputs first, then outputs.
+constexpr int kBuffers = 13, kFirstOutput = 6;
+struct Buffers {
+  const void* ptr[kBuffers];
+  std::size_t len[kBuffers];
+};
+
+template <class R>
+Buffers buffers_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
+  const std::size_t B = c.batch, n_amp = std::size_t(p.sys.n_segments()) * p.sys.n_controls();
+  const std::size_t nd = p.a_drift.size(), nr = p.a_rate.size(), d = std::size_t(p.d);
+  const std::size_t per_init = p.closed ? d : d * d;
+  const std::size_t per_final = (!p.closed && !p.gate) ? d * d : std::size_t(p.n) * p.c;
+  const std::size_t amps = c.amplitudes_per_task ? B * n_amp : n_amp, drift = c.drift_per_task ? B * nd : nd,
+                    rates = c.rates_per_task ? B * nr : nr;
+  Buffers b{{c.amplitudes, c.drift, c.rates, c.initial, c.cot_fidelity, c.cot_leakage, c.fidelity, c.leakage,
+             c.expvals, c.final_state, c.grad_amplitudes, c.grad_drift, c.grad_rates},
+            {amps, drift, rates, 2 * B * per_init, B, B, B, B, B * (p.sys.n_segments() + 1) * p.observables.size(),
+             2 * B * per_final, amps, drift, rates}};
+  for (int i = 0; i < kBuffers; ++i) {
+    if (b.len[i] == 0) b.ptr[i] = nullptr;
+  }
+  return b;
+}
+
+template <class R>
+std::size_t host_bytes(const Buffers& b) {
+  std::size_t bytes = 0;
+  for (int i = 0; i < kBuffers; ++i) bytes += b.ptr[i] ? b.len[i] * sizeof(R) : 0;
+  return bytes;
+}
+
+template <class R>
+Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
+  if (!p.cuda) return Route::cpu;
+#if defined(QFLEET_WITH_CUDA)
+  const Buffers b = buffers_of(p, c);
+  int on_device = 0, on_host = 0;
+  for (const void* q : b.ptr) {
+    if (q != nullptr) ++(gpu::is_device_pointer(q) ? on_device : on_host);
+  }
+  if (on_device > 0 && on_host > 0) {
+    throw Error("this call mixes host and device buffers; pass every buffer on the device (the call is then "
+                "asynchronous on the current CUDA stream) or every buffer on the host");
+  }
+  if (on_device > 0) return Route::cuda_device;
+  if (p.device == Device::cuda) return Route::cuda_staged;
+  return detail::estimate_open_cuda_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
+                 detail::estimate_open_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p))
+             ? Route::cuda_staged
+             : Route::cpu;
+#else
+  (void)c;
+  return Route::cpu;
+#endif
+}
+
+#if defined(QFLEET_WITH_CUDA)
+constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment the GPU backward pass holds
+
+[[noreturn]] void throw_status(int status, int cap) {
+  if (status & (1 << kern::kOpenStepCapacity)) {
+    throw Error("dopri5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
+                "workspace holds; loosen rtol/atol, shorten segments or use device 'cpu'");
+  }
+  throw Error("dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
+}
+
+template <class R>
+void run_cuda(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, bool staged) {
+  const detail::OpenCudaResident& res = *p.cuda;
+  detail::DeviceGuard guard(res.device);
+  void* stream = cuda_stream();
+  const int real = int(sizeof(R));
+  if (!staged) {
+    gpu::run_open_tasks(res.view, c, gpu::open_launch_shape(res.view, c.batch, real, kFirstCap, detail::props_of(res)),
+                        nullptr, stream);
+    return;
+  }
+  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync;
+  // re-run with a larger dopri5 step store if a task needed one.
+  const Buffers b = buffers_of(p, c);
+  std::size_t bytes[kBuffers];
+  bool output[kBuffers];
+  for (int i = 0; i < kBuffers; ++i) {
+    bytes[i] = b.ptr[i] != nullptr ? b.len[i] * sizeof(R) : 0;
+    output[i] = i >= kFirstOutput;
+  }
+  for (int cap = kFirstCap;; cap *= 4) {
+    const gpu::OpenLaunch shape = gpu::open_launch_shape(res.view, c.batch, real, cap, detail::props_of(res));
+    if (double(shape.work_bytes + host_bytes<R>(b)) > 0.9 * double(res.total_mem)) {
+      throw Error("this call needs " + std::to_string((shape.work_bytes + host_bytes<R>(b)) >> 20) +
+                  " MiB of GPU memory, more than " + res.name + " has; use a smaller batch");
+    }
+    detail::StagedCall staged_call(stream, kBuffers, b.ptr, bytes, output, sizeof(int));
+    cpu::OpenCall<R> k = c;
+    k.amplitudes = static_cast<const R*>(staged_call.device(0));
+    k.drift = static_cast<const R*>(staged_call.device(1));
+    k.rates = static_cast<const R*>(staged_call.device(2));
+    k.initial = static_cast<const R*>(staged_call.device(3));
+    k.cot_fidelity = static_cast<const R*>(staged_call.device(4));
+    k.cot_leakage = static_cast<const R*>(staged_call.device(5));
+    k.fidelity = static_cast<R*>(staged_call.device(6));
+    k.leakage = static_cast<R*>(staged_call.device(7));
+    k.expvals = static_cast<R*>(staged_call.device(8));
+    k.final_state = static_cast<R*>(staged_call.device(9));
+    k.grad_amplitudes = static_cast<R*>(staged_call.device(10));
+    k.grad_drift = static_cast<R*>(staged_call.device(11));
+    k.grad_rates = static_cast<R*>(staged_call.device(12));
+    gpu::run_open_tasks(res.view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
+    int status = 0;
+    staged_call.finish(&status, sizeof(int));
+    if (status == 0) return;
+    if (!(status & (1 << kern::kOpenStepCapacity)) || cap >= kMaxCap) throw_status(status, cap);
+  }
+}
+#endif
+
+template <class R>
+void run(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, Route r) {
+  if (r == Route::cpu) return cpu::execute_open(p, c);
+#if defined(QFLEET_WITH_CUDA)
+  run_cuda(p, c, r == Route::cuda_staged);
+  p.calls += 1;
+#endif
+}
+
 }  // namespace
 
 OpenProgram::OpenProgram(std::shared_ptr<detail::OpenPlan> plan) : plan_(std::move(plan)) {}
@@ -142,17 +297,42 @@ CacheStats OpenProgram::cache_stats() const {
   return {plan_->computed.load(), plan_->reused.load(), plan_->calls.load()};
 }
 
+Device OpenProgram::device() const { return plan_->device; }
+
+std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
+  if (batch == 0) throw Error("batch must be at least 1");
+  cpu::OpenCall<double> probe;
+  probe.batch = batch;
+  probe.adjoint = adjoint;
+  const Route r = route_of(*plan_, probe);
+#if defined(QFLEET_WITH_CUDA)
+  if (r != Route::cpu) {
+    const gpu::OpenLaunch s = gpu::open_launch_shape(plan_->cuda->view, batch,
+                                                     plan_->precision == Precision::complex64 ? 4 : 8, kFirstCap,
+                                                     detail::props_of(*plan_->cuda));
+    return "cuda thread per task: " + std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) +
+           " blocks, " + std::to_string(s.work_bytes >> 20) + " MiB workspace on " + plan_->cuda->name;
+  }
+#endif
+  (void)r;
+  return "cpu " + std::string(cpu::isa_table()[cpu::select_isa("auto")].name) + ": a task per thread, up to " +
+         std::to_string(cpu_threads(*plan_)) + " threads";
+}
+
 template <class R>
 void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const {
-  const Shape sh = check_args(*plan_, args);
+  const Shape sh0 = check_args(*plan_, args, false);  // shapes, to know the buffers
+  const cpu::OpenCall<R> probe = make_call(args, sh0, outputs);
+  const Route r = route_of(*plan_, probe);
+  const Shape sh = check_args(*plan_, args, r != Route::cuda_device);
   check_outputs(*plan_, args.batch, outputs);
-  cpu::execute_open(*plan_, make_call(args, sh, outputs));
+  run(*plan_, make_call(args, sh, outputs), r);
 }
 
 template <class R>
 void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
                       const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
-  const Shape sh = check_args(*plan_, args);
+  const Shape sh = check_args(*plan_, args, false);
   check_outputs(*plan_, args.batch, outputs);
   const std::size_t B = args.batch;
   const OpenSystem& s = plan_->sys;
@@ -164,8 +344,19 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
     if (plan_->subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
     if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
   }
-  expect_finite("cot_fidelity", cot_fidelity, 1);
-  expect_finite("cot_leakage", cot_leakage, 1);
+  cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  c.adjoint = true;
+  c.cot_fidelity = cot_fidelity.empty() ? nullptr : cot_fidelity.data();
+  c.cot_leakage = cot_leakage.empty() ? nullptr : cot_leakage.data();
+  c.grad_amplitudes = grads.amplitudes.empty() ? nullptr : grads.amplitudes.data();
+  c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
+  c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
+  const Route r = route_of(*plan_, c);
+  if (r != Route::cuda_device) {
+    check_args(*plan_, args, true);
+    expect_finite("cot_fidelity", cot_fidelity, 1);
+    expect_finite("cot_leakage", cot_leakage, 1);
+  }
   auto expect_grad = [&](std::string_view what, std::size_t got, bool per_task, std::size_t len) {
     if (got == 0) return;
     const std::size_t want = per_task ? B * len : len;
@@ -177,14 +368,7 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
   expect_grad("amplitudes", grads.amplitudes.size(), sh.amp, std::size_t(s.n_segments()) * s.n_controls());
   expect_grad("drift_coeffs", grads.drift_coeffs.size(), sh.drift, std::size_t(s.n_drift_terms()));
   expect_grad("rates", grads.rates.size(), sh.rates, std::size_t(s.n_jumps()));
-  cpu::OpenCall<R> c = make_call(args, sh, outputs);
-  c.adjoint = true;
-  c.cot_fidelity = cot_fidelity.empty() ? nullptr : cot_fidelity.data();
-  c.cot_leakage = cot_leakage.empty() ? nullptr : cot_leakage.data();
-  c.grad_amplitudes = grads.amplitudes.empty() ? nullptr : grads.amplitudes.data();
-  c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
-  c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
-  cpu::execute_open(*plan_, c);
+  run(*plan_, c, r);
 }
 
 #define QFLEET_OPEN_INSTANTIATE(R)                                                                       \
@@ -199,6 +383,10 @@ OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options)
   std::shared_ptr<detail::OpenPlan> plan(detail::build_open_plan(system, options));
   detail::finish_open_plan(*plan);
   detail::pack_open_plan(*plan);
+  plan->device = options.device;
+  if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
+    plan->cuda = detail::make_open_cuda_resident(*plan);
+  }
   return OpenProgram(std::move(plan));
 }
 

@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "core/call_checks.hpp"
+#include "core/cuda_call.hpp"
 #include "core/cuda_resident.hpp"
 #include "core/plan.hpp"
 #include "cpu/statevector_cpu.hpp"
@@ -158,37 +159,10 @@ const void* data_of(std::span<R> s) {
 }
 
 #if defined(QFLEET_WITH_CUDA)
-gpu::DeviceProps props_of(const detail::CudaResident& r) {
-  gpu::DeviceProps d;
-  d.id = r.device;
-  d.sm_count = r.sm_count;
-  d.smem_optin = r.smem_optin;
-  d.total_mem = r.total_mem;
-  return d;
-}
-
-class DeviceGuard {  // runs a call on the program's device, restoring the caller's
- public:
-  explicit DeviceGuard(int dev) : prev_(gpu::current_device()) {
-    if (prev_ != dev) gpu::set_device(dev);
-  }
-  ~DeviceGuard() {
-    try {
-      if (gpu::current_device() != prev_) gpu::set_device(prev_);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): nothing useful to do in a destructor
-    }
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_;
-};
-
 template <class R>
 void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
   const detail::CudaResident& res = *p.cuda;
-  DeviceGuard guard(res.device);
+  detail::DeviceGuard guard(res.device);
   kern::SvCall<R> k;
   k.batch = c.batch;
   k.inputs = c.inputs;
@@ -205,7 +179,7 @@ void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
   for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
   std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
   const gpu::LaunchShape shape =
-      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, props_of(res));
+      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, detail::props_of(res));
   const std::size_t staged_bytes = staged ? host_bytes(p, c) + 16 * 8 : 0;
   if (double(shape.work_bytes + staged_bytes) > 0.9 * double(res.total_mem)) {
     throw Error("this call needs " + std::to_string((shape.work_bytes + staged_bytes) >> 20) +
@@ -218,43 +192,21 @@ void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
   }
   // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
   const Extents e = extents(p, c);
-  std::size_t off[8], total = 0;
   const void* host[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
-  for (int i = 0; i < 8; ++i) {
-    off[i] = total;
-    if (host[i] != nullptr) total += (e.n[i] * sizeof(R) + 255) / 256 * 256;
-  }
-  char* arena = static_cast<char*>(gpu::malloc_async(total, stream));
-  auto dev = [&](int i) { return host[i] != nullptr ? static_cast<void*>(arena + off[i]) : nullptr; };
-  try {
-    for (int i : {0, 1, 3}) {
-      if (host[i] != nullptr) gpu::copy_async(dev(i), host[i], e.n[i] * sizeof(R), stream);
-    }
-    k.inputs = static_cast<const R*>(dev(0));
-    k.weights = static_cast<const R*>(dev(1));
-    k.outputs = static_cast<R*>(dev(2));
-    k.cotangents = static_cast<const R*>(dev(3));
-    k.grad_inputs = static_cast<R*>(dev(4));
-    k.grad_weights = static_cast<R*>(dev(5));
-    k.states = static_cast<R*>(dev(6));
-    k.extra_probs = static_cast<R*>(dev(7));
-    gpu::run_circuits(res.view, k, shape, stream);
-    for (int i : {2, 4, 5, 6, 7}) {
-      if (host[i] != nullptr) gpu::copy_async(const_cast<void*>(host[i]), dev(i), e.n[i] * sizeof(R), stream);
-    }
-    gpu::free_async(arena, stream);
-    arena = nullptr;
-    gpu::stream_sync(stream);
-  } catch (...) {
-    if (arena != nullptr) {
-      try {
-        gpu::free_async(arena, stream);
-        gpu::stream_sync(stream);
-      } catch (...) {  // NOLINT(bugprone-empty-catch): the first error is the one to report
-      }
-    }
-    throw;
-  }
+  std::size_t bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = host[i] != nullptr ? e.n[i] * sizeof(R) : 0;
+  const bool output[8] = {false, false, true, false, true, true, true, true};
+  detail::StagedCall staged_call(stream, 8, host, bytes, output);
+  k.inputs = static_cast<const R*>(staged_call.device(0));
+  k.weights = static_cast<const R*>(staged_call.device(1));
+  k.outputs = static_cast<R*>(staged_call.device(2));
+  k.cotangents = static_cast<const R*>(staged_call.device(3));
+  k.grad_inputs = static_cast<R*>(staged_call.device(4));
+  k.grad_weights = static_cast<R*>(staged_call.device(5));
+  k.states = static_cast<R*>(staged_call.device(6));
+  k.extra_probs = static_cast<R*>(staged_call.device(7));
+  gpu::run_circuits(res.view, k, shape, stream);
+  staged_call.finish();
 }
 #endif
 
@@ -448,7 +400,7 @@ std::string Program::execution(std::size_t batch, bool adjoint) const {
   if (r != Route::cpu) {
     const gpu::LaunchShape s = gpu::launch_shape(plan_->cuda->view, batch,
                                                  plan_->precision == Precision::complex64 ? 4 : 8, adjoint,
-                                                 props_of(*plan_->cuda));
+                                                 detail::props_of(*plan_->cuda));
     return "cuda " + std::string(gpu::strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
            " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
            std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/cuda_check.hpp"
 #include "cuda/sv_cuda.hpp"
 #include "kernels/sv_group.hpp"
 #include "qfleet/error.hpp"
@@ -24,15 +25,6 @@
 namespace qfleet::gpu {
 
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear sticky-free errors so later calls start clean
-    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
-  }
-}
-
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 template <class R>
 struct WarpGroup {  // `n` (a power of two <= 32) consecutive lanes of one warp

@@ -517,6 +517,8 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
        "subspace: computational subspace: level 2 out of range 0..1"},
       {"subspace type", [](json& p) { p["subspace"] = 0; }, "subspace: expected a list of levels, got the number 0"},
       // options
+      {"unknown device", [](json& p) { p["device"] = "tpu"; },
+       "device: expected \"cpu\", \"cuda\" or \"automatic\", got \"tpu\""},
       {"unknown solver", [](json& p) { p["solver"] = "rk5"; },
        "solver: unknown solver \"rk5\"; expected \"exact\", \"rk4\", \"euler\" or \"dopri5\""},
       {"rk4 without dt", [](json& p) { p["solver"] = "rk4"; },

@@ -131,6 +131,26 @@ def test_every_solver_differentiates(qfleet, solver):
     assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (u, g, c), atol=1e-5)
 
 
+def test_device_option(qfleet):
+    rng = np.random.default_rng(9)
+    p = random_problem(rng, 2, n_seg=3)
+    system = build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1])
+    u = torch.rand(4, 3, 2, dtype=torch.float64, requires_grad=True)
+    g = (torch.rand(4, 2, dtype=torch.float64) * 0.2 + 0.01)
+    c = torch.rand(4, 1, dtype=torch.float64)
+    cpu = qfleet.OpenSystemLayer(system)(u, g, c)
+    auto = qfleet.OpenSystemLayer(system, device="automatic")(u, g, c)  # the GPU only where one is visible
+    assert torch.allclose(auto, cpu, atol=1e-12)
+    (gu_a,) = torch.autograd.grad(auto.sum(), u)
+    (gu_c,) = torch.autograd.grad(cpu.sum(), u)
+    assert torch.allclose(gu_a, gu_c, atol=1e-11)
+    with pytest.raises(RuntimeError, match="device: expected"):
+        system.compile(device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            system.compile(device="cuda")
+
+
 def test_bad_input_is_a_clear_error(qfleet):
     rng = np.random.default_rng(7)
     p = random_problem(rng, 2, n_seg=4)

@@ -1,0 +1,281 @@
+// The open-system cuda backend. Runs everywhere: the per-task path a GPU thread
+// takes (kern::open_run_task: cotangents, the shared task body, per-task gradients
+// in place, shared-parameter gradients summed with atomic adds) executed by
+// std::threads over the host copy of the packed plan, against the independent
+// reference of open_reference.hpp (outputs and finite-difference gradients); and
+// the device option without a GPU. Needs a GPU (skips with a message otherwise):
+// the cuda backend against the cpu backend for every problem kind, solver,
+// precision and batch sizes around the block size.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include "core/open_plan.hpp"
+#include "kernels/open_task.hpp"
+#include "unit/expect_error.hpp"
+#include "unit/open_reference.hpp"
+
+namespace {
+
+using namespace oref;
+using qfleet::Solver;
+
+struct Kind {
+  const char* name;
+  bool closed;
+  Init init;
+  Target target;
+};
+constexpr Kind kKinds[] = {
+    {"closed_pure", true, Init::Pure, Target::Pure},      {"closed_mixed", true, Init::Pure, Target::Mixed},
+    {"closed_unitary", true, Init::Gate, Target::Unitary}, {"open_pure", false, Init::Pure, Target::Pure},
+    {"open_mixed", false, Init::Density, Target::Mixed},  {"open_unitary", false, Init::Gate, Target::Unitary},
+};
+
+Model kind_model(const Kind& k, std::mt19937_64& rng, int d) {
+  Spec sp;
+  sp.d = d;
+  sp.n_seg = 3;
+  sp.n_ctrl = 2;
+  sp.n_drift = 1;
+  sp.n_jumps = k.closed ? 0 : 2;
+  sp.n_obs = 1;
+  sp.init = k.init;
+  sp.target = k.target;
+  sp.leakage = true;
+  return random_model(rng, sp);
+}
+
+qfleet::OpenCompileOptions options_for(Solver s) {
+  qfleet::OpenCompileOptions o;
+  o.solver = s;
+  if (s == Solver::rk4) o.dt = 0.0437;
+  if (s == Solver::dopri5) o.rtol = o.atol = 1e-10;
+  return o;
+}
+
+std::unique_ptr<qfleet::detail::OpenPlan> packed_plan(const Model& m, const qfleet::OpenCompileOptions& o) {
+  std::unique_ptr<qfleet::detail::OpenPlan> p(qfleet::detail::build_open_plan(build(m), o));
+  qfleet::detail::finish_open_plan(*p);
+  qfleet::detail::pack_open_plan(*p);
+  return p;
+}
+
+struct AtomicAdd {
+  void operator()(double* p, double v) const { std::atomic_ref<double>(*p).fetch_add(v); }
+};
+
+// Every task of a call run by `threads` std::threads the way GPU threads run them
+// (grid stride, one workspace each, shared gradients zeroed first); returns the OR
+// of 1 << status over the tasks.
+int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTaskCall<double>& c, int threads, int cap) {
+  namespace kern = qfleet::kern;
+  const kern::OpenView& v = p.view;
+  if (c.adjoint) {
+    const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
+    if (c.grad_amplitudes && !c.amplitudes_per_task) std::fill_n(c.grad_amplitudes, n_amp, 0.0);
+    if (c.grad_drift && !c.drift_per_task) std::fill_n(c.grad_drift, v.ndrift, 0.0);
+    if (c.grad_rates && !c.rates_per_task) std::fill_n(c.grad_rates, v.nrate, 0.0);
+  }
+  const std::size_t per = kern::open_task_work<double>(v, cap) + kern::open_row_work<double>(v);
+  std::atomic<int> status{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::vector<kern::Cx<double>> work(per);
+      for (std::size_t b = std::size_t(t); b < c.batch; b += std::size_t(threads)) {
+        const int st = v.n == 4 ? kern::open_run_task<double, kern::FixedDim<4>>(v, c, b, work.data(), cap, AtomicAdd{})
+                                : kern::open_run_task<double, int>(v, c, b, work.data(), cap, AtomicAdd{});
+        if (st != kern::kOpenOk) status.fetch_or(1 << st);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return status.load();
+}
+
+// A call on a batch, every output and gradient buffer present.
+struct Call {
+  std::vector<double> fid, leak, exp, g_amp, g_drift, g_rates, cf, cl;
+  std::vector<std::complex<double>> fin;
+  qfleet::kern::OpenTaskCall<double> c;
+  Call(const Model& m, const Batch& b, const std::vector<double>& cot_f, const std::vector<double>& cot_l)
+      : fid(b.B, -7), leak(b.B, -7), exp(b.B * (m.durations.size() + 1) * m.observables.size(), -7),
+        g_amp(b.amps.size(), -7), g_drift(b.drift.size(), -7), g_rates(b.rates.size(), -7), cf(cot_f), cl(cot_l),
+        fin(b.B * m.final_size(), {-7, -7}) {
+    c.batch = b.B;
+    c.amplitudes = b.amps.data();
+    c.amplitudes_per_task = b.amp_pt;
+    c.drift = b.drift.data();
+    c.drift_per_task = b.drift_pt;
+    c.rates = b.rates.data();
+    c.rates_per_task = b.rates_pt;
+    c.initial = b.initial.empty() ? nullptr : reinterpret_cast<const double*>(b.initial.data());
+    c.fidelity = m.target == Target::None ? nullptr : fid.data();
+    c.leakage = leak.data();
+    c.expvals = exp.empty() ? nullptr : exp.data();
+    c.final_state = reinterpret_cast<double*>(fin.data());
+    c.adjoint = true;
+    c.cot_fidelity = cf.data();
+    c.cot_leakage = cl.data();
+    c.grad_amplitudes = g_amp.data();
+    c.grad_drift = g_drift.data();
+    c.grad_rates = g_rates.data();
+  }
+};
+
+TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
+  std::mt19937_64 rng(501);
+  for (const Kind& k : kKinds) {
+    for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
+      const Model m = kind_model(k, rng, k.closed ? 3 : 2);
+      const auto plan = packed_plan(m, options_for(s));
+      // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
+      const bool initial = k.init != Init::Gate;
+      const Batch b = random_batch(rng, m, 5, true, false, true, initial);
+      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
+      Call call(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(*plan, call.c, 3, 64), 0);
+      const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
+      const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
+      const Flat want = flatten(simulate_batch(m, b, scheme, dt));
+      const double tol = s == Solver::dopri5 ? 1e-7 : 1e-10;
+      const std::string what = std::string(k.name) + " " + (s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : "dopri5");
+      EXPECT_TRUE(all_close(call.fid, want.fid, tol)) << what << ": fidelity";
+      EXPECT_TRUE(all_close(call.leak, want.leak, tol)) << what << ": leakage";
+      EXPECT_TRUE(all_close(call.exp, want.exp, tol)) << what << ": expvals";
+      EXPECT_TRUE(all_close(call.fin, want.fin, tol)) << what << ": final state";
+      const Grads fd = fd_grads(m, b, cot_f, cot_l, scheme, dt);
+      const double ga = s == Solver::dopri5 ? 1e-7 : 1e-8, gr = s == Solver::dopri5 ? 1e-5 : 1e-6;
+      EXPECT_TRUE(all_close(call.g_amp, fd.amps, ga, gr)) << what << ": d/d amplitudes (per task)";
+      EXPECT_TRUE(all_close(call.g_drift, fd.drift, ga, gr)) << what << ": d/d drift (shared, atomic sums)";
+      EXPECT_TRUE(all_close(call.g_rates, fd.rates, ga, gr)) << what << ": d/d rates (per task)";
+    }
+  }
+}
+
+TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
+  std::mt19937_64 rng(502);
+  const Model m = kind_model(kKinds[3], rng, 2);  // open qubit: the FixedDim<4> instantiation
+  const auto plan = packed_plan(m, options_for(Solver::exact));
+  const Batch b = random_batch(rng, m, 37, false, true, false);
+  std::vector<double> cot_f(37), cot_l(37);
+  for (std::size_t i = 0; i < 37; ++i) {
+    cot_f[i] = std::sin(double(i));
+    cot_l[i] = std::cos(double(i));
+  }
+  Call call(m, b, cot_f, cot_l);
+  ASSERT_EQ(run_like_gpu(*plan, call.c, 8, 64), 0);
+  const Grads fd = fd_grads(m, b, cot_f, cot_l);
+  EXPECT_TRUE(all_close(call.g_amp, fd.amps, 1e-8, 1e-6));
+  EXPECT_TRUE(all_close(call.g_drift, fd.drift, 1e-8, 1e-6));
+  EXPECT_TRUE(all_close(call.g_rates, fd.rates, 1e-8, 1e-6));
+}
+
+TEST(OpenGpuThreadPath, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
+  std::mt19937_64 rng(503);
+  Model m = kind_model(kKinds[3], rng, 2);
+  for (double& t : m.durations) t *= 20;  // hundreds of dopri5 steps per segment
+  const auto plan = packed_plan(m, options_for(Solver::dopri5));
+  const Batch b = random_batch(rng, m, 2, true, false, false);
+  Call call(m, b, {1.0, 1.0}, {0.0, 0.0});
+  const int status = run_like_gpu(*plan, call.c, 2, 4);  // room for 4 steps per segment
+  EXPECT_EQ(status, 1 << qfleet::kern::kOpenStepCapacity);
+  EXPECT_TRUE(std::isnan(call.fid[0]) && std::isnan(call.fid[1]));
+  EXPECT_TRUE(std::isnan(call.leak[0]) && std::isnan(call.leak[1]));
+  // Forward only needs no step store: the same tasks then succeed.
+  call.c.adjoint = false;
+  EXPECT_EQ(run_like_gpu(*plan, call.c, 2, 4), 0);
+  EXPECT_FALSE(std::isnan(call.fid[0]));
+}
+
+TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
+  if (qfleet::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible: OpenCudaBackend.* covers this";
+  std::mt19937_64 rng(504);
+  const Model m = kind_model(kKinds[3], rng, 2);
+  qfleet::OpenCompileOptions o;
+  o.device = qfleet::Device::cuda;
+  EXPECT_QFLEET_ERROR(qfleet::compile(build(m), o), "device 'cuda'", "use device 'cpu'");
+  o.device = qfleet::Device::automatic;
+  const auto autoprog = qfleet::compile(build(m), o);
+  EXPECT_EQ(autoprog.device(), qfleet::Device::automatic);
+  EXPECT_EQ(autoprog.execution(100000, true).rfind("cpu ", 0), 0u) << autoprog.execution(100000, true);
+  const auto cpuprog = qfleet::compile(build(m));
+  const Batch b = random_batch(rng, m, 4, true, true, true);
+  const auto q1 = qvjp<double>(autoprog, m, b, {1, 2, 3, 4}, {}, want_all(m));
+  const auto q2 = qvjp<double>(cpuprog, m, b, {1, 2, 3, 4}, {}, want_all(m));
+  EXPECT_EQ(q1.fid, q2.fid);
+  EXPECT_EQ(q1.g_amp, q2.g_amp);
+}
+
+// ---------------------------------------------------------------------------
+// On a GPU: the cuda backend against the cpu backend.
+
+template <class R>
+void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std::size_t B, std::mt19937_64& rng,
+                           const std::string& what) {
+  qfleet::OpenCompileOptions o = options_for(s);
+  o.precision = prec;
+  if (prec == qfleet::Precision::complex64 && s == Solver::dopri5) o.rtol = o.atol = 1e-6;
+  const auto cpu = qfleet::compile(build(m), o);
+  o.device = qfleet::Device::cuda;
+  const auto gpu = qfleet::compile(build(m), o);
+  ASSERT_EQ(gpu.execution(B, true).rfind("cuda ", 0), 0u) << gpu.execution(B, true);
+  const bool initial = m.init != Init::Gate;
+  const Batch b = random_batch(rng, m, B, B % 2 == 1, false, true, initial && B > 1);
+  std::vector<double> cf(B), cl(B);
+  for (std::size_t i = 0; i < B; ++i) {
+    cf[i] = std::sin(1.0 + double(i));
+    cl[i] = std::cos(2.0 + double(i));
+  }
+  const Want w = want_all(m);
+  const auto qc = qvjp<R>(cpu, m, b, m.target == Target::None ? std::vector<double>{} : cf, cl, w);
+  const auto qg = qvjp<R>(gpu, m, b, m.target == Target::None ? std::vector<double>{} : cf, cl, w);
+  const double tol = prec == qfleet::Precision::complex64 ? 2e-4 : 1e-10;
+  EXPECT_TRUE(all_close(qg.fid, qc.fid, tol)) << what << ": fidelity";
+  EXPECT_TRUE(all_close(qg.leak, qc.leak, tol)) << what << ": leakage";
+  EXPECT_TRUE(all_close(qg.exp, qc.exp, tol)) << what << ": expvals";
+  EXPECT_TRUE(all_close(qg.fin, qc.fin, tol)) << what << ": final state";
+  EXPECT_TRUE(all_close(qg.g_amp, qc.g_amp, tol, tol)) << what << ": d/d amplitudes";
+  EXPECT_TRUE(all_close(qg.g_drift, qc.g_drift, tol, tol)) << what << ": d/d drift";
+  EXPECT_TRUE(all_close(qg.g_rates, qc.g_rates, tol, tol)) << what << ": d/d rates";
+  // forward alone gives the same outputs as the vjp pass
+  const auto fg = qforward<R>(gpu, m, b, w);
+  EXPECT_TRUE(all_close(fg.fid, qg.fid, tol)) << what << ": forward fidelity";
+}
+
+TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
+  if (qfleet::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device visible: the open-system cuda backend needs a GPU (its task body is tested on "
+                    "the CPU by OpenGpuThreadPath.*)";
+  }
+  std::mt19937_64 rng(505);
+  for (const Kind& k : kKinds) {
+    for (int d : {2, 3}) {
+      const Model m = kind_model(k, rng, d);
+      for (Solver s : {Solver::exact, Solver::rk4, Solver::euler, Solver::dopri5}) {
+        for (std::size_t B : {std::size_t(1), std::size_t(33), std::size_t(129)}) {
+          const std::string what = std::string(k.name) + " d=" + std::to_string(d) + " solver " +
+                                   std::to_string(int(s)) + " B=" + std::to_string(B);
+          expect_backends_agree<double>(m, s, qfleet::Precision::complex128, B, rng, what + " c128");
+          expect_backends_agree<float>(m, s, qfleet::Precision::complex64, B, rng, what + " c64");
+        }
+      }
+    }
+  }
+}
+
+TEST(OpenCudaBackend, LargeBatchAndLongDopri5Segments) {
+  if (qfleet::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  std::mt19937_64 rng(506);
+  const Model m = kind_model(kKinds[3], rng, 2);
+  expect_backends_agree<double>(m, Solver::exact, qfleet::Precision::complex128, 20000, rng, "B=20000");
+  Model longm = kind_model(kKinds[3], rng, 2);
+  for (double& t : longm.durations) t *= 20;  // the staged call re-runs with a larger step store
+  expect_backends_agree<double>(longm, Solver::dopri5, qfleet::Precision::complex128, 3, rng, "long dopri5");
+}
+
+}  // namespace
