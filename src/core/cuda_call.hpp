@@ -2,12 +2,44 @@
 // systems): the device a resident plan lives on, made current for the call.
 #pragma once
 
+#include <cstdint>
+
+#include "qfleet/error.hpp"
+#include "qfleet/program.hpp"
+
+namespace qfleet::detail {
+
+// Where a call runs: the cpu backend, the cuda backend with host buffers staged
+// through device memory (synchronous), or the cuda backend on device buffers
+// (asynchronous on the thread's current stream).
+enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
+
+}  // namespace qfleet::detail
+
 #if defined(QFLEET_WITH_CUDA)
 #include <cstddef>
 
 #include "cuda/sv_cuda.hpp"
 
 namespace qfleet::detail {
+
+// The route of a call on a program that has a device copy: every non-null buffer
+// in `ptrs` on the device -> cuda_device (host and device mixed: an error); on the
+// host -> staged for Device::cuda, else (automatic) staged when gpu_faster() says so.
+template <class Ptrs, class GpuFaster>
+Route route_with_cuda(Device device, const Ptrs& ptrs, GpuFaster gpu_faster) {
+  int on_device = 0, on_host = 0;
+  for (const void* q : ptrs) {
+    if (q != nullptr) ++(gpu::is_device_pointer(q) ? on_device : on_host);
+  }
+  if (on_device > 0 && on_host > 0) {
+    throw Error("this call mixes host and device buffers; pass every buffer on the device (the call is then "
+                "asynchronous on the current CUDA stream) or every buffer on the host");
+  }
+  if (on_device > 0) return Route::cuda_device;
+  if (device == Device::cuda) return Route::cuda_staged;
+  return gpu_faster() ? Route::cuda_staged : Route::cpu;
+}
 
 // The launch-shape inputs recorded when a plan was uploaded (Resident: CudaResident
 // or OpenCudaResident).

@@ -146,10 +146,7 @@ cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutp
 }
 
 
-// Where a call runs: the cpu executor, the cuda backend with host buffers staged
-// through device memory (synchronous), or the cuda backend on device buffers
-// (asynchronous on the thread's current stream).
-enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
+using detail::Route;
 
 int cpu_threads(const detail::OpenPlan& p) {
   return p.options.num_threads > 0 ? p.options.num_threads : omp_get_max_threads();
@@ -192,20 +189,10 @@ Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
   if (!p.cuda) return Route::cpu;
 #if defined(QFLEET_WITH_CUDA)
   const Buffers b = buffers_of(p, c);
-  int on_device = 0, on_host = 0;
-  for (const void* q : b.ptr) {
-    if (q != nullptr) ++(gpu::is_device_pointer(q) ? on_device : on_host);
-  }
-  if (on_device > 0 && on_host > 0) {
-    throw Error("this call mixes host and device buffers; pass every buffer on the device (the call is then "
-                "asynchronous on the current CUDA stream) or every buffer on the host");
-  }
-  if (on_device > 0) return Route::cuda_device;
-  if (p.device == Device::cuda) return Route::cuda_staged;
-  return detail::estimate_open_cuda_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
-                 detail::estimate_open_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p))
-             ? Route::cuda_staged
-             : Route::cpu;
+  return detail::route_with_cuda(p.device, b.ptr, [&] {
+    return detail::estimate_open_cuda_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
+           detail::estimate_open_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p));
+  });
 #else
   (void)c;
   return Route::cpu;

@@ -99,10 +99,7 @@ cpu::Call<R> base_call(const BatchArgs<R>& a, const Checked& c) {
   return call;
 }
 
-// Where a call runs: the cpu backend, the cuda backend with host buffers staged
-// through device memory (synchronous), or the cuda backend on device buffers
-// (asynchronous on the thread's current stream).
-enum class Route : std::uint8_t { cpu, cuda_staged, cuda_device };
+using detail::Route;
 
 int cpu_threads(const detail::Plan& p) { return p.num_threads > 0 ? p.num_threads : omp_get_max_threads(); }
 
@@ -131,21 +128,11 @@ template <class R>
 Route route_of(const detail::Plan& p, const cpu::Call<R>& c, std::initializer_list<const void*> ptrs) {
   if (!p.cuda) return Route::cpu;
 #if defined(QFLEET_WITH_CUDA)
-  int on_device = 0, on_host = 0;
-  for (const void* q : ptrs) {
-    if (q != nullptr) ++(gpu::is_device_pointer(q) ? on_device : on_host);
-  }
-  if (on_device > 0 && on_host > 0) {
-    throw Error("this call mixes host and device buffers; pass every buffer on the device (the call is then "
-                "asynchronous on the current CUDA stream) or every buffer on the host");
-  }
-  if (on_device > 0) return Route::cuda_device;
-  if (p.device == Device::cuda) return Route::cuda_staged;
-  const bool adjoint = c.cotangents != nullptr;
-  return detail::estimate_cuda_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
-                 detail::estimate_cpu_seconds(p, c.batch, adjoint, cpu_threads(p))
-             ? Route::cuda_staged
-             : Route::cpu;
+  return detail::route_with_cuda(p.device, ptrs, [&] {
+    const bool adjoint = c.cotangents != nullptr;
+    return detail::estimate_cuda_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
+           detail::estimate_cpu_seconds(p, c.batch, adjoint, cpu_threads(p));
+  });
 #else
   (void)c;
   (void)ptrs;
