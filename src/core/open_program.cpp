@@ -41,9 +41,9 @@ struct Shape {
   bool amp = false, drift = false, rates = false;
 };
 
-// values_on_host false: the buffers are device memory; only shapes are checked.
+// Shapes of the arguments (every call; device data gets only these).
 template <class R>
-Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a, bool values_on_host) {
+Shape check_shapes(const detail::OpenPlan& p, const TaskArgs<R>& a) {
   detail::expect_precision<R>(p.precision);
   if (a.batch == 0) throw Error("batch must be at least 1");
   const OpenSystem& s = p.sys;
@@ -55,14 +55,21 @@ Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a, bool values_on
                                 [&] { return "n_drift_terms=" + std::to_string(s.n_drift_terms()); });
   sh.rates = per_task_or_shared("rates", a.rates, a.batch, std::size_t(s.n_jumps()),
                                 [&] { return "n_jumps=" + std::to_string(s.n_jumps()); });
-  if (!a.initial.empty() && p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
-  if (!values_on_host) {
+  if (!a.initial.empty()) {
+    if (p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
     const std::size_t per = p.closed ? std::size_t(p.d) : std::size_t(p.d) * p.d;
-    if (!a.initial.empty() && a.initial.size() != a.batch * per) {
-      throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " + std::to_string(a.batch * per));
+    if (a.initial.size() != a.batch * per) {
+      throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " +
+                  std::to_string(a.batch * per) + (p.closed ? " ([batch, d] pure states)" : " ([batch, d, d] density matrices)"));
     }
-    return sh;
   }
+  return sh;
+}
+
+// Values of the arguments (host data only): finite, rates >= 0, valid initial states.
+template <class R>
+void check_values(const detail::OpenPlan& p, const TaskArgs<R>& a) {
+  const OpenSystem& s = p.sys;
   expect_finite("amplitudes", a.amplitudes, std::size_t(s.n_controls()));
   expect_finite("drift_coeffs", a.drift_coeffs, std::size_t(s.n_drift_terms()));
   expect_finite("rates", a.rates, std::size_t(s.n_jumps()));
@@ -71,34 +78,28 @@ Shape check_args(const detail::OpenPlan& p, const TaskArgs<R>& a, bool values_on
       throw Error("rates must be >= 0, got " + std::to_string(a.rates[i]) + " at index " + std::to_string(i));
     }
   }
-  if (!a.initial.empty()) {
-    const std::size_t d = p.d, per = p.closed ? d : d * d;
-    if (a.initial.size() != a.batch * per) {
-      throw Error("initial has " + std::to_string(a.initial.size()) + " values, expected " +
-                  std::to_string(a.batch * per) + (p.closed ? " ([batch, d] pure states)" : " ([batch, d, d] density matrices)"));
+  if (a.initial.empty()) return;
+  const std::size_t d = p.d, per = p.closed ? d : d * d;
+  const double tol = std::is_same_v<R, float> ? 1e-4 : 1e-8;
+  for (std::size_t b = 0; b < a.batch; ++b) {
+    const std::complex<R>* x = a.initial.data() + b * per;
+    for (std::size_t i = 0; i < per; ++i) {
+      if (!std::isfinite(x[i].real()) || !std::isfinite(x[i].imag())) {
+        throw Error("initial state of task " + std::to_string(b) + " has a non-finite entry");
+      }
     }
-    const double tol = std::is_same_v<R, float> ? 1e-4 : 1e-8;
-    for (std::size_t b = 0; b < a.batch; ++b) {
-      const std::complex<R>* x = a.initial.data() + b * per;
-      for (std::size_t i = 0; i < per; ++i) {
-        if (!std::isfinite(x[i].real()) || !std::isfinite(x[i].imag())) {
-          throw Error("initial state of task " + std::to_string(b) + " has a non-finite entry");
-        }
+    if (p.closed) {
+      double nrm = 0;
+      for (std::size_t i = 0; i < d; ++i) nrm += std::norm(std::complex<double>(x[i]));
+      if (std::abs(nrm - 1) > tol) {
+        throw Error("initial state of task " + std::to_string(b) + " is not normalised (|psi|^2 = " + std::to_string(nrm) + ")");
       }
-      if (p.closed) {
-        double nrm = 0;
-        for (std::size_t i = 0; i < d; ++i) nrm += std::norm(std::complex<double>(x[i]));
-        if (std::abs(nrm - 1) > tol) {
-          throw Error("initial state of task " + std::to_string(b) + " is not normalised (|psi|^2 = " + std::to_string(nrm) + ")");
-        }
-      } else {
-        std::vector<std::complex<double>> rho(per);
-        for (std::size_t i = 0; i < per; ++i) rho[i] = std::complex<double>(x[i]);
-        detail::check_density(rho, int(d), "initial density matrix of task " + std::to_string(b), tol);
-      }
+    } else {
+      std::vector<std::complex<double>> rho(per);
+      for (std::size_t i = 0; i < per; ++i) rho[i] = std::complex<double>(x[i]);
+      detail::check_density(rho, int(d), "initial density matrix of task " + std::to_string(b), tol);
     }
   }
-  return sh;
 }
 
 template <class R>
@@ -308,18 +309,18 @@ std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
 
 template <class R>
 void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const {
-  const Shape sh0 = check_args(*plan_, args, false);  // shapes, to know the buffers
-  const cpu::OpenCall<R> probe = make_call(args, sh0, outputs);
-  const Route r = route_of(*plan_, probe);
-  const Shape sh = check_args(*plan_, args, r != Route::cuda_device);
+  const Shape sh = check_shapes(*plan_, args);
   check_outputs(*plan_, args.batch, outputs);
-  run(*plan_, make_call(args, sh, outputs), r);
+  const cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  const Route r = route_of(*plan_, c);
+  if (r != Route::cuda_device) check_values(*plan_, args);
+  run(*plan_, c, r);
 }
 
 template <class R>
 void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
                       const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
-  const Shape sh = check_args(*plan_, args, false);
+  const Shape sh = check_shapes(*plan_, args);
   check_outputs(*plan_, args.batch, outputs);
   const std::size_t B = args.batch;
   const OpenSystem& s = plan_->sys;
@@ -340,7 +341,7 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
   c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
   const Route r = route_of(*plan_, c);
   if (r != Route::cuda_device) {
-    check_args(*plan_, args, true);
+    check_values(*plan_, args);
     expect_finite("cot_fidelity", cot_fidelity, 1);
     expect_finite("cot_leakage", cot_leakage, 1);
   }

@@ -603,6 +603,37 @@ inline Model random_model(std::mt19937_64& rng, const Spec& sp) {
   return m;
 }
 
+// The six problem kinds the gradient and cuda tests sweep: closed/open x pure,
+// mixed (Uhlmann) and unitary targets. Every mixed-target case starts from a
+// full-rank density matrix (or is closed), so the Uhlmann fidelity is smooth and
+// its finite differences are accurate.
+struct ProblemKind {
+  const char* name;
+  bool closed;
+  Init init;
+  Target target;
+};
+inline constexpr ProblemKind kProblemKinds[] = {
+    {"closed_pure", true, Init::Pure, Target::Pure},      {"closed_mixed", true, Init::Pure, Target::Mixed},
+    {"closed_unitary", true, Init::Gate, Target::Unitary}, {"open_pure", false, Init::Pure, Target::Pure},
+    {"open_mixed", false, Init::Density, Target::Mixed},  {"open_unitary", false, Init::Gate, Target::Unitary},
+};
+
+// A random model of a kind: 2 controls, 1 drift term, 2 jumps (open), 1 observable, leakage.
+inline Model kind_model(const ProblemKind& c, std::mt19937_64& rng, int d = 3, int n_seg = 3) {
+  Spec sp;
+  sp.d = d;
+  sp.n_seg = n_seg;
+  sp.n_ctrl = 2;
+  sp.n_drift = 1;
+  sp.n_jumps = c.closed ? 0 : 2;
+  sp.n_obs = 1;
+  sp.init = c.init;
+  sp.target = c.target;
+  sp.leakage = true;
+  return random_model(rng, sp);
+}
+
 // Typed copies of a batch, kept alive while qfleet holds spans into them.
 template <class R>
 struct QArgs {

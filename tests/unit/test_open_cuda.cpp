@@ -23,32 +23,6 @@ namespace {
 using namespace oref;
 using qfleet::Solver;
 
-struct Kind {
-  const char* name;
-  bool closed;
-  Init init;
-  Target target;
-};
-constexpr Kind kKinds[] = {
-    {"closed_pure", true, Init::Pure, Target::Pure},      {"closed_mixed", true, Init::Pure, Target::Mixed},
-    {"closed_unitary", true, Init::Gate, Target::Unitary}, {"open_pure", false, Init::Pure, Target::Pure},
-    {"open_mixed", false, Init::Density, Target::Mixed},  {"open_unitary", false, Init::Gate, Target::Unitary},
-};
-
-Model kind_model(const Kind& k, std::mt19937_64& rng, int d) {
-  Spec sp;
-  sp.d = d;
-  sp.n_seg = 3;
-  sp.n_ctrl = 2;
-  sp.n_drift = 1;
-  sp.n_jumps = k.closed ? 0 : 2;
-  sp.n_obs = 1;
-  sp.init = k.init;
-  sp.target = k.target;
-  sp.leakage = true;
-  return random_model(rng, sp);
-}
-
 qfleet::OpenCompileOptions options_for(Solver s) {
   qfleet::OpenCompileOptions o;
   o.solver = s;
@@ -129,7 +103,7 @@ struct Call {
 
 TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
   std::mt19937_64 rng(501);
-  for (const Kind& k : kKinds) {
+  for (const ProblemKind& k : kProblemKinds) {
     for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
       const Model m = kind_model(k, rng, k.closed ? 3 : 2);
       const auto plan = packed_plan(m, options_for(s));
@@ -159,7 +133,7 @@ TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
 
 TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
   std::mt19937_64 rng(502);
-  const Model m = kind_model(kKinds[3], rng, 2);  // open qubit: the FixedDim<4> instantiation
+  const Model m = kind_model(kProblemKinds[3], rng, 2);  // open qubit: the FixedDim<4> instantiation
   const auto plan = packed_plan(m, options_for(Solver::exact));
   const Batch b = random_batch(rng, m, 37, false, true, false);
   std::vector<double> cot_f(37), cot_l(37);
@@ -177,7 +151,7 @@ TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
 
 TEST(OpenGpuThreadPath, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
   std::mt19937_64 rng(503);
-  Model m = kind_model(kKinds[3], rng, 2);
+  Model m = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : m.durations) t *= 20;  // hundreds of dopri5 steps per segment
   const auto plan = packed_plan(m, options_for(Solver::dopri5));
   const Batch b = random_batch(rng, m, 2, true, false, false);
@@ -195,7 +169,7 @@ TEST(OpenGpuThreadPath, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
 TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
   if (qfleet::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible: OpenCudaBackend.* covers this";
   std::mt19937_64 rng(504);
-  const Model m = kind_model(kKinds[3], rng, 2);
+  const Model m = kind_model(kProblemKinds[3], rng, 2);
   qfleet::OpenCompileOptions o;
   o.device = qfleet::Device::cuda;
   EXPECT_QFLEET_ERROR(qfleet::compile(build(m), o), "device 'cuda'", "use device 'cpu'");
@@ -253,7 +227,7 @@ TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
                     "the CPU by OpenGpuThreadPath.*)";
   }
   std::mt19937_64 rng(505);
-  for (const Kind& k : kKinds) {
+  for (const ProblemKind& k : kProblemKinds) {
     for (int d : {2, 3}) {
       const Model m = kind_model(k, rng, d);
       for (Solver s : {Solver::exact, Solver::rk4, Solver::euler, Solver::dopri5}) {
@@ -271,9 +245,9 @@ TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
 TEST(OpenCudaBackend, LargeBatchAndLongDopri5Segments) {
   if (qfleet::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   std::mt19937_64 rng(506);
-  const Model m = kind_model(kKinds[3], rng, 2);
+  const Model m = kind_model(kProblemKinds[3], rng, 2);
   expect_backends_agree<double>(m, Solver::exact, qfleet::Precision::complex128, 20000, rng, "B=20000");
-  Model longm = kind_model(kKinds[3], rng, 2);
+  Model longm = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : longm.durations) t *= 20;  // the staged call re-runs with a larger step store
   expect_backends_agree<double>(longm, Solver::dopri5, qfleet::Precision::complex128, 3, rng, "long dopri5");
 }

@@ -20,21 +20,6 @@ namespace {
 using namespace oref;
 using qfleet::Solver;
 
-struct Config {
-  const char* name;
-  bool closed;
-  Init init;
-  Target target;
-};
-
-// Every mixed-target case starts from a full-rank density matrix (or is closed), so the
-// Uhlmann fidelity is smooth and its finite differences are accurate.
-constexpr Config kConfigs[] = {
-    {"closed_pure", true, Init::Pure, Target::Pure},      {"closed_mixed", true, Init::Pure, Target::Mixed},
-    {"closed_unitary", true, Init::Gate, Target::Unitary}, {"open_pure", false, Init::Pure, Target::Pure},
-    {"open_mixed", false, Init::Density, Target::Mixed},  {"open_unitary", false, Init::Gate, Target::Unitary},
-};
-
 const char* solver_name(Solver s) {
   switch (s) {
     case Solver::exact:
@@ -81,20 +66,6 @@ SolverSetup setup(Solver s, qfleet::Precision p = qfleet::Precision::complex128)
   return u;
 }
 
-Model config_model(const Config& c, std::mt19937_64& rng, int d = 3, int n_seg = 3) {
-  Spec sp;
-  sp.d = d;
-  sp.n_seg = n_seg;
-  sp.n_ctrl = 2;
-  sp.n_drift = 1;
-  sp.n_jumps = c.closed ? 0 : 2;
-  sp.n_obs = 1;
-  sp.init = c.init;
-  sp.target = c.target;
-  sp.leakage = true;
-  return random_model(rng, sp);
-}
-
 void expect_grads(const QOut<double>& q, const Grads& fd, const SolverSetup& u, const std::string& what) {
   // Not vacuous: the reference gradient is far from zero.
   double top = 0;
@@ -109,9 +80,9 @@ class OpenGradients : public ::testing::TestWithParam<std::tuple<Solver, int, in
 
 TEST_P(OpenGradients, MatchFiniteDifferences) {
   const auto [solver, ci, d] = GetParam();
-  const Config& c = kConfigs[ci];
+  const ProblemKind& c = kProblemKinds[ci];
   std::mt19937_64 rng(300 + 100 * std::uint64_t(d) + 10 * std::uint64_t(ci) + std::uint64_t(solver));
-  const Model m = config_model(c, rng, d);
+  const Model m = kind_model(c, rng, d);
   const SolverSetup u = setup(solver);
   const auto prog = qfleet::compile(build(m), u.options);
 
@@ -146,16 +117,16 @@ INSTANTIATE_TEST_SUITE_P(OpenEverySolver, OpenGradients,
                                             ::testing::Range(0, 6), ::testing::Values(2, 3, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<Solver, int, int>>& pinfo) {
                            return std::string(solver_name(std::get<0>(pinfo.param))) + "_" +
-                                  kConfigs[std::get<1>(pinfo.param)].name + "_d" +
+                                  kProblemKinds[std::get<1>(pinfo.param)].name + "_d" +
                                   std::to_string(std::get<2>(pinfo.param));
                          });
 
 TEST(OpenGradientsMore, LargerProblemsWithTheExactSolver) {
   std::mt19937_64 rng(351);
   // A 5-level open system over 8 segments, and a 4-level open gate.
-  for (const auto& [c, d, nseg] : {std::tuple{kConfigs[4], 5, 8}, std::tuple{kConfigs[5], 4, 3},
-                                   std::tuple{kConfigs[2], 6, 8}}) {
-    const Model m = config_model(c, rng, d, nseg);
+  for (const auto& [c, d, nseg] : {std::tuple{kProblemKinds[4], 5, 8}, std::tuple{kProblemKinds[5], 4, 3},
+                                   std::tuple{kProblemKinds[2], 6, 8}}) {
+    const Model m = kind_model(c, rng, d, nseg);
     const SolverSetup u = setup(Solver::exact);
     const auto prog = qfleet::compile(build(m), u.options);
     const Batch b = random_batch(rng, m, 2, true, false, true);
@@ -168,7 +139,7 @@ TEST(OpenGradientsMore, LargerProblemsWithTheExactSolver) {
 TEST(OpenGradientsMore, DrivenSegmentsWithRepeatedPropagators) {
   // Repeated amplitudes (the forward pass reuses propagators): gradients stay per segment.
   std::mt19937_64 rng(352);
-  Model m = config_model(kConfigs[3], rng, 3, 6);
+  Model m = kind_model(kProblemKinds[3], rng, 3, 6);
   m.durations.assign(6, 0.2);
   const auto prog = qfleet::compile(build(m));
   Batch b = random_batch(rng, m, 1, true, false, false);
@@ -183,20 +154,20 @@ TEST(OpenGradientsMore, SharedParametersWithPerTaskInitialStates) {
   // gradients are sums over them.
   std::mt19937_64 rng(355);
   for (int ci : {1, 4}) {
-    const Model m = config_model(kConfigs[ci], rng);
+    const Model m = kind_model(kProblemKinds[ci], rng);
     const Batch b = random_batch(rng, m, 3, false, false, false, /*per_task_initial=*/true);
     const auto prog = qfleet::compile(build(m));
     const std::vector<double> cf = {1.0, -0.5, 0.8}, cl = {0.3, 0.6, -1.0};
     const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
-    expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-10, 0, kConfigs[ci].name);
+    expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-10, 0, kProblemKinds[ci].name);
     EXPECT_NE(q.fid[0], q.fid[1]);
-    expect_grads(q, fd_grads(m, b, cf, cl), setup(Solver::exact), kConfigs[ci].name);
+    expect_grads(q, fd_grads(m, b, cf, cl), setup(Solver::exact), kProblemKinds[ci].name);
   }
 }
 
 TEST(OpenGradientsMore, PartialGradientRequestsAndZeroCotangents) {
   std::mt19937_64 rng(353);
-  const Model m = config_model(kConfigs[4], rng);
+  const Model m = kind_model(kProblemKinds[4], rng);
   const auto prog = qfleet::compile(build(m));
   const Batch b = random_batch(rng, m, 2, true, true, true);
   QArgs<double> a(b);
@@ -221,7 +192,7 @@ TEST(OpenGradientsMore, PartialGradientRequestsAndZeroCotangents) {
 TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
   std::mt19937_64 rng(354);
   for (int ci : {0, 4, 5}) {
-    const Model m = config_model(kConfigs[ci], rng);
+    const Model m = kind_model(kProblemKinds[ci], rng);
     const Batch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {1.0, 0.5}, cl = {0.5, -1.0};
     const Grads fd = fd_grads(m, b, cf, cl);
@@ -231,7 +202,7 @@ TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
       u.options.atol = 1e-7;
       const auto prog = qfleet::compile(build(m), u.options);
       const auto q = qvjp<float>(prog, m, b, cf, cl);
-      const std::string what = std::string(kConfigs[ci].name) + " complex64 " + solver_name(s);
+      const std::string what = std::string(kProblemKinds[ci].name) + " complex64 " + solver_name(s);
       EXPECT_TRUE(all_close(q.g_amp, fd.amps, 2e-4, 1e-3)) << what;
       EXPECT_TRUE(all_close(q.g_drift, fd.drift, 2e-4, 1e-3)) << what;
       EXPECT_TRUE(all_close(q.g_rates, fd.rates, 2e-4, 1e-3)) << what;
@@ -245,14 +216,14 @@ TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
 TEST(OpenGradientsMore, Dopri5WithHundredsOfStepsPerSegment) {
   std::mt19937_64 rng(355);
   for (int ci : {0, 3}) {
-    Model m = config_model(kConfigs[ci], rng, 2, 2);
+    Model m = kind_model(kProblemKinds[ci], rng, 2, 2);
     for (double& t : m.durations) t *= 20;
     const SolverSetup u = setup(Solver::dopri5);
     const auto prog = qfleet::compile(build(m), u.options);
     const Batch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {0.9, -0.4}, cl = {0.3, 1.2};
     expect_grads(qvjp<double>(prog, m, b, cf, cl), fd_grads(m, b, cf, cl), u,
-                 std::string(kConfigs[ci].name) + " dopri5, long segments");
+                 std::string(kProblemKinds[ci].name) + " dopri5, long segments");
   }
 }
 
