@@ -14,6 +14,7 @@
 //             superoperators in global memory), forward and forward + gradient,
 //             complex64 and complex128; the target is
 //             Open/d2/B100000/fwd+grad/c64.
+//   OpenShape/* the thread, warp and block launch shapes on the same problems.
 // Counter gates/s = batch x gate applications per second (the backward counts its
 // two adjoint applications per gate, like bench_circuits). Without a GPU it says
 // so and exits 0.
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -228,6 +230,18 @@ void register_all() {
           })->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
       }
+    }
+  }
+  // The three launch shapes side by side (QFLEET_OPEN_CUDA_SHAPE), to tune the
+  // automatic choice: OpenShape/d{2,3,4,8}/B10000/fwd+grad/c64/{thread,warp,block}.
+  for (int d : {2, 3, 4, 8}) {
+    for (const char* shape : {"thread", "warp", "block"}) {
+      const std::string name = "OpenShape/d" + std::to_string(d) + "/B10000/fwd+grad/c64/" + shape;
+      benchmark::RegisterBenchmark(name.c_str(), [d, shape](benchmark::State& st) {
+        setenv("QFLEET_OPEN_CUDA_SHAPE", shape, 1);
+        run_open<float>(st, d, 10000, true);
+        unsetenv("QFLEET_OPEN_CUDA_SHAPE");
+      })->UseManualTime()->Unit(benchmark::kMicrosecond);
     }
   }
 }

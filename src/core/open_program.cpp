@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "core/call_checks.hpp"
@@ -203,6 +205,22 @@ Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
 #if defined(QFLEET_WITH_CUDA)
 constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment the GPU backward pass holds
 
+// QFLEET_OPEN_CUDA_SHAPE = thread | warp | block pins the launch shape (for
+// benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen from n.
+gpu::OpenShape requested_shape() {
+  const char* env = std::getenv("QFLEET_OPEN_CUDA_SHAPE");
+  if (env == nullptr || *env == 0) return gpu::OpenShape::automatic;
+  for (gpu::OpenShape s : {gpu::OpenShape::automatic, gpu::OpenShape::thread, gpu::OpenShape::warp,
+                           gpu::OpenShape::block}) {
+    if (std::string_view(env) == gpu::open_shape_name(s)) return s;
+  }
+  throw Error("QFLEET_OPEN_CUDA_SHAPE='" + std::string(env) + "': expected thread, warp, block or automatic");
+}
+
+gpu::OpenLaunch launch_shape(const detail::OpenCudaResident& res, std::size_t batch, int real, int cap) {
+  return gpu::open_launch_shape(res.view, batch, real, cap, detail::props_of(res), requested_shape());
+}
+
 [[noreturn]] void throw_status(int status, int cap) {
   if (status & (1 << kern::kOpenStepCapacity)) {
     throw Error("dopri5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
@@ -218,8 +236,7 @@ void run_cuda(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, bool staged)
   void* stream = cuda_stream();
   const int real = int(sizeof(R));
   if (!staged) {
-    gpu::run_open_tasks(res.view, c, gpu::open_launch_shape(res.view, c.batch, real, kFirstCap, detail::props_of(res)),
-                        nullptr, stream);
+    gpu::run_open_tasks(res.view, c, launch_shape(res, c.batch, real, kFirstCap), nullptr, stream);
     return;
   }
   // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync;
@@ -232,7 +249,7 @@ void run_cuda(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, bool staged)
     output[i] = i >= kFirstOutput;
   }
   for (int cap = kFirstCap;; cap *= 4) {
-    const gpu::OpenLaunch shape = gpu::open_launch_shape(res.view, c.batch, real, cap, detail::props_of(res));
+    const gpu::OpenLaunch shape = launch_shape(res, c.batch, real, cap);
     if (double(shape.work_bytes + host_bytes<R>(b)) > 0.9 * double(res.total_mem)) {
       throw Error("this call needs " + std::to_string((shape.work_bytes + host_bytes<R>(b)) >> 20) +
                   " MiB of GPU memory, more than " + res.name + " has; use a smaller batch");
@@ -295,11 +312,14 @@ std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   const Route r = route_of(*plan_, probe);
 #if defined(QFLEET_WITH_CUDA)
   if (r != Route::cpu) {
-    const gpu::OpenLaunch s = gpu::open_launch_shape(plan_->cuda->view, batch,
-                                                     plan_->precision == Precision::complex64 ? 4 : 8, kFirstCap,
-                                                     detail::props_of(*plan_->cuda));
-    return "cuda thread per task: " + std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) +
-           " blocks, " + std::to_string(s.work_bytes >> 20) + " MiB workspace on " + plan_->cuda->name;
+    const gpu::OpenLaunch s =
+        launch_shape(*plan_->cuda, batch, plan_->precision == Precision::complex64 ? 4 : 8, kFirstCap);
+    const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
+                                         : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
+    return "cuda " + std::string(gpu::open_shape_name(s.shape)) +
+           (s.group == 1 ? " (a thread per task): " : " (a block of " + std::to_string(s.group) + " threads per task): ") +
+           std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
+           " on " + plan_->cuda->name;
   }
 #endif
   (void)r;

@@ -1,8 +1,11 @@
 // The cuda open-system backend: kernels/open_task.hpp (the body the cpu executor
-// runs) launched with a thread per task. Each thread walks the batch with a grid
-// stride and keeps its task's workspace (segment boundary states, generator,
-// propagator, Frechet scratch) in global memory sized for the resident threads;
-// gradients of shared parameters are summed with atomics inside the kernel.
+// runs) launched with a thread per task, or with a block per task (32 threads for
+// the `warp` shape, 128-256 for `block`) whose members split the task's products,
+// expm / Frechet and LU solves (kernels/group.hpp). Each task slot walks the batch
+// with a grid stride and keeps its task's workspace (segment boundary states,
+// generator, propagator, Frechet scratch) in shared memory when it fits, else in
+// global memory sized for the resident slots; gradients of shared parameters are
+// summed with atomics inside the kernel.
 #define QFLEET_KERN_ISA cuda
 #include <cuda_runtime.h>
 
@@ -28,6 +31,33 @@ struct AtomicAdd {
   }
 };
 
+// A thread block as a kernels/group.hpp group (blockDim.x a multiple of 32).
+// Reductions: a butterfly of shuffles in each warp (every lane ends with the same
+// bits), then the warps' partials in warp order: deterministic.
+struct BlockGroup {
+  static constexpr bool kSolo = false;
+  int r, n;
+  double* scratch;  // 32 doubles of shared memory
+  __device__ int rank() const { return r; }
+  __device__ int size() const { return n; }
+  __device__ void sync() const { __syncthreads(); }
+  __device__ double combine(double v, bool is_max) const {
+    for (int off = 16; off > 0; off >>= 1) {
+      const double o = __shfl_xor_sync(0xffffffffu, v, off);
+      v = is_max ? kern::nan_max(v, o) : v + o;
+    }
+    if (n == 32) return v;
+    if ((r & 31) == 0) scratch[r >> 5] = v;
+    __syncthreads();
+    double t = scratch[0];
+    for (int w = 1; w < (n >> 5); ++w) t = is_max ? kern::nan_max(t, scratch[w]) : t + scratch[w];
+    __syncthreads();
+    return t;
+  }
+  __device__ double sum(double v) const { return combine(v, false); }
+  __device__ double max(double v) const { return combine(v, true); }
+};
+
 template <class R, class N>
 __global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
                                   std::size_t work_per, int cap, int* status) {
@@ -40,10 +70,23 @@ __global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, ker
   }
 }
 
+template <class R>
+__global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
+                                  std::size_t work_per, int cap, int* status) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ double scratch[32];
+  kern::Cx<R>* ws = work != nullptr ? work + std::size_t(blockIdx.x) * work_per : reinterpret_cast<kern::Cx<R>*>(smem);
+  const BlockGroup g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
+  for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
+    const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
+    if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);
+  }
+}
+
 template <class R, class N>
 void launch(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
             int* status, cudaStream_t st) {
-  open_tasks_kernel<R, N><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(v, c, work, s.work_per_thread,
+  open_tasks_kernel<R, N><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(v, c, work, s.work_per_task,
                                                                                   s.cap, status);
 }
 
@@ -62,22 +105,66 @@ int blocks_per_sm(int real_bytes, int n, int threads) {
   return std::max(nb, 1);
 }
 
+int group_blocks_per_sm(int real_bytes, int threads, std::size_t smem) {
+  int nb = 0;
+  check(real_bytes == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_group_kernel<float>, threads, smem)
+                        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_group_kernel<double>, threads, smem),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return std::max(nb, 1);
+}
+
+constexpr std::size_t kSmemDefault = 48 * 1024;  // dynamic shared memory without an opt-in
+
 }  // namespace
 
+const char* open_shape_name(OpenShape s) {
+  switch (s) {
+    case OpenShape::warp:
+      return "warp";
+    case OpenShape::block:
+      return "block";
+    case OpenShape::thread:
+      return "thread";
+    default:
+      return "automatic";
+  }
+}
+
 OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int real_bytes, int cap,
-                             const DeviceProps& dev) {
+                             const DeviceProps& dev, OpenShape want) {
   OpenLaunch s;
   s.cap = cap;
-  s.work_per_thread = real_bytes == 4 ? kern::open_task_work<float>(v, cap) + kern::open_row_work<float>(v)
-                                      : kern::open_task_work<double>(v, cap) + kern::open_row_work<double>(v);
-  const std::size_t per = s.work_per_thread * 2 * std::size_t(real_bytes);
+  s.work_per_task = real_bytes == 4 ? kern::open_task_work<float>(v, cap) + kern::open_row_work<float>(v)
+                                    : kern::open_task_work<double>(v, cap) + kern::open_row_work<double>(v);
+  const std::size_t per = s.work_per_task * 2 * std::size_t(real_bytes);
   const std::size_t budget = dev.total_mem / 4;
+  auto too_big = [&] {
+    return Error("one open-system task needs " + std::to_string(per >> 20) + " MiB of GPU workspace, more than a "
+                 "quarter of the device's memory; use device 'cpu'");
+  };
+  if (want == OpenShape::automatic) want = v.n <= 4 ? OpenShape::thread : v.n <= 32 ? OpenShape::warp : OpenShape::block;
+  s.shape = want;
+  if (want != OpenShape::thread) {
+    s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
+    s.smem = per <= kSmemDefault ? per : 0;
+    const std::size_t resident =
+        std::size_t(std::max(dev.sm_count, 1)) * group_blocks_per_sm(real_bytes, s.threads, s.smem);
+    std::size_t blocks = std::min<std::size_t>(std::max<std::size_t>(batch, 1), resident);
+    if (s.smem == 0) {
+      blocks = std::min(blocks, budget / std::max<std::size_t>(per, 1));
+      if (blocks < 1) {
+        throw too_big();
+      }
+      s.work_bytes = blocks * per;
+    }
+    s.blocks = blocks;
+    return s;
+  }
   const std::size_t resident = std::size_t(std::max(dev.sm_count, 1)) * 128 * blocks_per_sm(real_bytes, v.n, 128);
   std::size_t threads = std::min<std::size_t>(std::max<std::size_t>(batch, 1), resident);
   threads = std::min(threads, budget / std::max<std::size_t>(per, 1));
   if (threads < 1) {
-    throw Error("one open-system task needs " + std::to_string(per >> 20) + " MiB of GPU workspace, more than a "
-                "quarter of the device's memory; use device 'cpu'");
+    throw too_big();
   }
   s.threads = static_cast<int>(std::min<std::size_t>(128, (threads + 31) / 32 * 32));
   s.blocks = (threads + std::size_t(s.threads) - 1) / std::size_t(s.threads);
@@ -94,6 +181,15 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
     if (c.grad_amplitudes && !c.amplitudes_per_task) memset_async(c.grad_amplitudes, n_amp * sizeof(R), stream);
     if (c.grad_drift && !c.drift_per_task) memset_async(c.grad_drift, std::size_t(v.ndrift) * sizeof(R), stream);
     if (c.grad_rates && !c.rates_per_task) memset_async(c.grad_rates, std::size_t(v.nrate) * sizeof(R), stream);
+  }
+  if (s.shape != OpenShape::thread) {
+    auto* work = s.smem == 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;
+    open_group_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(v, c, work, s.work_per_task,
+                                                                                    s.cap, status);
+    const cudaError_t e = cudaGetLastError();
+    if (work != nullptr) free_async(work, stream);
+    check(e, "the open-system group kernel launch");
+    return;
   }
   auto* work = static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream));
   // Only the target case (an open qubit, n = 4) gets fixed loop bounds on the GPU:

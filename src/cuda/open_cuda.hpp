@@ -9,20 +9,32 @@
 
 namespace qfleet::gpu {
 
-// A thread per task (grid-stride over the batch), each with its workspace in
-// global memory: work_bytes covers the resident threads only.
+// How a task maps onto the GPU (docs/architecture.md): a thread per task (grid
+// stride over the batch), or a group per task, a block of 32 threads (`warp`) or
+// of 128-256 (`block`), whose members split every product of the task body
+// (kernels/group.hpp). Each task slot (thread or block) owns a workspace, in
+// dynamic shared memory when a block's fits in 48 KiB, else in global memory
+// sized for the resident slots (work_bytes).
+enum class OpenShape { automatic, thread, warp, block };
+const char* open_shape_name(OpenShape s);
+
 struct OpenLaunch {
-  int threads = 128;           // per block
+  OpenShape shape = OpenShape::thread;
+  int threads = 128;                // per block
+  int group = 1;                    // threads per task
   std::size_t blocks = 1;
-  int cap = 0;                 // dopri5 steps per segment the backward pass holds
-  std::size_t work_per_thread = 0;  // in complex numbers
-  std::size_t work_bytes = 0;
+  int cap = 0;                      // dopri5 steps per segment the backward pass holds
+  std::size_t work_per_task = 0;    // workspace of one task slot, in complex numbers
+  std::size_t work_bytes = 0;       // global workspace (0 when it is in shared memory)
+  std::size_t smem = 0;             // dynamic shared memory per block
 };
 
-// Throws qfleet::Error when not even one block's workspace fits in a quarter of
-// the device memory (huge d with the exact solver).
+// `want` automatic picks from the generator order n: thread for n <= 4 (an open
+// qubit, closed d <= 4), warp for n <= 32, block beyond (untuned thresholds: no
+// GPU has measured them yet). Throws qfleet::Error when not even one task slot's
+// workspace fits in a quarter of the device memory (huge d with the exact solver).
 OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int real_bytes, int cap,
-                             const DeviceProps& dev);
+                             const DeviceProps& dev, OpenShape want = OpenShape::automatic);
 
 // Enqueues one call on `stream`: every task's forward and (call.adjoint) reverse
 // pass in one launch. Pointers are device pointers; sums of shared-parameter

@@ -16,12 +16,15 @@
 //     array whose size (in units of Cx<R>) is given by the *_work(n) helper next
 //     to each function; failures are reported by an int status (0 = success).
 //   * Only C++17 is used here, so the same header compiles under nvcc.
+//   * Functions that take a group `g` (kernels/group.hpp; SoloGroup by default)
+//     split their work over its members and end with g.sync().
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 
 #include "kernels/complex.hpp"
+#include "kernels/group.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/simd_gemm.hpp"
 #include "kernels/types.hpp"
@@ -104,22 +107,32 @@ QFLEET_HD inline void madd_conj(Cx<R>& c, Cx<R> a, Cx<R> b) {
 }
 
 // C (ldc) [+]= A (lda) B (ldb), all n x n blocks of larger row-major arrays.
-template <bool Acc, class N, class R>
+template <bool Acc, class N, class R, class G = SoloGroup>
 QFLEET_HD inline void gemm(N n, const Cx<R>* A, int lda, const Cx<R>* B, int ldb, Cx<R>* C,
-                           int ldc) {
+                           int ldc, const G& g = G{}) {
   const int nn = static_cast<int>(n);
+  if constexpr (!G::kSolo) {  // one output entry per member at a time
+    for (int e = g.rank(); e < nn * nn; e += g.size()) {
+      const int i = e / nn, j = e % nn;
+      Cx<R> c = Acc ? C[i * ldc + j] : Cx<R>{R(0), R(0)};
+      for (int k = 0; k < nn; ++k) madd(c, A[i * lda + k], B[k * ldb + j]);
+      C[i * ldc + j] = c;
+    }
+    g.sync();
+  } else {
 #ifdef QFLEET_SIMD_GEMM
-  if (simd::gemm_applies<R>(nn)) return simd::gemm<Acc, false>(n, n, n, A, lda, B, ldb, C, ldc);
+    if (simd::gemm_applies<R>(nn)) return simd::gemm<Acc, false>(n, n, n, A, lda, B, ldb, C, ldc);
 #endif
-  for (int i = 0; i < nn; ++i) {
-    Cx<R>* c = C + i * ldc;
-    if (!Acc)
-      for (int j = 0; j < nn; ++j) c[j] = {R(0), R(0)};
-    const Cx<R>* a = A + i * lda;
-    for (int k = 0; k < nn; ++k) {
-      const Cx<R> aik = a[k];
-      const Cx<R>* b = B + k * ldb;
-      for (int j = 0; j < nn; ++j) madd(c[j], aik, b[j]);
+    for (int i = 0; i < nn; ++i) {
+      Cx<R>* c = C + i * ldc;
+      if (!Acc)
+        for (int j = 0; j < nn; ++j) c[j] = {R(0), R(0)};
+      const Cx<R>* a = A + i * lda;
+      for (int k = 0; k < nn; ++k) {
+        const Cx<R> aik = a[k];
+        const Cx<R>* b = B + k * ldb;
+        for (int j = 0; j < nn; ++j) madd(c[j], aik, b[j]);
+      }
     }
   }
 }
@@ -138,10 +151,11 @@ QFLEET_HD inline void identity(N n, Cx<R>* A) {
 }
 
 // B = A (B may equal A).
-template <class N, class R>
-QFLEET_HD inline void mat_copy(N n, const Cx<R>* A, Cx<R>* B) {
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline void mat_copy(N n, const Cx<R>* A, Cx<R>* B, const G& g = G{}) {
   const int nn2 = static_cast<int>(n) * static_cast<int>(n);
-  for (int e = 0; e < nn2; ++e) B[e] = A[e];
+  for (int e = g.rank(); e < nn2; e += g.size()) B[e] = A[e];
+  g.sync();
 }
 
 // B = A^dagger (B may not alias A).
@@ -168,17 +182,17 @@ QFLEET_HD inline void mat_add_scaled(N n, Cx<R>* Y, dense_detail::same_t<R> alph
 }
 
 // C = A B. C may not alias A or B.
-template <class N, class R>
-QFLEET_HD inline void mat_mul(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C) {
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline void mat_mul(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C, const G& g = G{}) {
   const int nn = static_cast<int>(n);
-  dense_detail::gemm<false>(n, A, nn, B, nn, C, nn);
+  dense_detail::gemm<false>(n, A, nn, B, nn, C, nn, g);
 }
 
 // C += A B. C may not alias A or B.
-template <class N, class R>
-QFLEET_HD inline void mat_mul_acc(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C) {
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline void mat_mul_acc(N n, const Cx<R>* A, const Cx<R>* B, Cx<R>* C, const G& g = G{}) {
   const int nn = static_cast<int>(n);
-  dense_detail::gemm<true>(n, A, nn, B, nn, C, nn);
+  dense_detail::gemm<true>(n, A, nn, B, nn, C, nn, g);
 }
 
 // C = A^dagger B. C may not alias A or B.
@@ -225,16 +239,19 @@ QFLEET_HD inline Cx<R> trace(N n, const Cx<R>* A) {
 }
 
 // ||A||_1 = max_j sum_i |a_ij| (the maximum column sum of moduli).
-template <class N, class R>
-QFLEET_HD inline R norm1(N n, const Cx<R>* A) {
+// With a group, each member sums its columns and the maxima are reduced (read only:
+// no sync of its own).
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline R norm1(N n, const Cx<R>* A, const G& g = G{}) {
   const int nn = static_cast<int>(n);
   R best = R(0);
-  for (int j = 0; j < nn; ++j) {
+  for (int j = g.rank(); j < nn; j += g.size()) {
     R s = R(0);
     for (int i = 0; i < nn; ++i) s += dense_detail::cabs(A[i * nn + j]);
     if (s > best || s != s) best = s;  // a NaN column sum sticks
-    if (best != best) return best;
+    if (best != best) break;
   }
+  if constexpr (!G::kSolo) best = static_cast<R>(g.max(static_cast<double>(best)));
   return best;
 }
 
@@ -243,25 +260,27 @@ QFLEET_HD inline R norm1(N n, const Cx<R>* A) {
 
 // Solves A X = B by Gaussian elimination with partial pivoting (rows chosen by
 // |re| + |im|, as LAPACK does). A is n x n and is overwritten (its upper triangle
-// holds U with the reciprocals of the pivots on the diagonal); B is n x nrhs,
-// row-major with leading dimension nrhs, and is overwritten by X. Row swaps are
+// holds U, with the reciprocals of the pivots on the diagonal when g is SoloGroup);
+// B is n x nrhs, row-major with leading dimension nrhs, and is overwritten by X. Row swaps are
 // applied to A and B as elimination proceeds, so no pivot array is needed.
 // Returns 0; 1 if A has a NaN or infinite entry; or k + 1 when the k-th pivot
 // (0-based) is exactly zero (A singular, LAPACK's getrf convention). A and B then
 // hold partial results. A nearly singular A gives status 0 and a large X, as in
 // LAPACK; the Padé denominators of expm are well conditioned by construction.
-template <class N, class R>
-QFLEET_HD inline int lu_solve(N n, Cx<R>* A, Cx<R>* B, int nrhs) {
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline int lu_solve(N n, Cx<R>* A, Cx<R>* B, int nrhs, const G& g = G{}) {
   namespace dd = dense_detail;
   const int nn = static_cast<int>(n);
+  const int r0 = g.rank(), gs = g.size();
   R amax = R(0);
-  for (int e = 0; e < nn * nn; ++e) {
+  for (int e = r0; e < nn * nn; e += gs) {
     const R v = dd::abs1(A[e]);
     if (v > amax || v != v) amax = v;
   }
+  if constexpr (!G::kSolo) amax = static_cast<R>(g.max(static_cast<double>(amax)));
   if (!(amax <= dd::RealConst<R>::max)) return 1;  // NaN or infinite entry
   for (int k = 0; k < nn; ++k) {
-    int p = k;
+    int p = k;  // every member finds the same pivot row
     R best = dd::abs1(A[k * nn + k]);
     for (int i = k + 1; i < nn; ++i) {
       const R v = dd::abs1(A[i * nn + k]);
@@ -271,43 +290,75 @@ QFLEET_HD inline int lu_solve(N n, Cx<R>* A, Cx<R>* B, int nrhs) {
       }
     }
     if (!(best > R(0)) || best > dd::RealConst<R>::max) return k + 1;
+    g.sync();  // column k read by all before the swap rewrites it
     if (p != k) {
-      for (int j = k; j < nn; ++j) {
+      for (int j = k + r0; j < nn; j += gs) {
         const Cx<R> t = A[k * nn + j];
         A[k * nn + j] = A[p * nn + j];
         A[p * nn + j] = t;
       }
-      for (int j = 0; j < nrhs; ++j) {
+      for (int j = r0; j < nrhs; j += gs) {
         const Cx<R> t = B[k * nrhs + j];
         B[k * nrhs + j] = B[p * nrhs + j];
         B[p * nrhs + j] = t;
       }
     }
+    g.sync();
     const Cx<R> piv = dd::inv(A[k * nn + k]);
-    A[k * nn + k] = piv;
     const Cx<R>* ak = A + k * nn;
     const Cx<R>* bk = B + k * nrhs;
-    for (int i = k + 1; i < nn; ++i) {
-      Cx<R>* ai = A + i * nn;
-      const Cx<R> f = ai[k] * piv;
-      if (f.re == R(0) && f.im == R(0)) continue;
-      const Cx<R> mf{-f.re, -f.im};
-      for (int j = k + 1; j < nn; ++j) dd::madd(ai[j], mf, ak[j]);
-      Cx<R>* bi = B + i * nrhs;
-      for (int j = 0; j < nrhs; ++j) dd::madd(bi[j], mf, bk[j]);
+    if constexpr (G::kSolo) {
+      A[k * nn + k] = piv;
+      for (int i = k + 1; i < nn; ++i) {
+        Cx<R>* ai = A + i * nn;
+        const Cx<R> f = ai[k] * piv;
+        if (f.re == R(0) && f.im == R(0)) continue;
+        const Cx<R> mf{-f.re, -f.im};
+        for (int j = k + 1; j < nn; ++j) dd::madd(ai[j], mf, ak[j]);
+        Cx<R>* bi = B + i * nrhs;
+        for (int j = 0; j < nrhs; ++j) dd::madd(bi[j], mf, bk[j]);
+      }
+    } else {  // entries (i, j) of the trailing rows split over the group; column k
+              // and row k are only read (the pivot's reciprocal is not stored)
+      const int wa = nn - k - 1, w = wa + nrhs;
+      for (int e = r0; e < wa * w; e += gs) {
+        const int i = k + 1 + e / w, j = e % w;
+        const Cx<R> f = A[i * nn + k] * piv;
+        if (f.re == R(0) && f.im == R(0)) continue;
+        const Cx<R> mf{-f.re, -f.im};
+        if (j < wa) {
+          dd::madd(A[i * nn + k + 1 + j], mf, ak[k + 1 + j]);
+        } else {
+          dd::madd(B[i * nrhs + j - wa], mf, bk[j - wa]);
+        }
+      }
+      g.sync();
     }
   }
-  // Back substitution: x_k = (b_k - sum_{j>k} u_kj x_j) / u_kk.
-  for (int k = nn - 1; k >= 0; --k) {
-    Cx<R>* bk = B + k * nrhs;
-    for (int j = k + 1; j < nn; ++j) {
-      const Cx<R> u = A[k * nn + j];
-      const Cx<R> mu{-u.re, -u.im};
-      const Cx<R>* bj = B + j * nrhs;
-      for (int c = 0; c < nrhs; ++c) dd::madd(bk[c], mu, bj[c]);
+  if constexpr (G::kSolo) {
+    for (int k = nn - 1; k >= 0; --k) {
+      Cx<R>* bk = B + k * nrhs;
+      for (int j = k + 1; j < nn; ++j) {
+        const Cx<R> u = A[k * nn + j];
+        const Cx<R> mu{-u.re, -u.im};
+        const Cx<R>* bj = B + j * nrhs;
+        for (int c = 0; c < nrhs; ++c) dd::madd(bk[c], mu, bj[c]);
+      }
+      const Cx<R> piv = A[k * nn + k];
+      for (int c = 0; c < nrhs; ++c) bk[c] = bk[c] * piv;
     }
-    const Cx<R> piv = A[k * nn + k];
-    for (int c = 0; c < nrhs; ++c) bk[c] = bk[c] * piv;
+  } else {  // a column of B per member: back substitution needs no sync
+    for (int c = r0; c < nrhs; c += gs) {
+      for (int k = nn - 1; k >= 0; --k) {
+        Cx<R> x = B[k * nrhs + c];
+        for (int j = k + 1; j < nn; ++j) {
+          const Cx<R> u = A[k * nn + j];
+          dd::madd(x, Cx<R>{-u.re, -u.im}, B[j * nrhs + c]);
+        }
+        B[k * nrhs + c] = x * dd::inv(A[k * nn + k]);
+      }
+    }
+    g.sync();
   }
   return 0;
 }

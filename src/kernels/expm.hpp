@@ -22,6 +22,10 @@
 // exp(A)^dagger). A gradient g_k = Re <W, dexp(A)/dp_k> of a real parameter then
 // equals Re <L(A^dagger, W), dA/dp_k>.
 //
+// Groups: expm and expm_frechet take an optional group g (kernels/group.hpp) whose
+// members split every product, combination and the LU solve; the default
+// SoloGroup is the plain serial code.
+//
 // Precision: the Padé degrees and scaling use the double-precision constants for
 // both float and double (for float this costs a little extra work, never accuracy;
 // Higham's single-precision theta_m would allow lower degrees).
@@ -32,6 +36,7 @@
 
 #include "kernels/complex.hpp"
 #include "kernels/dense.hpp"
+#include "kernels/group.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/types.hpp"
 
@@ -100,20 +105,19 @@ QFLEET_HD inline int scaling(R norm, double bound) {
 }
 
 // out (+)= c0 I + sum_k c[k] P[k]
-template <bool Acc, int K, class N, class R>
-QFLEET_HD inline void lincomb(N n, Cx<R>* out, R c0, const R (&c)[K], const Cx<R>* const* P) {
+template <bool Acc, int K, class N, class R, class G>
+QFLEET_HD inline void lincomb(N n, Cx<R>* out, R c0, const R (&c)[K], const Cx<R>* const* P, const G& g) {
   const int nn = static_cast<int>(n);
-  for (int i = 0; i < nn; ++i)
-    for (int j = 0; j < nn; ++j) {
-      const int e = i * nn + j;
-      Cx<R> v = Acc ? out[e] : Cx<R>{R(0), R(0)};
-      if (i == j) v.re += c0;
-      for (int k = 0; k < K; ++k) {
-        v.re += c[k] * P[k][e].re;
-        v.im += c[k] * P[k][e].im;
-      }
-      out[e] = v;
+  for (int e = g.rank(); e < nn * nn; e += g.size()) {
+    Cx<R> v = Acc ? out[e] : Cx<R>{R(0), R(0)};
+    if (e / nn == e % nn) v.re += c0;
+    for (int k = 0; k < K; ++k) {
+      v.re += c[k] * P[k][e].re;
+      v.im += c[k] * P[k][e].im;
     }
+    out[e] = v;
+  }
+  g.sync();
 }
 
 // Odd/even coefficient lists of r_M for the powers A^2, A^4, ..., A^{M-1}.
@@ -130,24 +134,24 @@ struct LowPade {
 };
 
 // Even powers A^2 .. A^{2K} into P[0..K) (A^8 = A^4 A^4).
-template <int K, class N, class R>
-QFLEET_HD inline void even_powers(N n, const Cx<R>* A, Cx<R>* const* P) {
-  mat_mul(n, A, A, P[0]);
-  if constexpr (K >= 2) mat_mul(n, P[0], P[0], P[1]);
-  if constexpr (K >= 3) mat_mul(n, P[1], P[0], P[2]);
-  if constexpr (K >= 4) mat_mul(n, P[1], P[1], P[3]);
+template <int K, class N, class R, class G>
+QFLEET_HD inline void even_powers(N n, const Cx<R>* A, Cx<R>* const* P, const G& g) {
+  mat_mul(n, A, A, P[0], g);
+  if constexpr (K >= 2) mat_mul(n, P[0], P[0], P[1], g);
+  if constexpr (K >= 3) mat_mul(n, P[1], P[0], P[2], g);
+  if constexpr (K >= 4) mat_mul(n, P[1], P[1], P[3], g);
 }
 
 // expm for m in {3, 5, 7, 9}: U = A sum b_{2k+1} A^{2k}, V = sum b_{2k} A^{2k}.
-template <int M, class N, class R>
+template <int M, class N, class R, class G>
 QFLEET_HD inline void expm_low(N n, const Cx<R>* A, Cx<R>* const* pw, Cx<R>* T, Cx<R>* U,
-                               Cx<R>* V) {
+                               Cx<R>* V, const G& g) {
   constexpr int K = (M - 1) / 2;
   const LowPade<M, R> c;
-  even_powers<K>(n, A, pw);
-  lincomb<false>(n, T, R(pade_b(M, 1)), c.odd, pw);
-  lincomb<false>(n, V, R(pade_b(M, 0)), c.even, pw);
-  mat_mul(n, A, T, U);
+  even_powers<K>(n, A, pw, g);
+  lincomb<false>(n, T, R(pade_b(M, 1)), c.odd, pw, g);
+  lincomb<false>(n, V, R(pade_b(M, 0)), c.even, pw, g);
+  mat_mul(n, A, T, U, g);
 }
 
 // expm_frechet for m in {3, 5, 7, 9} (Al-Mohy & Higham 2009, (6.11)-(6.13)):
@@ -155,50 +159,50 @@ QFLEET_HD inline void expm_low(N n, const Cx<R>* A, Cx<R>* const* pw, Cx<R>* T, 
 // M_8 = A^4 M_4 + M_4 A^4; Lu = A sum b_{2k+1} M_{2k} + E sum b_{2k+1} A^{2k},
 // Lv = sum b_{2k} M_{2k}. s[] are 12 n x n slots; results: U = s[0], V = s[11],
 // Lu = s[2], Lv = s[3].
-template <int M, class N, class R>
-QFLEET_HD inline void frechet_low(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* const (&s)[12]) {
+template <int M, class N, class R, class G>
+QFLEET_HD inline void frechet_low(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* const (&s)[12], const G& g) {
   constexpr int K = (M - 1) / 2;
   const LowPade<M, R> c;
   Cx<R>* const pw[4] = {s[2], s[3], s[4], s[5]};
   Cx<R>* const mw[4] = {s[6], s[7], s[8], s[9]};
-  even_powers<K>(n, A, pw);
-  mat_mul(n, A, E, mw[0]);
-  mat_mul_acc(n, E, A, mw[0]);
+  even_powers<K>(n, A, pw, g);
+  mat_mul(n, A, E, mw[0], g);
+  mat_mul_acc(n, E, A, mw[0], g);
   if constexpr (K >= 2) {
-    mat_mul(n, pw[0], mw[0], mw[1]);
-    mat_mul_acc(n, mw[0], pw[0], mw[1]);
+    mat_mul(n, pw[0], mw[0], mw[1], g);
+    mat_mul_acc(n, mw[0], pw[0], mw[1], g);
   }
   if constexpr (K >= 3) {
-    mat_mul(n, pw[1], mw[0], mw[2]);
-    mat_mul_acc(n, mw[1], pw[0], mw[2]);
+    mat_mul(n, pw[1], mw[0], mw[2], g);
+    mat_mul_acc(n, mw[1], pw[0], mw[2], g);
   }
   if constexpr (K >= 4) {
-    mat_mul(n, pw[1], mw[1], mw[3]);
-    mat_mul_acc(n, mw[1], pw[1], mw[3]);
+    mat_mul(n, pw[1], mw[1], mw[3], g);
+    mat_mul_acc(n, mw[1], pw[1], mw[3], g);
   }
   Cx<R>* S1 = s[10];
   Cx<R>* V = s[11];
-  lincomb<false>(n, S1, R(pade_b(M, 1)), c.odd, pw);
-  lincomb<false>(n, V, R(pade_b(M, 0)), c.even, pw);
-  mat_mul(n, A, S1, s[0]);                   // U
-  lincomb<false>(n, s[1], R(0), c.odd, mw);  // S2 = sum b_{2k+1} M_{2k}
-  mat_mul(n, A, s[1], s[2]);                 // Lu = A S2 + E S1
-  mat_mul_acc(n, E, S1, s[2]);
-  lincomb<false>(n, s[3], R(0), c.even, mw);  // Lv
+  lincomb<false>(n, S1, R(pade_b(M, 1)), c.odd, pw, g);
+  lincomb<false>(n, V, R(pade_b(M, 0)), c.even, pw, g);
+  mat_mul(n, A, S1, s[0], g);                   // U
+  lincomb<false>(n, s[1], R(0), c.odd, mw, g);  // S2 = sum b_{2k+1} M_{2k}
+  mat_mul(n, A, s[1], s[2], g);                 // Lu = A S2 + E S1
+  mat_mul_acc(n, E, S1, s[2], g);
+  lincomb<false>(n, s[3], R(0), c.even, mw, g);  // Lv
 }
 
 // X (n x n) <- X^(2^s) using the scratch Y; the result ends in X.
-template <class N, class R>
-QFLEET_HD inline void square(N n, int s, Cx<R>* X, Cx<R>* Y) {
+template <class N, class R, class G>
+QFLEET_HD inline void square(N n, int s, Cx<R>* X, Cx<R>* Y, const G& g) {
   Cx<R>* x = X;
   Cx<R>* y = Y;
   for (int k = 0; k < s; ++k) {
-    mat_mul(n, x, x, y);
+    mat_mul(n, x, x, y, g);
     Cx<R>* t = x;
     x = y;
     y = t;
   }
-  if (x != X) mat_copy(n, x, X);
+  if (x != X) mat_copy(n, x, X, g);
 }
 
 template <class R>
@@ -206,11 +210,12 @@ QFLEET_HD inline R b13(int k) {
   return R(pade_b(13, k));
 }
 
-template <class N, class R>
-QFLEET_HD inline void fill_nan(N n, Cx<R>* X) {
+template <class N, class R, class G>
+QFLEET_HD inline void fill_nan(N n, Cx<R>* X, const G& g) {
   const int nn2 = static_cast<int>(n) * static_cast<int>(n);
   const R nan = R(0) / R(0);
-  for (int e = 0; e < nn2; ++e) X[e] = {nan, nan};
+  for (int e = g.rank(); e < nn2; e += g.size()) X[e] = {nan, nan};
+  g.sync();
 }
 
 }  // namespace expm_detail
@@ -224,14 +229,14 @@ QFLEET_HD inline void fill_nan(N n, Cx<R>* X) {
 // one lu_solve. expA may not alias A.
 // work: expm_work(n) = 7 n^2 entries. Returns 0; -1 (expA all NaN) if A is not
 // finite; k > 0 if the Padé denominator was singular (cannot happen for finite A).
-template <class N, class R>
-QFLEET_HD inline int expm(N n, const Cx<R>* A, Cx<R>* expA, Cx<R>* work) {
+template <class N, class R, class G = SoloGroup>
+QFLEET_HD inline int expm(N n, const Cx<R>* A, Cx<R>* expA, Cx<R>* work, const G& g = G{}) {
   namespace ed = expm_detail;
   const int nn = static_cast<int>(n);
   const int n2 = nn * nn;
-  const R nrm = norm1(n, A);
+  const R nrm = norm1(n, A, g);
   if (!(nrm <= dense_detail::RealConst<R>::max)) {
-    ed::fill_nan(n, expA);
+    ed::fill_nan(n, expA, g);
     return -1;
   }
   Cx<R>* const As = work;
@@ -244,43 +249,45 @@ QFLEET_HD inline int expm(N n, const Cx<R>* A, Cx<R>* expA, Cx<R>* work) {
   Cx<R>* const pw[4] = {A2, A4, A6, As};  // As holds A^8 when m = 9
   int s = 0;
   if (nrm <= R(ed::theta(3))) {
-    ed::expm_low<3>(n, A, pw, T, U, V);
+    ed::expm_low<3>(n, A, pw, T, U, V, g);
   } else if (nrm <= R(ed::theta(5))) {
-    ed::expm_low<5>(n, A, pw, T, U, V);
+    ed::expm_low<5>(n, A, pw, T, U, V, g);
   } else if (nrm <= R(ed::theta(7))) {
-    ed::expm_low<7>(n, A, pw, T, U, V);
+    ed::expm_low<7>(n, A, pw, T, U, V, g);
   } else if (nrm <= R(ed::theta(9))) {
-    ed::expm_low<9>(n, A, pw, T, U, V);
+    ed::expm_low<9>(n, A, pw, T, U, V, g);
   } else {
     s = ed::scaling(nrm, ed::theta(13));
     using std::ldexp;
     const R c = ldexp(R(1), -s);  // exact
-    for (int e = 0; e < n2; ++e) As[e] = {c * A[e].re, c * A[e].im};
-    mat_mul(n, As, As, A2);
-    mat_mul(n, A2, A2, A4);
-    mat_mul(n, A4, A2, A6);
+    for (int e = g.rank(); e < n2; e += g.size()) As[e] = {c * A[e].re, c * A[e].im};
+    g.sync();
+    mat_mul(n, As, As, A2, g);
+    mat_mul(n, A2, A2, A4, g);
+    mat_mul(n, A4, A2, A6, g);
     const Cx<R>* const P3[3] = {A6, A4, A2};
     // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
     const R cu1[3] = {ed::b13<R>(13), ed::b13<R>(11), ed::b13<R>(9)};
     const R cu2[3] = {ed::b13<R>(7), ed::b13<R>(5), ed::b13<R>(3)};
-    ed::lincomb<false>(n, T, R(0), cu1, P3);
-    mat_mul(n, A6, T, V);
-    ed::lincomb<true>(n, V, ed::b13<R>(1), cu2, P3);
-    mat_mul(n, As, V, U);
+    ed::lincomb<false>(n, T, R(0), cu1, P3, g);
+    mat_mul(n, A6, T, V, g);
+    ed::lincomb<true>(n, V, ed::b13<R>(1), cu2, P3, g);
+    mat_mul(n, As, V, U, g);
     // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
     const R cv1[3] = {ed::b13<R>(12), ed::b13<R>(10), ed::b13<R>(8)};
     const R cv2[3] = {ed::b13<R>(6), ed::b13<R>(4), ed::b13<R>(2)};
-    ed::lincomb<false>(n, T, R(0), cv1, P3);
-    mat_mul(n, A6, T, V);
-    ed::lincomb<true>(n, V, ed::b13<R>(0), cv2, P3);
+    ed::lincomb<false>(n, T, R(0), cv1, P3, g);
+    mat_mul(n, A6, T, V, g);
+    ed::lincomb<true>(n, V, ed::b13<R>(0), cv2, P3, g);
   }
   // r_m = (V - U)^{-1} (V + U)
-  for (int e = 0; e < n2; ++e) {
+  for (int e = g.rank(); e < n2; e += g.size()) {
     T[e] = dense_detail::sub(V[e], U[e]);
     expA[e] = V[e] + U[e];
   }
-  const int status = lu_solve(n, T, expA, nn);
-  ed::square(n, s, expA, A2);
+  g.sync();
+  const int status = lu_solve(n, T, expA, nn, g);
+  ed::square(n, s, expA, A2, g);
   return status;
 }
 
@@ -296,16 +303,16 @@ QFLEET_HD inline int expm(N n, const Cx<R>* A, Cx<R>* expA, Cx<R>* work) {
 // No output may alias an input. work: expm_frechet_work(n) = 12 n^2 entries.
 // Returns 0; -1 (outputs NaN) if A is not finite; k > 0 if the denominator was
 // singular (cannot happen for finite A).
-template <class N, class R>
+template <class N, class R, class G = SoloGroup>
 QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* expA, Cx<R>* L,
-                                  Cx<R>* work) {
+                                  Cx<R>* work, const G& g = G{}) {
   namespace ed = expm_detail;
   const int nn = static_cast<int>(n);
   const int n2 = nn * nn;
-  const R nrm = norm1(n, A);
+  const R nrm = norm1(n, A, g);
   if (!(nrm <= dense_detail::RealConst<R>::max)) {
-    ed::fill_nan(n, expA);
-    ed::fill_nan(n, L);
+    ed::fill_nan(n, expA, g);
+    ed::fill_nan(n, L, g);
     return -1;
   }
   Cx<R>* const s[12] = {work,          work + n2,     work + 2 * n2,  work + 3 * n2,
@@ -324,13 +331,13 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
   Cx<R>* T2;
   if (nrm <= R(ed::ell(9))) {
     if (nrm <= R(ed::ell(3)))
-      ed::frechet_low<3>(n, A, E, s);
+      ed::frechet_low<3>(n, A, E, s, g);
     else if (nrm <= R(ed::ell(5)))
-      ed::frechet_low<5>(n, A, E, s);
+      ed::frechet_low<5>(n, A, E, s, g);
     else if (nrm <= R(ed::ell(7)))
-      ed::frechet_low<7>(n, A, E, s);
+      ed::frechet_low<7>(n, A, E, s, g);
     else
-      ed::frechet_low<9>(n, A, E, s);
+      ed::frechet_low<9>(n, A, E, s, g);
     U = s[0];
     V = s[11];
     Lu = s[2];
@@ -345,25 +352,26 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
     const R c = ldexp(R(1), -sq);  // exact
     Cx<R>* const As = s[0];
     Cx<R>* const Es = s[1];
-    for (int e = 0; e < n2; ++e) {
+    for (int e = g.rank(); e < n2; e += g.size()) {
       As[e] = {c * A[e].re, c * A[e].im};
       Es[e] = {c * E[e].re, c * E[e].im};
     }
+    g.sync();
     Cx<R>* const A2 = s[2];
     Cx<R>* const A4 = s[3];
     Cx<R>* const A6 = s[4];
     Cx<R>* const M2 = s[6];
     Cx<R>* const M4 = s[7];
     Cx<R>* const M6 = s[8];
-    mat_mul(n, As, As, A2);
-    mat_mul(n, A2, A2, A4);
-    mat_mul(n, A4, A2, A6);
-    mat_mul(n, As, Es, M2);
-    mat_mul_acc(n, Es, As, M2);
-    mat_mul(n, A2, M2, M4);
-    mat_mul_acc(n, M2, A2, M4);
-    mat_mul(n, A4, M2, M6);
-    mat_mul_acc(n, M4, A2, M6);
+    mat_mul(n, As, As, A2, g);
+    mat_mul(n, A2, A2, A4, g);
+    mat_mul(n, A4, A2, A6, g);
+    mat_mul(n, As, Es, M2, g);
+    mat_mul_acc(n, Es, As, M2, g);
+    mat_mul(n, A2, M2, M4, g);
+    mat_mul_acc(n, M2, A2, M4, g);
+    mat_mul(n, A4, M2, M6, g);
+    mat_mul_acc(n, M4, A2, M6, g);
     const Cx<R>* const PA[3] = {A6, A4, A2};
     const Cx<R>* const PM[3] = {M6, M4, M2};
     const R cw1[3] = {ed::b13<R>(13), ed::b13<R>(11), ed::b13<R>(9)};
@@ -372,28 +380,28 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
     const R cz2[3] = {ed::b13<R>(6), ed::b13<R>(4), ed::b13<R>(2)};
     Cx<R>* const W1 = s[5];
     Cx<R>* const Z1 = s[9];
-    ed::lincomb<false>(n, W1, R(0), cw1, PA);     // W1 = b13 A6 + b11 A4 + b9 A2
-    ed::lincomb<false>(n, Z1, R(0), cz1, PA);     // Z1 = b12 A6 + b10 A4 + b8 A2
-    ed::lincomb<false>(n, s[10], R(0), cw1, PM);  // Lw1
+    ed::lincomb<false>(n, W1, R(0), cw1, PA, g);     // W1 = b13 A6 + b11 A4 + b9 A2
+    ed::lincomb<false>(n, Z1, R(0), cz1, PA, g);     // Z1 = b12 A6 + b10 A4 + b8 A2
+    ed::lincomb<false>(n, s[10], R(0), cw1, PM, g);  // Lw1
     // Lw = A6 Lw1 + M6 W1 + Lw2,  Lw2 = b7 M6 + b5 M4 + b3 M2
-    mat_mul(n, A6, s[10], s[11]);
-    mat_mul_acc(n, M6, W1, s[11]);
-    ed::lincomb<true>(n, s[11], R(0), cw2, PM);
+    mat_mul(n, A6, s[10], s[11], g);
+    mat_mul_acc(n, M6, W1, s[11], g);
+    ed::lincomb<true>(n, s[11], R(0), cw2, PM, g);
     // W = A6 W1 + W2,  W2 = b7 A6 + b5 A4 + b3 A2 + b1 I
-    mat_mul(n, A6, W1, s[10]);
-    ed::lincomb<true>(n, s[10], ed::b13<R>(1), cw2, PA);
+    mat_mul(n, A6, W1, s[10], g);
+    ed::lincomb<true>(n, s[10], ed::b13<R>(1), cw2, PA, g);
     // Lu = A Lw + E W (into W1's slot), U = A W (into Lw's slot)
-    mat_mul(n, As, s[11], s[5]);
-    mat_mul_acc(n, Es, s[10], s[5]);
-    mat_mul(n, As, s[10], s[11]);
+    mat_mul(n, As, s[11], s[5], g);
+    mat_mul_acc(n, Es, s[10], s[5], g);
+    mat_mul(n, As, s[10], s[11], g);
     // Lv = A6 Lz1 + M6 Z1 + Lz2 (into Es's slot), Lz1 = b12 M6 + b10 M4 + b8 M2
-    ed::lincomb<false>(n, s[10], R(0), cz1, PM);
-    mat_mul(n, A6, s[10], s[1]);
-    mat_mul_acc(n, M6, Z1, s[1]);
-    ed::lincomb<true>(n, s[1], R(0), cz2, PM);
+    ed::lincomb<false>(n, s[10], R(0), cz1, PM, g);
+    mat_mul(n, A6, s[10], s[1], g);
+    mat_mul_acc(n, M6, Z1, s[1], g);
+    ed::lincomb<true>(n, s[1], R(0), cz2, PM, g);
     // V = A6 Z1 + Z2
-    mat_mul(n, A6, Z1, s[10]);
-    ed::lincomb<true>(n, s[10], ed::b13<R>(0), cz2, PA);
+    mat_mul(n, A6, Z1, s[10], g);
+    ed::lincomb<true>(n, s[10], ed::b13<R>(0), cz2, PA, g);
     U = s[11];
     V = s[10];
     Lu = s[5];
@@ -405,30 +413,31 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
   }
   // (V - U) [R, Y, Z] = [U + V, Lu + Lv, Lu - Lv] in one elimination (RHS is n x 3n).
   const int ld = 3 * nn;
-  for (int i = 0; i < nn; ++i)
-    for (int j = 0; j < nn; ++j) {
-      const int e = i * nn + j;
-      P[e] = dense_detail::sub(V[e], U[e]);
-      RHS[i * ld + j] = V[e] + U[e];
-      RHS[i * ld + nn + j] = Lu[e] + Lv[e];
-      RHS[i * ld + 2 * nn + j] = dense_detail::sub(Lu[e], Lv[e]);
-    }
-  const int status = lu_solve(n, P, RHS, ld);
-  for (int i = 0; i < nn; ++i)
-    for (int j = 0; j < nn; ++j) {
-      expA[i * nn + j] = RHS[i * ld + j];
-      L[i * nn + j] = RHS[i * ld + nn + j];
-    }
-  dense_detail::gemm<true>(n, RHS + 2 * nn, ld, RHS, ld, L, nn);  // L = Y + Z R
+  for (int e = g.rank(); e < n2; e += g.size()) {
+    const int i = e / nn, j = e % nn;
+    P[e] = dense_detail::sub(V[e], U[e]);
+    RHS[i * ld + j] = V[e] + U[e];
+    RHS[i * ld + nn + j] = Lu[e] + Lv[e];
+    RHS[i * ld + 2 * nn + j] = dense_detail::sub(Lu[e], Lv[e]);
+  }
+  g.sync();
+  const int status = lu_solve(n, P, RHS, ld, g);
+  for (int e = g.rank(); e < n2; e += g.size()) {
+    const int i = e / nn, j = e % nn;
+    expA[e] = RHS[i * ld + j];
+    L[e] = RHS[i * ld + nn + j];
+  }
+  g.sync();
+  dense_detail::gemm<true>(n, RHS + 2 * nn, ld, RHS, ld, L, nn, g);  // L = Y + Z R
   // Squaring phase: L <- X L + L X, X <- X^2.
   Cx<R>* x = expA;
   Cx<R>* l = L;
   Cx<R>* x2 = T1;
   Cx<R>* l2 = T2;
   for (int k = 0; k < sq; ++k) {
-    mat_mul(n, x, l, l2);
-    mat_mul_acc(n, l, x, l2);
-    mat_mul(n, x, x, x2);
+    mat_mul(n, x, l, l2, g);
+    mat_mul_acc(n, l, x, l2, g);
+    mat_mul(n, x, x, x2, g);
     Cx<R>* t = x;
     x = x2;
     x2 = t;
@@ -437,8 +446,8 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
     l2 = t;
   }
   if (x != expA) {
-    mat_copy(n, x, expA);
-    mat_copy(n, l, L);
+    mat_copy(n, x, expA, g);
+    mat_copy(n, l, L, g);
   }
   return status;
 }

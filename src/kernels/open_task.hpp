@@ -15,6 +15,15 @@
 // No allocation, no exceptions, no std:: containers: the caller hands each task a
 // workspace of open_task_work() entries and gets a kern::OpenTaskStatus back.
 // C++17, host and device (QFLEET_HD).
+//
+// A task is run by one thread (G = SoloGroup: the cpu executor, the GPU's thread
+// per task) or by a group of threads sharing its workspace (a warp or a block on
+// the GPU; kernels/group.hpp): products, the generator, the stage combinations,
+// expm / expm_frechet and the gradient inner products are split over the members;
+// the small d x d work (fidelities, expectation values, output rows) is done by
+// rank 0. Every member keeps its own copy of the scalar state (step sizes, step
+// counts), which stays identical because the reductions return the same value to
+// every member.
 #pragma once
 
 #include <cmath>
@@ -24,6 +33,7 @@
 
 #include "kernels/dense.hpp"
 #include "kernels/expm.hpp"
+#include "kernels/group.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/open_view.hpp"
 
@@ -42,51 +52,74 @@ QFLEET_HD inline Cx<R> cx(Cx<double> z) {
   return {static_cast<R>(z.re), static_cast<R>(z.im)};
 }
 
-template <class R>
-QFLEET_HD inline void copy(const Cx<R>* a, std::size_t n, Cx<R>* b) {
-  for (std::size_t i = 0; i < n; ++i) b[i] = a[i];
+template <class R, class G = SoloGroup>
+QFLEET_HD inline void copy(const Cx<R>* a, std::size_t n, Cx<R>* b, const G& g = G{}) {
+  for (std::size_t i = std::size_t(g.rank()); i < n; i += std::size_t(g.size())) b[i] = a[i];
+  g.sync();
 }
 
 // C[m x p] = A[m x k] B[k x p] (or A^dag B when adj_a, A is then k x m).
 // M, K, P are int or FixedDim<k>: fixed sizes unroll for the hot d = 2 (n = 4) case.
-template <class R, class M, class K, class P>
-QFLEET_HD void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, bool adj_a = false) {
+// With a group, one output entry per member at a time.
+template <class R, class M, class K, class P, class G = SoloGroup>
+QFLEET_HD void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, bool adj_a = false,
+                    const G& g = G{}) {
   const int m = static_cast<int>(m_), k = static_cast<int>(k_), p = static_cast<int>(p_);
+  if constexpr (!G::kSolo) {
+    for (int e = g.rank(); e < m * p; e += g.size()) {
+      const int i = e / p, j = e % p;
+      Cx<R> acc{R(0), R(0)};
+      for (int l = 0; l < k; ++l) {
+        const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
+        const Cx<R> y = b[std::size_t(l) * p + j];
+        acc.re += x.re * y.re - x.im * y.im;
+        acc.im += x.re * y.im + x.im * y.re;
+      }
+      c[e] = acc;
+    }
+    g.sync();
+  } else {
 #if defined(QFLEET_SIMD_GEMM)
-  if (simd::gemm_applies<R>(p)) {
-    if (adj_a) return simd::gemm<false, true>(m_, k_, p_, a, m, b, p, c, p);
-    return simd::gemm<false, false>(m_, k_, p_, a, k, b, p, c, p);
-  }
+    if (simd::gemm_applies<R>(p)) {
+      if (adj_a) return simd::gemm<false, true>(m_, k_, p_, a, m, b, p, c, p);
+      return simd::gemm<false, false>(m_, k_, p_, a, k, b, p, c, p);
+    }
 #endif
-  for (int i = 0; i < m * p; ++i) c[i] = {R(0), R(0)};
-  for (int i = 0; i < m; ++i) {
-    for (int l = 0; l < k; ++l) {
-      const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
-      const Cx<R>* brow = b + std::size_t(l) * p;
-      Cx<R>* crow = c + std::size_t(i) * p;
-      for (int j = 0; j < p; ++j) {
-        crow[j].re += x.re * brow[j].re - x.im * brow[j].im;
-        crow[j].im += x.re * brow[j].im + x.im * brow[j].re;
+    for (int i = 0; i < m * p; ++i) c[i] = {R(0), R(0)};
+    for (int i = 0; i < m; ++i) {
+      for (int l = 0; l < k; ++l) {
+        const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
+        const Cx<R>* brow = b + std::size_t(l) * p;
+        Cx<R>* crow = c + std::size_t(i) * p;
+        for (int j = 0; j < p; ++j) {
+          crow[j].re += x.re * brow[j].re - x.im * brow[j].im;
+          crow[j].im += x.re * brow[j].im + x.im * brow[j].re;
+        }
       }
     }
   }
 }
 
 // C[m x m] += A[m x p] B[m x p]^dag  (outer products for dF/dA).
-template <class R, class M, class P>
-QFLEET_HD void add_outer(M m_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c) {
+template <class R, class M, class P, class G = SoloGroup>
+QFLEET_HD void add_outer(M m_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, const G& g = G{}) {
   const int m = static_cast<int>(m_), p = static_cast<int>(p_);
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < m; ++j) {
-      R re = 0, im = 0;
-      for (int l = 0; l < p; ++l) {
-        const Cx<R> x = a[std::size_t(i) * p + l], y = b[std::size_t(j) * p + l];
-        re += x.re * y.re + x.im * y.im;  // x * conj(y)
-        im += x.im * y.re - x.re * y.im;
-      }
-      c[std::size_t(i) * m + j].re += re;
-      c[std::size_t(i) * m + j].im += im;
+  auto entry = [&](int i, int j) {
+    R re = 0, im = 0;
+    for (int l = 0; l < p; ++l) {
+      const Cx<R> x = a[std::size_t(i) * p + l], y = b[std::size_t(j) * p + l];
+      re += x.re * y.re + x.im * y.im;  // x * conj(y)
+      im += x.im * y.re - x.re * y.im;
     }
+    c[std::size_t(i) * m + j].re += re;
+    c[std::size_t(i) * m + j].im += im;
+  };
+  if constexpr (G::kSolo) {
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < m; ++j) entry(i, j);
+  } else {
+    for (int e = g.rank(); e < m * m; e += g.size()) entry(e / m, e % m);
+    g.sync();
   }
 }
 
@@ -160,11 +193,13 @@ QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
 
 // N is int, or FixedDim<n> for the hot generator sizes (closed qubit n = 2, open
 // qubit n = 4, open two-qubit n = 16): every loop bound becomes a constant.
-template <class R, class N>
+template <class R, class N, class G = SoloGroup>
 class OpenTask {
  public:
-  QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap)
-      : v_(v), c_(c), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == 3 ? cap : v.fixed_steps) {
+  QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
+      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == 3 ? cap : v.fixed_steps) {
+    r0_ = std::size_t(grp.rank());
+    gs_ = std::size_t(grp.size());
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
     const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
@@ -198,16 +233,21 @@ class OpenTask {
                     std::uint64_t& computed, std::uint64_t& reused) {
     using open_detail::at;
     using open_detail::cx;
-    const int d = v_.d;
+    const std::size_t d = std::size_t(v_.d);
+    const bool lead = grp_.rank() == 0;
     h_guess_ = 0;  // each task's dopri5 steps depend on that task alone
+    grp_.sync();   // the group's previous task is done with the shared workspace
 
     // A_static = A0 + sum c_m A_m + sum gamma_j D_j.
-    for (std::size_t i = 0; i < nn_; ++i) a_static_[i] = cx<R>(at(v_.a0, i));
-    for (int m = 0; m < v_.ndrift; ++m) {
-      axpy_plan(a_static_, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m);
-    }
-    for (int j = 0; j < v_.nrate; ++j) {
-      axpy_plan(a_static_, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j);
+    for (std::size_t i = r0_; i < nn_; i += gs_) {
+      Cx<R> a = cx<R>(at(v_.a0, i));
+      for (int m = 0; m < v_.ndrift; ++m) {
+        add_plan(a, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m, i);
+      }
+      for (int j = 0; j < v_.nrate; ++j) {
+        add_plan(a, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j, i);
+      }
+      a_static_[i] = a;
     }
 
     // X_0.
@@ -215,18 +255,19 @@ class OpenTask {
     if (c_.initial) {
       const R* init = c_.initial;  // (re, im) pairs
       if (v_.closed) {
-        for (int i = 0; i < d; ++i) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
+        for (std::size_t i = r0_; i < d; i += gs_) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
       } else {
-        const R* rho = init + 2 * b * std::size_t(d) * d;
-        for (int i = 0; i < d; ++i)
-          for (int j = 0; j < d; ++j) {
-            x[i + std::size_t(d) * j] = {rho[2 * (std::size_t(i) * d + j)], rho[2 * (std::size_t(i) * d + j) + 1]};
-          }
+        const R* rho = init + 2 * b * d * d;
+        for (std::size_t e = r0_; e < d * d; e += gs_) {  // rho_ij = X[i + d j]
+          const std::size_t i = e / d, j = e % d;
+          x[i + d * j] = {rho[2 * e], rho[2 * e + 1]};
+        }
       }
     } else {
-      for (std::size_t i = 0; i < nc_; ++i) x[i] = cx<R>(at(v_.x0, i));
+      for (std::size_t i = r0_; i < nc_; i += gs_) x[i] = cx<R>(at(v_.x0, i));
     }
-    if (c_.expvals) record_expvals(b, 0, x);
+    grp_.sync();
+    if (c_.expvals && lead) record_expvals(b, 0, x);
 
     for (int k = 0; k < v_.nseg; ++k) {
       Cx<R>* xk = hist_ + nc_ * (k + 1);
@@ -238,75 +279,91 @@ class OpenTask {
         if (same) {
           ++reused;
         } else {
-          for (std::size_t i = 0; i < nn_; ++i) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
-          expm(n_, w_, prop_, ework_);
+          for (std::size_t i = r0_; i < nn_; i += gs_) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
+          grp_.sync();
+          expm(n_, w_, prop_, ework_, grp_);
           ++computed;
         }
         gemm_c(prop_, x, xk);
       } else {
         ++computed;
-        h_start_[k] = h_guess_;
+        if (lead) h_start_[k] = h_guess_;
         const int st = segment_steps(dur, x, xk, false);
         if (st != kOpenOk) return st;
       }
       x = xk;
-      if (c_.expvals) record_expvals(b, k + 1, x);
+      if (c_.expvals && lead) record_expvals(b, k + 1, x);
     }
 
-    // Outputs at X_N.
-    R f = 0, l = 0;
-    if (v_.target != 0) f = fidelity(x, nullptr, 0, false);
-    if (v_.nsub > 0) l = leakage(x, nullptr, 0, false);
-    if (c_.fidelity) c_.fidelity[b] = f;
-    if (c_.leakage) c_.leakage[b] = l;
-    if (c_.final_state) write_final(b, x);
+    // Outputs at X_N (small d x d work: rank 0).
+    if (lead) {
+      R f = 0, l = 0;
+      if (v_.target != 0) f = fidelity(x, nullptr, 0, false);
+      if (v_.nsub > 0) l = leakage(x, nullptr, 0, false);
+      if (c_.fidelity) c_.fidelity[b] = f;
+      if (c_.leakage) c_.leakage[b] = l;
+      if (c_.final_state) write_final(b, x);
+    }
     if (!c_.adjoint) return kOpenOk;
 
     // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents.
-    for (std::size_t i = 0; i < nc_; ++i) lam_[i] = {0, 0};
-    if (v_.target != 0 && cot_f != 0) fidelity(x, lam_, cot_f, true);
-    if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
+    for (std::size_t i = r0_; i < nc_; i += gs_) lam_[i] = {0, 0};
+    grp_.sync();
+    if (lead) {
+      if (v_.target != 0 && cot_f != 0) fidelity(x, lam_, cot_f, true);
+      if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
+    }
+    for (std::size_t i = r0_; i < nn_; i += gs_) g_sum_[i] = {0, 0};
+    grp_.sync();
 
-    for (std::size_t i = 0; i < nn_; ++i) g_sum_[i] = {0, 0};
     for (int k = v_.nseg - 1; k >= 0; --k) {
       const Cx<R>* xprev = hist_ + nc_ * k;
       const double dur = v_.durations[k];
       generator(amps(src, k), a_);
       if (v_.solver == 0) {
         // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
-        for (std::size_t i = 0; i < nn_; ++i) w_[i] = {0, 0};
+        const std::size_t n = std::size_t(v_.n);
+        for (std::size_t e = r0_; e < nn_; e += gs_) {
+          w_[e] = {0, 0};
+          const Cx<R> z = a_[(e % n) * n + e / n];
+          tmp_adj_[e] = {R(dur) * z.re, -R(dur) * z.im};
+        }
+        grp_.sync();
         outer_c(lam_, xprev, w_);
-        const int n = v_.n;
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j) {
-            const Cx<R> z = a_[std::size_t(j) * n + i];
-            tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
-          }
-        expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_);
-        for (std::size_t i = 0; i < nn_; ++i) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+        expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
+        for (std::size_t i = r0_; i < nn_; i += gs_) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
         gemm_c(prop_, lam_, tmp_);
-        open_detail::copy(tmp_, nc_, lam_);
+        open_detail::copy(tmp_, nc_, lam_, grp_);
       } else {
-        for (std::size_t i = 0; i < nn_; ++i) g_[i] = {0, 0};
+        for (std::size_t i = r0_; i < nn_; i += gs_) g_[i] = {0, 0};
+        grp_.sync();
         h_guess_ = h_start_[k];
         const int st = segment_backward(dur, xprev);
         if (st != kOpenOk) return st;
       }
       if (grad_amp) {
         for (int i = 0; i < v_.nctrl; ++i) {
-          grad_amp[std::size_t(k) * v_.nctrl + i] = R(open_detail::re_inner<R>(nn_, g_, v_.a_ctrl + 2 * nn_ * i));
+          const R gi = R(re_inner(g_, v_.a_ctrl + 2 * nn_ * i));
+          if (lead) grad_amp[std::size_t(k) * v_.nctrl + i] = gi;
         }
       }
-      for (std::size_t i = 0; i < nn_; ++i) {
+      for (std::size_t i = r0_; i < nn_; i += gs_) {
         g_sum_[i].re += g_[i].re;
         g_sum_[i].im += g_[i].im;
       }
+      grp_.sync();
     }
     if (grad_drift) {
-      for (int m = 0; m < v_.ndrift; ++m) grad_drift[m] = R(open_detail::re_inner<R>(nn_, g_sum_, v_.a_drift + 2 * nn_ * m));
+      for (int m = 0; m < v_.ndrift; ++m) {
+        const R gm = R(re_inner(g_sum_, v_.a_drift + 2 * nn_ * m));
+        if (lead) grad_drift[m] = gm;
+      }
     }
     if (grad_rates) {
-      for (int j = 0; j < v_.nrate; ++j) grad_rates[j] = R(open_detail::re_inner<R>(nn_, g_sum_, v_.a_rate + 2 * nn_ * j));
+      for (int j = 0; j < v_.nrate; ++j) {
+        const R gj = R(re_inner(g_sum_, v_.a_rate + 2 * nn_ * j));
+        if (lead) grad_rates[j] = gj;
+      }
     }
     return kOpenOk;
   }
@@ -326,32 +383,43 @@ class OpenTask {
     const std::size_t per = std::size_t(v_.nseg) * v_.nctrl;
     return c_.amplitudes + (c_.amplitudes_per_task ? b * per : 0) + std::size_t(k) * v_.nctrl;
   }
-  QFLEET_HD void axpy_plan(Cx<R>* y, R s, const double* m) const {
-    for (std::size_t i = 0; i < nn_; ++i) {
-      y[i].re += s * R(m[2 * i]);
-      y[i].im += s * R(m[2 * i + 1]);
-    }
+  // y += s m[i] for entry i of a plan matrix m.
+  QFLEET_HD static void add_plan(Cx<R>& y, R s, const double* m, std::size_t i) {
+    y.re += s * R(m[2 * i]);
+    y.im += s * R(m[2 * i + 1]);
   }
+  // A = A_static + sum u_i A_ctrl_i.
   QFLEET_HD void generator(const R* u, Cx<R>* a) const {
-    open_detail::copy(a_static_, nn_, a);
-    for (int i = 0; i < v_.nctrl; ++i) axpy_plan(a, u[i], v_.a_ctrl + 2 * nn_ * i);
+    for (std::size_t e = r0_; e < nn_; e += gs_) {
+      Cx<R> z = a_static_[e];
+      for (int i = 0; i < v_.nctrl; ++i) add_plan(z, u[i], v_.a_ctrl + 2 * nn_ * i, e);
+      a[e] = z;
+    }
+    grp_.sync();
+  }
+  // Re <a, m> over the n x n entries, summed over the group (every member gets it).
+  QFLEET_HD double re_inner(const Cx<R>* a, const double* m) const {
+    double s = 0;
+    for (std::size_t i = r0_; i < nn_; i += gs_) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
+    return grp_.sum(s);
   }
 
   // Products with the state's c columns (c = n for gate problems, else 1).
   QFLEET_HD void gemm_c(const Cx<R>* a, const Cx<R>* b, Cx<R>* out, bool adj = false) const {
     if (v_.gate) {
-      open_detail::gemm<R>(n_, n_, n_, a, b, out, adj);
+      open_detail::gemm<R>(n_, n_, n_, a, b, out, adj, grp_);
     } else {
-      open_detail::gemm<R>(n_, n_, FixedDim<1>{}, a, b, out, adj);
+      open_detail::gemm<R>(n_, n_, FixedDim<1>{}, a, b, out, adj, grp_);
     }
   }
   QFLEET_HD void outer_c(const Cx<R>* a, const Cx<R>* b, Cx<R>* out) const {
     if (v_.gate) {
-      open_detail::add_outer<R>(n_, n_, a, b, out);
+      open_detail::add_outer<R>(n_, n_, a, b, out, grp_);
     } else {
-      open_detail::add_outer<R>(n_, FixedDim<1>{}, a, b, out);
+      open_detail::add_outer<R>(n_, FixedDim<1>{}, a, b, out, grp_);
     }
   }
+  QFLEET_HD void copy(const Cx<R>* a, Cx<R>* b) const { open_detail::copy(a, nc_, b, grp_); }
 
   // One explicit RK step of dX/dt = A X: X' = X + h sum b_i k_i, k_i = A Y_i.
   // Stage states Y_i are kept in ys (s x nc) for the adjoint.
@@ -359,27 +427,29 @@ class OpenTask {
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int i = 0; i < t.s; ++i) {
       Cx<R>* y = ys + nc_ * i;
-      open_detail::copy(x, nc_, y);
-      for (int j = 0; j < i; ++j) {
-        const R aij = R(t.a[i][j]) * h;
-        if (aij == 0) continue;
-        const Cx<R>* kj = ks + nc_ * j;
-        for (std::size_t e = 0; e < nc_; ++e) {
-          y[e].re += aij * kj[e].re;
-          y[e].im += aij * kj[e].im;
+      for (std::size_t e = r0_; e < nc_; e += gs_) {
+        Cx<R> ye = x[e];
+        for (int j = 0; j < i; ++j) {
+          const R aij = R(t.a[i][j]) * h;
+          if (aij == 0) continue;
+          ye.re += aij * ks[nc_ * j + e].re;
+          ye.im += aij * ks[nc_ * j + e].im;
         }
+        y[e] = ye;
       }
+      grp_.sync();
       gemm_c(a_, y, ks + nc_ * i);
     }
-    open_detail::copy(x, nc_, xout);
-    for (int i = 0; i < t.s; ++i) {
-      const R bi = R(t.b[i]) * h;
-      const Cx<R>* ki = ks + nc_ * i;
-      for (std::size_t e = 0; e < nc_; ++e) {
-        xout[e].re += bi * ki[e].re;
-        xout[e].im += bi * ki[e].im;
+    for (std::size_t e = r0_; e < nc_; e += gs_) {
+      Cx<R> xe = x[e];
+      for (int i = 0; i < t.s; ++i) {
+        const R bi = R(t.b[i]) * h;
+        xe.re += bi * ks[nc_ * i + e].re;
+        xe.im += bi * ks[nc_ * i + e].im;
       }
+      xout[e] = xe;
     }
+    grp_.sync();
   }
 
   // Steps one segment from x to xout. With keep, stores the step states in xs_
@@ -395,8 +465,9 @@ class OpenTask {
     Cx<R>* ys = ks + nc_ * 7;
     Cx<R>* xa = rk_ + nc_ * 28;  // past the backward pass's kbar and ybar
     Cx<R>* xb = xa + nc_;
-    open_detail::copy(x, nc_, xa);
-    if (keep) open_detail::copy(x, nc_, xs_);
+    const bool lead = grp_.rank() == 0;
+    copy(x, xa);
+    if (keep) copy(x, xs_);
     m_ = 0;
     if (v_.solver != 3) {
       const long m = open_fixed_steps(duration, v_.dt);
@@ -412,7 +483,7 @@ class OpenTask {
         }
       }
       m_ = int(m);
-      open_detail::copy(xa, nc_, xout);
+      copy(xa, xout);
       return kOpenOk;
     }
     double t = 0, h = h_guess_ > 0 ? dmin(h_guess_, duration) : duration;
@@ -423,7 +494,7 @@ class OpenTask {
       rk_step(R(h), xa, xb, ks, ys);
       gemm_c(a_, xb, ks + nc_ * 6);  // stage 7
       double err = 0;
-      for (std::size_t e = 0; e < nc_; ++e) {
+      for (std::size_t e = r0_; e < nc_; e += gs_) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {
           const double be = open_detail::tableau(3).b_err[i];
@@ -433,12 +504,13 @@ class OpenTask {
         const double mag = dmax(hypot(double(xa[e].re), double(xa[e].im)), hypot(double(xb[e].re), double(xb[e].im)));
         err = dmax(err, h * hypot(er, ei) / (v_.atol + v_.rtol * mag));
       }
+      if constexpr (!G::kSolo) err = grp_.max(err);
       const double factor = dmin(5.0, dmax(0.2, 0.9 * pow(dmax(err, 1e-10), -0.2)));
       if (err <= 1.0) {
         if (keep) {
           if (m_ >= cap_) return kOpenStepCapacity;
-          hs_[m_] = h;
-          open_detail::copy(xb, nc_, xs_ + nc_ * (m_ + 1));
+          if (lead) hs_[m_] = h;
+          copy(xb, xs_ + nc_ * (m_ + 1));
         }
         ++m_;
         t += h;
@@ -449,7 +521,7 @@ class OpenTask {
       h *= factor;
     }
     h_guess_ = h;
-    open_detail::copy(xa, nc_, xout);
+    copy(xa, xout);
     return kOpenOk;
   }
 
@@ -467,29 +539,32 @@ class OpenTask {
     for (int step = m_; step-- > 0;) {
       const R h = R(v_.solver == 3 ? hs_[step] : h_fixed_);
       rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
-      for (int i = 0; i < t.s; ++i) {
-        for (std::size_t e = 0; e < nc_; ++e) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
+      for (std::size_t e = r0_; e < nc_; e += gs_) {
+        for (int i = 0; i < t.s; ++i) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
       }
+      grp_.sync();
       for (int i = t.s - 1; i >= 0; --i) {
         Cx<R>* kb = kbar + nc_ * i;
         Cx<R>* yb = ybar + nc_ * i;
         gemm_c(a_, kb, yb, true);         // Ybar_i = A^dag kbar_i
         outer_c(kb, ys + nc_ * i, g_);    // dF/dA += kbar_i Y_i^dag
-        for (int j = 0; j < i; ++j) {
-          const R aij = R(t.a[i][j]) * h;
-          if (aij == 0) continue;
-          for (std::size_t e = 0; e < nc_; ++e) {
+        for (std::size_t e = r0_; e < nc_; e += gs_) {
+          for (int j = 0; j < i; ++j) {
+            const R aij = R(t.a[i][j]) * h;
+            if (aij == 0) continue;
             kbar[nc_ * j + e].re += aij * yb[e].re;
             kbar[nc_ * j + e].im += aij * yb[e].im;
           }
         }
+        grp_.sync();
       }
-      for (int i = 0; i < t.s; ++i) {
-        for (std::size_t e = 0; e < nc_; ++e) {
+      for (std::size_t e = r0_; e < nc_; e += gs_) {
+        for (int i = 0; i < t.s; ++i) {
           lam_[e].re += ybar[nc_ * i + e].re;
           lam_[e].im += ybar[nc_ * i + e].im;
         }
       }
+      grp_.sync();
     }
     return kOpenOk;
   }
@@ -685,6 +760,8 @@ class OpenTask {
 
   const OpenView& v_;
   const OpenTaskCall<R>& c_;
+  G grp_;
+  std::size_t r0_ = 0, gs_ = 1;  // this member's first entry and the stride of split loops
   N n_;
   int cap_ = 0, m_ = 0;
   std::size_t nc_ = 0, nn_ = 0;
@@ -709,10 +786,12 @@ QFLEET_HD inline std::size_t open_row_work(const OpenView& v) {
 // per-task parameters written in place and those of shared parameters added to the
 // call's (zeroed) sums with add(dst, value) (an atomic add on the device). A task
 // that fails gets NaN for its fidelity and leakage. work holds
-// open_task_work(v, cap) + open_row_work(v) entries.
-template <class R, class N, class Add>
+// open_task_work(v, cap) + open_row_work(v) entries. With a group g, every member
+// calls it with the same b and work, and rank 0 writes the results; every member
+// returns the same status.
+template <class R, class N, class Add, class G = SoloGroup>
 QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::size_t b, Cx<R>* work, int cap,
-                            Add add) {
+                            Add add, const G& g = G{}) {
   const R cf = c.cot_fidelity ? c.cot_fidelity[b] : R(0);
   const R cl = c.cot_leakage ? c.cot_leakage[b] : R(0);
   const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
@@ -726,8 +805,9 @@ QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::si
     gr = c.rates_per_task ? (c.grad_rates ? c.grad_rates + b * v.nrate : nullptr) : row + n_amp + v.ndrift;
   }
   std::uint64_t computed = 0, reused = 0;
-  OpenTask<R, N> task(v, c, work, cap);
+  OpenTask<R, N, G> task(v, c, work, cap, g);
   const int status = task.run(b, b, cf, cl, ga, gd, gr, computed, reused);
+  if (g.rank() != 0) return status;
   if (status != kOpenOk) {
     const R nan = R(0) / R(0);
     if (c.fidelity) c.fidelity[b] = nan;

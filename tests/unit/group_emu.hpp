@@ -1,18 +1,21 @@
-// Runs the cuda backend's circuit body (kernels/sv_group.hpp) on the CPU: a group
-// of G std::threads with a barrier stands in for a warp slice or a thread
-// block, so every CI run checks the exact code the GPU executes (its work split,
+// Runs the cuda backend's group bodies on the CPU (the circuit body of
+// kernels/sv_group.hpp, and the open-system task of kernels/open_task.hpp with a
+// kernels/group.hpp group): G std::threads with a barrier stand in for a warp
+// (slice) or a thread block, so every CI run checks the exact code the GPU executes (its work split,
 // barriers, group sums, padding members and atomic gradient sums), not a copy.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/plan.hpp"
 #include "core/sv_pack.hpp"
+#include "kernels/group.hpp"
 #include "kernels/sv_group.hpp"
 #include "unit/harness.hpp"
 
@@ -60,6 +63,53 @@ struct ThreadGroup {
   }
   void atomic_add(R* p, R v) const { std::atomic_ref<R>(*p).fetch_add(v); }
 };
+
+// The group of kernels/group.hpp (open-system tasks, expm, the LU solve) as G
+// std::threads: double reductions in rank order, like the device's fixed order.
+struct TaskGroup {
+  static constexpr bool kSolo = false;
+  int r, n;
+  Barrier* bar;
+  std::vector<double>* slots;
+  int rank() const { return r; }
+  int size() const { return n; }
+  void sync() const { bar->arrive_and_wait(); }
+  template <class Op>
+  double reduce(double v, Op op) const {
+    (*slots)[r] = v;
+    sync();
+    double t = (*slots)[0];
+    for (int i = 1; i < n; ++i) t = op(t, (*slots)[i]);
+    sync();
+    return t;
+  }
+  double sum(double v) const {
+    return reduce(v, [](double a, double b) { return a + b; });
+  }
+  double max(double v) const { return reduce(v, qfleet::kern::nan_max); }
+};
+
+// Runs body(group) on `groups` groups of G threads each (group index gi, member
+// group.rank()); every member's return value is collected as out[gi * G + rank].
+template <class Body>
+auto run_groups(int groups, int G, Body body) {
+  using Ret = decltype(body(0, std::declval<const TaskGroup&>()));
+  std::vector<Ret> out(std::size_t(groups) * G);
+  std::vector<std::unique_ptr<Barrier>> bars;
+  std::vector<std::vector<double>> slots(groups, std::vector<double>(G));
+  for (int gi = 0; gi < groups; ++gi) bars.push_back(std::make_unique<Barrier>(G));
+  std::vector<std::thread> threads;
+  for (int gi = 0; gi < groups; ++gi) {
+    for (int r = 0; r < G; ++r) {
+      threads.emplace_back([&, gi, r] {
+        const TaskGroup g{r, G, bars[gi].get(), &slots[gi]};
+        out[std::size_t(gi) * G + r] = body(gi, g);
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
 
 // Runs every sample of `call` with a group of G threads, then one padding member
 // (active = false) that must leave every output untouched.

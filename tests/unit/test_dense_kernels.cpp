@@ -2,7 +2,9 @@
 // Eigen: products, LU solve, expm (every Padé degree and the scaling branch),
 // the Fréchet derivative against the block-matrix identity
 // exp([[A, E], [0, A]]) = [[exp(A), L(A, E)], [0, exp(A)]], its adjoint
-// identity, the Hermitian Jacobi eigensolver and the PSD square root.
+// identity, the Hermitian Jacobi eigensolver and the PSD square root; and the
+// group versions (products, norm, LU solve, expm, expm_frechet split over a group
+// of std::threads, as a GPU warp or block runs them) against the same references.
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -13,6 +15,7 @@
 
 #include "kernels/dense.hpp"
 #include "kernels/expm.hpp"
+#include "unit/group_emu.hpp"
 
 namespace {
 
@@ -495,6 +498,106 @@ TEST(DenseSqrtm, RankDeficientAndPureStates) {
     for (double l : lam) tr += l > 0 ? std::sqrt(l) : 0.0;
     EXPECT_NEAR(tr * tr, (psi.adjoint() * sigma * psi)(0, 0).real(), 1e-7) << n;
   }
+}
+
+
+// ---------------------------------------------------------------------------
+// Group versions: every member gets the same status, the results match Eigen
+// and the serial code, for group sizes that split the work evenly, unevenly and
+// with more members than rows.
+
+TEST(DenseGroup, ProductsNormAndLuSolveMatchEigen) {
+  std::mt19937_64 rng(21);
+  for (int n : {1, 3, 4, 9, 16}) {
+    const Mat A = random_mat(rng, n), B = random_mat(rng, n);
+    for (int G : {1, 3, 8, 32}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " G=" + std::to_string(G));
+      CxVec<double> a = to_cx<double>(A), b = to_cx<double>(B), c(a.size()), acc = to_cx<double>(B);
+      std::vector<double> norms = emu::run_groups(1, G, [&](int, const emu::TaskGroup& g) {
+        k::mat_mul(n, a.data(), b.data(), c.data(), g);
+        k::mat_mul_acc(n, a.data(), b.data(), acc.data(), g);
+        return double(k::norm1(n, a.data(), g));
+      });
+      EXPECT_LT(rel_err(to_eigen(c, n), A * B), 1e-14);
+      EXPECT_LT(rel_err(to_eigen(acc, n), B + A * B), 1e-14);
+      for (double v : norms) EXPECT_NEAR(v, norm1(A), 1e-13 * norm1(A));
+      const int nrhs = 2 * n + 1;
+      const Mat X = random_mat(rng, n);
+      Mat RHS = A * Mat(X.replicate(1, 3)).leftCols(nrhs);
+      CxVec<double> lu = to_cx<double>(A), rhs(std::size_t(n) * nrhs);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < nrhs; ++j) rhs[i * nrhs + j] = {RHS(i, j).real(), RHS(i, j).imag()};
+      const std::vector<int> st = emu::run_groups(1, G, [&](int, const emu::TaskGroup& g) {
+        return k::lu_solve(n, lu.data(), rhs.data(), nrhs, g);
+      });
+      for (int v : st) EXPECT_EQ(v, 0);
+      double err = 0;
+      const Mat want = Mat(X.replicate(1, 3)).leftCols(nrhs);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < nrhs; ++j) err = std::max(err, std::abs(cd(rhs[i * nrhs + j].re, rhs[i * nrhs + j].im) - want(i, j)));
+      EXPECT_LT(err, 1e-10 * (1 + want.cwiseAbs().maxCoeff()));
+    }
+  }
+}
+
+TEST(DenseGroup, LuSolveReportsTheSameStatusOnEveryMember) {
+  std::mt19937_64 rng(22);
+  Mat A = random_mat(rng, 6);
+  A.col(2).setZero();  // a zero pivot at column 2 (or later)
+  Mat C = random_mat(rng, 5);
+  C(3, 1) = cd(std::nan(""), 0.0);
+  for (int G : {2, 5, 32}) {
+    CxVec<double> a = to_cx<double>(A), b = to_cx<double>(random_mat(rng, 6));
+    const std::vector<int> st = emu::run_groups(1, G, [&](int, const emu::TaskGroup& g) {
+      return k::lu_solve(6, a.data(), b.data(), 6, g);
+    });
+    for (int v : st) EXPECT_EQ(v, st[0]);
+    EXPECT_GT(st[0], 0);
+    CxVec<double> c = to_cx<double>(C), cb = to_cx<double>(random_mat(rng, 5));
+    const std::vector<int> sc = emu::run_groups(1, G, [&](int, const emu::TaskGroup& g) {
+      return k::lu_solve(5, c.data(), cb.data(), 5, g);
+    });
+    for (int v : sc) EXPECT_EQ(v, 1);
+  }
+}
+
+TEST(DenseGroup, ExpmAndFrechetMatchTheSerialCodeOnEveryDegree) {
+  std::mt19937_64 rng(23);
+  for (int n : {2, 4, 9, 16}) {
+    for (double nrm : kNorms) {
+      const Mat A = random_with_norm(rng, n, nrm);
+      const Mat E = random_with_norm(rng, n, 1.0);
+      Mat X1, L1;
+      frechet_of<double>(A, E, X1, L1);
+      const Mat X0 = expm_of<double>(A);
+      for (int G : {3, 8, 32}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " norm=" + std::to_string(nrm) + " G=" + std::to_string(G));
+        const CxVec<double> a = to_cx<double>(A), e = to_cx<double>(E);
+        CxVec<double> x(a.size()), x2(a.size()), l(a.size());
+        CxVec<double> w(k::expm_work(n)), wf(k::expm_frechet_work(n));
+        const std::vector<int> st = emu::run_groups(1, G, [&](int, const emu::TaskGroup& g) {
+          const int s1 = k::expm(n, a.data(), x.data(), w.data(), g);
+          const int s2 = k::expm_frechet(n, a.data(), e.data(), x2.data(), l.data(), wf.data(), g);
+          return 10 * s1 + s2;
+        });
+        for (int v : st) EXPECT_EQ(v, 0);
+        EXPECT_LT(rel_err(to_eigen(x, n), X0), 1e-13);
+        EXPECT_LT(rel_err(to_eigen(x2, n), X1), 1e-13);
+        EXPECT_LT(rel_err(to_eigen(l, n), L1), 1e-12);
+        EXPECT_LT(rel_err(to_eigen(l, n), frechet_ref(A, E)), 1e-12);
+      }
+    }
+  }
+  // A non-finite input: NaN outputs and status -1 on every member.
+  Mat A = random_mat(rng, 4);
+  A(1, 2) = cd(std::nan(""), 0);
+  const CxVec<double> a = to_cx<double>(A);
+  CxVec<double> x(a.size()), w(k::expm_work(4));
+  const std::vector<int> st = emu::run_groups(1, 5, [&](int, const emu::TaskGroup& g) {
+    return k::expm(4, a.data(), x.data(), w.data(), g);
+  });
+  for (int v : st) EXPECT_EQ(v, -1);
+  for (const auto& z : x) EXPECT_TRUE(std::isnan(z.re));
 }
 
 }  // namespace

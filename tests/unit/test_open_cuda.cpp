@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include "core/open_plan.hpp"
 #include "kernels/open_task.hpp"
 #include "unit/expect_error.hpp"
+#include "unit/group_emu.hpp"
 #include "unit/open_reference.hpp"
 
 namespace {
@@ -43,9 +45,13 @@ struct AtomicAdd {
 };
 
 // Every task of a call run by `threads` std::threads the way GPU threads run them
-// (grid stride, one workspace each, shared gradients zeroed first); returns the OR
-// of 1 << status over the tasks.
-int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTaskCall<double>& c, int threads, int cap) {
+// (grid stride, one workspace each, shared gradients zeroed first) or, with
+// group > 0, by `threads` groups of `group` std::threads the way warps and blocks
+// run them (a task per group, its workspace shared by the members); returns the
+// OR of 1 << status over the tasks (checking that every member of a group saw the
+// same status).
+int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTaskCall<double>& c, int threads, int cap,
+                 int group = 0) {
   namespace kern = qfleet::kern;
   const kern::OpenView& v = p.view;
   if (c.adjoint) {
@@ -55,6 +61,23 @@ int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTask
     if (c.grad_rates && !c.rates_per_task) std::fill_n(c.grad_rates, v.nrate, 0.0);
   }
   const std::size_t per = kern::open_task_work<double>(v, cap) + kern::open_row_work<double>(v);
+  if (group > 0) {
+    std::vector<std::vector<kern::Cx<double>>> work(threads, std::vector<kern::Cx<double>>(per));
+    const std::vector<int> seen = emu::run_groups(threads, group, [&](int gi, const emu::TaskGroup& g) {
+      int st = 0;
+      for (std::size_t b = std::size_t(gi); b < c.batch; b += std::size_t(threads)) {
+        const int s = kern::open_run_task<double, int>(v, c, b, work[gi].data(), cap, AtomicAdd{}, g);
+        if (s != kern::kOpenOk) st |= 1 << s;
+      }
+      return st;
+    });
+    int status = 0;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i], seen[i - i % group]) << "members of one group disagree on the status";
+      status |= seen[i];
+    }
+    return status;
+  }
   std::atomic<int> status{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -101,6 +124,27 @@ struct Call {
   }
 };
 
+// Outputs against the independent reference, gradients against finite differences.
+void expect_matches_reference(const Call& call, const Model& m, const Batch& b, Solver s, const std::string& what) {
+  const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
+  const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
+  const Flat want = flatten(simulate_batch(m, b, scheme, dt));
+  const double tol = s == Solver::dopri5 ? 1e-7 : 1e-10;
+  EXPECT_TRUE(all_close(call.fid, want.fid, tol)) << what << ": fidelity";
+  EXPECT_TRUE(all_close(call.leak, want.leak, tol)) << what << ": leakage";
+  EXPECT_TRUE(all_close(call.exp, want.exp, tol)) << what << ": expvals";
+  EXPECT_TRUE(all_close(call.fin, want.fin, tol)) << what << ": final state";
+  const Grads fd = fd_grads(m, b, call.cf, call.cl, scheme, dt);
+  const double ga = s == Solver::dopri5 ? 1e-7 : 1e-8, gr = s == Solver::dopri5 ? 1e-5 : 1e-6;
+  EXPECT_TRUE(all_close(call.g_amp, fd.amps, ga, gr)) << what << ": d/d amplitudes";
+  EXPECT_TRUE(all_close(call.g_drift, fd.drift, ga, gr)) << what << ": d/d drift";
+  EXPECT_TRUE(all_close(call.g_rates, fd.rates, ga, gr)) << what << ": d/d rates";
+}
+
+std::string solver_name(Solver s) {
+  return s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : "dopri5";
+}
+
 TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
   std::mt19937_64 rng(501);
   for (const ProblemKind& k : kProblemKinds) {
@@ -110,25 +154,82 @@ TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
       // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
       const bool initial = k.init != Init::Gate;
       const Batch b = random_batch(rng, m, 5, true, false, true, initial);
-      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
-      Call call(m, b, cot_f, cot_l);
+      Call call(m, b, {0.7, -1.3, 0.2, 1.0, -0.5}, {1.1, 0.4, -0.3, 0.0, 0.8});
       ASSERT_EQ(run_like_gpu(*plan, call.c, 3, 64), 0);
-      const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
-      const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
-      const Flat want = flatten(simulate_batch(m, b, scheme, dt));
-      const double tol = s == Solver::dopri5 ? 1e-7 : 1e-10;
-      const std::string what = std::string(k.name) + " " + (s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : "dopri5");
-      EXPECT_TRUE(all_close(call.fid, want.fid, tol)) << what << ": fidelity";
-      EXPECT_TRUE(all_close(call.leak, want.leak, tol)) << what << ": leakage";
-      EXPECT_TRUE(all_close(call.exp, want.exp, tol)) << what << ": expvals";
-      EXPECT_TRUE(all_close(call.fin, want.fin, tol)) << what << ": final state";
-      const Grads fd = fd_grads(m, b, cot_f, cot_l, scheme, dt);
-      const double ga = s == Solver::dopri5 ? 1e-7 : 1e-8, gr = s == Solver::dopri5 ? 1e-5 : 1e-6;
-      EXPECT_TRUE(all_close(call.g_amp, fd.amps, ga, gr)) << what << ": d/d amplitudes (per task)";
-      EXPECT_TRUE(all_close(call.g_drift, fd.drift, ga, gr)) << what << ": d/d drift (shared, atomic sums)";
-      EXPECT_TRUE(all_close(call.g_rates, fd.rates, ga, gr)) << what << ": d/d rates (per task)";
+      expect_matches_reference(call, m, b, s, std::string(k.name) + " " + solver_name(s));
     }
   }
+}
+
+// The warp and block launch shapes: a task per group of threads sharing its
+// workspace, every product, the expm / Frechet pair and the LU solve split over
+// the members. Against the reference, and against the thread path (the same
+// arithmetic in another order: close to rounding).
+TEST(OpenGpuGroupPath, MatchesTheReferenceForEveryKindSolverAndGroupSize) {
+  std::mt19937_64 rng(504);
+  for (const ProblemKind& k : kProblemKinds) {
+    for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
+      const Model m = kind_model(k, rng, k.closed ? 3 : 2);
+      const auto plan = packed_plan(m, options_for(s));
+      const bool initial = k.init != Init::Gate;
+      const Batch b = random_batch(rng, m, 5, true, false, true, initial);
+      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
+      Call solo(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(*plan, solo.c, 2, 64), 0);
+      for (int G : {1, 3, 8}) {
+        const std::string what = std::string(k.name) + " " + solver_name(s) + " group of " + std::to_string(G);
+        Call call(m, b, cot_f, cot_l);
+        ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
+        expect_matches_reference(call, m, b, s, what);
+        EXPECT_TRUE(all_close(call.fid, solo.fid, 1e-12)) << what << ": fidelity vs the thread path";
+        EXPECT_TRUE(all_close(call.g_amp, solo.g_amp, 1e-11)) << what << ": d/d amplitudes vs the thread path";
+        EXPECT_TRUE(all_close(call.g_drift, solo.g_drift, 1e-11)) << what << ": d/d drift vs the thread path";
+      }
+    }
+  }
+}
+
+// Larger generators, where the GPU uses a warp (d = 3 open, n = 9) or a block
+// (d = 4 open, n = 16: 256 products per matrix, more entries than members).
+TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {
+  std::mt19937_64 rng(505);
+  for (int d : {3, 4}) {
+    for (Solver s : {Solver::exact, Solver::rk4}) {
+      const Model m = kind_model(kProblemKinds[4], rng, d);
+      const auto plan = packed_plan(m, options_for(s));
+      const Batch b = random_batch(rng, m, 3, true, true, false);
+      Call call(m, b, {0.9, -0.4, 1.2}, {0.3, 0.0, -0.7});
+      ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, d == 3 ? 32 : 13), 0);
+      expect_matches_reference(call, m, b, s, std::string(kProblemKinds[4].name) + " d=" + std::to_string(d) + " " +
+                                                  solver_name(s));
+    }
+  }
+}
+
+TEST(OpenGpuGroupPath, SharedGradientsSumOverGroupsAndCapacityFailuresAgree) {
+  std::mt19937_64 rng(506);
+  const Model m = kind_model(kProblemKinds[3], rng, 2);
+  const auto plan = packed_plan(m, options_for(Solver::exact));
+  const Batch b = random_batch(rng, m, 11, false, true, false);
+  std::vector<double> cot_f(11), cot_l(11);
+  for (std::size_t i = 0; i < 11; ++i) {
+    cot_f[i] = std::sin(double(i));
+    cot_l[i] = std::cos(double(i));
+  }
+  Call call(m, b, cot_f, cot_l);
+  ASSERT_EQ(run_like_gpu(*plan, call.c, 4, 64, 5), 0);
+  const Grads fd = fd_grads(m, b, cot_f, cot_l);
+  EXPECT_TRUE(all_close(call.g_amp, fd.amps, 1e-8, 1e-6));
+  EXPECT_TRUE(all_close(call.g_drift, fd.drift, 1e-8, 1e-6));
+  EXPECT_TRUE(all_close(call.g_rates, fd.rates, 1e-8, 1e-6));
+
+  Model lm = kind_model(kProblemKinds[3], rng, 2);
+  for (double& t : lm.durations) t *= 20;  // hundreds of dopri5 steps per segment
+  const auto lplan = packed_plan(lm, options_for(Solver::dopri5));
+  const Batch lb = random_batch(rng, lm, 2, true, false, false);
+  Call lcall(lm, lb, {1.0, 1.0}, {0.0, 0.0});
+  EXPECT_EQ(run_like_gpu(*lplan, lcall.c, 2, 4, 3), 1 << qfleet::kern::kOpenStepCapacity);
+  EXPECT_TRUE(std::isnan(lcall.fid[0]) && std::isnan(lcall.fid[1]));
 }
 
 TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
@@ -240,6 +341,39 @@ TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
       }
     }
   }
+}
+
+// Every launch shape (thread, warp = a 32-thread block per task, block) against the
+// cpu backend, pinned with QFLEET_OPEN_CUDA_SHAPE; d = 4 is n = 16 (the warp
+// shape's shared-memory workspace for small d, global memory for the gate kind).
+TEST(OpenCudaBackend, EveryLaunchShapeMatchesTheCpuBackend) {
+  if (qfleet::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device visible: the group launch shapes run on the CPU in OpenGpuGroupPath.*";
+  }
+  std::mt19937_64 rng(507);
+  for (const char* shape : {"thread", "warp", "block"}) {
+    setenv("QFLEET_OPEN_CUDA_SHAPE", shape, 1);
+    for (const ProblemKind& k : kProblemKinds) {
+      for (int d : {2, 3, 4}) {
+        const Model m = kind_model(k, rng, d);
+        for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
+          for (std::size_t B : {std::size_t(1), std::size_t(70)}) {
+            const std::string what = std::string(shape) + " " + k.name + " d=" + std::to_string(d) + " solver " +
+                                     std::to_string(int(s)) + " B=" + std::to_string(B);
+            expect_backends_agree<double>(m, s, qfleet::Precision::complex128, B, rng, what + " c128");
+            expect_backends_agree<float>(m, s, qfleet::Precision::complex64, B, rng, what + " c64");
+          }
+        }
+      }
+    }
+  }
+  setenv("QFLEET_OPEN_CUDA_SHAPE", "diagonal", 1);
+  std::mt19937_64 r2(508);
+  qfleet::OpenCompileOptions o;
+  o.device = qfleet::Device::cuda;
+  const qfleet::OpenProgram p = qfleet::compile(build(kind_model(kProblemKinds[3], r2, 2)), o);
+  EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_OPEN_CUDA_SHAPE='diagonal'", "thread, warp, block");
+  unsetenv("QFLEET_OPEN_CUDA_SHAPE");
 }
 
 TEST(OpenCudaBackend, LargeBatchAndLongDopri5Segments) {
