@@ -90,27 +90,28 @@ void launch(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenL
                                                                                   s.cap, status);
 }
 
-// Blocks of `threads` threads one SM holds at once (register-bound for this body).
-int blocks_per_sm(int real_bytes, int n, int threads) {
+// Blocks of `threads` threads (with `smem` bytes of dynamic shared memory) one SM
+// holds at once (register-bound for this body).
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t smem) {
   int nb = 0;
-  if (real_bytes == 4) {
-    check(n == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_tasks_kernel<float, kern::FixedDim<4>>, threads, 0)
-                 : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_tasks_kernel<float, int>, threads, 0),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  } else {
-    check(n == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_tasks_kernel<double, kern::FixedDim<4>>, threads, 0)
-                 : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_tasks_kernel<double, int>, threads, 0),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  }
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return std::max(nb, 1);
 }
 
+int blocks_per_sm(int real_bytes, int n, int threads) {
+  if (real_bytes == 4) {
+    return n == 4 ? resident_blocks(open_tasks_kernel<float, kern::FixedDim<4>>, threads, 0)
+                  : resident_blocks(open_tasks_kernel<float, int>, threads, 0);
+  }
+  return n == 4 ? resident_blocks(open_tasks_kernel<double, kern::FixedDim<4>>, threads, 0)
+                : resident_blocks(open_tasks_kernel<double, int>, threads, 0);
+}
+
 int group_blocks_per_sm(int real_bytes, int threads, std::size_t smem) {
-  int nb = 0;
-  check(real_bytes == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_group_kernel<float>, threads, smem)
-                        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, open_group_kernel<double>, threads, smem),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return std::max(nb, 1);
+  return real_bytes == 4 ? resident_blocks(open_group_kernel<float>, threads, smem)
+                         : resident_blocks(open_group_kernel<double>, threads, smem);
 }
 
 constexpr std::size_t kSmemDefault = 48 * 1024;  // dynamic shared memory without an opt-in

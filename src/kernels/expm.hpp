@@ -108,15 +108,17 @@ QFLEET_HD inline int scaling(R norm, double bound) {
 template <bool Acc, int K, class N, class R, class G>
 QFLEET_HD inline void lincomb(N n, Cx<R>* out, R c0, const R (&c)[K], const Cx<R>* const* P, const G& g) {
   const int nn = static_cast<int>(n);
-  for (int e = g.rank(); e < nn * nn; e += g.size()) {
-    Cx<R> v = Acc ? out[e] : Cx<R>{R(0), R(0)};
-    if (e / nn == e % nn) v.re += c0;
-    for (int k = 0; k < K; ++k) {
-      v.re += c[k] * P[k][e].re;
-      v.im += c[k] * P[k][e].im;
+  for (int i = g.rank(); i < nn; i += g.size())  // rows split over a group
+    for (int j = 0; j < nn; ++j) {
+      const int e = i * nn + j;
+      Cx<R> v = Acc ? out[e] : Cx<R>{R(0), R(0)};
+      if (i == j) v.re += c0;
+      for (int k = 0; k < K; ++k) {
+        v.re += c[k] * P[k][e].re;
+        v.im += c[k] * P[k][e].im;
+      }
+      out[e] = v;
     }
-    out[e] = v;
-  }
   g.sync();
 }
 

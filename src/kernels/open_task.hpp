@@ -198,8 +198,6 @@ class OpenTask {
  public:
   QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
       : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == 3 ? cap : v.fixed_steps) {
-    r0_ = std::size_t(grp.rank());
-    gs_ = std::size_t(grp.size());
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
     const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
@@ -238,16 +236,13 @@ class OpenTask {
     h_guess_ = 0;  // each task's dopri5 steps depend on that task alone
     grp_.sync();   // the group's previous task is done with the shared workspace
 
-    // A_static = A0 + sum c_m A_m + sum gamma_j D_j.
-    for (std::size_t i = r0_; i < nn_; i += gs_) {
-      Cx<R> a = cx<R>(at(v_.a0, i));
-      for (int m = 0; m < v_.ndrift; ++m) {
-        add_plan(a, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m, i);
-      }
-      for (int j = 0; j < v_.nrate; ++j) {
-        add_plan(a, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j, i);
-      }
-      a_static_[i] = a;
+    // A_static = A0 + sum c_m A_m + sum gamma_j D_j (each member its own entries).
+    for (std::size_t i = r0(); i < nn_; i += gs()) a_static_[i] = cx<R>(at(v_.a0, i));
+    for (int m = 0; m < v_.ndrift; ++m) {
+      axpy_plan(a_static_, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m);
+    }
+    for (int j = 0; j < v_.nrate; ++j) {
+      axpy_plan(a_static_, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j);
     }
 
     // X_0.
@@ -255,16 +250,16 @@ class OpenTask {
     if (c_.initial) {
       const R* init = c_.initial;  // (re, im) pairs
       if (v_.closed) {
-        for (std::size_t i = r0_; i < d; i += gs_) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
+        for (std::size_t i = r0(); i < d; i += gs()) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
       } else {
         const R* rho = init + 2 * b * d * d;
-        for (std::size_t e = r0_; e < d * d; e += gs_) {  // rho_ij = X[i + d j]
+        for (std::size_t e = r0(); e < d * d; e += gs()) {  // rho_ij = X[i + d j]
           const std::size_t i = e / d, j = e % d;
           x[i + d * j] = {rho[2 * e], rho[2 * e + 1]};
         }
       }
     } else {
-      for (std::size_t i = r0_; i < nc_; i += gs_) x[i] = cx<R>(at(v_.x0, i));
+      for (std::size_t i = r0(); i < nc_; i += gs()) x[i] = cx<R>(at(v_.x0, i));
     }
     grp_.sync();
     if (c_.expvals && lead) record_expvals(b, 0, x);
@@ -279,7 +274,7 @@ class OpenTask {
         if (same) {
           ++reused;
         } else {
-          for (std::size_t i = r0_; i < nn_; i += gs_) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
+          for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
           grp_.sync();
           expm(n_, w_, prop_, ework_, grp_);
           ++computed;
@@ -307,13 +302,13 @@ class OpenTask {
     if (!c_.adjoint) return kOpenOk;
 
     // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents.
-    for (std::size_t i = r0_; i < nc_; i += gs_) lam_[i] = {0, 0};
+    for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
     grp_.sync();
     if (lead) {
       if (v_.target != 0 && cot_f != 0) fidelity(x, lam_, cot_f, true);
       if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
     }
-    for (std::size_t i = r0_; i < nn_; i += gs_) g_sum_[i] = {0, 0};
+    for (std::size_t i = r0(); i < nn_; i += gs()) g_sum_[i] = {0, 0};
     grp_.sync();
 
     for (int k = v_.nseg - 1; k >= 0; --k) {
@@ -322,20 +317,21 @@ class OpenTask {
       generator(amps(src, k), a_);
       if (v_.solver == 0) {
         // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
-        const std::size_t n = std::size_t(v_.n);
-        for (std::size_t e = r0_; e < nn_; e += gs_) {
-          w_[e] = {0, 0};
-          const Cx<R> z = a_[(e % n) * n + e / n];
-          tmp_adj_[e] = {R(dur) * z.re, -R(dur) * z.im};
-        }
+        for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
+        const int n = static_cast<int>(n_);
+        for (int i = grp_.rank(); i < n; i += grp_.size())
+          for (int j = 0; j < n; ++j) {
+            const Cx<R> z = a_[std::size_t(j) * n + i];
+            tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
+          }
         grp_.sync();
         outer_c(lam_, xprev, w_);
         expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
-        for (std::size_t i = r0_; i < nn_; i += gs_) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+        for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
         gemm_c(prop_, lam_, tmp_);
         open_detail::copy(tmp_, nc_, lam_, grp_);
       } else {
-        for (std::size_t i = r0_; i < nn_; i += gs_) g_[i] = {0, 0};
+        for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
         h_guess_ = h_start_[k];
         const int st = segment_backward(dur, xprev);
@@ -347,7 +343,7 @@ class OpenTask {
           if (lead) grad_amp[std::size_t(k) * v_.nctrl + i] = gi;
         }
       }
-      for (std::size_t i = r0_; i < nn_; i += gs_) {
+      for (std::size_t i = r0(); i < nn_; i += gs()) {
         g_sum_[i].re += g_[i].re;
         g_sum_[i].im += g_[i].im;
       }
@@ -383,24 +379,29 @@ class OpenTask {
     const std::size_t per = std::size_t(v_.nseg) * v_.nctrl;
     return c_.amplitudes + (c_.amplitudes_per_task ? b * per : 0) + std::size_t(k) * v_.nctrl;
   }
-  // y += s m[i] for entry i of a plan matrix m.
-  QFLEET_HD static void add_plan(Cx<R>& y, R s, const double* m, std::size_t i) {
-    y.re += s * R(m[2 * i]);
-    y.im += s * R(m[2 * i + 1]);
+  // This member's first entry and the stride of split loops (constants 0 and 1 for
+  // SoloGroup, so the cpu executor's loops stay plain unit-stride loops).
+  QFLEET_HD std::size_t r0() const { return std::size_t(grp_.rank()); }
+  QFLEET_HD std::size_t gs() const { return std::size_t(grp_.size()); }
+
+  // y += s m over this member's entries of a plan matrix m (no sync: callers
+  // touch only their own entries until they sync).
+  QFLEET_HD void axpy_plan(Cx<R>* y, R s, const double* m) const {
+    for (std::size_t i = r0(); i < nn_; i += gs()) {
+      y[i].re += s * R(m[2 * i]);
+      y[i].im += s * R(m[2 * i + 1]);
+    }
   }
   // A = A_static + sum u_i A_ctrl_i.
   QFLEET_HD void generator(const R* u, Cx<R>* a) const {
-    for (std::size_t e = r0_; e < nn_; e += gs_) {
-      Cx<R> z = a_static_[e];
-      for (int i = 0; i < v_.nctrl; ++i) add_plan(z, u[i], v_.a_ctrl + 2 * nn_ * i, e);
-      a[e] = z;
-    }
+    for (std::size_t i = r0(); i < nn_; i += gs()) a[i] = a_static_[i];
+    for (int i = 0; i < v_.nctrl; ++i) axpy_plan(a, u[i], v_.a_ctrl + 2 * nn_ * i);
     grp_.sync();
   }
   // Re <a, m> over the n x n entries, summed over the group (every member gets it).
   QFLEET_HD double re_inner(const Cx<R>* a, const double* m) const {
     double s = 0;
-    for (std::size_t i = r0_; i < nn_; i += gs_) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
+    for (std::size_t i = r0(); i < nn_; i += gs()) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
     return grp_.sum(s);
   }
 
@@ -425,29 +426,30 @@ class OpenTask {
   // Stage states Y_i are kept in ys (s x nc) for the adjoint.
   QFLEET_HD void rk_step(R h, const Cx<R>* x, Cx<R>* xout, Cx<R>* ks, Cx<R>* ys) const {
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
+    // Elementwise steps touch only this member's entries: one sync before the product.
     for (int i = 0; i < t.s; ++i) {
       Cx<R>* y = ys + nc_ * i;
-      for (std::size_t e = r0_; e < nc_; e += gs_) {
-        Cx<R> ye = x[e];
-        for (int j = 0; j < i; ++j) {
-          const R aij = R(t.a[i][j]) * h;
-          if (aij == 0) continue;
-          ye.re += aij * ks[nc_ * j + e].re;
-          ye.im += aij * ks[nc_ * j + e].im;
+      for (std::size_t e = r0(); e < nc_; e += gs()) y[e] = x[e];
+      for (int j = 0; j < i; ++j) {
+        const R aij = R(t.a[i][j]) * h;
+        if (aij == 0) continue;
+        const Cx<R>* kj = ks + nc_ * j;
+        for (std::size_t e = r0(); e < nc_; e += gs()) {
+          y[e].re += aij * kj[e].re;
+          y[e].im += aij * kj[e].im;
         }
-        y[e] = ye;
       }
       grp_.sync();
       gemm_c(a_, y, ks + nc_ * i);
     }
-    for (std::size_t e = r0_; e < nc_; e += gs_) {
-      Cx<R> xe = x[e];
-      for (int i = 0; i < t.s; ++i) {
-        const R bi = R(t.b[i]) * h;
-        xe.re += bi * ks[nc_ * i + e].re;
-        xe.im += bi * ks[nc_ * i + e].im;
+    for (std::size_t e = r0(); e < nc_; e += gs()) xout[e] = x[e];
+    for (int i = 0; i < t.s; ++i) {
+      const R bi = R(t.b[i]) * h;
+      const Cx<R>* ki = ks + nc_ * i;
+      for (std::size_t e = r0(); e < nc_; e += gs()) {
+        xout[e].re += bi * ki[e].re;
+        xout[e].im += bi * ki[e].im;
       }
-      xout[e] = xe;
     }
     grp_.sync();
   }
@@ -494,7 +496,7 @@ class OpenTask {
       rk_step(R(h), xa, xb, ks, ys);
       gemm_c(a_, xb, ks + nc_ * 6);  // stage 7
       double err = 0;
-      for (std::size_t e = r0_; e < nc_; e += gs_) {
+      for (std::size_t e = r0(); e < nc_; e += gs()) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {
           const double be = open_detail::tableau(3).b_err[i];
@@ -539,8 +541,8 @@ class OpenTask {
     for (int step = m_; step-- > 0;) {
       const R h = R(v_.solver == 3 ? hs_[step] : h_fixed_);
       rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
-      for (std::size_t e = r0_; e < nc_; e += gs_) {
-        for (int i = 0; i < t.s; ++i) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
+      for (int i = 0; i < t.s; ++i) {
+        for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
       }
       grp_.sync();
       for (int i = t.s - 1; i >= 0; --i) {
@@ -548,18 +550,18 @@ class OpenTask {
         Cx<R>* yb = ybar + nc_ * i;
         gemm_c(a_, kb, yb, true);         // Ybar_i = A^dag kbar_i
         outer_c(kb, ys + nc_ * i, g_);    // dF/dA += kbar_i Y_i^dag
-        for (std::size_t e = r0_; e < nc_; e += gs_) {
-          for (int j = 0; j < i; ++j) {
-            const R aij = R(t.a[i][j]) * h;
-            if (aij == 0) continue;
+        for (int j = 0; j < i; ++j) {
+          const R aij = R(t.a[i][j]) * h;
+          if (aij == 0) continue;
+          for (std::size_t e = r0(); e < nc_; e += gs()) {
             kbar[nc_ * j + e].re += aij * yb[e].re;
             kbar[nc_ * j + e].im += aij * yb[e].im;
           }
         }
         grp_.sync();
       }
-      for (std::size_t e = r0_; e < nc_; e += gs_) {
-        for (int i = 0; i < t.s; ++i) {
+      for (int i = 0; i < t.s; ++i) {
+        for (std::size_t e = r0(); e < nc_; e += gs()) {
           lam_[e].re += ybar[nc_ * i + e].re;
           lam_[e].im += ybar[nc_ * i + e].im;
         }
@@ -761,7 +763,6 @@ class OpenTask {
   const OpenView& v_;
   const OpenTaskCall<R>& c_;
   G grp_;
-  std::size_t r0_ = 0, gs_ = 1;  // this member's first entry and the stride of split loops
   N n_;
   int cap_ = 0, m_ = 0;
   std::size_t nc_ = 0, nn_ = 0;

@@ -45,6 +45,18 @@ class Barrier {
   std::uint64_t gen_ = 0;
 };
 
+// Every member publishes v, then combines all of them in rank order (a fixed
+// order, like the device's), so every member gets the same bits.
+template <class T, class Op>
+T reduce_in_order(Barrier* bar, std::vector<T>& slots, int r, int n, T v, Op op) {
+  slots[r] = v;
+  bar->arrive_and_wait();
+  T t = slots[0];
+  for (int i = 1; i < n; ++i) t = op(t, slots[i]);
+  bar->arrive_and_wait();
+  return t;
+}
+
 template <class R>
 struct ThreadGroup {
   int r, n;
@@ -54,12 +66,7 @@ struct ThreadGroup {
   int size() const { return n; }
   void sync() const { bar->arrive_and_wait(); }
   R sum(R v) const {
-    (*slots)[r] = v;
-    sync();
-    R t = 0;
-    for (int i = 0; i < n; ++i) t += (*slots)[i];  // fixed order, like the device's
-    sync();
-    return t;
+    return reduce_in_order(bar, *slots, r, n, v, [](R a, R b) { return a + b; });
   }
   void atomic_add(R* p, R v) const { std::atomic_ref<R>(*p).fetch_add(v); }
 };
@@ -74,19 +81,10 @@ struct TaskGroup {
   int rank() const { return r; }
   int size() const { return n; }
   void sync() const { bar->arrive_and_wait(); }
-  template <class Op>
-  double reduce(double v, Op op) const {
-    (*slots)[r] = v;
-    sync();
-    double t = (*slots)[0];
-    for (int i = 1; i < n; ++i) t = op(t, (*slots)[i]);
-    sync();
-    return t;
-  }
   double sum(double v) const {
-    return reduce(v, [](double a, double b) { return a + b; });
+    return reduce_in_order(bar, *slots, r, n, v, [](double a, double b) { return a + b; });
   }
-  double max(double v) const { return reduce(v, qfleet::kern::nan_max); }
+  double max(double v) const { return reduce_in_order(bar, *slots, r, n, v, qfleet::kern::nan_max); }
 };
 
 // Runs body(group) on `groups` groups of G threads each (group index gi, member

@@ -145,27 +145,11 @@ std::string solver_name(Solver s) {
   return s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : "dopri5";
 }
 
-TEST(OpenGpuThreadPath, MatchesTheReferenceForEveryKindAndSolver) {
-  std::mt19937_64 rng(501);
-  for (const ProblemKind& k : kProblemKinds) {
-    for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
-      const Model m = kind_model(k, rng, k.closed ? 3 : 2);
-      const auto plan = packed_plan(m, options_for(s));
-      // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
-      const bool initial = k.init != Init::Gate;
-      const Batch b = random_batch(rng, m, 5, true, false, true, initial);
-      Call call(m, b, {0.7, -1.3, 0.2, 1.0, -0.5}, {1.1, 0.4, -0.3, 0.0, 0.8});
-      ASSERT_EQ(run_like_gpu(*plan, call.c, 3, 64), 0);
-      expect_matches_reference(call, m, b, s, std::string(k.name) + " " + solver_name(s));
-    }
-  }
-}
-
-// The warp and block launch shapes: a task per group of threads sharing its
-// workspace, every product, the expm / Frechet pair and the LU solve split over
-// the members. Against the reference, and against the thread path (the same
-// arithmetic in another order: close to rounding).
-TEST(OpenGpuGroupPath, MatchesTheReferenceForEveryKindSolverAndGroupSize) {
+// The thread-per-task path, then the warp and block launch shapes (a task per
+// group of threads sharing its workspace, every product, the expm / Frechet pair
+// and the LU solve split over the members): against the reference, and the groups
+// against the thread path (the same arithmetic in another order: close to rounding).
+TEST(OpenGpuPaths, ThreadAndGroupsMatchTheReferenceForEveryKindAndSolver) {
   std::mt19937_64 rng(504);
   for (const ProblemKind& k : kProblemKinds) {
     for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
@@ -174,8 +158,10 @@ TEST(OpenGpuGroupPath, MatchesTheReferenceForEveryKindSolverAndGroupSize) {
       const bool initial = k.init != Init::Gate;
       const Batch b = random_batch(rng, m, 5, true, false, true, initial);
       const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
+      // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
       Call solo(m, b, cot_f, cot_l);
-      ASSERT_EQ(run_like_gpu(*plan, solo.c, 2, 64), 0);
+      ASSERT_EQ(run_like_gpu(*plan, solo.c, 3, 64), 0);
+      expect_matches_reference(solo, m, b, s, std::string(k.name) + " " + solver_name(s) + " thread per task");
       for (int G : {1, 3, 8}) {
         const std::string what = std::string(k.name) + " " + solver_name(s) + " group of " + std::to_string(G);
         Call call(m, b, cot_f, cot_l);
