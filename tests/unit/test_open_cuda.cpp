@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -192,23 +193,30 @@ TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {
   }
 }
 
-TEST(OpenGpuGroupPath, SharedGradientsSumOverGroupsAndCapacityFailuresAgree) {
-  std::mt19937_64 rng(506);
+// B tasks of an open qubit (the FixedDim<4> instantiation on the thread path) with
+// shared amplitudes and rates, summed over the tasks by atomic adds, against
+// finite differences.
+void expect_shared_sums(std::uint64_t seed, std::size_t B, int slots, int group) {
+  std::mt19937_64 rng(seed);
   const Model m = kind_model(kProblemKinds[3], rng, 2);
   const auto plan = packed_plan(m, options_for(Solver::exact));
-  const Batch b = random_batch(rng, m, 11, false, true, false);
-  std::vector<double> cot_f(11), cot_l(11);
-  for (std::size_t i = 0; i < 11; ++i) {
+  const Batch b = random_batch(rng, m, B, false, true, false);
+  std::vector<double> cot_f(B), cot_l(B);
+  for (std::size_t i = 0; i < B; ++i) {
     cot_f[i] = std::sin(double(i));
     cot_l[i] = std::cos(double(i));
   }
   Call call(m, b, cot_f, cot_l);
-  ASSERT_EQ(run_like_gpu(*plan, call.c, 4, 64, 5), 0);
+  ASSERT_EQ(run_like_gpu(*plan, call.c, slots, 64, group), 0);
   const Grads fd = fd_grads(m, b, cot_f, cot_l);
   EXPECT_TRUE(all_close(call.g_amp, fd.amps, 1e-8, 1e-6));
   EXPECT_TRUE(all_close(call.g_drift, fd.drift, 1e-8, 1e-6));
   EXPECT_TRUE(all_close(call.g_rates, fd.rates, 1e-8, 1e-6));
+}
 
+TEST(OpenGpuGroupPath, SharedGradientsSumOverGroupsAndCapacityFailuresAgree) {
+  expect_shared_sums(506, 11, 4, 5);  // 4 groups of 5 threads
+  std::mt19937_64 rng(509);
   Model lm = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : lm.durations) t *= 20;  // hundreds of dopri5 steps per segment
   const auto lplan = packed_plan(lm, options_for(Solver::dopri5));
@@ -219,21 +227,7 @@ TEST(OpenGpuGroupPath, SharedGradientsSumOverGroupsAndCapacityFailuresAgree) {
 }
 
 TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
-  std::mt19937_64 rng(502);
-  const Model m = kind_model(kProblemKinds[3], rng, 2);  // open qubit: the FixedDim<4> instantiation
-  const auto plan = packed_plan(m, options_for(Solver::exact));
-  const Batch b = random_batch(rng, m, 37, false, true, false);
-  std::vector<double> cot_f(37), cot_l(37);
-  for (std::size_t i = 0; i < 37; ++i) {
-    cot_f[i] = std::sin(double(i));
-    cot_l[i] = std::cos(double(i));
-  }
-  Call call(m, b, cot_f, cot_l);
-  ASSERT_EQ(run_like_gpu(*plan, call.c, 8, 64), 0);
-  const Grads fd = fd_grads(m, b, cot_f, cot_l);
-  EXPECT_TRUE(all_close(call.g_amp, fd.amps, 1e-8, 1e-6));
-  EXPECT_TRUE(all_close(call.g_drift, fd.drift, 1e-8, 1e-6));
-  EXPECT_TRUE(all_close(call.g_rates, fd.rates, 1e-8, 1e-6));
+  expect_shared_sums(502, 37, 8, 0);  // 8 threads
 }
 
 TEST(OpenGpuThreadPath, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
