@@ -214,37 +214,32 @@ void expect_shared_sums(std::uint64_t seed, std::size_t B, int slots, int group)
   EXPECT_TRUE(all_close(call.g_rates, fd.rates, 1e-8, 1e-6));
 }
 
-TEST(OpenGpuGroupPath, SharedGradientsSumOverGroupsAndCapacityFailuresAgree) {
+TEST(OpenGpuGroupPath, SharedGradientsSumOverGroups) {
   expect_shared_sums(506, 11, 4, 5);  // 4 groups of 5 threads
-  std::mt19937_64 rng(509);
-  Model lm = kind_model(kProblemKinds[3], rng, 2);
-  for (double& t : lm.durations) t *= 20;  // hundreds of dopri5 steps per segment
-  const auto lplan = packed_plan(lm, options_for(Solver::dopri5));
-  const Batch lb = random_batch(rng, lm, 2, true, false, false);
-  Call lcall(lm, lb, {1.0, 1.0}, {0.0, 0.0});
-  EXPECT_EQ(run_like_gpu(*lplan, lcall.c, 2, 4, 3), 1 << qfleet::kern::kOpenStepCapacity);
-  EXPECT_TRUE(std::isnan(lcall.fid[0]) && std::isnan(lcall.fid[1]));
 }
 
 TEST(OpenGpuThreadPath, SharedAmplitudesSumOverTasksWithAtomics) {
   expect_shared_sums(502, 37, 8, 0);  // 8 threads
 }
 
-TEST(OpenGpuThreadPath, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
+// On the thread path and with groups of 3 (every member must report it).
+TEST(OpenGpuPaths, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
   std::mt19937_64 rng(503);
   Model m = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : m.durations) t *= 20;  // hundreds of dopri5 steps per segment
   const auto plan = packed_plan(m, options_for(Solver::dopri5));
   const Batch b = random_batch(rng, m, 2, true, false, false);
-  Call call(m, b, {1.0, 1.0}, {0.0, 0.0});
-  const int status = run_like_gpu(*plan, call.c, 2, 4);  // room for 4 steps per segment
-  EXPECT_EQ(status, 1 << qfleet::kern::kOpenStepCapacity);
-  EXPECT_TRUE(std::isnan(call.fid[0]) && std::isnan(call.fid[1]));
-  EXPECT_TRUE(std::isnan(call.leak[0]) && std::isnan(call.leak[1]));
-  // Forward only needs no step store: the same tasks then succeed.
-  call.c.adjoint = false;
-  EXPECT_EQ(run_like_gpu(*plan, call.c, 2, 4), 0);
-  EXPECT_FALSE(std::isnan(call.fid[0]));
+  for (int group : {0, 3}) {
+    Call call(m, b, {1.0, 1.0}, {0.0, 0.0});
+    const int status = run_like_gpu(*plan, call.c, 2, 4, group);  // room for 4 steps per segment
+    EXPECT_EQ(status, 1 << qfleet::kern::kOpenStepCapacity) << "group " << group;
+    EXPECT_TRUE(std::isnan(call.fid[0]) && std::isnan(call.fid[1])) << "group " << group;
+    EXPECT_TRUE(std::isnan(call.leak[0]) && std::isnan(call.leak[1])) << "group " << group;
+    // Forward only needs no step store: the same tasks then succeed.
+    call.c.adjoint = false;
+    EXPECT_EQ(run_like_gpu(*plan, call.c, 2, 4, group), 0) << "group " << group;
+    EXPECT_FALSE(std::isnan(call.fid[0])) << "group " << group;
+  }
 }
 
 TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
