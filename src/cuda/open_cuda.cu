@@ -183,19 +183,13 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
     if (c.grad_drift && !c.drift_per_task) memset_async(c.grad_drift, std::size_t(v.ndrift) * sizeof(R), stream);
     if (c.grad_rates && !c.rates_per_task) memset_async(c.grad_rates, std::size_t(v.nrate) * sizeof(R), stream);
   }
+  // No global workspace when a group's is in shared memory (work_bytes 0).
+  auto* work = s.work_bytes > 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;
   if (s.shape != OpenShape::thread) {
-    auto* work = s.smem == 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;
     open_group_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(v, c, work, s.work_per_task,
                                                                                     s.cap, status);
-    const cudaError_t e = cudaGetLastError();
-    if (work != nullptr) free_async(work, stream);
-    check(e, "the open-system group kernel launch");
-    return;
-  }
-  auto* work = static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream));
-  // Only the target case (an open qubit, n = 4) gets fixed loop bounds on the GPU:
-  // each instantiation of the whole body costs minutes of nvcc time per architecture.
-  if (v.n == 4) {
+  } else if (v.n == 4) {  // only the open qubit gets fixed loop bounds: each instantiation
+                          // of the whole body costs minutes of nvcc per architecture
     launch<R, kern::FixedDim<4>>(v, c, s, work, status, st);
   } else {
     launch<R, int>(v, c, s, work, status, st);

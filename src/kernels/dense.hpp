@@ -106,19 +106,27 @@ QFLEET_HD inline void madd_conj(Cx<R>& c, Cx<R> a, Cx<R> b) {
   c.im += a.re * b.im - a.im * b.re;
 }
 
+// C[m x p] (ldc) [+]= op(A) B[k x p] (ldb), op(A) = A[m x k] (lda) or, with adj_a,
+// A^dagger for A[k x m] (lda): one output entry per group member at a time.
+template <bool Acc, class R, class G>
+QFLEET_HD inline void group_gemm(int m, int k, int p, const Cx<R>* A, int lda, bool adj_a, const Cx<R>* B, int ldb,
+                                 Cx<R>* C, int ldc, const G& g) {
+  for (int e = g.rank(); e < m * p; e += g.size()) {
+    const int i = e / p, j = e % p;
+    Cx<R> c = Acc ? C[i * ldc + j] : Cx<R>{R(0), R(0)};
+    for (int l = 0; l < k; ++l) madd(c, adj_a ? conj(A[l * lda + i]) : A[i * lda + l], B[l * ldb + j]);
+    C[i * ldc + j] = c;
+  }
+  g.sync();
+}
+
 // C (ldc) [+]= A (lda) B (ldb), all n x n blocks of larger row-major arrays.
 template <bool Acc, class N, class R, class G = SoloGroup>
 QFLEET_HD inline void gemm(N n, const Cx<R>* A, int lda, const Cx<R>* B, int ldb, Cx<R>* C,
                            int ldc, const G& g = G{}) {
   const int nn = static_cast<int>(n);
-  if constexpr (!G::kSolo) {  // one output entry per member at a time
-    for (int e = g.rank(); e < nn * nn; e += g.size()) {
-      const int i = e / nn, j = e % nn;
-      Cx<R> c = Acc ? C[i * ldc + j] : Cx<R>{R(0), R(0)};
-      for (int k = 0; k < nn; ++k) madd(c, A[i * lda + k], B[k * ldb + j]);
-      C[i * ldc + j] = c;
-    }
-    g.sync();
+  if constexpr (!G::kSolo) {
+    group_gemm<Acc>(nn, nn, nn, A, lda, false, B, ldb, C, ldc, g);
   } else {
 #ifdef QFLEET_SIMD_GEMM
     if (simd::gemm_applies<R>(nn)) return simd::gemm<Acc, false>(n, n, n, A, lda, B, ldb, C, ldc);

@@ -66,18 +66,7 @@ QFLEET_HD void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, 
                     const G& g = G{}) {
   const int m = static_cast<int>(m_), k = static_cast<int>(k_), p = static_cast<int>(p_);
   if constexpr (!G::kSolo) {
-    for (int e = g.rank(); e < m * p; e += g.size()) {
-      const int i = e / p, j = e % p;
-      Cx<R> acc{R(0), R(0)};
-      for (int l = 0; l < k; ++l) {
-        const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
-        const Cx<R> y = b[std::size_t(l) * p + j];
-        acc.re += x.re * y.re - x.im * y.im;
-        acc.im += x.re * y.im + x.im * y.re;
-      }
-      c[e] = acc;
-    }
-    g.sync();
+    dense_detail::group_gemm<false>(m, k, p, a, adj_a ? m : k, adj_a, b, p, c, p, g);
   } else {
 #if defined(QFLEET_SIMD_GEMM)
     if (simd::gemm_applies<R>(p)) {

@@ -57,8 +57,12 @@ T reduce_in_order(Barrier* bar, std::vector<T>& slots, int r, int n, T v, Op op)
   return t;
 }
 
+// G std::threads as a group: of kernels/sv_group.hpp (the circuit body) and of
+// kernels/group.hpp (open-system tasks, expm, the LU solve; TaskGroup), with
+// reductions in rank order, like the device's fixed order.
 template <class R>
 struct ThreadGroup {
+  static constexpr bool kSolo = false;
   int r, n;
   Barrier* bar;
   std::vector<R>* slots;
@@ -68,24 +72,12 @@ struct ThreadGroup {
   R sum(R v) const {
     return reduce_in_order(bar, *slots, r, n, v, [](R a, R b) { return a + b; });
   }
+  R max(R v) const {
+    return reduce_in_order(bar, *slots, r, n, v, [](R a, R b) { return R(qfleet::kern::nan_max(a, b)); });
+  }
   void atomic_add(R* p, R v) const { std::atomic_ref<R>(*p).fetch_add(v); }
 };
-
-// The group of kernels/group.hpp (open-system tasks, expm, the LU solve) as G
-// std::threads: double reductions in rank order, like the device's fixed order.
-struct TaskGroup {
-  static constexpr bool kSolo = false;
-  int r, n;
-  Barrier* bar;
-  std::vector<double>* slots;
-  int rank() const { return r; }
-  int size() const { return n; }
-  void sync() const { bar->arrive_and_wait(); }
-  double sum(double v) const {
-    return reduce_in_order(bar, *slots, r, n, v, [](double a, double b) { return a + b; });
-  }
-  double max(double v) const { return reduce_in_order(bar, *slots, r, n, v, qfleet::kern::nan_max); }
-};
+using TaskGroup = ThreadGroup<double>;
 
 // Runs body(group) on `groups` groups of G threads each (group index gi, member
 // group.rank()); every member's return value is collected as out[gi * G + rank].
