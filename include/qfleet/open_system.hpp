@@ -161,6 +161,7 @@ class OpenProgram {
   std::size_t final_state_size() const;  // per task, in complex numbers
   CacheStats cache_stats() const;  // propagator counts cover calls run on the cpu
   Device device() const;             // as compiled
+  int cuda_device() const;           // the CUDA device holding its copy; -1: none
   // Where and how a call on host data of this batch size runs, in words.
   std::string execution(std::size_t batch, bool adjoint = false) const;
 

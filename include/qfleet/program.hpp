@@ -64,6 +64,9 @@ class Program {
   int lanes() const;        // samples per SIMD tile on the cpu backend
   const Circuit& circuit() const;
   Device device() const;  // as compiled
+  // The CUDA device holding this program's copy (device buffers must live there);
+  // -1 when it has none (device cpu, or automatic where no GPU was visible).
+  int cuda_device() const;
   // Where and how a call on host data of this batch size runs, in words
   // (e.g. "cpu avx512: 8 samples per SIMD tile, ..." or "cuda block: 256 threads per circuit, ...").
   std::string execution(std::size_t batch, bool adjoint = false) const;

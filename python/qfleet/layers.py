@@ -51,13 +51,16 @@ class QuantumLayer(torch.nn.Module):
     """A circuit as a layer: inputs [B, n_inputs] -> outputs [B, n_outputs].
 
     The circuit's weights are the parameter `weight` [n_weights], initialised
-    uniform in [0, 2 pi) from `seed` (PennyLane TorchLayer's range).
+    uniform in [0, 2 pi) from `seed` (PennyLane TorchLayer's range). For CUDA
+    tensors compile with device="cuda" (the program's copy goes to the current
+    CUDA device) and move the layer there with .to("cuda").
     """
 
-    def __init__(self, circuit: Circuit, precision: str = "complex128", num_threads: int = 0, seed: int = 0):
+    def __init__(self, circuit: Circuit, precision: str = "complex128", num_threads: int = 0, seed: int = 0,
+                 device: str = "cpu"):
         super().__init__()
         dtype = _dtype(precision)
-        self.program = circuit.compile(precision, num_threads)
+        self.program = circuit.compile(precision, num_threads, device)
         gen = torch.Generator().manual_seed(int(seed))
         self.weight = torch.nn.Parameter(torch.rand(self.program.n_weights(), generator=gen, dtype=dtype)
                                          * (2 * math.pi))

@@ -303,6 +303,7 @@ CacheStats OpenProgram::cache_stats() const {
 }
 
 Device OpenProgram::device() const { return plan_->device; }
+int OpenProgram::cuda_device() const { return plan_->cuda ? plan_->cuda->device : -1; }
 
 std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");

@@ -375,6 +375,7 @@ Program compile(const Circuit& circuit, const CompileOptions& options) {
 }
 
 Device Program::device() const { return plan_->device; }
+int Program::cuda_device() const { return plan_->cuda ? plan_->cuda->device : -1; }
 
 std::string Program::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");

@@ -77,6 +77,28 @@ TEST(TorchCircuit, PerSampleWeightsAndComplex64) {
   }
 }
 
+// QuantumLayerOptions::device reaches the program: automatic is the cpu where no GPU
+// is visible (the layer then gives the cpu layer's numbers), cuda is a clear error there.
+TEST(TorchCircuit, LayerDeviceOption) {
+  const auto c = classifier(2, 1);
+  qfleet::nn::QuantumLayerOptions o{qfleet::Precision::complex128, 0, 5};
+  qfleet::nn::QuantumLayer cpu(c, o);
+  o.device = qfleet::Device::automatic;
+  qfleet::nn::QuantumLayer automatic(c, o);
+  EXPECT_EQ(automatic->program()->program.device(), qfleet::Device::automatic);
+  const auto x = torch::rand({3, 2}, torch::kFloat64);
+  EXPECT_LT((automatic->forward(x) - cpu->forward(x)).abs().max().item<double>(), 1e-13);
+  if (qfleet::cuda_device_count() == 0) {
+    o.device = qfleet::Device::cuda;
+    try {
+      qfleet::nn::QuantumLayer gpu(c, o);
+      ADD_FAILURE() << "a cuda layer compiled without a GPU";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TorchCircuit, ATinyLayerLearnsAFunction) {
   // Learn y = cos(x) on one qubit: RX(x) then a trainable Rot; <Z> = cos(x) needs Rot ~ identity.
   qfleet::Circuit c(1);

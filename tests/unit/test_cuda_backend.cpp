@@ -110,6 +110,8 @@ TEST(CudaBackend, CrossBackendConsistencyOfEveryOperation) {
     const qfleet::Program cpu = compile_on(t.q, qfleet::Device::cpu);
     for (qfleet::Device d : {qfleet::Device::cuda, qfleet::Device::automatic}) {
       const qfleet::Program gpu = compile_on(t.q, d);
+      EXPECT_EQ(gpu.cuda_device(), 0);  // the current device of this process
+      EXPECT_EQ(cpu.cuda_device(), -1);
       SCOPED_TRACE("n=" + std::to_string(n) + " " + gpu.execution(b.B, true));
       EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(gpu, b), ref::q_forward<double>(cpu, b)), 1e-12);
       const auto gg = ref::q_vjp<double>(gpu, b, cot, true), gc = ref::q_vjp<double>(cpu, b, cot, true);
@@ -152,6 +154,8 @@ TEST(DeviceChoice, CudaWithoutAGpuIsAClearErrorAndAutomaticFallsBackToTheCpu) {
   }
   const qfleet::Program p = compile_on(c, qfleet::Device::automatic);
   EXPECT_EQ(p.device(), qfleet::Device::automatic);
+  EXPECT_EQ(p.cuda_device(), -1);  // no GPU copy
+  EXPECT_EQ(compile_on(c, qfleet::Device::cpu).cuda_device(), -1);
   EXPECT_EQ(p.execution(1000000, true).rfind("cpu ", 0), 0u) << p.execution(1000000, true);
   const std::vector<double> w = {0.3};
   qfleet::BatchArgs<double> a;

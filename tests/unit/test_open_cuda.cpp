@@ -252,6 +252,8 @@ TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
   o.device = qfleet::Device::automatic;
   const auto autoprog = qfleet::compile(build(m), o);
   EXPECT_EQ(autoprog.device(), qfleet::Device::automatic);
+  EXPECT_EQ(autoprog.cuda_device(), -1);  // no GPU copy
+  EXPECT_EQ(qfleet::compile(build(m)).cuda_device(), -1);
   EXPECT_EQ(autoprog.execution(100000, true).rfind("cpu ", 0), 0u) << autoprog.execution(100000, true);
   const auto cpuprog = qfleet::compile(build(m));
   const Batch b = random_batch(rng, m, 4, true, true, true);
@@ -274,6 +276,7 @@ void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std
   o.device = qfleet::Device::cuda;
   const auto gpu = qfleet::compile(build(m), o);
   ASSERT_EQ(gpu.execution(B, true).rfind("cuda ", 0), 0u) << gpu.execution(B, true);
+  EXPECT_EQ(gpu.cuda_device(), 0);  // the current device of this process
   const bool initial = m.init != Init::Gate;
   const Batch b = random_batch(rng, m, B, B % 2 == 1, false, true, initial && B > 1);
   std::vector<double> cf(B), cl(B);

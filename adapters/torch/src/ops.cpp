@@ -1,7 +1,9 @@
 // TORCH_LIBRARY(qfleet): the custom classes, the operators' schemas and their
-// CPU, CUDA (a clear error until the CUDA backend lands) and Autograd
-// kernels. See include/qfleet/torch.hpp for the contract.
+// CPU, CUDA and Autograd kernels. See include/qfleet/torch.hpp for the contract.
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/library.h>
 #include <torch/torch.h>
 
@@ -116,7 +118,7 @@ CircuitShapes check_circuit(const CircuitProgram& p, const char* op, const Tenso
   return {B};
 }
 
-Tensor circuit_forward_cpu(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+Tensor circuit_forward_kernel(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                            const Tensor& weights) {
   const auto s = check_circuit(*p, "circuit_forward", inputs, weights);
   const Tensor x = inputs.contiguous(), w = weights.contiguous();
@@ -137,10 +139,11 @@ void check_grad_outputs(const CircuitProgram& p, const Tensor& g, int64_t B) {
                     g.sizes(), "; expected [", B, ", ", p.n_outputs(), "]");
 }
 
-std::tuple<Tensor, Tensor> circuit_backward_cpu(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+std::tuple<Tensor, Tensor> circuit_backward_kernel(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                                                 const Tensor& weights, const Tensor& grad_outputs) {
   const auto s = check_circuit(*p, "circuit_backward", inputs, weights);
   check_grad_outputs(*p, grad_outputs, s.batch);
+  check_same_device("circuit_backward", {&inputs, &grad_outputs});
   const Tensor x = inputs.contiguous(), w = weights.contiguous(), g = grad_outputs.contiguous();
   Tensor gx = ::torch::zeros_like(x), gw = ::torch::zeros_like(w);
   if (s.batch == 0) return {gx, gw};
@@ -194,7 +197,7 @@ int64_t check_open(const OpenSystemProgram& p, const char* op, const Tensor& amp
 
 Tensor contig(const std::optional<Tensor>& t) { return t.has_value() && t->defined() ? t->contiguous() : Tensor(); }
 
-Tensor open_forward_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+Tensor open_forward_kernel(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                         const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
   const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
   const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
@@ -220,7 +223,7 @@ std::vector<int64_t> final_state_shape(const OpenSystemProgram& p, int64_t B) {
   return {B, d * d, d * d};
 }
 
-Tensor open_final_state_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+Tensor open_final_state_kernel(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                             const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
   const int64_t B = check_open(*p, "open_final_state", amplitudes, drift, rates);
   const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
@@ -248,7 +251,7 @@ Tensor open_final_state_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p,
                     "qfleet.open_final_state is not differentiable (it returns the final states); call it on "
                     "detached tensors or under torch.no_grad(), and differentiate fidelities with open_forward");
   at::AutoDispatchBelowADInplaceOrView guard;
-  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_cpu)>();
+  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_kernel)>();
   return op.call(p, amplitudes, drift, rates);
 }
 
@@ -262,11 +265,12 @@ void check_grad_fidelity(const OpenSystemProgram& p, const Tensor& g, int64_t B)
                     "]");
 }
 
-std::tuple<Tensor, Tensor, Tensor> open_backward_cpu(const c10::intrusive_ptr<OpenSystemProgram>& p,
+std::tuple<Tensor, Tensor, Tensor> open_backward_kernel(const c10::intrusive_ptr<OpenSystemProgram>& p,
                                                      const Tensor& amplitudes, const std::optional<Tensor>& drift,
                                                      const std::optional<Tensor>& rates, const Tensor& grad_fidelity) {
   const int64_t B = check_open(*p, "open_backward", amplitudes, drift, rates);
   check_grad_fidelity(*p, grad_fidelity, B);
+  check_same_device("open_backward", {&amplitudes, &grad_fidelity});
   const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates), g = grad_fidelity.contiguous();
   Tensor ga = ::torch::zeros_like(a), gc = zeros_like_opt(drift), gr = zeros_like_opt(rates);
   if (B == 0) return {ga, gc, gr};
@@ -280,12 +284,71 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_cpu(const c10::intrusive_ptr<Op
   return {ga, gc, gr};
 }
 
-// ---- CUDA tensors: a clear error until the CUDA backend (issues 4/5) lands ---------
+// ---- CUDA tensors -----------------------------------------------------------------
+// The same kernels as for CPU tensors: the program's GPU copy reads and writes the
+// tensors in place, enqueued on PyTorch's current stream of their device (no host
+// synchronisation, no allocation outside torch's caching allocator and the stream-
+// ordered pool, so torch.cuda.graph can capture it). The stream comes through
+// c10's device-generic guard interface, so this library links only the CPU half of
+// LibTorch and still loads where no CUDA runtime is installed.
 
-[[noreturn]] void no_cuda(const char* op) {
-  TORCH_CHECK(false, "qfleet.", op,
-              ": CUDA tensors are not supported by the PyTorch adapter yet; move the tensors to the CPU with "
-              ".cpu() (a circuit compiled with device='cuda' still runs on the GPU, staging CPU tensors)");
+class StreamScope {  // qfleet::cuda_stream() for the call, the caller's restored after
+ public:
+  explicit StreamScope(void* stream) : prev_(qfleet::cuda_stream()) { qfleet::set_cuda_stream(stream); }
+  ~StreamScope() { qfleet::set_cuda_stream(prev_); }
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  void* prev_;
+};
+
+// Runs `kernel` on the tensors' device and its current stream, after checking the
+// program has a copy on that device (program_device: Program::cuda_device()).
+template <class F>
+auto on_torch_stream(int program_device, const Tensor& t, const char* op, F&& kernel) -> decltype(kernel()) {
+  TORCH_CHECK_VALUE(program_device >= 0, "qfleet.", op, ": the tensors are on ", t.device(),
+                    " but the program has no GPU copy (it was compiled for device 'cpu', or 'automatic' where no "
+                    "GPU was visible); compile it with device='cuda', or move the tensors to the CPU with .cpu()");
+  TORCH_CHECK_VALUE(t.device().index() == program_device, "qfleet.", op, ": the tensors are on ", t.device(),
+                    " but the program's copy is on cuda:", program_device,
+                    "; compile the program with that device current (with torch.cuda.device(...)), or move the "
+                    "tensors to cuda:", program_device);
+  const c10::DeviceGuard device_guard(t.device());
+  const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+  const StreamScope stream(cuda.getStream(t.device()).native_handle());
+  return kernel();
+}
+
+Tensor circuit_forward_cuda(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
+  return on_torch_stream(p->program.cuda_device(), inputs, "circuit_forward",
+                         [&] { return circuit_forward_kernel(p, inputs, weights); });
+}
+
+std::tuple<Tensor, Tensor> circuit_backward_cuda(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                                 const Tensor& weights, const Tensor& grad_outputs) {
+  return on_torch_stream(p->program.cuda_device(), inputs, "circuit_backward",
+                         [&] { return circuit_backward_kernel(p, inputs, weights, grad_outputs); });
+}
+
+Tensor open_forward_cuda(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                         const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_forward",
+                         [&] { return open_forward_kernel(p, amplitudes, drift, rates); });
+}
+
+std::tuple<Tensor, Tensor, Tensor> open_backward_cuda(const c10::intrusive_ptr<OpenSystemProgram>& p,
+                                                      const Tensor& amplitudes, const std::optional<Tensor>& drift,
+                                                      const std::optional<Tensor>& rates,
+                                                      const Tensor& grad_fidelity) {
+  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_backward",
+                         [&] { return open_backward_kernel(p, amplitudes, drift, rates, grad_fidelity); });
+}
+
+Tensor open_final_state_cuda(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                             const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_final_state",
+                         [&] { return open_final_state_kernel(p, amplitudes, drift, rates); });
 }
 
 // ---- autograd ------------------------------------------------------------------
@@ -305,7 +368,7 @@ class CircuitBackwardFunction : public ::torch::autograd::Function<CircuitBackwa
                                                   const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& x,
                                                   const Tensor& w, const Tensor& g) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = op_handle("qfleet::circuit_backward").typed<decltype(circuit_backward_cpu)>();
+    static const auto op = op_handle("qfleet::circuit_backward").typed<decltype(circuit_backward_kernel)>();
     auto [gx, gw] = op.call(p, x, w, g);
     return {gx, gw};
   }
@@ -327,7 +390,7 @@ class OpenBackwardFunction : public ::torch::autograd::Function<OpenBackwardFunc
                                                   const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& a,
                                                   const Tensor& c, const Tensor& r, const Tensor& g) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = op_handle("qfleet::open_backward").typed<decltype(open_backward_cpu)>();
+    static const auto op = op_handle("qfleet::open_backward").typed<decltype(open_backward_kernel)>();
     auto opt = [](const Tensor& t) { return t.numel() > 0 ? std::optional<Tensor>(t) : std::nullopt; };
     auto [ga, gc, gr] = op.call(p, a, opt(c), opt(r), g);
     auto def = [&](const Tensor& t) { return t.defined() ? t : ::torch::empty({0}, a.options()); };
@@ -359,7 +422,7 @@ class CircuitFunction : public ::torch::autograd::Function<CircuitFunction> {
     ctx->saved_data["program"] = p;
     ctx->save_for_backward({inputs, weights});
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_cpu)>();
+    static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_kernel)>();
     return op.call(p, inputs, weights);
   }
   static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
@@ -384,7 +447,7 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
     ctx->saved_data["program"] = p;
     ctx->save_for_backward({amplitudes, drift, rates});
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_cpu)>();
+    static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_kernel)>();
     return op.call(p, amplitudes, opt(drift), opt(rates));
   }
   static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
@@ -461,20 +524,20 @@ OpenSystemProgram::OpenSystemProgram(const std::string& text)
 
 Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const Tensor& inputs,
                        const Tensor& weights) {
-  static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_cpu)>();
+  static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_kernel)>();
   return op.call(program, inputs, weights);
 }
 
 Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program, const Tensor& amplitudes,
                         const Tensor& drift_coeffs, const Tensor& rates) {
-  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_cpu)>();
+  static const auto op = op_handle("qfleet::open_final_state").typed<decltype(open_final_state_kernel)>();
   auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
   return op.call(program, amplitudes, opt(drift_coeffs), opt(rates));
 }
 
 Tensor open_fidelity(const c10::intrusive_ptr<OpenSystemProgram>& program, const Tensor& amplitudes,
                      const Tensor& drift_coeffs, const Tensor& rates) {
-  static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_cpu)>();
+  static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_kernel)>();
   auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
   return op.call(program, amplitudes, opt(drift_coeffs), opt(rates));
 }
@@ -559,36 +622,22 @@ TORCH_LIBRARY(qfleet, m) {
 }
 
 TORCH_LIBRARY_IMPL(qfleet, CPU, m) {
-  m.impl("circuit_forward", &qfleet::nn::circuit_forward_cpu);
-  m.impl("circuit_backward", &qfleet::nn::circuit_backward_cpu);
-  m.impl("open_forward", &qfleet::nn::open_forward_cpu);
-  m.impl("open_backward", &qfleet::nn::open_backward_cpu);
-  m.impl("open_final_state", &qfleet::nn::open_final_state_cpu);
+  m.impl("circuit_forward", &qfleet::nn::circuit_forward_kernel);
+  m.impl("circuit_backward", &qfleet::nn::circuit_backward_kernel);
+  m.impl("open_forward", &qfleet::nn::open_forward_kernel);
+  m.impl("open_backward", &qfleet::nn::open_backward_kernel);
+  m.impl("open_final_state", &qfleet::nn::open_final_state_kernel);
 }
 
 // Meta / fake kernels live in Python (python/qfleet/_fake.py): under torch.compile
 // the program arrives as a Python FakeScriptObject, which a C++ kernel cannot take.
 
 TORCH_LIBRARY_IMPL(qfleet, CUDA, m) {
-  m.impl("circuit_forward", [](const c10::intrusive_ptr<CircuitProgram>&, const at::Tensor&, const at::Tensor&)
-                                -> at::Tensor { qfleet::nn::no_cuda("circuit_forward"); });
-  m.impl("circuit_backward", [](const c10::intrusive_ptr<CircuitProgram>&, const at::Tensor&, const at::Tensor&,
-                                const at::Tensor&) -> std::tuple<at::Tensor, at::Tensor> {
-    qfleet::nn::no_cuda("circuit_backward");
-  });
-  m.impl("open_forward", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
-                            const std::optional<at::Tensor>&, const std::optional<at::Tensor>&) -> at::Tensor {
-    qfleet::nn::no_cuda("open_forward");
-  });
-  m.impl("open_backward", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
-                             const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
-                             const at::Tensor&) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
-    qfleet::nn::no_cuda("open_backward");
-  });
-  m.impl("open_final_state", [](const c10::intrusive_ptr<OpenSystemProgram>&, const at::Tensor&,
-                                const std::optional<at::Tensor>&, const std::optional<at::Tensor>&) -> at::Tensor {
-    qfleet::nn::no_cuda("open_final_state");
-  });
+  m.impl("circuit_forward", &qfleet::nn::circuit_forward_cuda);
+  m.impl("circuit_backward", &qfleet::nn::circuit_backward_cuda);
+  m.impl("open_forward", &qfleet::nn::open_forward_cuda);
+  m.impl("open_backward", &qfleet::nn::open_backward_cuda);
+  m.impl("open_final_state", &qfleet::nn::open_final_state_cuda);
 }
 
 TORCH_LIBRARY_IMPL(qfleet, Autograd, m) {

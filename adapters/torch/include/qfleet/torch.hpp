@@ -21,7 +21,10 @@
 //       (forward only: asking for its gradient raises)
 //   evaluate_json(str problem) -> str                 (the `qfleet eval` contract, docs/cli.md)
 // Real tensors are float64 for complex128 programs and float32 for complex64 ones;
-// they stay where they are (contiguous CPU tensors are read in place, no copies).
+// they stay where they are (contiguous tensors are read in place, no copies). CUDA
+// tensors need a program compiled with Device::cuda (or automatic where a GPU is
+// visible) on their device; the call is enqueued on PyTorch's current stream of that
+// device, without host synchronisation (capturable in a CUDA graph).
 #pragma once
 
 #include <torch/torch.h>
@@ -90,6 +93,7 @@ struct QuantumLayerOptions {
   Precision precision = Precision::complex128;
   int num_threads = 0;
   uint64_t seed = 0;  // weights start uniform in [0, 2 pi) from this seed (PennyLane's TorchLayer range)
+  Device device = Device::cpu;  // cuda / automatic: a GPU copy, for CUDA tensors (move the layer with .to())
 };
 
 // A circuit as a layer: inputs [B, n_inputs] -> outputs [B, n_outputs]; the
