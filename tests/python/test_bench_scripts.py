@@ -1,0 +1,19 @@
+"""The benchmark scripts stay runnable: bench/device_compare.py's smoke run checks
+qfleet's outputs and gradients against its hand-batched PyTorch implementations
+(an independent reference: batched 2x2 products and CNOT gathers for circuits,
+torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
+times anything, and exits non-zero where they disagree."""
+import pathlib
+import subprocess
+import sys
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "bench" / "device_compare.py"
+
+
+def test_device_compare_smoke_run_agrees_on_the_cpu():
+    r = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--budget", "0.02"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for workload in ("target n10 g30 B100 complex128 fwd+bwd", "layer n4 B100 complex64 fwd",
+                     "open d2 60seg B100 complex128 fwd+bwd"):
+        assert workload in r.stdout, r.stdout
