@@ -28,6 +28,11 @@ using nlohmann::json;
 using torch::Tensor;
 namespace fs = std::filesystem;
 
+// The report's device.why for device = auto (the Python app says the same).
+constexpr const char* kAutoDeviceWhy =
+    "auto: the cpu (the cuda open-system path has not been measured against it on a GPU yet; device = cuda "
+    "asks for it)";
+
 // ---- configuration ---------------------------------------------------------------
 
 const json& schema() {
@@ -229,10 +234,10 @@ Config make_config(const json& r) {
         for (char b : std::string("01+r")) c.input_states.push_back(std::string{a, b});
     }
   }
-  if (c.device == "cuda")
+  if (c.device == "cuda" && qfleet::cuda_device_count() == 0)
     throw ConfigError(
-        "config: device = cuda: this build of qfleet has no CUDA open-system backend (it has not landed); "
-        "use device = cpu or auto");
+        "config: device = cuda: no CUDA device is visible to qfleet (no GPU or driver, CUDA_VISIBLE_DEVICES, or a "
+        "build without the CUDA backend); use device = cpu or auto");
   return c;
 }
 
@@ -375,7 +380,12 @@ Problem::Problem(const Config& cfg)
       models_.push_back(m);
     }
   }
-  for (const auto& m : models_) programs_.push_back(c10::make_intrusive<nn::OpenSystemProgram>(m.dump()));
+  // device = cuda: the programs get a GPU copy and every call runs there (the tensors stay
+  // on the CPU and are staged); models_ stay device-free (eval_problems reproduce them anywhere).
+  for (auto m : models_) {
+    if (cfg.device == "cuda") m["device"] = "cuda";
+    programs_.push_back(c10::make_intrusive<nn::OpenSystemProgram>(m.dump()));
+  }
 }
 
 std::string Problem::fidelity_definition() const {
@@ -942,8 +952,8 @@ RunResult run(const Config& cfg, const RunOptions& options) {
       {"solver", {{"name", cfg.solver}, {"dt", cfg.dt}, {"precision", cfg.precision}}},
       {"fidelity_definition", pr.fidelity_definition()},
       {"algorithm", cfg.algorithm},
-      {"device", {{"requested", cfg.device}, {"used", "cpu"},
-                  {"why", cfg.device == "cpu" ? "requested" : "auto: this build has no CUDA open-system backend"}}},
+      {"device", {{"requested", cfg.device}, {"used", cfg.device == "cuda" ? "cuda" : "cpu"},
+                  {"why", cfg.device == "auto" ? kAutoDeviceWhy : "requested"}}},
       {"threads", {{"torch", torch::get_num_threads()}, {"engine", cfg.threads}}},
       {"policy_parameters", tr.policy().size()},
       {"timings_s", {{"training", train_s},

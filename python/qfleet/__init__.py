@@ -21,6 +21,12 @@ from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelit
 from .open_system import OpenSystem  # noqa: E402
 from .problem import evaluate, load_problem  # noqa: E402
 
+
+def cuda_device_count() -> int:
+    """CUDA devices visible to qfleet's engine (0 where none is, or in a build without its CUDA backend)."""
+    return int(torch.ops.qfleet.cuda_device_count())
+
+
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "QuantumLayer", "OpenSystemLayer",
-           "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "__version__"]
+           "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "cuda_device_count", "__version__"]

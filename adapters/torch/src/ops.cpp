@@ -619,6 +619,7 @@ TORCH_LIBRARY(qfleet, m) {
   m.def("open_final_state(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
         "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
   m.def("evaluate_json(str problem) -> str", &qfleet::nn::evaluate_json);
+  m.def("cuda_device_count() -> int", [] { return static_cast<int64_t>(qfleet::cuda_device_count()); });
 }
 
 TORCH_LIBRARY_IMPL(qfleet, CPU, m) {

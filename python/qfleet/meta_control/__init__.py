@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 
 import torch  # (importing qfleet, this package's parent, loads the engine's operators)
 
-from .. import __version__
+from .. import __version__, cuda_device_count
+
+# The report's device.why for device = auto (the C++ app says the same).
+_AUTO_DEVICE_WHY = ("auto: the cpu (the cuda open-system path has not been measured against it on a GPU yet; "
+                    "device = cuda asks for it)")
 
 __all__ = ["ConfigError", "schema", "resolve_config", "load_config_file", "Config", "make_config", "Problem",
            "Policy", "Adam", "Trainer", "meta_gradient", "meta_objective", "policy_size", "grape", "Progress",
@@ -292,9 +296,9 @@ def make_config(r: dict) -> Config:
     if c.fidelity == "state_transfer" and not c.input_states:
         c.input_states = (["0", "1", "+", "-", "r", "l"] if qubits == 1
                           else [a + b for a in "01+r" for b in "01+r"])
-    if c.device == "cuda":
-        raise ConfigError("config: device = cuda: this build of qfleet has no CUDA open-system backend (it has not "
-                          "landed); use device = cpu or auto")
+    if c.device == "cuda" and cuda_device_count() == 0:
+        raise ConfigError("config: device = cuda: no CUDA device is visible to qfleet (no GPU or driver, "
+                          "CUDA_VISIBLE_DEVICES, or a build without the CUDA backend); use device = cpu or auto")
     return c
 
 
@@ -403,7 +407,10 @@ class Problem:
                 psi = _product_state(label)
                 self.models.append(dict(base, psi0=[_entry(z) for z in psi],
                                         target={"state": [_entry(z) for z in _apply(target, psi)]}))
-        self.programs = [torch.classes.qfleet.OpenSystemProgram(dumps(m)) for m in self.models]
+        # device = cuda: the programs get a GPU copy and every call runs there (the tensors stay on
+        # the CPU and are staged); self.models stay device-free (eval_problems reproduce them anywhere).
+        extra = {"device": "cuda"} if cfg.device == "cuda" else {}
+        self.programs = [torch.classes.qfleet.OpenSystemProgram(dumps(dict(m, **extra))) for m in self.models]
 
     def fidelity_definition(self) -> str:
         if len(self.programs) == 1 and "gate" in self.models[0]:
@@ -903,8 +910,8 @@ def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: Progr
         "solver": {"name": cfg.solver, "dt": cfg.dt, "precision": cfg.precision},
         "fidelity_definition": info.fidelity_definition(),
         "algorithm": cfg.algorithm,
-        "device": {"requested": cfg.device, "used": "cpu",
-                   "why": "requested" if cfg.device == "cpu" else "auto: this build has no CUDA open-system backend"},
+        "device": {"requested": cfg.device, "used": "cuda" if cfg.device == "cuda" else "cpu",
+                   "why": _AUTO_DEVICE_WHY if cfg.device == "auto" else "requested"},
         "threads": {"torch": torch.get_num_threads(), "engine": cfg.threads},
         "policy_parameters": tr.policy.size,
         "timings_s": {"training": train_s,
