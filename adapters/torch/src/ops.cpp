@@ -7,6 +7,7 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <span>
@@ -75,6 +76,10 @@ void check_same_device(const char* op, std::initializer_list<const Tensor*> ts) 
     }
   }
 }
+
+// An optional argument for check_same_device (absent: an undefined tensor, skipped).
+const Tensor kNoTensor;
+const Tensor* opt_ptr(const std::optional<Tensor>& t) { return t.has_value() ? &*t : &kNoTensor; }
 
 template <class R>
 std::span<const R> cspan(const Tensor& t) {
@@ -190,8 +195,7 @@ int64_t check_open(const OpenSystemProgram& p, const char* op, const Tensor& amp
   };
   vec_arg(drift, "drift_coeffs", p.n_drift_terms(), "drift term(s)");
   vec_arg(rates, "rates", p.n_jumps(), "jump operator(s)");
-  const Tensor none;
-  check_same_device(op, {&amplitudes, drift ? &*drift : &none, rates ? &*rates : &none});
+  check_same_device(op, {&amplitudes, opt_ptr(drift), opt_ptr(rates)});
   return B < 0 ? 1 : B;
 }
 
@@ -303,10 +307,14 @@ class StreamScope {  // qfleet::cuda_stream() for the call, the caller's restore
   void* prev_;
 };
 
-// Runs `kernel` on the tensors' device and its current stream, after checking the
-// program has a copy on that device (program_device: Program::cuda_device()).
+// Runs `kernel` on the tensors' device and its current stream, after checking they
+// share one device (the CUDA kernel is chosen when any of them is a CUDA tensor) and
+// the program has a copy there (program_device: Program::cuda_device()).
 template <class F>
-auto on_torch_stream(int program_device, const Tensor& t, const char* op, F&& kernel) -> decltype(kernel()) {
+auto on_torch_stream(int program_device, const char* op, std::initializer_list<const Tensor*> ts, F&& kernel)
+    -> decltype(kernel()) {
+  check_same_device(op, ts);
+  const Tensor& t = **std::find_if(ts.begin(), ts.end(), [](const Tensor* x) { return x->defined(); });
   TORCH_CHECK_VALUE(program_device >= 0, "qfleet.", op, ": the tensors are on ", t.device(),
                     " but the program has no GPU copy (it was compiled for device 'cpu', or 'automatic' where no "
                     "GPU was visible); compile it with device='cuda', or move the tensors to the CPU with .cpu()");
@@ -321,19 +329,19 @@ auto on_torch_stream(int program_device, const Tensor& t, const char* op, F&& ke
 }
 
 Tensor circuit_forward_cuda(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
-  return on_torch_stream(p->program.cuda_device(), inputs, "circuit_forward",
+  return on_torch_stream(p->program.cuda_device(), "circuit_forward", {&inputs, &weights},
                          [&] { return circuit_forward_kernel(p, inputs, weights); });
 }
 
 std::tuple<Tensor, Tensor> circuit_backward_cuda(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                                                  const Tensor& weights, const Tensor& grad_outputs) {
-  return on_torch_stream(p->program.cuda_device(), inputs, "circuit_backward",
+  return on_torch_stream(p->program.cuda_device(), "circuit_backward", {&inputs, &weights, &grad_outputs},
                          [&] { return circuit_backward_kernel(p, inputs, weights, grad_outputs); });
 }
 
 Tensor open_forward_cuda(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                          const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
-  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_forward",
+  return on_torch_stream(p->program.cuda_device(), "open_forward", {&amplitudes, opt_ptr(drift), opt_ptr(rates)},
                          [&] { return open_forward_kernel(p, amplitudes, drift, rates); });
 }
 
@@ -341,13 +349,15 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_cuda(const c10::intrusive_ptr<O
                                                       const Tensor& amplitudes, const std::optional<Tensor>& drift,
                                                       const std::optional<Tensor>& rates,
                                                       const Tensor& grad_fidelity) {
-  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_backward",
+  return on_torch_stream(p->program.cuda_device(), "open_backward",
+                         {&amplitudes, opt_ptr(drift), opt_ptr(rates), &grad_fidelity},
                          [&] { return open_backward_kernel(p, amplitudes, drift, rates, grad_fidelity); });
 }
 
 Tensor open_final_state_cuda(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                              const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
-  return on_torch_stream(p->program.cuda_device(), amplitudes, "open_final_state",
+  return on_torch_stream(p->program.cuda_device(), "open_final_state",
+                         {&amplitudes, opt_ptr(drift), opt_ptr(rates)},
                          [&] { return open_final_state_kernel(p, amplitudes, drift, rates); });
 }
 
