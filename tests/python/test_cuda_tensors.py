@@ -181,6 +181,9 @@ def test_cuda_tensors_need_a_gpu_copy_on_their_device(qfleet):
         qfleet.OpenSystemLayer(system)(torch.rand(2, 3, 2, dtype=torch.float64, device="cuda"),
                                        torch.rand(2, 2, dtype=torch.float64, device="cuda"),
                                        torch.rand(1, dtype=torch.float64, device="cuda"))
+    with pytest.raises(ValueError, match="one device"):  # the CUDA kernel is chosen by rates alone
+        qfleet.OpenSystemLayer(system, device="cuda")(torch.rand(2, 3, 2, dtype=torch.float64),
+                                                      torch.rand(2, 2, dtype=torch.float64, device="cuda"))
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="copy is on cuda:0"):
             qfleet.circuit_forward(c.compile(device="cuda"), x.to("cuda:1"), w.to("cuda:1"))
