@@ -128,6 +128,9 @@ int cuda_device_count();
 // whose buffers are all device memory is asynchronous on this stream: no host
 // synchronisation, no cudaMalloc (stream-ordered pools only), so it can be captured
 // in a CUDA graph. A call on host buffers stages them and synchronises the stream.
+// A program without a GPU copy (cuda_device() == -1) takes host buffers only: it
+// does not inspect pointers (that could create a CUDA context in CPU-only use), so
+// device pointers handed to it are read on the host (the PyTorch adapter checks).
 void set_cuda_stream(void* stream);
 void* cuda_stream();
 
