@@ -59,7 +59,8 @@ def test_circuit_gradcheck_on_cuda(qfleet):
     prog = classifier(qfleet, 3, 2).compile(device="cuda")
     x = torch.rand(5, 3, dtype=torch.float64, device="cuda", requires_grad=True)
     w = torch.rand(prog.n_weights(), dtype=torch.float64, device="cuda", requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b: qfleet.circuit_forward(prog, a, b), (x, w))
+    # nondet_tol: the shared weights' gradient is summed over the batch with atomics on the GPU
+    assert torch.autograd.gradcheck(lambda a, b: qfleet.circuit_forward(prog, a, b), (x, w), nondet_tol=1e-12)
 
 
 @needs_gpu
@@ -131,7 +132,8 @@ def test_forward_and_backward_capture_in_a_cuda_graph(qfleet):
 @needs_gpu
 def test_open_system_on_cuda_tensors(qfleet):
     _, system = qubit_system(qfleet, 11)
-    for solver, dt in (("exact", 0.0), ("rk4", 0.05), ("dopri5", 0.0)):
+    # dopri5: the two backends' step controllers may accept different steps from last-bit differences
+    for solver, dt, tol in (("exact", 0.0, 1e-10), ("rk4", 0.05, 1e-10), ("dopri5", 0.0, 1e-7)):
         gpu = qfleet.OpenSystemLayer(system, solver=solver, dt=dt, device="cuda")
         cpu = qfleet.OpenSystemLayer(system, solver=solver, dt=dt)
         u = torch.rand(40, 3, 2, dtype=torch.float64)
@@ -141,11 +143,11 @@ def test_open_system_on_cuda_tensors(qfleet):
         args_g = [t.cuda().requires_grad_() for t in (u, g, cf)]
         fc, fg = cpu(*args_c), gpu(*args_g)
         assert fg.device.type == "cuda"
-        assert torch.allclose(fg.cpu(), fc, atol=1e-10, rtol=0), solver
+        assert torch.allclose(fg.cpu(), fc, atol=tol, rtol=0), solver
         fc.sum().backward()
         fg.sum().backward()
         for a, b in zip(args_g, args_c):
-            assert torch.allclose(a.grad.cpu(), b.grad, atol=1e-9, rtol=0), solver
+            assert torch.allclose(a.grad.cpu(), b.grad, atol=100 * tol, rtol=0), solver
 
 
 @needs_gpu
@@ -155,7 +157,7 @@ def test_open_gradcheck_and_final_states_on_cuda(qfleet):
     u = torch.rand(2, 3, 2, dtype=torch.float64, device="cuda", requires_grad=True)
     g = (torch.rand(2, 2, dtype=torch.float64, device="cuda") * 0.2 + 0.01).requires_grad_()
     c = torch.rand(2, 1, dtype=torch.float64, device="cuda", requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (u, g, c))
+    assert torch.autograd.gradcheck(lambda a, b, e: layer(a, b, e), (u, g, c), nondet_tol=1e-12)
     qt = pytest.importorskip("qutip")
     with torch.no_grad():
         rho = qfleet.open_final_state(layer.program, u, g, c)
@@ -183,7 +185,8 @@ def test_cuda_tensors_need_a_gpu_copy_on_their_device(qfleet):
                                        torch.rand(1, dtype=torch.float64, device="cuda"))
     with pytest.raises(ValueError, match="one device"):  # the CUDA kernel is chosen by rates alone
         qfleet.OpenSystemLayer(system, device="cuda")(torch.rand(2, 3, 2, dtype=torch.float64),
-                                                      torch.rand(2, 2, dtype=torch.float64, device="cuda"))
+                                                      torch.rand(2, 2, dtype=torch.float64, device="cuda"),
+                                                      torch.rand(1, dtype=torch.float64, device="cuda"))
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="copy is on cuda:0"):
             qfleet.circuit_forward(c.compile(device="cuda"), x.to("cuda:1"), w.to("cuda:1"))
