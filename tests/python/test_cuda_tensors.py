@@ -202,5 +202,8 @@ def test_layer_device_option(qfleet):
     with pytest.raises(RuntimeError, match="device: expected"):
         qfleet.QuantumLayer(c, device="tpu")
     if not torch.cuda.is_available():
+        assert qfleet.cuda_device_count() == 0
         with pytest.raises(RuntimeError, match="CUDA"):
             qfleet.QuantumLayer(c, device="cuda")
+    else:  # the engine sees what torch sees where its CUDA backend is built
+        assert qfleet.cuda_device_count() in (0, torch.cuda.device_count())
