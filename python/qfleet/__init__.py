@@ -29,4 +29,5 @@ def cuda_device_count() -> int:
 
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "QuantumLayer", "OpenSystemLayer",
-           "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "cuda_device_count", "__version__"]
+           "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "cuda_device_count",
+           "__version__"]

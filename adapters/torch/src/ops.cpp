@@ -148,7 +148,6 @@ std::tuple<Tensor, Tensor> circuit_backward_kernel(const c10::intrusive_ptr<Circ
                                                 const Tensor& weights, const Tensor& grad_outputs) {
   const auto s = check_circuit(*p, "circuit_backward", inputs, weights);
   check_grad_outputs(*p, grad_outputs, s.batch);
-  check_same_device("circuit_backward", {&inputs, &grad_outputs});
   const Tensor x = inputs.contiguous(), w = weights.contiguous(), g = grad_outputs.contiguous();
   Tensor gx = ::torch::zeros_like(x), gw = ::torch::zeros_like(w);
   if (s.batch == 0) return {gx, gw};
@@ -274,7 +273,6 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_kernel(const c10::intrusive_ptr
                                                      const std::optional<Tensor>& rates, const Tensor& grad_fidelity) {
   const int64_t B = check_open(*p, "open_backward", amplitudes, drift, rates);
   check_grad_fidelity(*p, grad_fidelity, B);
-  check_same_device("open_backward", {&amplitudes, &grad_fidelity});
   const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates), g = grad_fidelity.contiguous();
   Tensor ga = ::torch::zeros_like(a), gc = zeros_like_opt(drift), gr = zeros_like_opt(rates);
   if (B == 0) return {ga, gc, gr};
