@@ -22,8 +22,11 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== pip install . and the Python tests against the installed package"
 python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
+# The wheel configures the CUDA backend as the CMake build did (on when nvcc is found).
+expect_cuda=0
+grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
 tmp=$(mktemp -d)
-(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider "$root/tests/python")
 rm -rf "$tmp"

@@ -170,6 +170,7 @@ void register_info(CLI::App& app, Action& action) {
 #else
       info["openmp_threads"] = 1;
 #endif
+      info["cuda_backend"] = qfleet::built_with_cuda();
       info["cuda_devices"] = qfleet::cuda_device_count();
       return print_json(info, *indent);
     };

@@ -123,6 +123,10 @@ std::vector<std::string> available_isas();
 // Number of CUDA devices visible to this build (0 when built without CUDA).
 int cuda_device_count();
 
+// Whether this build has the CUDA backend (compiled with nvcc; QFLEET_ENABLE_CUDA).
+// Without it, device 'cuda' is an error and 'automatic' always picks the cpu.
+bool built_with_cuda();
+
 // The CUDA stream (a cudaStream_t, as void*) that calls from this thread enqueue
 // on; nullptr (the default) is the legacy default stream. On a cuda program, a call
 // whose buffers are all device memory is asynchronous on this stream: no host

@@ -27,7 +27,12 @@ def cuda_device_count() -> int:
     return int(torch.ops.qfleet.cuda_device_count())
 
 
+def built_with_cuda() -> bool:
+    """Whether this build of qfleet has its CUDA backend (the wheel has it when nvcc was found at build time)."""
+    return bool(torch.ops.qfleet.built_with_cuda())
+
+
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "QuantumLayer", "OpenSystemLayer",
            "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem", "cuda_device_count",
-           "__version__"]
+           "built_with_cuda", "__version__"]

@@ -409,8 +409,10 @@ std::vector<std::string> available_isas() {
 #if defined(QFLEET_WITH_CUDA)
 extern "C" int qfleet_cuda_device_count();
 int cuda_device_count() { return qfleet_cuda_device_count(); }
+bool built_with_cuda() { return true; }
 #else
 int cuda_device_count() { return 0; }
+bool built_with_cuda() { return false; }
 #endif
 
 }  // namespace qfleet

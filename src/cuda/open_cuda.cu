@@ -5,7 +5,8 @@
 // with a grid stride and keeps its task's workspace (segment boundary states,
 // generator, propagator, Frechet scratch) in shared memory when it fits, else in
 // global memory sized for the resident slots; gradients of shared parameters are
-// summed with atomics inside the kernel.
+// summed with atomics inside the kernel. The kernels themselves are compiled in
+// open_cuda_k_*.cu (open_cuda_kernels.cuh); this file picks the shape and launches.
 #define QFLEET_KERN_ISA cuda
 #include <cuda_runtime.h>
 
@@ -14,104 +15,28 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/open_cuda.hpp"
+#include "cuda/open_cuda_kernels.hpp"
 #include "kernels/open_task.hpp"
 
 namespace qfleet::gpu {
 
+namespace open_detail {
+QFLEET_OPEN_ALL(extern)
+}  // namespace open_detail
+
 namespace {
 
-struct AtomicAdd {
-  template <class R>
-  QFLEET_HD void operator()(R* p, R v) const {
-#if defined(__CUDA_ARCH__)
-    atomicAdd(p, v);
-#else
-    *p += v;
-#endif
-  }
-};
-
-// A thread block as a kernels/group.hpp group (blockDim.x a multiple of 32).
-// Reductions: a butterfly of shuffles in each warp (every lane ends with the same
-// bits), then the warps' partials in warp order: deterministic.
-struct BlockGroup {
-  static constexpr bool kSolo = false;
-  int r, n;
-  double* scratch;  // 32 doubles of shared memory
-  __device__ int rank() const { return r; }
-  __device__ int size() const { return n; }
-  __device__ void sync() const { __syncthreads(); }
-  __device__ double combine(double v, bool is_max) const {
-    for (int off = 16; off > 0; off >>= 1) {
-      const double o = __shfl_xor_sync(0xffffffffu, v, off);
-      v = is_max ? kern::nan_max(v, o) : v + o;
-    }
-    if (n == 32) return v;
-    if ((r & 31) == 0) scratch[r >> 5] = v;
-    __syncthreads();
-    double t = scratch[0];
-    for (int w = 1; w < (n >> 5); ++w) t = is_max ? kern::nan_max(t, scratch[w]) : t + scratch[w];
-    __syncthreads();
-    return t;
-  }
-  __device__ double sum(double v) const { return combine(v, false); }
-  __device__ double max(double v) const { return combine(v, true); }
-};
-
-template <class R, class N>
-__global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
-                                  std::size_t work_per, int cap, int* status) {
-  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  kern::Cx<R>* ws = work + tid * work_per;
-  for (std::size_t b = tid; b < c.batch; b += stride) {
-    const int st = kern::open_run_task<R, N>(v, c, b, ws, cap, AtomicAdd{});
-    if (st != kern::kOpenOk && status != nullptr) atomicOr(status, 1 << st);
-  }
-}
-
-template <class R>
-__global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
-                                  std::size_t work_per, int cap, int* status) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ double scratch[32];
-  kern::Cx<R>* ws = work != nullptr ? work + std::size_t(blockIdx.x) * work_per : reinterpret_cast<kern::Cx<R>*>(smem);
-  const BlockGroup g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
-  for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
-    const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
-    if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);
-  }
-}
-
-template <class R, class N>
-void launch(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
-            int* status, cudaStream_t st) {
-  open_tasks_kernel<R, N><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(v, c, work, s.work_per_task,
-                                                                                  s.cap, status);
-}
-
-// Blocks of `threads` threads (with `smem` bytes of dynamic shared memory) one SM
-// holds at once (register-bound for this body).
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, std::size_t smem) {
-  int nb = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return std::max(nb, 1);
-}
+using namespace open_detail;
 
 int blocks_per_sm(int real_bytes, int n, int threads) {
   if (real_bytes == 4) {
-    return n == 4 ? resident_blocks(open_tasks_kernel<float, kern::FixedDim<4>>, threads, 0)
-                  : resident_blocks(open_tasks_kernel<float, int>, threads, 0);
+    return n == 4 ? tasks_blocks_per_sm<float, kern::FixedDim<4>>(threads) : tasks_blocks_per_sm<float, int>(threads);
   }
-  return n == 4 ? resident_blocks(open_tasks_kernel<double, kern::FixedDim<4>>, threads, 0)
-                : resident_blocks(open_tasks_kernel<double, int>, threads, 0);
+  return n == 4 ? tasks_blocks_per_sm<double, kern::FixedDim<4>>(threads) : tasks_blocks_per_sm<double, int>(threads);
 }
 
-int group_blocks_per_sm(int real_bytes, int threads, std::size_t smem) {
-  return real_bytes == 4 ? resident_blocks(open_group_kernel<float>, threads, smem)
-                         : resident_blocks(open_group_kernel<double>, threads, smem);
+int group_blocks_per_sm_any(int real_bytes, int threads, std::size_t smem) {
+  return real_bytes == 4 ? group_blocks_per_sm<float>(threads, smem) : group_blocks_per_sm<double>(threads, smem);
 }
 
 constexpr std::size_t kSmemDefault = 48 * 1024;  // dynamic shared memory without an opt-in
@@ -149,7 +74,7 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
     s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
     s.smem = per <= kSmemDefault ? per : 0;
     const std::size_t resident =
-        std::size_t(std::max(dev.sm_count, 1)) * group_blocks_per_sm(real_bytes, s.threads, s.smem);
+        std::size_t(std::max(dev.sm_count, 1)) * group_blocks_per_sm_any(real_bytes, s.threads, s.smem);
     std::size_t blocks = std::min<std::size_t>(std::max<std::size_t>(batch, 1), resident);
     if (s.smem == 0) {
       blocks = std::min(blocks, budget / std::max<std::size_t>(per, 1));
@@ -176,7 +101,6 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
 template <class R>
 void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, int* status,
                     void* stream) {
-  const cudaStream_t st = as_stream(stream);
   if (c.adjoint) {
     const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
     if (c.grad_amplitudes && !c.amplitudes_per_task) memset_async(c.grad_amplitudes, n_amp * sizeof(R), stream);
@@ -186,13 +110,12 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
   // No global workspace when a group's is in shared memory (work_bytes 0).
   auto* work = s.work_bytes > 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;
   if (s.shape != OpenShape::thread) {
-    open_group_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(v, c, work, s.work_per_task,
-                                                                                    s.cap, status);
+    launch_group<R>(v, c, s, work, status, stream);
   } else if (v.n == 4) {  // only the open qubit gets fixed loop bounds: each instantiation
-                          // of the whole body costs minutes of nvcc per architecture
-    launch<R, kern::FixedDim<4>>(v, c, s, work, status, st);
+                          // of the whole body costs a minute of nvcc per architecture
+    launch_tasks<R, kern::FixedDim<4>>(v, c, s, work, status, stream);
   } else {
-    launch<R, int>(v, c, s, work, status, st);
+    launch_tasks<R, int>(v, c, s, work, status, stream);
   }
   const cudaError_t e = cudaGetLastError();
   free_async(work, stream);

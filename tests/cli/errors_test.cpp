@@ -460,6 +460,10 @@ TEST(CliCommands, VersionHelpGatesInfo) {
   EXPECT_EQ(info["isas"].back(), "baseline");
   EXPECT_GE(info["openmp_threads"].get<int>(), 1);
   EXPECT_GE(info["cuda_devices"].get<int>(), 0);
+  ASSERT_TRUE(info["cuda_backend"].is_boolean());
+  if (!info["cuda_backend"].get<bool>()) {
+    EXPECT_EQ(info["cuda_devices"].get<int>(), 0);
+  }
 }
 
 }  // namespace

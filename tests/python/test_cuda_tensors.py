@@ -3,6 +3,8 @@ in place on PyTorch's current stream. References: QuTiP (final states), finite
 differences (gradcheck on the GPU) and the cpu backend, which the other files check
 against PennyLane and QuTiP. Everything here needs a GPU, except the device-option
 checks at the end."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -201,9 +203,22 @@ def test_layer_device_option(qfleet):
     assert torch.allclose(a(x), b(x), atol=1e-12, rtol=0)
     with pytest.raises(RuntimeError, match="device: expected"):
         qfleet.QuantumLayer(c, device="tpu")
-    if not torch.cuda.is_available():
+    if not qfleet.built_with_cuda():
         assert qfleet.cuda_device_count() == 0
-        with pytest.raises(RuntimeError, match="CUDA"):
+        with pytest.raises(RuntimeError, match="no CUDA backend"):
+            qfleet.QuantumLayer(c, device="cuda")
+    elif not torch.cuda.is_available():
+        assert qfleet.cuda_device_count() == 0
+        with pytest.raises(RuntimeError, match="no CUDA device is visible"):
             qfleet.QuantumLayer(c, device="cuda")
     else:  # the engine sees what torch sees where its CUDA backend is built
-        assert qfleet.cuda_device_count() in (0, torch.cuda.device_count())
+        assert qfleet.cuda_device_count() == torch.cuda.device_count()
+
+
+def test_built_with_cuda_as_configured(qfleet):
+    # scripts/test.sh says whether the build it tests configured the CUDA backend (nvcc found):
+    # the pip-installed wheel must then carry it too.
+    want = os.environ.get("QFLEET_EXPECT_CUDA_BACKEND")
+    if want is None:
+        pytest.skip("QFLEET_EXPECT_CUDA_BACKEND is not set (scripts/test.sh sets it from the CMake build)")
+    assert qfleet.built_with_cuda() == (want == "1")

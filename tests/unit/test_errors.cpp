@@ -181,7 +181,20 @@ TEST(Errors, CompileRejectsBadCircuitsAndOptions) {
   EXPECT_QFLEET_ERROR(qfleet::compile(c, o), "num_threads");
   o = {};
   o.device = qfleet::Device::cuda;
-  if (qfleet::cuda_device_count() == 0) EXPECT_QFLEET_ERROR(qfleet::compile(c, o), "cuda");
+#if defined(QFLEET_WITH_CUDA)  // this test binary's build configured the CUDA backend
+  EXPECT_TRUE(qfleet::built_with_cuda());
+#else
+  EXPECT_FALSE(qfleet::built_with_cuda());
+  EXPECT_EQ(qfleet::cuda_device_count(), 0);
+#endif
+  if (qfleet::cuda_device_count() == 0) {
+    // Which of the two reasons, said plainly.
+    if (qfleet::built_with_cuda()) {
+      EXPECT_QFLEET_ERROR(qfleet::compile(c, o), "'cuda'", "no CUDA device is visible");
+    } else {
+      EXPECT_QFLEET_ERROR(qfleet::compile(c, o), "'cuda'", "no CUDA backend");
+    }
+  }
 
   EXPECT_QFLEET_ERROR(qfleet::Circuit(0), "qubits", "0");
   EXPECT_QFLEET_ERROR(qfleet::Circuit(-3), "qubits");

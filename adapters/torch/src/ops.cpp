@@ -628,6 +628,7 @@ TORCH_LIBRARY(qfleet, m) {
         "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
   m.def("evaluate_json(str problem) -> str", &qfleet::nn::evaluate_json);
   m.def("cuda_device_count() -> int", [] { return static_cast<int64_t>(qfleet::cuda_device_count()); });
+  m.def("built_with_cuda() -> bool", [] { return qfleet::built_with_cuda(); });
 }
 
 TORCH_LIBRARY_IMPL(qfleet, CPU, m) {

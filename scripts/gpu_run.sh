@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The CUDA checks on a lent GPU machine (the workplace's `device` tool), in steps that
+# fit its 10-minute calls. Run scripts/gpu_prepare.sh here first, then e.g.
+#
+#   run(command="scripts/gpu_run.sh build test", carry=[".gpu"], timeout_s=600)
+#   run(command="scripts/gpu_run.sh build bench:Target/ bench:Open/d2/ compare", carry=[".gpu"])
+#
+# Steps, in the order given (each one's log lands in $OUT, at most 8 files come back):
+#   configure         only the configuration below (a check of the carried dependencies)
+#   build [targets]   configure build-gpu (Release, sm_90 only, tests, benchmarks, torch) and
+#                     build everything, or the comma-separated targets (build:bench_cuda,qfleet_torch);
+#                     build-gpu is kept only while the machine stays warm (30 s after a call)
+#   test              every ctest entry but the Python one (GPU tests included), then the
+#                     CUDA-tensor Python tests and the meta-control app's against QuTiP
+#   sanitize          compute-sanitizer memcheck and racecheck over the CUDA tests
+#   bench:FILTER      bench_cuda, the benchmarks matching FILTER, 5 repetitions, medians
+#   compare           bench/device_compare.py --device cuda (PyTorch on the same GPU)
+# Exits non-zero when a step fails, after running the rest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+jobs=$(nproc)
+
+# What the machine lacks, from .gpu (scripts/gpu_prepare.sh): into a prefix, never over /.
+deps=/opt/qfleet-deps
+if [ ! -f "$deps/.done" ]; then
+  [ -d .gpu/debs ] || { echo "gpu_run: no .gpu/debs: run scripts/gpu_prepare.sh and carry .gpu"; exit 2; }
+  mkdir -p "$deps"
+  for f in .gpu/debs/*.deb; do dpkg -x "$f" "$deps"; done
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$deps/site" \
+    .gpu/wheels/*.whl || exit 2
+  touch "$deps/.done"
+fi
+export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+py_path="$root/python:$deps/site"
+torch_lib="$root/build-gpu/adapters/torch/libqfleet_torch.so"
+
+failed=()
+step() {  # step NAME LOG COMMAND...: runs and logs one step, remembers a failure
+  local name=$1 log=$2
+  shift 2
+  local t0=$SECONDS
+  echo "== $name"
+  if "$@" >"$out/$log" 2>&1; then
+    echo "   ok in $((SECONDS - t0)) s ($log)"
+  else
+    echo "   FAILED in $((SECONDS - t0)) s ($log); its end:"
+    tail -n 40 "$out/$log"
+    failed+=("$name")
+  fi
+}
+
+configure() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
+  nvcc --version | tail -n 2
+  python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
+    -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
+    -DPython3_EXECUTABLE="$(command -v python3)"
+}
+
+build() {  # build [comma-separated targets]
+  configure || return 1
+  if [ -n "${1:-}" ]; then
+    cmake --build build-gpu -j"$jobs" --target ${1//,/ }
+  else
+    cmake --build build-gpu -j"$jobs"
+  fi
+}
+
+run_tests() {
+  ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || return 1
+  # The GPU tests must have run here, not skipped.
+  local log
+  log=$(build-gpu/tests/qfleet_tests --gtest_filter='CudaBackend*:OpenCudaBackend*' 2>&1 &&
+        build-gpu/tests/qfleet_cuda_tests 2>&1) || { echo "$log"; return 1; }
+  echo "$log" | grep -E '^\[ +(OK|SKIPPED|FAILED) +\]'
+  if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; return 1; fi
+  (cd "$(mktemp -d)" && PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
+    QFLEET_CLI="$root/build-gpu/tools/qfleet" QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" \
+    QFLEET_EXPECT_CUDA_BACKEND=1 python3 -m pytest -q -p no:cacheprovider -rs \
+    "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py")
+}
+
+sanitize() {
+  local t=build-gpu/tests/qfleet_tests f='CudaBackend*:OpenCudaBackend*'
+  compute-sanitizer --tool memcheck --error-exitcode 1 "$t" --gtest_brief=1 --gtest_filter="$f" || return 1
+  compute-sanitizer --tool racecheck --error-exitcode 1 "$t" --gtest_brief=1 \
+    --gtest_filter='CudaBackend.Random*:OpenCudaBackend.EveryLaunchShape*' || return 1
+  compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/tests/qfleet_cuda_tests --gtest_brief=1
+}
+
+bench() {  # bench FILTER LABEL
+  build-gpu/bench/bench_cuda --benchmark_filter="$1" --benchmark_repetitions=5 \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_$2.json" --benchmark_out_format=json
+}
+
+compare() {
+  PYTHONUNBUFFERED=1 PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
+    python3 bench/device_compare.py --device cuda
+}
+
+for s in "$@"; do
+  case $s in
+    configure) step configure build.log configure ;;
+    build) step build build.log build ;;
+    build:*) step "$s" build.log build "${s#build:}" ;;
+    test) step test test.log run_tests ;;
+    sanitize) step sanitize sanitize.log sanitize ;;
+    bench:*)
+      label=$(echo "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
+      step "$s" "bench_$label.log" bench "${s#bench:}" "$label"
+      cat "$out/bench_$label.log" ;;
+    compare) step compare compare.md compare && cat "$out/compare.md" ;;
+    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, sanitize, bench:FILTER, compare)"; exit 2 ;;
+  esac
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu_run: failed: ${failed[*]}"
+  exit 1
+fi
+echo "gpu_run: all steps passed"

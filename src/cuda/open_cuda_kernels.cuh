@@ -1,0 +1,116 @@
+// The open-system kernels (kernels/open_task.hpp launched on the GPU) and their
+// launch/occupancy helpers, instantiated in one small translation unit per
+// kernel kind (open_cuda_k_*.cu) so nvcc compiles them in parallel: each
+// instantiation of the whole task body costs about a minute of nvcc per
+// architecture. open_cuda.cu sees only the declarations (open_cuda_kernels.hpp).
+#pragma once
+
+#define QFLEET_KERN_ISA cuda
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/open_cuda_kernels.hpp"
+#include "kernels/open_task.hpp"
+
+namespace qfleet::gpu::open_detail {
+
+struct AtomicAdd {
+  template <class R>
+  QFLEET_HD void operator()(R* p, R v) const {
+#if defined(__CUDA_ARCH__)
+    atomicAdd(p, v);
+#else
+    *p += v;
+#endif
+  }
+};
+
+// A thread block as a kernels/group.hpp group (blockDim.x a multiple of 32).
+// Reductions: a butterfly of shuffles in each warp (every lane ends with the same
+// bits), then the warps' partials in warp order: deterministic.
+struct BlockGroup {
+  static constexpr bool kSolo = false;
+  int r, n;
+  double* scratch;  // 32 doubles of shared memory
+  __device__ int rank() const { return r; }
+  __device__ int size() const { return n; }
+  __device__ void sync() const { __syncthreads(); }
+  __device__ double combine(double v, bool is_max) const {
+    for (int off = 16; off > 0; off >>= 1) {
+      const double o = __shfl_xor_sync(0xffffffffu, v, off);
+      v = is_max ? kern::nan_max(v, o) : v + o;
+    }
+    if (n == 32) return v;
+    if ((r & 31) == 0) scratch[r >> 5] = v;
+    __syncthreads();
+    double t = scratch[0];
+    for (int w = 1; w < (n >> 5); ++w) t = is_max ? kern::nan_max(t, scratch[w]) : t + scratch[w];
+    __syncthreads();
+    return t;
+  }
+  __device__ double sum(double v) const { return combine(v, false); }
+  __device__ double max(double v) const { return combine(v, true); }
+};
+
+template <class R, class N>
+__global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
+                                  std::size_t work_per, int cap, int* status) {
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  kern::Cx<R>* ws = work + tid * work_per;
+  for (std::size_t b = tid; b < c.batch; b += stride) {
+    const int st = kern::open_run_task<R, N>(v, c, b, ws, cap, AtomicAdd{});
+    if (st != kern::kOpenOk && status != nullptr) atomicOr(status, 1 << st);
+  }
+}
+
+template <class R>
+__global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
+                                  std::size_t work_per, int cap, int* status) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ double scratch[32];
+  kern::Cx<R>* ws = work != nullptr ? work + std::size_t(blockIdx.x) * work_per : reinterpret_cast<kern::Cx<R>*>(smem);
+  const BlockGroup g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
+  for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
+    const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
+    if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);
+  }
+}
+
+// Blocks of `threads` threads (with `smem` bytes of dynamic shared memory) one SM
+// holds at once (register-bound for this body).
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t smem) {
+  int nb = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return std::max(nb, 1);
+}
+
+template <class R, class N>
+void launch_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
+                  int* status, void* stream) {
+  open_tasks_kernel<R, N><<<static_cast<unsigned>(s.blocks), s.threads, 0, as_stream(stream)>>>(
+      v, c, work, s.work_per_task, s.cap, status);
+}
+
+template <class R, class N>
+int tasks_blocks_per_sm(int threads) {
+  return resident_blocks(open_tasks_kernel<R, N>, threads, 0);
+}
+
+template <class R>
+void launch_group(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
+                  int* status, void* stream) {
+  open_group_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, as_stream(stream)>>>(
+      v, c, work, s.work_per_task, s.cap, status);
+}
+
+template <class R>
+int group_blocks_per_sm(int threads, std::size_t smem) {
+  return resident_blocks(open_group_kernel<R>, threads, smem);
+}
+
+}  // namespace qfleet::gpu::open_detail
