@@ -14,7 +14,7 @@
 //
 // SoloGroup (the cpu executor and the GPU's thread-per-task launch) makes every
 // split loop the plain loop and every sync a no-op; the cuda backend's warp and
-// block groups live in src/cuda/open_cuda.cu; the CPU tests run the same bodies
+// block groups live in src/cuda/open_cuda_kernels.cuh; the CPU tests run the same bodies
 // with groups of std::threads (tests/unit/group_emu.hpp).
 #pragma once
 

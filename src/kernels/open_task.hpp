@@ -1,6 +1,6 @@
 // One open-system task, forward and reverse mode, written once for the cpu
 // executor (src/cpu/open_cpu_impl.hpp, compiled per ISA) and the cuda backend
-// (src/cuda/open_cuda.cu). Per segment k:
+// (src/cuda/open_cuda_kernels.cuh). Per segment k:
 //   exact:  P_k = exp(dt_k A_k) (Higham 2005), X_k = P_k X_{k-1};
 //           backward: W = lam_k X_{k-1}^dag, (P_k^dag, L) = expm_frechet(dt_k A_k^dag, W)
 //           gives dF/dA_k = dt_k L (the adjoint Frechet derivative, Al-Mohy & Higham
