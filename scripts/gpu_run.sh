@@ -5,7 +5,8 @@
 #   run(command="scripts/gpu_run.sh build test", carry=[".gpu"], timeout_s=600)
 #   run(command="scripts/gpu_run.sh build bench:Target/ bench:Open/d2/ compare", carry=[".gpu"])
 #
-# Steps, in the order given (each one's log lands in $OUT, at most 8 files come back):
+# Steps, in the order given (logs land in $OUT: build.log, test.log, sanitize.log, bench.log
+# with bench_FILTER.json per filter, compare.md; at most 8 files come back from a call):
 #   configure         only the configuration below (a check of the carried dependencies)
 #   build [targets]   configure build-gpu (Release, sm_90 only, tests, benchmarks, torch) and
 #                     build everything, or the comma-separated targets (build:bench_cuda,qfleet_torch);
@@ -19,6 +20,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+for s in "$@"; do  # a typo must not cost a build on borrowed time
+  case $s in
+    configure | build | build:?* | test | sanitize | bench:?* | compare) ;;
+    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, sanitize, bench:FILTER, compare)"
+       exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: scripts/gpu_run.sh STEP... (see the top of this file)"; exit 2; }
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 jobs=$(nproc)
@@ -44,7 +53,7 @@ step() {  # step NAME LOG COMMAND...: runs and logs one step, remembers a failur
   shift 2
   local t0=$SECONDS
   echo "== $name"
-  if "$@" >"$out/$log" 2>&1; then
+  if "$@" >>"$out/$log" 2>&1; then
     echo "   ok in $((SECONDS - t0)) s ($log)"
   else
     echo "   FAILED in $((SECONDS - t0)) s ($log); its end:"
@@ -71,18 +80,19 @@ build() {  # build [comma-separated targets]
   fi
 }
 
-run_tests() {
-  ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || return 1
+run_tests() {  # every part runs; the step fails when one did
+  local rc=0 log
+  ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || rc=1
   # The GPU tests must have run here, not skipped.
-  local log
   log=$(build-gpu/tests/qfleet_tests --gtest_filter='CudaBackend*:OpenCudaBackend*' 2>&1 &&
-        build-gpu/tests/qfleet_cuda_tests 2>&1) || { echo "$log"; return 1; }
+        build-gpu/tests/qfleet_cuda_tests 2>&1) || rc=1
   echo "$log" | grep -E '^\[ +(OK|SKIPPED|FAILED) +\]'
-  if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; return 1; fi
+  if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; rc=1; fi
   (cd "$(mktemp -d)" && PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
     QFLEET_CLI="$root/build-gpu/tools/qfleet" QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" \
     QFLEET_EXPECT_CUDA_BACKEND=1 python3 -m pytest -q -p no:cacheprovider -rs \
-    "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py")
+    "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py") || rc=1
+  return $rc
 }
 
 sanitize() {
@@ -111,11 +121,10 @@ for s in "$@"; do
     test) step test test.log run_tests ;;
     sanitize) step sanitize sanitize.log sanitize ;;
     bench:*)
-      label=$(echo "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
-      step "$s" "bench_$label.log" bench "${s#bench:}" "$label"
-      cat "$out/bench_$label.log" ;;
+      label=$(printf %s "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
+      step "$s" bench.log bench "${s#bench:}" "$label"
+      cat "$out/bench.log" ;;
     compare) step compare compare.md compare && cat "$out/compare.md" ;;
-    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, sanitize, bench:FILTER, compare)"; exit 2 ;;
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
