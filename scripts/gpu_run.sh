@@ -8,15 +8,15 @@
 # Steps, in the order given (logs land in $OUT: build.log, test.log, sanitize.log, bench.log
 # with bench_FILTER.json per filter, compare.md; at most 8 files come back from a call):
 #   configure         only the configuration below (a check of the carried dependencies)
-#   build [targets]   configure build-gpu (Release, sm_90 only, tests, benchmarks, torch) and
-#                     build everything, or the comma-separated targets (build:bench_cuda,qfleet_torch);
+#   build             configure build-gpu (Release, sm_90 only, tests, benchmarks, torch) and
+#   build:T1,T2       build everything, or only the named targets (build:bench_cuda,qfleet_torch);
 #                     build-gpu is kept only while the machine stays warm (30 s after a call)
 #   test              every ctest entry but the Python one (GPU tests included), then the
 #                     CUDA-tensor Python tests and the meta-control app's against QuTiP
 #   sanitize          compute-sanitizer memcheck and racecheck over the CUDA tests
 #   bench:FILTER      bench_cuda, the benchmarks matching FILTER, 5 repetitions, medians
 #   compare           bench/device_compare.py --device cuda (PyTorch on the same GPU)
-# Exits non-zero when a step fails, after running the rest.
+# Exits non-zero when a step fails, after running the rest (a failed build stops at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -47,6 +47,7 @@ export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LI
 py_path="$root/python:$deps/site"
 torch_lib="$root/build-gpu/adapters/torch/libqfleet_torch.so"
 
+exec 3>&1  # the terminal, for what a step shows beside its log
 failed=()
 step() {  # step NAME LOG COMMAND...: runs and logs one step, remembers a failure
   local name=$1 log=$2
@@ -103,9 +104,11 @@ sanitize() {
   compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/tests/qfleet_cuda_tests --gtest_brief=1
 }
 
-bench() {  # bench FILTER LABEL
+bench() {  # bench FILTER LABEL (the table is printed too)
   build-gpu/bench/bench_cuda --benchmark_filter="$1" --benchmark_repetitions=5 \
-    --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_$2.json" --benchmark_out_format=json
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_$2.json" --benchmark_out_format=json |
+    tee /dev/fd/3
+  [ -s "$out/bench_$2.json" ]  # nothing measured is a failure here
 }
 
 compare() {
@@ -118,12 +121,16 @@ for s in "$@"; do
     configure) step configure build.log configure ;;
     build) step build build.log build ;;
     build:*) step "$s" build.log build "${s#build:}" ;;
+  esac
+  case ${failed[*]:-} in
+    *build* | *configure*) echo "gpu_run: the build failed; nothing else runs"; exit 1 ;;
+  esac
+  case $s in
     test) step test test.log run_tests ;;
     sanitize) step sanitize sanitize.log sanitize ;;
     bench:*)
       label=$(printf %s "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
-      step "$s" bench.log bench "${s#bench:}" "$label"
-      cat "$out/bench.log" ;;
+      step "$s" bench.log bench "${s#bench:}" "$label" ;;
     compare) step compare compare.md compare && cat "$out/compare.md" ;;
   esac
 done
