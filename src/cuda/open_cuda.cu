@@ -112,7 +112,7 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
   if (s.shape != OpenShape::thread) {
     launch_group<R>(v, c, s, work, status, stream);
   } else if (v.n == 4) {  // only the open qubit gets fixed loop bounds: each instantiation
-                          // of the whole body costs a minute of nvcc per architecture
+                          // of the whole body costs ~20 s of nvcc per architecture
     launch_tasks<R, kern::FixedDim<4>>(v, c, s, work, status, stream);
   } else {
     launch_tasks<R, int>(v, c, s, work, status, stream);

@@ -1,5 +1,6 @@
 // The open-system kernel for a thread per task with the open qubit's fixed loop
-// bounds (generator order 4), in complex64 and complex128 (one translation unit per kernel kind: see open_cuda_kernels.cuh).
+// bounds (generator order 4), in complex64 and complex128 (one translation unit
+// per kernel kind: see open_cuda_kernels.cuh).
 #include "cuda/open_cuda_kernels.cuh"
 
 namespace qfleet::gpu::open_detail {

@@ -1,5 +1,5 @@
-// The open-system kernel for a thread per task, any generator order, in complex64 and complex128
-// (one translation unit per kernel kind: see open_cuda_kernels.cuh).
+// The open-system kernel for a thread per task, any generator order, in complex64
+// and complex128 (one translation unit per kernel kind: see open_cuda_kernels.cuh).
 #include "cuda/open_cuda_kernels.cuh"
 
 namespace qfleet::gpu::open_detail {
