@@ -232,6 +232,26 @@ void register_all() {
       }
     }
   }
+  // The circuit launch shapes side by side (QFLEET_CUDA_SHAPE), to tune the automatic
+  // choice: Shape/n{4,6,10,14}/B{100,10000}/fwd+bwd/c64/{registers,warp,block,interleaved,global}
+  // (a shape a circuit cannot take is skipped: registers needs n <= 5, warp n <= 6,
+  // block n <= 13 in complex64 on an H100).
+  for (int n : {4, 6, 10, 14}) {
+    const qfleet::Circuit c = layer_circuit(n);
+    for (std::size_t B : {std::size_t{100}, std::size_t{10000}}) {
+      if (double(B) * std::ldexp(32.0, n) > 8.0 * (1u << 30)) continue;
+      for (const char* shape : {"registers", "warp", "block", "interleaved", "global"}) {
+        const std::string sh(shape);
+        if ((sh == "registers" && n > 5) || (sh == "warp" && n > 6) || (sh == "block" && n > 13)) continue;
+        const std::string name = "Shape/n" + std::to_string(n) + "/B" + std::to_string(B) + "/fwd+bwd/c64/" + shape;
+        benchmark::RegisterBenchmark(name.c_str(), [c, B, shape](benchmark::State& st) {
+          setenv("QFLEET_CUDA_SHAPE", shape, 1);
+          run<float>(st, c, B, true);
+          unsetenv("QFLEET_CUDA_SHAPE");
+        })->UseManualTime()->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
   // The three launch shapes side by side (QFLEET_OPEN_CUDA_SHAPE), to tune the
   // automatic choice: OpenShape/d{2,3,4,8}/B10000/fwd+grad/c64/{thread,warp,block}.
   for (int d : {2, 3, 4, 8}) {

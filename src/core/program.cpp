@@ -3,8 +3,10 @@
 // check has passed.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <omp.h>
@@ -146,6 +148,20 @@ const void* data_of(std::span<R> s) {
 }
 
 #if defined(QFLEET_WITH_CUDA)
+// QFLEET_CUDA_SHAPE = registers | warp | block | interleaved | global pins the circuit launch
+// shape (benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen
+// from n and the precision (gpu::launch_shape).
+gpu::Strategy requested_strategy() {
+  const char* env = std::getenv("QFLEET_CUDA_SHAPE");
+  if (env == nullptr || *env == 0) return gpu::Strategy::automatic;
+  for (gpu::Strategy s : {gpu::Strategy::automatic, gpu::Strategy::registers, gpu::Strategy::warp,
+                          gpu::Strategy::block, gpu::Strategy::interleaved, gpu::Strategy::global}) {
+    if (std::string_view(env) == gpu::strategy_name(s)) return s;
+  }
+  throw Error("QFLEET_CUDA_SHAPE='" + std::string(env) +
+              "': expected registers, warp, block, interleaved, global or automatic");
+}
+
 template <class R>
 void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
   const detail::CudaResident& res = *p.cuda;
@@ -166,7 +182,8 @@ void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
   for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
   std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
   const gpu::LaunchShape shape =
-      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, detail::props_of(res));
+      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, detail::props_of(res),
+                        requested_strategy());
   const std::size_t staged_bytes = staged ? host_bytes(p, c) + 16 * 8 : 0;
   if (double(shape.work_bytes + staged_bytes) > 0.9 * double(res.total_mem)) {
     throw Error("this call needs " + std::to_string((shape.work_bytes + staged_bytes) >> 20) +
@@ -388,7 +405,7 @@ std::string Program::execution(std::size_t batch, bool adjoint) const {
   if (r != Route::cpu) {
     const gpu::LaunchShape s = gpu::launch_shape(plan_->cuda->view, batch,
                                                  plan_->precision == Precision::complex64 ? 4 : 8, adjoint,
-                                                 detail::props_of(*plan_->cuda));
+                                                 detail::props_of(*plan_->cuda), requested_strategy());
     return "cuda " + std::string(gpu::strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
            " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
            std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +

@@ -2,6 +2,7 @@
 #include "core/sv_pack.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "core/blob.hpp"
 #include "qfleet/error.hpp"
@@ -32,6 +33,10 @@ PackedSvPlan pack_sv_plan(const Plan& plan) {
     d.n_params = o.n_params;
     d.first_param = o.first_param;
     d.fixed = o.fixed;
+    if (o.site.kt < 1 || o.site.kt > kern::kMaxGroupTargets) {
+      throw Error("internal: a block on " + std::to_string(o.site.kt) +
+                  " target wires is not supported by the group executor");
+    }
     if (o.site.kt > 1 && o.fixed < 0 && o.n_params > 1) {
       throw Error("internal: a multi-qubit block with several parameters is not supported by the group executor");
     }

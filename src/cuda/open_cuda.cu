@@ -39,7 +39,11 @@ int group_blocks_per_sm_any(int real_bytes, int threads, std::size_t smem) {
   return real_bytes == 4 ? group_blocks_per_sm<float>(threads, smem) : group_blocks_per_sm<double>(threads, smem);
 }
 
-constexpr std::size_t kSmemDefault = 48 * 1024;  // dynamic shared memory without an opt-in
+// Dynamic shared memory a group block may take: the device's opt-in limit less the
+// kernel's static reduction scratch (32 doubles).
+std::size_t group_smem_limit(const DeviceProps& dev) {
+  return dev.smem_optin > 32 * sizeof(double) ? dev.smem_optin - 32 * sizeof(double) : 0;
+}
 
 }  // namespace
 
@@ -72,7 +76,7 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
   s.shape = want;
   if (want != OpenShape::thread) {
     s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
-    s.smem = per <= kSmemDefault ? per : 0;
+    s.smem = per <= group_smem_limit(dev) ? per : 0;
     const std::size_t resident =
         std::size_t(std::max(dev.sm_count, 1)) * group_blocks_per_sm_any(real_bytes, s.threads, s.smem);
     std::size_t blocks = std::min<std::size_t>(std::max<std::size_t>(batch, 1), resident);

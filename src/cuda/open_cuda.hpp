@@ -13,8 +13,8 @@ namespace qfleet::gpu {
 // stride over the batch), or a group per task, a block of 32 threads (`warp`) or
 // of 128-256 (`block`), whose members split every product of the task body
 // (kernels/group.hpp). Each task slot (thread or block) owns a workspace, in
-// dynamic shared memory when a block's fits in 48 KiB, else in global memory
-// sized for the resident slots (work_bytes).
+// dynamic shared memory when a block's fits the device's opt-in limit, else in
+// global memory sized for the resident slots (work_bytes).
 enum class OpenShape { automatic, thread, warp, block };
 const char* open_shape_name(OpenShape s);
 

@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/open_cuda_kernels.hpp"
@@ -101,15 +103,35 @@ int tasks_blocks_per_sm(int threads) {
   return resident_blocks(open_tasks_kernel<R, N>, threads, 0);
 }
 
+// Opts the group kernel in, once per device, to the device's whole shared memory
+// per block, so workspaces above the default 48 KiB stay in shared memory too
+// (open_launch_shape decides which fit).
+template <class R>
+void allow_group_smem() {
+  static std::atomic<std::uint64_t> done{0};
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  int optin = 0;
+  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+  check(cudaFuncSetAttribute(open_group_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             optin - static_cast<int>(sizeof(double) * 32)),
+        "cudaFuncSetAttribute");
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
 template <class R>
 void launch_group(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
                   int* status, void* stream) {
+  allow_group_smem<R>();
   open_group_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, as_stream(stream)>>>(
       v, c, work, s.work_per_task, s.cap, status);
 }
 
 template <class R>
 int group_blocks_per_sm(int threads, std::size_t smem) {
+  allow_group_smem<R>();
   return resident_blocks(open_group_kernel<R>, threads, smem);
 }
 

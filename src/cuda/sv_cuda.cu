@@ -1,12 +1,22 @@
-// The cuda circuit backend: kernels/sv_group.hpp (the body the cpu tests also
-// run) launched with a group of threads per circuit. Only the launch shape and
-// where the two states live are decided here:
+// The cuda circuit backend: kernels/sv_lanes.hpp and kernels/sv_group.hpp (the
+// bodies the cpu tests also run) launched with a group of threads per circuit.
+// Only the launch shape and where the two states live are decided here:
+//   registers (n <= 5): 2^n lanes of a warp per circuit, 32 / 2^n circuits per
+//          warp, one amplitude of psi (and lam) per lane in registers, gates by
+//          shuffles, reduced weight gradients summed across the warp's circuits
+//          before one atomic add;
 //   warp   (2^n / 2 <= 32): a slice of a warp per circuit, several circuits per
 //          block, states in shared memory, sync = __syncwarp, sums by shuffles;
 //   block  (states fit in shared memory): a thread block per circuit, sync =
 //          __syncthreads, sums by shuffles then one pass over per-warp partials;
-//   global (larger n): a thread block per circuit with its states in a global
-//          workspace sized for the resident blocks (grid-stride over the batch).
+//   interleaved (larger n, batch >= 32): a block of 32 x 8 threads per tile of 32
+//          samples stored side by side in a global workspace (amplitude i of
+//          the 32 samples in consecutive words), each sample's 8 threads
+//          splitting the gates' amplitude groups: a warp reads one amplitude of
+//          32 samples in one coalesced access;
+//   global (larger n, small batches): a thread block per circuit with its states
+//          in a global workspace sized for the resident blocks (grid-stride over
+//          the batch).
 // One launch runs every sample's forward, measurements and adjoint backward; the
 // gate blocks are computed on the device from each sample's angles; reduced weight
 // gradients are summed with atomics inside the kernel.
@@ -20,6 +30,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/sv_cuda.hpp"
 #include "kernels/sv_group.hpp"
+#include "kernels/sv_lanes.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::gpu {
@@ -37,6 +48,22 @@ struct WarpGroup {  // `n` (a power of two <= 32) consecutive lanes of one warp
     return v;  // every lane adds the same pairs: the same bits in every lane
   }
   __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
+};
+
+template <class R>
+struct LaneGroup {  // 2^n consecutive lanes of a warp holding one circuit (kernels/sv_lanes.hpp)
+  int l, W;
+  __device__ int lane() const { return l; }
+  __device__ int width() const { return W; }
+  __device__ R shfl_xor(R v, unsigned m) const { return __shfl_xor_sync(0xffffffffu, v, static_cast<int>(m)); }
+  __device__ void sync() const { __syncwarp(); }
+  __device__ void reduce_add(R* p, R v, bool contribute) const {
+    v = contribute ? v : R(0);
+    // Every lane of a circuit holds its total: a butterfly over the circuit index
+    // bits sums the warp's circuits, then one lane adds the warp's share.
+    for (int m = W; m < 32; m <<= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    if ((threadIdx.x & 31u) == 0) atomicAdd(p, v);
+  }
 };
 
 template <class R>
@@ -72,6 +99,58 @@ __global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::si
     const bool active = b < c.batch;
     kern::sv_group_run(p, c, active ? b : c.batch - 1, active, base, ns == 2 ? base + st : nullptr, g);
     __syncwarp();
+  }
+}
+
+// Blocks of 128 threads = 4 warps, 128 / 2^n circuits per block; every warp runs
+// its circuits in lockstep (full-warp shuffles), padding circuits included.
+template <class R>
+__global__ void sv_lanes_kernel(kern::SvPlan p, kern::SvCall<R> c, int W, std::size_t n_blocks) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int per_block = static_cast<int>(blockDim.x) / W;
+  const LaneGroup<R> g{tid % W, W};
+  for (std::size_t blk = blockIdx.x; blk < n_blocks; blk += gridDim.x) {
+    const std::size_t b = blk * per_block + std::size_t(tid / W);
+    const bool active = b < c.batch;
+    kern::sv_lanes_run(p, c, active ? b : c.batch - 1, active, g);
+  }
+}
+
+constexpr int kTile = 32;    // samples per interleaved tile: the warp's lanes
+constexpr int kMembers = 8;  // threads per sample in the interleaved shape
+
+template <class R>
+struct TileGroup {  // the kMembers threads of a block that share threadIdx.x (one sample of a tile)
+  int r, n;
+  R* scratch;  // [kMembers][kTile] in shared memory
+  __device__ int rank() const { return r; }
+  __device__ int size() const { return n; }
+  __device__ void sync() const { __syncthreads(); }
+  __device__ R sum(R v) const {
+    scratch[r * kTile + threadIdx.x] = v;
+    __syncthreads();
+    R t = 0;
+    for (int w = 0; w < n; ++w) t += scratch[w * kTile + threadIdx.x];  // fixed order: deterministic
+    __syncthreads();
+    return t;
+  }
+  __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
+};
+
+// blockDim = (kTile, kMembers); each block owns one tile's psi (and lam) in `work`.
+template <class R>
+__global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, std::size_t n_tiles) {
+  __shared__ R scratch[kMembers * kTile];
+  const int l = static_cast<int>(threadIdx.x);
+  const std::size_t tile = 2 * p.dim * kTile;
+  const int ns = c.cotangents ? 2 : 1;
+  R* psi = work + std::size_t(blockIdx.x) * ns * tile;
+  const TileGroup<R> g{static_cast<int>(threadIdx.y), static_cast<int>(blockDim.y), scratch};
+  for (std::size_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+    const std::size_t b = t * kTile + std::size_t(l);
+    const bool active = b < c.batch;
+    kern::sv_group_run<kTile>(p, c, active ? b : c.batch - 1, active, psi, ns == 2 ? psi + tile : nullptr, g, l);
+    __syncthreads();
   }
 }
 
@@ -143,6 +222,12 @@ DeviceProps device_props(int id) {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
+    case Strategy::registers:
+      return "registers";
+    case Strategy::automatic:
+      return "automatic";
+    case Strategy::interleaved:
+      return "interleaved";
     case Strategy::warp:
       return "warp";
     case Strategy::block:
@@ -153,26 +238,59 @@ const char* strategy_name(Strategy s) {
 }
 
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,
-                         const DeviceProps& dev) {
+                         const DeviceProps& dev, Strategy want) {
   LaunchShape s;
   const std::size_t state_bytes = 2 * std::size_t(real_bytes) * p.dim;
   const std::size_t per_circuit = state_bytes * (adjoint ? 2 : 1);
   const std::size_t half = std::max<std::size_t>(p.dim / 2, 1);
-  if (half <= 32) {
-    s.strategy = Strategy::warp;
+  const bool fits_registers = p.n <= kern::kMaxLaneQubits, fits_warp = half <= 32,
+             fits_block = per_circuit <= dev.smem_optin;
+  // Interleaved tiles: one per SM at least within a quarter of the device memory.
+  const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
+  const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));
+  if (want == Strategy::automatic) {
+    want = fits_registers                                         ? Strategy::registers
+           : fits_warp                                            ? Strategy::warp
+           : fits_block                                           ? Strategy::block
+           : batch >= std::size_t(kTile) && sms * tile_bytes <= budget ? Strategy::interleaved
+                                                                  : Strategy::global;
+  }
+  auto refuse = [&](const char* why) {
+    return Error(std::string("the '") + strategy_name(want) + "' circuit launch shape needs " + why +
+                 "; this circuit has " +
+                 std::to_string(p.n) + " qubits");
+  };
+  s.strategy = want;
+  if (want == Strategy::registers) {
+    if (!fits_registers) throw refuse("at most 5 qubits");
+    s.group = 1 << p.n;
+    s.threads = 128;
+    s.per_block = s.threads / s.group;
+    s.blocks = (batch + s.per_block - 1) / s.per_block;
+  } else if (want == Strategy::warp) {
+    if (!fits_warp) throw refuse("at most 6 qubits");
     s.group = static_cast<int>(half);
     s.threads = 128;
     s.per_block = s.threads / s.group;
     s.smem = per_circuit * s.per_block;
     s.blocks = (batch + s.per_block - 1) / s.per_block;
-  } else if (per_circuit <= dev.smem_optin) {
-    s.strategy = Strategy::block;
-    s.group = static_cast<int>(std::min<std::size_t>(half, 256));
+  } else if (want == Strategy::block) {
+    if (!fits_block) throw refuse("its states to fit in one block's shared memory");
+    // Whole warps (BlockGroup's sums are full-warp shuffles): 32 threads at least,
+    // only when pinned for a small circuit.
+    s.group = static_cast<int>(std::clamp<std::size_t>(half, 32, 256));
     s.threads = s.group;
     s.smem = per_circuit;
     s.blocks = batch;
+  } else if (want == Strategy::interleaved) {
+    if (tile_bytes > budget) throw refuse("a tile of 32 samples' states within a quarter of the device memory");
+    const std::size_t tiles = (batch + kTile - 1) / kTile;
+    s.group = kMembers;
+    s.per_block = kTile;
+    s.threads = kTile * kMembers;
+    s.blocks = std::min({tiles, sms, budget / tile_bytes});
+    s.work_bytes = s.blocks * tile_bytes;
   } else {
-    s.strategy = Strategy::global;
     s.group = 256;
     s.threads = 256;
     // Enough resident blocks to fill the device; each owns one sample's states at a time.
@@ -227,10 +345,22 @@ void run_circuits(const kern::SvPlan& p, const kern::SvCall<R>& c, const LaunchS
   if (c.grad_weights != nullptr && c.reduce_weights && c.cotangents != nullptr) {
     memset_async(c.grad_weights, std::size_t(p.n_weights) * sizeof(R), stream);
   }
-  if (s.strategy == Strategy::warp) {
+  if (s.strategy == Strategy::registers) {
+    const std::size_t n_blocks = (c.batch + s.per_block - 1) / s.per_block;
+    sv_lanes_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(p, c, s.group, n_blocks);
+    check(cudaGetLastError(), "the register circuit kernel launch");
+  } else if (s.strategy == Strategy::warp) {
     sv_warp_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(p, c, s.group,
                                                                                   (c.batch + s.per_block - 1) / s.per_block);
     check(cudaGetLastError(), "the warp circuit kernel launch");
+  } else if (s.strategy == Strategy::interleaved) {
+    R* work = static_cast<R*>(malloc_async(s.work_bytes, stream));
+    const dim3 block(kTile, kMembers);
+    sv_interleaved_kernel<R><<<static_cast<unsigned>(s.blocks), block, 0, st>>>(p, c, work,
+                                                                               (c.batch + kTile - 1) / kTile);
+    const cudaError_t e = cudaGetLastError();
+    free_async(work, stream);
+    check(e, "the interleaved circuit kernel launch");
   } else if (s.strategy == Strategy::block) {
     sv_block_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(p, c, nullptr);
     check(cudaGetLastError(), "the block circuit kernel launch");

@@ -27,9 +27,9 @@ DeviceProps device_props(int id);
 
 // How a call is laid out on the device (chosen per call from n, precision and
 // whether the adjoint runs; see docs/architecture.md "How a call runs on cuda").
-enum class Strategy : std::uint8_t { warp, block, global };
+enum class Strategy : std::uint8_t { registers, warp, block, interleaved, global, automatic };
 struct LaunchShape {
-  Strategy strategy = Strategy::warp;
+  Strategy strategy = Strategy::registers;
   int group = 1;        // threads per circuit
   int per_block = 1;    // circuits per block
   int threads = 32;     // threads per block
@@ -37,8 +37,13 @@ struct LaunchShape {
   std::size_t blocks = 1;
   std::size_t work_bytes = 0;  // global workspace (global strategy)
 };
+// `want` automatic picks registers (n <= 5), warp (n <= 6), block (the states fit
+// one block's shared memory), interleaved (batch >= 32 and a tile of 32 samples per
+// SM fits a quarter of the device memory), else global; another value pins that shape (the
+// QFLEET_CUDA_SHAPE variable: benchmarks, tests of every shape on a GPU) and throws
+// qfleet::Error where the circuit cannot run that way.
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,
-                         const DeviceProps& dev);
+                         const DeviceProps& dev, Strategy want = Strategy::automatic);
 const char* strategy_name(Strategy s);
 
 // Memory. Synchronous forms are for compile time; *_async forms are stream-ordered

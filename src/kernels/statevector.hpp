@@ -31,11 +31,14 @@ QFLEET_HD inline std::uint64_t insert_zero_bits(std::uint64_t g, const int* pos,
 }
 
 
-// y = M x (or M^dagger x) on one group, one lane.
-template <class R, int L, int KT, bool Dag>
+// y = M x (or M^dagger x) on one group, one lane. The block has ML lanes: L (each
+// sample's own block, the cpu tiles) or 1 (one thread's block for its own sample,
+// the cuda groups, whose states may still be tiles of L samples).
+template <class R, int L, int KT, bool Dag, int ML = L>
 QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t base,
                                        const R* m, int l) {
   constexpr int D = 1 << KT;
+  const int ml = ML == 1 ? 0 : l;
   R xr[D], xi[D];
   for (int c = 0; c < D; ++c) {
     const R* a = s + (base + site.off[c]) * 2 * L;
@@ -46,8 +49,8 @@ QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t
     R yr = 0, yi = 0;
     for (int c = 0; c < D; ++c) {
       const int e = Dag ? c * D + r : r * D + c;
-      const R mr = m[e * 2 * L + l];
-      const R mi = Dag ? -m[e * 2 * L + L + l] : m[e * 2 * L + L + l];
+      const R mr = m[e * 2 * ML + ml];
+      const R mi = Dag ? -m[e * 2 * ML + ML + ml] : m[e * 2 * ML + ML + ml];
       yr += mr * xr[c] - mi * xi[c];
       yi += mr * xi[c] + mi * xr[c];
     }
@@ -57,11 +60,13 @@ QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t
   }
 }
 
-// Re <lam| M |phi> restricted to one group, one lane (M a derivative block).
-template <class R, int L, int KT>
+// Re <lam| M |phi> restricted to one group, one lane (M a derivative block with ML
+// lanes, as above).
+template <class R, int L, int KT, int ML = L>
 QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& site,
                                  std::uint64_t base, const R* m, int l) {
   constexpr int D = 1 << KT;
+  const int ml = ML == 1 ? 0 : l;
   R xr[D], xi[D];
   for (int c = 0; c < D; ++c) {
     const R* a = phi + (base + site.off[c]) * 2 * L;
@@ -72,8 +77,8 @@ QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& sit
   for (int r = 0; r < D; ++r) {
     R yr = 0, yi = 0;
     for (int c = 0; c < D; ++c) {
-      const R mr = m[(r * D + c) * 2 * L + l];
-      const R mi = m[(r * D + c) * 2 * L + L + l];
+      const R mr = m[(r * D + c) * 2 * ML + ml];
+      const R mi = m[(r * D + c) * 2 * ML + ML + ml];
       yr += mr * xr[c] - mi * xi[c];
       yi += mr * xi[c] + mi * xr[c];
     }

@@ -14,9 +14,13 @@
 // is reached by the whole group (control flow that leads to them depends only on
 // the plan and the call, never on the rank).
 //
-// States use the cpu backend's lane layout with one lane (L = 1): amplitude i at
-// s[2i] (real), s[2i+1] (imaginary), so kern::apply_block_lane / sandwich_lane /
-// pauli_* are called exactly as the cpu executor calls them.
+// States use the cpu backend's lane layout: a tile of L samples side by side,
+// amplitude i of lane l at s[2Li + l] (real) and s[2Li + L + l] (imaginary), so
+// kern::apply_block_lane / sandwich_lane / pauli_* are called exactly as the cpu
+// executor calls them. One sample per group (L = 1, l = 0) is the warp and block
+// shapes; the interleaved shape runs L = 32 groups side by side on one tile, the
+// group of lane l being the threads that share l, so a warp (32 lanes, one group
+// member each) touches the same amplitude of 32 samples: one coalesced access.
 #pragma once
 
 #include <cmath>
@@ -64,36 +68,45 @@ QFLEET_HD inline void op_block(const SvPlan& p, const SvCall<R>& c, const OpDesc
   }
 }
 
-template <class R, int KT, bool Dag, class G>
+template <class R, int L, int KT, bool Dag, class G>
 QFLEET_HD inline void group_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
-                                  G& g) {
+                                  G& g, int l) {
   constexpr int D = 1 << KT;
   R m[2 * D * D];
   op_block<R, D>(p, c, op, b, -1, m);
   const std::uint64_t ng = p.dim >> op.site.k_all;
   for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
     const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
-    apply_block_lane<R, 1, KT, Dag>(s, op.site, base, m, 0);
+    apply_block_lane<R, L, KT, Dag, 1>(s, op.site, base, m, l);
   }
 }
 
-template <class R, bool Dag, class G>
+template <class R, int L, bool Dag, class G>
 QFLEET_HD inline void group_apply_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
-                                     G& g) {
+                                     G& g, int l) {
   switch (op.site.kt) {
     case 1:
-      return group_apply<R, 1, Dag>(p, c, op, b, s, g);
-    case 2:
-      return group_apply<R, 2, Dag>(p, c, op, b, s, g);
-    default:
-      return group_apply<R, 3, Dag>(p, c, op, b, s, g);
+      return group_apply<R, L, 1, Dag>(p, c, op, b, s, g, l);
+    default:  // 2 (kMaxGroupTargets)
+      return group_apply<R, L, 2, Dag>(p, c, op, b, s, g, l);
   }
+}
+
+// Amplitude i of lane l in a tile of L samples: real part, imaginary part.
+template <int L>
+QFLEET_HD inline std::uint64_t re_at(std::uint64_t i, int l) {
+  return i * 2 * L + std::uint64_t(l);
+}
+template <int L>
+QFLEET_HD inline std::uint64_t im_at(std::uint64_t i, int l) {
+  return i * 2 * L + L + std::uint64_t(l);
 }
 
 // row[j] = probability that the bits at pos (pos[0] most significant) read j;
 // row == nullptr computes without writing (a padding member of the batch).
-template <class R, class G>
-QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int* sorted, int k, R* row, G& g) {
+template <class R, int L, class G>
+QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int* sorted, int k, R* row, G& g,
+                                  int l) {
   const std::uint64_t no = std::uint64_t{1} << k;
   const std::uint64_t rest = std::uint64_t{1} << (n - k);
   auto fixed_bits = [&](std::uint64_t j) {
@@ -103,7 +116,10 @@ QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int
     }
     return f;
   };
-  auto prob_at = [&](std::uint64_t i) { return psi[2 * i] * psi[2 * i] + psi[2 * i + 1] * psi[2 * i + 1]; };
+  auto prob_at = [&](std::uint64_t i) {
+    const R a = psi[re_at<L>(i, l)], b = psi[im_at<L>(i, l)];
+    return a * a + b * b;
+  };
   if (no * 8 <= std::uint64_t(g.size())) {  // few outcomes: the whole group sums each one
     for (std::uint64_t j = 0; j < no; ++j) {
       const std::uint64_t f = fixed_bits(j);
@@ -127,9 +143,9 @@ QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int
 // One reverse step of the adjoint method on op: psi <- U^dag psi,
 // g_j += 2 Re <lam| dU/dp_j |psi>, lam <- U^dag lam, fused per amplitude group
 // (all three touch the same 2^k amplitudes), then a sum over the group per parameter.
-template <class R, int KT, class G>
+template <class R, int L, int KT, class G>
 QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
-                                       bool active, R* psi, R* lam, G& g) {
+                                       bool active, R* psi, R* lam, G& g, int l) {
   constexpr int D = 1 << KT;
   constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
   R m[2 * D * D];
@@ -149,11 +165,11 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   const std::uint64_t ng = p.dim >> op.site.k_all;
   for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
     const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
-    apply_block_lane<R, 1, KT, true>(psi, op.site, base, m, 0);
+    apply_block_lane<R, L, KT, true, 1>(psi, op.site, base, m, l);
     for (int j = 0; j < NP; ++j) {
-      if (want[j]) acc[j] += sandwich_lane<R, 1, KT>(lam, psi, op.site, base, dm[j], 0);
+      if (want[j]) acc[j] += sandwich_lane<R, L, KT, 1>(lam, psi, op.site, base, dm[j], l);
     }
-    apply_block_lane<R, 1, KT, true>(lam, op.site, base, m, 0);
+    apply_block_lane<R, L, KT, true, 1>(lam, op.site, base, m, l);
   }
   for (int j = 0; j < NP; ++j) {
     if (!want[j]) continue;
@@ -178,13 +194,14 @@ QFLEET_HD inline R amp_value(const SvPlan& p, const SvCall<R>& c, std::size_t b,
 }
 
 // Runs sample b (clamped into the batch by the caller; active = false for padding
-// members, which compute but write nothing). psi and lam hold 2^n complex each.
-template <class R, class G>
+// members, which compute but write nothing) as lane l of a tile of L samples; psi
+// and lam hold the tile's 2^n complex amplitudes each (L = 1: one sample's).
+template <int L = 1, class R, class G>
 QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, R* psi,
-                                   R* lam, G& g) {
+                                   R* lam, G& g, int l = 0) {
   const std::uint64_t rank = std::uint64_t(g.rank()), G_ = std::uint64_t(g.size());
   const std::uint64_t dim = p.dim;
-  for (std::uint64_t i = rank; i < dim; i += G_) psi[2 * i] = psi[2 * i + 1] = 0;
+  for (std::uint64_t i = rank; i < dim; i += G_) psi[re_at<L>(i, l)] = psi[im_at<L>(i, l)] = 0;
   g.sync();
   R amp_norm = 1;
   if (p.amp) {
@@ -197,15 +214,15 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
     using std::sqrt;
     amp_norm = p.amp_normalize ? sqrt(nrm2) : R(1);
     for (std::uint64_t j = rank; j < std::uint64_t(p.amp_len); j += G_) {
-      psi[2 * p.amp_index[j]] = amp_value(p, c, b, int(j)) / amp_norm;
+      psi[re_at<L>(p.amp_index[j], l)] = amp_value(p, c, b, int(j)) / amp_norm;
     }
   } else if (rank == 0) {
-    psi[0] = 1;
+    psi[re_at<L>(0, l)] = 1;
   }
   g.sync();
 
   for (int k = 0; k < p.n_ops; ++k) {
-    group_apply_op<R, false>(p, c, p.ops[k], b, psi, g);
+    group_apply_op<R, L, false>(p, c, p.ops[k], b, psi, g, l);
     g.sync();
   }
 
@@ -214,7 +231,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
       R acc = 0;
       for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
         R part = 0;
-        for (std::uint64_t i = rank; i < dim; i += G_) part += pauli_term_lane<R, 1>(psi, p.terms[t].masks, i, 0);
+        for (std::uint64_t i = rank; i < dim; i += G_) part += pauli_term_lane<R, L>(psi, p.terms[t].masks, i, l);
         acc += static_cast<R>(p.terms[t].coef) * part;
       }
       const R tot = g.sum(acc);
@@ -223,30 +240,30 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
     for (int q = 0; q < p.n_probs; ++q) {
       const int k = p.probs_begin[q + 1] - p.probs_begin[q];
       R* row = active ? c.outputs + b * p.n_outputs + p.probs_out[q] : nullptr;
-      group_probs(psi, p.n, p.probs_pos + p.probs_begin[q], p.probs_sorted + p.probs_begin[q], k, row, g);
+      group_probs<R, L>(psi, p.n, p.probs_pos + p.probs_begin[q], p.probs_sorted + p.probs_begin[q], k, row, g, l);
     }
   }
   if (c.extra_probs != nullptr) {
     R* row = active ? c.extra_probs + b * (std::size_t{1} << c.extra_k) : nullptr;
-    group_probs(psi, p.n, c.extra_pos, c.extra_sorted, c.extra_k, row, g);
+    group_probs<R, L>(psi, p.n, c.extra_pos, c.extra_sorted, c.extra_k, row, g, l);
   }
   if (c.states != nullptr && active) {
     R* out = c.states + b * dim * 2;
     for (std::uint64_t i = rank; i < dim; i += G_) {
-      out[2 * i] = psi[2 * i];
-      out[2 * i + 1] = psi[2 * i + 1];
+      out[2 * i] = psi[re_at<L>(i, l)];
+      out[2 * i + 1] = psi[im_at<L>(i, l)];
     }
   }
   if (c.cotangents == nullptr) return;
 
   // lam = O psi with O = sum_k cot[b, k] O_k (probabilities: projectors).
-  for (std::uint64_t i = rank; i < dim; i += G_) lam[2 * i] = lam[2 * i + 1] = 0;
+  for (std::uint64_t i = rank; i < dim; i += G_) lam[re_at<L>(i, l)] = lam[im_at<L>(i, l)] = 0;
   g.sync();
   const R* cot = c.cotangents + b * p.n_outputs;
   for (int k = 0; k < p.n_expvals; ++k) {
     for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
       const R tc = static_cast<R>(p.terms[t].coef) * cot[k];
-      for (std::uint64_t i = rank; i < dim; i += G_) pauli_accumulate_lane<R, 1>(lam, psi, p.terms[t].masks, i, tc, 0);
+      for (std::uint64_t i = rank; i < dim; i += G_) pauli_accumulate_lane<R, L>(lam, psi, p.terms[t].masks, i, tc, l);
       g.sync();  // the next term writes other members' amplitudes
     }
   }
@@ -255,8 +272,8 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
     const int k = p.probs_begin[q + 1] - p.probs_begin[q];
     for (std::uint64_t i = rank; i < dim; i += G_) {
       const R cj = cot[p.probs_out[q] + outcome_index(i, pos, k)];
-      lam[2 * i] += cj * psi[2 * i];
-      lam[2 * i + 1] += cj * psi[2 * i + 1];
+      lam[re_at<L>(i, l)] += cj * psi[re_at<L>(i, l)];
+      lam[im_at<L>(i, l)] += cj * psi[im_at<L>(i, l)];
     }
   }
   if (active && rank == 0) {
@@ -273,13 +290,10 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
     const OpDesc& op = p.ops[k];
     switch (op.site.kt) {
       case 1:
-        group_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g);
+        group_adjoint_op<R, L, 1>(p, c, op, b, active, psi, lam, g, l);
         break;
-      case 2:
-        group_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g);
-        break;
-      default:
-        group_adjoint_op<R, 3>(p, c, op, b, active, psi, lam, g);
+      default:  // 2 (kMaxGroupTargets)
+        group_adjoint_op<R, L, 2>(p, c, op, b, active, psi, lam, g, l);
         break;
     }
   }
@@ -291,14 +305,14 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
     if (p.amp_normalize) {
       R part = 0;
       for (std::uint64_t j = rank; j < std::uint64_t(p.amp_len); j += G_) {
-        part += 2 * lam[2 * p.amp_index[j]] * amp_value(p, c, b, int(j)) / amp_norm;
+        part += 2 * lam[re_at<L>(p.amp_index[j], l)] * amp_value(p, c, b, int(j)) / amp_norm;
       }
       dot = g.sum(part);
     }
     if (active) {
       R* gx = c.grad_inputs + b * p.n_inputs + p.amp_first_input;
       for (std::uint64_t j = rank; j < std::uint64_t(p.amp_n_features); j += G_) {
-        const R gj = 2 * lam[2 * p.amp_index[j]];
+        const R gj = 2 * lam[re_at<L>(p.amp_index[j], l)];
         gx[j] += p.amp_normalize ? (gj - amp_value(p, c, b, int(j)) / amp_norm * dot) / amp_norm : gj;
       }
     }

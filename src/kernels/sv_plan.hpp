@@ -58,6 +58,11 @@ struct SvPlan {
 };
 
 constexpr int kMaxSampleWires = 26;
+// Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,
+// kernels/sv_lanes.hpp): the catalogue's gates and QubitUnitary have at most two
+// (controls excluded); pack_sv_plan refuses anything else, so the bodies carry
+// 4 x 4 blocks at most (no dead 8 x 8 path holding registers or stack).
+constexpr int kMaxGroupTargets = 2;
 
 // One batched call. Null pointers switch the matching work off.
 template <class R>

@@ -17,6 +17,7 @@
 #include "core/sv_pack.hpp"
 #include "kernels/group.hpp"
 #include "kernels/sv_group.hpp"
+#include "kernels/sv_lanes.hpp"
 #include "unit/harness.hpp"
 
 namespace emu {
@@ -79,6 +80,31 @@ struct ThreadGroup {
 };
 using TaskGroup = ThreadGroup<double>;
 
+// A warp of `warp` std::threads as lane groups of kernels/sv_lanes.hpp: circuits of
+// W = 2^n consecutive lanes, shuffles through a slot per lane between two barriers,
+// and the cross-circuit gradient sum in the device's butterfly order.
+template <class R>
+struct LaneThreads {
+  int r, W, warp;
+  Barrier* bar;
+  std::vector<R>* slots;
+  int lane() const { return r % W; }
+  int width() const { return W; }
+  R shfl_xor(R v, unsigned m) const {
+    (*slots)[r] = v;
+    bar->arrive_and_wait();
+    const R o = (*slots)[r ^ int(m)];
+    bar->arrive_and_wait();
+    return o;
+  }
+  void sync() const { bar->arrive_and_wait(); }
+  void reduce_add(R* p, R v, bool contribute) const {
+    v = contribute ? v : R(0);
+    for (int m = W; m < warp; m <<= 1) v += shfl_xor(v, unsigned(m));
+    if (r == 0) std::atomic_ref<R>(*p).fetch_add(v);
+  }
+};
+
 // Runs body(group) on `groups` groups of G threads each (group index gi, member
 // group.rank()); every member's return value is collected as out[gi * G + rank].
 template <class Body>
@@ -128,11 +154,95 @@ void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) 
   for (auto& t : threads) t.join();
 }
 
+// Runs every sample of `call` with the register body: warps of `warp` threads, each
+// holding warp / 2^n circuits, two warps at once (their atomic sums race, as on a
+// device), and enough warps that the last ones are partly or wholly padding.
+template <class R>
+void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int warp) {
+  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
+  const std::vector<std::byte> copy(packed.blob);
+  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
+  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
+    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
+  }
+  const int W = 1 << plan.n;
+  const std::size_t per_warp = std::size_t(warp / W);
+  const std::size_t n_warps = (call.batch + per_warp - 1) / per_warp + 1;  // + one all-padding warp
+  constexpr int kWarps = 2;
+  std::vector<std::unique_ptr<Barrier>> bars;
+  std::vector<std::vector<R>> slots(kWarps, std::vector<R>(std::size_t(warp)));
+  for (int w = 0; w < kWarps; ++w) bars.push_back(std::make_unique<Barrier>(warp));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWarps; ++w) {
+    for (int r = 0; r < warp; ++r) {
+      threads.emplace_back([&, w, r] {
+        const LaneThreads<R> g{r, W, warp, bars[std::size_t(w)].get(), &slots[std::size_t(w)]};
+        for (std::size_t blk = std::size_t(w); blk < n_warps; blk += kWarps) {  // the device's grid stride
+          const std::size_t b = blk * per_warp + std::size_t(r / W);
+          const bool active = b < call.batch;
+          qfleet::kern::sv_lanes_run(v, call, active ? b : call.batch - 1, active, g);
+          g.sync();
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
+// Runs every sample of `call` with the interleaved shape: tiles of L samples side by
+// side in one buffer, each sample a group of G threads (its own barrier: the lanes'
+// amplitudes are disjoint), every lane of a tile running the same plan, the last
+// tile partly padding, and one more tile wholly padding.
+template <int L, class R>
+void run_interleaved(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
+  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
+  const std::vector<std::byte> copy(packed.blob);
+  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
+  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
+    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
+  }
+  const std::size_t n_tiles = (call.batch + L - 1) / L + 1;
+  std::vector<R> psi(2 * plan.dim * L, R(-7)), lam(2 * plan.dim * L, R(-7));
+  std::vector<std::unique_ptr<Barrier>> bars;
+  std::vector<std::vector<R>> slots(L, std::vector<R>(std::size_t(G)));
+  for (int l = 0; l < L; ++l) bars.push_back(std::make_unique<Barrier>(G));
+  std::vector<std::thread> threads;
+  for (int l = 0; l < L; ++l) {
+    for (int r = 0; r < G; ++r) {
+      threads.emplace_back([&, l, r] {
+        const ThreadGroup<R> g{r, G, bars[std::size_t(l)].get(), &slots[std::size_t(l)]};
+        for (std::size_t t = 0; t < n_tiles; ++t) {
+          const std::size_t b = t * L + std::size_t(l);
+          const bool active = b < call.batch;
+          qfleet::kern::sv_group_run<L>(v, call, active ? b : call.batch - 1, active, psi.data(),
+                                        call.cotangents ? lam.data() : nullptr, g, l);
+          g.sync();
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
 // The group body on a ref::Batch, like ref::q_forward / q_vjp / q_states.
 template <class R>
 struct Runner {
   const qfleet::detail::Plan& plan;
   int G;
+  int warp = 0;  // > 0: the register body (kernels/sv_lanes.hpp) on warps of this many threads
+  int tile = 0;  // 4 or 32: the interleaved shape, tiles of this many samples (G threads each)
+
+  void exec(const qfleet::kern::SvCall<R>& c) const {
+    if (warp > 0) {
+      run_lanes(plan, c, warp);
+    } else if (tile == 4) {
+      run_interleaved<4>(plan, c, G);
+    } else if (tile == 32) {
+      run_interleaved<32>(plan, c, G);
+    } else {
+      emu::run(plan, c, G);
+    }
+  }
 
   qfleet::kern::SvCall<R> call(const ref::Run<R>& run, const ref::Batch& b) const {
     qfleet::kern::SvCall<R> c;
@@ -147,7 +257,7 @@ struct Runner {
     std::vector<R> out(b.B * plan.n_outputs, R(-99));
     auto c = call(run, b);
     c.outputs = out.data();
-    emu::run(plan, c, G);
+    exec(c);
     return {out.begin(), out.end()};
   }
   std::vector<std::complex<double>> states(const ref::Batch& b) const {
@@ -155,7 +265,7 @@ struct Runner {
     std::vector<R> st(b.B * plan.dim * 2, R(-99));
     auto c = call(run, b);
     c.states = st.data();
-    emu::run(plan, c, G);
+    exec(c);
     std::vector<std::complex<double>> out;
     for (std::size_t i = 0; i < st.size(); i += 2) out.emplace_back(st[i], st[i + 1]);
     return out;
@@ -169,7 +279,7 @@ struct Runner {
     std::sort(c.extra_sorted, c.extra_sorted + c.extra_k);
     std::vector<R> pr(b.B << c.extra_k, R(-99));
     c.extra_probs = pr.data();
-    emu::run(plan, c, G);
+    exec(c);
     return {pr.begin(), pr.end()};
   }
   ref::QGrad<R> vjp(const ref::Batch& b, const std::vector<double>& cot) const {
@@ -183,7 +293,7 @@ struct Runner {
     c.grad_weights = b.nw ? gw.data() : nullptr;
     c.reduce_weights = !c.weights_per_sample;
     c.outputs = out.data();
-    emu::run(plan, c, G);
+    exec(c);
     return ref::QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
   }
 };

@@ -3,8 +3,10 @@
 // against finite differences, batch sizes around 32 and the block size, both
 // precisions), one cross-backend test that every Program operation joins, and the
 // device choice. GPU tests skip, saying why, where no CUDA device is visible; the
-// kernel body they run is checked on the CPU by test_sv_group.cpp in every run.
+// kernel body they run is checked on the CPU by test_sv_group.cpp and test_sv_lanes.cpp in every run.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
@@ -17,8 +19,8 @@ constexpr double kFloor = 1e-4;
 #define QFLEET_REQUIRE_GPU()                                                                        \
   if (qfleet::cuda_device_count() == 0) {                                                           \
     GTEST_SKIP() << "no CUDA device visible (this build "                                           \
-                 << "compiles the cuda backend; it runs where a GPU is); the shared kernel body is " \
-                 << "tested on the CPU by GroupBody.*";                                             \
+                 << "compiles the cuda backend; it runs where a GPU is); the shared kernel bodies are " \
+                 << "tested on the CPU by GroupBody.* and LanesBody.*";                                \
   }
 
 qfleet::Program compile_on(const qfleet::Circuit& c, qfleet::Device d,
@@ -56,6 +58,48 @@ TEST(CudaBackend, RandomCircuitsMatchTheReferenceAtBatchSizesAroundTheBlock) {
       }
     }
   }
+}
+
+// Every launch shape a circuit can take, pinned with QFLEET_CUDA_SHAPE (the automatic
+// choice alone would leave the warp shape to n = 6 and the interleaved one to n >= 13).
+TEST(CudaBackend, EveryPinnedShapeMatchesTheReference) {
+  QFLEET_REQUIRE_GPU();
+  std::mt19937_64 rng(1151);
+  for (int n : {1, 2, 5, 6, 8}) {
+    ref::Twin t(n);
+    ref::RandomSpec spec;
+    spec.items = 3 * n + 4;
+    ref::random_circuit(t, rng, spec);
+    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
+    for (const char* shape : {"registers", "warp", "block", "interleaved", "global"}) {
+      if ((std::string(shape) == "registers" && n > 5) || (std::string(shape) == "warp" && n > 6)) continue;
+      setenv("QFLEET_CUDA_SHAPE", shape, 1);
+      for (std::size_t B : {std::size_t{1}, std::size_t{33}, std::size_t{70}}) {
+        for (bool per_sample : {false, true}) {
+          SCOPED_TRACE("n=" + std::to_string(n) + " batch=" + std::to_string(B) + " " + p.execution(B, true));
+          EXPECT_EQ(p.execution(B, true).rfind(std::string("cuda ") + shape + ":", 0), 0u);
+          const ref::Batch b = ref::random_batch(rng, B, t.r.n_inputs, t.r.n_weights, per_sample);
+          EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
+          EXPECT_LT(ref::max_state_diff(ref::q_states<double>(p, b), t.r, b), 1e-10) << "states";
+          const std::vector<double> cot = ref::uniform_vec(rng, B * t.r.n_outputs(), -1, 1);
+          const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+          const auto got = ref::q_vjp<double>(p, b, cot);
+          EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol);
+          EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol);
+        }
+      }
+      unsetenv("QFLEET_CUDA_SHAPE");
+    }
+  }
+  setenv("QFLEET_CUDA_SHAPE", "registers", 1);  // a shape this circuit cannot take: a clear error
+  ref::Twin big(7);
+  big.add("RX", {0}, {qfleet::Param::weight(0)});
+  big.expval({{1.0, ref::word({{'Z', 0}})}});
+  const qfleet::Program pb = compile_on(big.q, qfleet::Device::cuda);
+  EXPECT_QFLEET_ERROR((void)pb.execution(10, true), "'registers' circuit launch shape needs at most 5 qubits");
+  setenv("QFLEET_CUDA_SHAPE", "sideways", 1);
+  EXPECT_QFLEET_ERROR((void)pb.execution(10, true), "QFLEET_CUDA_SHAPE='sideways'", "expected registers");
+  unsetenv("QFLEET_CUDA_SHAPE");
 }
 
 TEST(CudaBackend, EveryGateForwardAndGradient) {
@@ -179,13 +223,22 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   h100.smem_optin = 227 * 1024;
   h100.total_mem = std::size_t{80} << 30;
   qfleet::kern::SvPlan p;
-  auto shape = [&](int n, std::size_t B, int bytes, bool adj) {
+  auto shape = [&](int n, std::size_t B, int bytes, bool adj, Strategy want = Strategy::automatic) {
     p.n = n;
     p.dim = std::uint64_t{1} << n;
-    return qfleet::gpu::launch_shape(p, B, bytes, adj, h100);
+    return qfleet::gpu::launch_shape(p, B, bytes, adj, h100, want);
   };
-  for (int n = 1; n <= 6; ++n) {
+  for (int n = 1; n <= 5; ++n) {  // registers: 2^n lanes per circuit, blocks of 128 threads, no shared memory
     const auto s = shape(n, 1000, 8, true);
+    EXPECT_EQ(s.strategy, Strategy::registers) << n;
+    EXPECT_EQ(s.group, 1 << n);
+    EXPECT_EQ(s.per_block * s.group, 128);
+    EXPECT_EQ(s.blocks, (1000 + s.per_block - 1) / s.per_block);
+    EXPECT_EQ(s.smem, 0u);
+    EXPECT_EQ(s.work_bytes, 0u);
+  }
+  for (int n = 1; n <= 6; ++n) {  // warp: automatic at n = 6, pinned below
+    const auto s = n == 6 ? shape(n, 1000, 8, true) : shape(n, 1000, 8, true, Strategy::warp);
     EXPECT_EQ(s.strategy, Strategy::warp) << n;
     EXPECT_EQ(s.group, 1 << (n - 1));
     EXPECT_EQ(s.per_block * s.group, 128);
@@ -204,6 +257,34 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_EQ(g.blocks, 132u * 8);
   EXPECT_EQ(g.work_bytes, g.blocks * 2 * 16 * (std::size_t{1} << 20));
   EXPECT_EQ(shape(20, 3, 8, true).blocks, 3u);
+  // Interleaved: 32-sample tiles, one block of 32 x 8 threads per tile, a tile per
+  // SM at most, within a quarter of the device memory.
+  const auto il = shape(13, 1000, 8, true);
+  EXPECT_EQ(il.strategy, Strategy::interleaved);
+  EXPECT_EQ(il.threads, 256);
+  EXPECT_EQ(il.per_block, 32);
+  EXPECT_EQ(il.blocks, 32u);  // ceil(1000 / 32) tiles
+  EXPECT_EQ(il.work_bytes, 32u * 32 * 2 * 16 * (std::size_t{1} << 13));
+  EXPECT_EQ(shape(13, 31, 8, true).strategy, Strategy::global);      // less than one tile
+  EXPECT_EQ(shape(17, 100000, 8, true).blocks, 132u);                 // 132 x 128 MiB <= 20 GiB
+  EXPECT_EQ(shape(18, 100000, 8, true).strategy, Strategy::global);  // 132 x 256 MiB > 20 GiB
+  EXPECT_EQ(shape(18, 100000, 4, true).strategy, Strategy::interleaved);
+  const auto pinned = shape(20, 100000, 8, true, Strategy::interleaved);
+  EXPECT_EQ(pinned.blocks, 20u);  // 1 GiB tiles in 20 GiB
+  EXPECT_THROW(shape(25, 100, 8, true, Strategy::interleaved), qfleet::Error);
+  // Pinned shapes (QFLEET_CUDA_SHAPE): any circuit may run global or, when its states
+  // fit, block; registers and warp refuse circuits too large for them, saying why.
+  EXPECT_EQ(shape(3, 10, 8, true, Strategy::global).strategy, Strategy::global);
+  EXPECT_EQ(shape(3, 10, 8, true, Strategy::block).threads, 32);  // whole warps
+  EXPECT_THROW(shape(6, 10, 8, true, Strategy::registers), qfleet::Error);
+  EXPECT_THROW(shape(7, 10, 8, true, Strategy::warp), qfleet::Error);
+  EXPECT_THROW(shape(13, 10, 8, true, Strategy::block), qfleet::Error);
+  try {
+    shape(6, 10, 8, true, Strategy::registers);
+  } catch (const qfleet::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'registers' circuit launch shape needs at most 5 qubits"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

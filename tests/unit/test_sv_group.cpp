@@ -157,4 +157,67 @@ TEST(GroupBody, SamplingProbabilitiesMatchTheReference) {
   }
 }
 
+// The interleaved shape: the same body on tiles of 4 or 32 samples side by side
+// (amplitude i of the tile's samples in consecutive words), each sample a group of
+// threads, the last tiles partly and wholly padding.
+TEST(GroupBody, InterleavedTilesMatchTheReference) {
+  std::mt19937_64 rng(1020);
+  for (int n = 1; n <= 7; ++n) {
+    for (bool per_sample : {false, true}) {
+      ref::Twin t(n);
+      ref::RandomSpec spec;
+      spec.items = 2 * n + 4;
+      ref::random_circuit(t, rng, spec);
+      const qfleet::detail::Plan plan = plan_of(t.q);
+      const ref::Batch b = ref::random_batch(rng, n % 2 == 0 ? 9 : 3, t.r.n_inputs, t.r.n_weights, per_sample);
+      const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
+      const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+      const std::vector<double> outs = ref::ref_outputs(t.r, b);
+      for (const auto& [tile, G] : {std::pair{4, 1}, std::pair{4, 3}, std::pair{32, 2}}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " B=" + std::to_string(b.B) + " tile=" + std::to_string(tile) +
+                     " G=" + std::to_string(G) + (per_sample ? " per-sample weights" : " shared weights"));
+        emu::Runner<double> run{plan, G};
+        run.tile = tile;
+        EXPECT_LT(ref::max_abs_diff(run.forward(b), outs), 1e-10);
+        EXPECT_LT(max_state_err(run.states(b), t, b), 1e-10);
+        const auto got = run.vjp(b, cot);
+        EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol) << "input gradient";
+        EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol) << "weight gradient";
+        EXPECT_LT(ref::max_abs_diff(got.out, outs), 1e-10) << "fused forward outputs";
+      }
+    }
+  }
+}
+
+TEST(GroupBody, InterleavedComplex64AndSampling) {
+  std::mt19937_64 rng(1121);
+  for (int n = 2; n <= 6; ++n) {
+    ref::Twin t(n);
+    ref::RandomSpec spec;
+    spec.items = 3 * n;
+    ref::random_circuit(t, rng, spec);
+    const ref::Batch b = ref::random_batch(rng, 6, t.r.n_inputs, t.r.n_weights, false);
+    const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
+    const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+    emu::Runner<float> run{plan_of(t.q, qfleet::Precision::complex64), 2};
+    run.tile = 4;
+    const auto got = run.vjp(b, cot);
+    EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 2e-5) << "n=" << n;
+    EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-2), 1e-4) << "n=" << n;
+    EXPECT_LE(ref::rel_err(got.gw, want.gw_shared, 1e-2), 1e-4) << "n=" << n;
+    const qfleet::detail::Plan plan = plan_of(t.q);
+    emu::Runner<double> run64{plan, 16};  // 16 members: one outcome bit takes the group-sum path
+    run64.tile = 4;
+    for (int k = 1; k <= n; k += 2) {
+      const std::vector<int> wires = ref::random_wires(rng, n, k);
+      std::vector<double> pw;
+      for (std::size_t s = 0; s < b.B; ++s) {
+        const auto p = ref::probs(ref::state(t.r, b.xrow(s), b.wrow(s)), wires, n);
+        pw.insert(pw.end(), p.begin(), p.end());
+      }
+      EXPECT_LT(ref::max_abs_diff(run64.probs(b, wires), pw), 1e-12) << "n=" << n << " k=" << k;
+    }
+  }
+}
+
 }  // namespace

@@ -1,0 +1,282 @@
+// One small circuit (n <= 5 qubits) held in registers across 2^n lanes of a warp:
+// lane i keeps amplitude i of the state (psi) and, in the backward pass, of the
+// adjoint state (lam); gates exchange amplitudes by shuffles. Forward sweep,
+// measurements and the whole adjoint backward run in one pass, written once for
+// host and device.
+//
+// The cuda backend's `registers` shape runs it with the lanes of a warp (32 / 2^n
+// circuits per warp, src/cuda/sv_cuda.cu); the cpu tests run the very same body
+// with std::threads standing in for the lanes (tests/unit/group_emu.hpp). The lane
+// group type L provides
+//   int lane(), int width()           this lane's basis index i, and W = 2^n
+//   R shfl_xor(R v, unsigned m)        v as held by lane i ^ m of the same circuit (m < W)
+//   void sync()                        memory ordering across the warp's lanes
+//   void reduce_add(R* p, R v, bool contribute)
+//                                      *p += the sum of v over the warp's circuits that
+//                                      contribute (v is equal across a circuit's lanes):
+//                                      one atomic add per warp, not one per circuit
+// and every lane of the warp calls the body with the same plan, so every shuffle is
+// reached by all of them (control flow depends on the plan and the call only; the
+// sample's data and the lane index only select values).
+//
+// A k-target gate on lane i: with r the gate-local index of i (its target bits) and
+// off[] the offsets of GateSite, y_i = sum_d M[r][r ^ d] psi[i ^ off[d]], each
+// psi[i ^ off[d]] one shuffle with a mask uniform across the warp; lanes whose
+// control bits are not all set keep their amplitude. The adjoint step shuffles lam
+// once and uses the same values twice: for lam <- U^dag lam and for the gradient,
+// Re <lam| dU |psi> = Re <dU^dag lam | psi> summed over the lanes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/complex.hpp"
+#include "kernels/sv_group.hpp"
+
+namespace qfleet::kern {
+inline namespace QFLEET_KERN_ISA {
+
+constexpr int kMaxLaneQubits = 5;  // 2^5 = one warp
+
+template <class R, class L>
+QFLEET_HD inline Cx<R> lane_shfl(const L& g, Cx<R> v, std::uint64_t m) {
+  return {g.shfl_xor(v.re, unsigned(m)), g.shfl_xor(v.im, unsigned(m))};
+}
+
+// Sum of v over the lanes that differ from this one only in the bits of `bits`
+// (a butterfly, lowest bit first: every lane of a class gets the same bits).
+template <class R, class L>
+QFLEET_HD inline R lane_sum(const L& g, R v, unsigned bits) {
+  for (unsigned m = 1; m < unsigned(g.width()); m <<= 1) {
+    if (bits & m) v += g.shfl_xor(v, m);
+  }
+  return v;
+}
+
+// Row r of the block (Dag: of its adjoint), as row[d] = M[r][r ^ d]. The loop over
+// every r keeps the indices constant (registers, not local memory, on a GPU).
+template <class R, int D, bool Dag>
+QFLEET_HD inline void lane_row(const R* m, int r, Cx<R>* row) {
+  for (int d = 0; d < D; ++d) row[d] = {R(0), R(0)};
+  for (int q = 0; q < D; ++q) {
+    if (q != r) continue;
+    for (int d = 0; d < D; ++d) {
+      const int e = Dag ? (q ^ d) * D + q : q * D + (q ^ d);
+      row[d] = {m[2 * e], Dag ? -m[2 * e + 1] : m[2 * e + 1]};
+    }
+  }
+}
+
+// The gate-local index of basis index i (its target bits, first target most
+// significant) and whether its control bits are all set.
+template <int D>
+QFLEET_HD inline int lane_local(const GateSite& s, std::uint64_t i, bool& on) {
+  on = (i & s.ctrl) == s.ctrl;
+  const std::uint64_t t = i & s.off[D - 1];
+  int r = 0;
+  for (int q = 1; q < D; ++q) r = (t == s.off[q]) ? q : r;
+  return r;
+}
+
+template <class R, int KT, class L>
+QFLEET_HD inline void lanes_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, Cx<R>& psi,
+                                  const L& g) {
+  constexpr int D = 1 << KT;
+  R m[2 * D * D];
+  op_block<R, D>(p, c, op, b, -1, m);
+  bool on;
+  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
+  Cx<R> row[D];
+  lane_row<R, D, false>(m, r, row);
+  Cx<R> y = row[0] * psi;
+  for (int d = 1; d < D; ++d) y = y + row[d] * lane_shfl(g, psi, op.site.off[d]);
+  if (on) psi = y;
+}
+
+template <class R, int KT, class L>
+QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
+                                       bool active, Cx<R>& psi, Cx<R>& lam, const L& g) {
+  constexpr int D = 1 << KT;
+  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
+  R m[2 * D * D];
+  op_block<R, D>(p, c, op, b, -1, m);
+  bool on;
+  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
+  Cx<R> row[D];
+  lane_row<R, D, true>(m, r, row);
+  // psi <- U^dag psi
+  Cx<R> y = row[0] * psi;
+  for (int d = 1; d < D; ++d) y = y + row[d] * lane_shfl(g, psi, op.site.off[d]);
+  if (on) psi = y;
+  // lam's amplitudes this lane combines, shuffled once for both uses below.
+  Cx<R> lx[D];
+  lx[0] = lam;
+  for (int d = 1; d < D; ++d) lx[d] = lane_shfl(g, lam, op.site.off[d]);
+  const int np = op.n_params < NP ? op.n_params : NP;
+  for (int j = 0; j < np; ++j) {
+    if (op.fixed >= 0) break;
+    const ParamDesc& pd = p.params[op.first_param + j];
+    const bool want = (pd.kind == 1 && c.grad_inputs != nullptr) || (pd.kind == 2 && c.grad_weights != nullptr);
+    if (!want) continue;
+    R dm[2 * D * D];
+    op_block<R, D>(p, c, op, b, j, dm);
+    Cx<R> drow[D];
+    lane_row<R, D, true>(dm, r, drow);
+    Cx<R> v = drow[0] * lx[0];
+    for (int d = 1; d < D; ++d) v = v + drow[d] * lx[d];
+    const R part = on ? v.re * psi.re + v.im * psi.im : R(0);  // Re(conj(dU^dag lam)_i psi_i)
+    const R gv = static_cast<R>(pd.scale) * (2 * lane_sum(g, part, unsigned(g.width() - 1)));
+    if (pd.kind == 1) {
+      if (active && g.lane() == 0) c.grad_inputs[b * p.n_inputs + pd.index] += gv;
+    } else if (c.reduce_weights) {
+      g.reduce_add(&c.grad_weights[pd.index], gv, active);
+    } else if (active && g.lane() == 0) {
+      c.grad_weights[b * p.n_weights + pd.index] += gv;
+    }
+  }
+  // lam <- U^dag lam
+  Cx<R> z = row[0] * lx[0];
+  for (int d = 1; d < D; ++d) z = z + row[d] * lx[d];
+  if (on) lam = z;
+}
+
+// Probabilities over the bit positions pos (pos[0] the most significant outcome
+// bit): a butterfly over the unmeasured bits, then the lane whose unmeasured bits
+// are zero writes its outcome's entry (row == nullptr: a padding circuit, no write).
+template <class R, class L>
+QFLEET_HD inline void lanes_probs(Cx<R> psi, const int* pos, int k, R* row, const L& g) {
+  unsigned measured = 0;
+  for (int t = 0; t < k; ++t) measured |= 1u << pos[t];
+  const unsigned rest = unsigned(g.width() - 1) & ~measured;
+  const R tot = lane_sum(g, psi.re * psi.re + psi.im * psi.im, rest);
+  const std::uint64_t i = std::uint64_t(g.lane());
+  if (row != nullptr && (i & rest) == 0) row[outcome_index(i, pos, k)] = tot;
+}
+
+// Runs sample b (clamped into the batch by the caller; active = false for a padding
+// circuit, which computes but writes nothing and adds nothing). Needs n <= 5.
+template <class R, class L>
+QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, const L& g) {
+  const std::uint64_t i = std::uint64_t(g.lane());
+  const unsigned all = unsigned(g.width() - 1);
+  Cx<R> psi = {R(i == 0 ? 1 : 0), R(0)};
+  R amp_v = 0, amp_norm = 1;
+  int amp_j = -1;  // the embedded feature this lane holds
+  if (p.amp) {
+    for (int j = 0; j < p.amp_len; ++j) {
+      if (p.amp_index[j] == i) amp_j = j;
+    }
+    amp_v = amp_j >= 0 ? amp_value(p, c, b, amp_j) : R(0);
+    using std::sqrt;
+    amp_norm = p.amp_normalize ? sqrt(lane_sum(g, amp_v * amp_v, all)) : R(1);
+    psi = {amp_v / amp_norm, R(0)};
+  }
+
+  for (int k = 0; k < p.n_ops; ++k) {
+    const OpDesc& op = p.ops[k];
+    switch (op.site.kt) {
+      case 1:
+        lanes_apply<R, 1>(p, c, op, b, psi, g);
+        break;
+      default:  // 2 (kMaxGroupTargets)
+        lanes_apply<R, 2>(p, c, op, b, psi, g);
+        break;
+    }
+  }
+
+  if (c.outputs != nullptr) {
+    for (int k = 0; k < p.n_expvals; ++k) {
+      R acc = 0;
+      for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
+        const PauliMasks& pm = p.terms[t].masks;
+        int ipr, ipi;
+        pauli_phase(pm, i, ipr, ipi);
+        const R pr = R(ipr), pi = R(ipi);
+        const Cx<R> src = lane_shfl(g, psi, pm.x);  // psi[i ^ x]
+        const R yr = pr * psi.re - pi * psi.im, yi = pr * psi.im + pi * psi.re;
+        acc += static_cast<R>(p.terms[t].coef) * (src.re * yr + src.im * yi);
+      }
+      const R tot = lane_sum(g, acc, all);
+      if (active && i == 0) c.outputs[b * p.n_outputs + k] = tot;
+    }
+    for (int q = 0; q < p.n_probs; ++q) {
+      const int k = p.probs_begin[q + 1] - p.probs_begin[q];
+      R* row = active ? c.outputs + b * p.n_outputs + p.probs_out[q] : nullptr;
+      lanes_probs(psi, p.probs_pos + p.probs_begin[q], k, row, g);
+    }
+  }
+  if (c.extra_probs != nullptr) {
+    R* row = active ? c.extra_probs + b * (std::size_t{1} << c.extra_k) : nullptr;
+    lanes_probs(psi, c.extra_pos, c.extra_k, row, g);
+  }
+  if (c.states != nullptr && active) {
+    R* out = c.states + (b * p.dim + i) * 2;
+    out[0] = psi.re;
+    out[1] = psi.im;
+  }
+  if (c.cotangents == nullptr) return;
+
+  // lam = O psi with O = sum_k cot[b, k] O_k: (P psi)_i = phase(i ^ x) psi[i ^ x].
+  const R* cot = c.cotangents + b * p.n_outputs;
+  Cx<R> lam = {R(0), R(0)};
+  for (int k = 0; k < p.n_expvals; ++k) {
+    for (int t = p.term_begin[k]; t < p.term_begin[k + 1]; ++t) {
+      const PauliMasks& pm = p.terms[t].masks;
+      const R tc = static_cast<R>(p.terms[t].coef) * cot[k];
+      int ipr, ipi;
+      pauli_phase(pm, i ^ pm.x, ipr, ipi);
+      const R pr = R(ipr), pi = R(ipi);
+      const Cx<R> src = lane_shfl(g, psi, pm.x);
+      lam.re += tc * (pr * src.re - pi * src.im);
+      lam.im += tc * (pr * src.im + pi * src.re);
+    }
+  }
+  for (int q = 0; q < p.n_probs; ++q) {
+    const int k = p.probs_begin[q + 1] - p.probs_begin[q];
+    const R cj = cot[p.probs_out[q] + outcome_index(i, p.probs_pos + p.probs_begin[q], k)];
+    lam.re += cj * psi.re;
+    lam.im += cj * psi.im;
+  }
+  // Gradient rows start at zero; each lane clears a share, sync() orders the clears
+  // before any lane's adds below.
+  if (active) {
+    if (c.grad_inputs != nullptr) {
+      for (std::uint64_t e = i; e < std::uint64_t(p.n_inputs); e += std::uint64_t(g.width())) {
+        c.grad_inputs[b * p.n_inputs + e] = 0;
+      }
+    }
+    if (c.grad_weights != nullptr && !c.reduce_weights) {
+      for (std::uint64_t e = i; e < std::uint64_t(p.n_weights); e += std::uint64_t(g.width())) {
+        c.grad_weights[b * p.n_weights + e] = 0;
+      }
+    }
+  }
+  g.sync();
+
+  for (int k = p.n_ops - 1; k >= 0; --k) {
+    const OpDesc& op = p.ops[k];
+    switch (op.site.kt) {
+      case 1:
+        lanes_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g);
+        break;
+      default:  // 2 (kMaxGroupTargets)
+        lanes_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g);
+        break;
+    }
+  }
+  g.sync();  // lane 0's adds above before other lanes' adds to the same rows below
+
+  // Through the amplitude embedding (psi0 real): d f / d psi0_j = 2 Re lam0_j, then
+  // through psi0 = v / |v|: g_v = (g - psi0 (psi0 . g)) / |v|.
+  if (p.amp && c.grad_inputs != nullptr) {
+    const R gj = 2 * lam.re;
+    const R dot = p.amp_normalize ? lane_sum(g, gj * amp_v / amp_norm, all) : R(0);
+    if (active && amp_j >= 0 && amp_j < p.amp_n_features) {
+      c.grad_inputs[b * p.n_inputs + p.amp_first_input + amp_j] +=
+          p.amp_normalize ? (gj - amp_v / amp_norm * dot) / amp_norm : gj;
+    }
+  }
+}
+
+}  // namespace QFLEET_KERN_ISA
+}  // namespace qfleet::kern
