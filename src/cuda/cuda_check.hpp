@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "qfleet/error.hpp"
@@ -18,5 +20,21 @@ inline void check(cudaError_t e, const char* what) {
 }
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+// Opts `kernel` in to the current device's whole dynamic shared memory per block,
+// less `reserved` bytes (its static shared memory), once per device: `done` is the
+// kernel's own word of per-device flags.
+template <class Kernel>
+void allow_full_smem(std::atomic<std::uint64_t>& done, Kernel kernel, int reserved = 0) {
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  int optin = 0;
+  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - reserved),
+        "cudaFuncSetAttribute");
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
 
 }  // namespace qfleet::gpu

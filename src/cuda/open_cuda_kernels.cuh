@@ -109,16 +109,7 @@ int tasks_blocks_per_sm(int threads) {
 template <class R>
 void allow_group_smem() {
   static std::atomic<std::uint64_t> done{0};
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  int optin = 0;
-  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
-  check(cudaFuncSetAttribute(open_group_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             optin - static_cast<int>(sizeof(double) * 32)),
-        "cudaFuncSetAttribute");
-  done.fetch_or(bit, std::memory_order_acq_rel);
+  allow_full_smem(done, open_group_kernel<R>, static_cast<int>(sizeof(double) * 32));
 }
 
 template <class R>

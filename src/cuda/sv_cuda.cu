@@ -171,20 +171,10 @@ __global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work) {
 constexpr std::size_t kMaxGrid = 1u << 30;
 
 template <class R>
-void allow_smem() {
-  // Opt in once per device and kernel to the device's full shared memory per block.
-  static std::atomic<std::uint64_t> done{0};
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  int optin = 0;
-  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
-  check(cudaFuncSetAttribute(sv_warp_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
-        "cudaFuncSetAttribute");
-  check(cudaFuncSetAttribute(sv_block_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
-        "cudaFuncSetAttribute");
-  done.fetch_or(bit, std::memory_order_acq_rel);
+void allow_smem() {  // the warp and block kernels may take the device's whole shared memory
+  static std::atomic<std::uint64_t> warp_done{0}, block_done{0};
+  allow_full_smem(warp_done, sv_warp_kernel<R>);
+  allow_full_smem(block_done, sv_block_kernel<R>, static_cast<int>(32 * sizeof(R)));
 }
 
 }  // namespace
@@ -243,8 +233,10 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
   const std::size_t state_bytes = 2 * std::size_t(real_bytes) * p.dim;
   const std::size_t per_circuit = state_bytes * (adjoint ? 2 : 1);
   const std::size_t half = std::max<std::size_t>(p.dim / 2, 1);
+  // The block kernel's 32-entry reduction scratch is static shared memory: the
+  // dynamic part may take the opt-in limit less that.
   const bool fits_registers = p.n <= kern::kMaxLaneQubits, fits_warp = half <= 32,
-             fits_block = per_circuit <= dev.smem_optin;
+             fits_block = per_circuit + 32 * std::size_t(real_bytes) <= dev.smem_optin;
   // Interleaved tiles: one per SM at least within a quarter of the device memory.
   const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
   const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));

@@ -78,19 +78,39 @@ QFLEET_HD inline int lane_local(const GateSite& s, std::uint64_t i, bool& on) {
   return r;
 }
 
+// This lane's row of op's block (Dag: of its adjoint; deriv >= 0: of the derivative
+// by that parameter), with `on` = its control bits are all set.
+template <class R, int D, bool Dag, class L>
+QFLEET_HD inline void lane_block_row(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, int deriv,
+                                     const L& g, bool& on, Cx<R>* row) {
+  R m[2 * D * D];
+  op_block<R, D>(p, c, op, b, deriv, m);
+  lane_row<R, D, Dag>(m, lane_local<D>(op.site, std::uint64_t(g.lane()), on), row);
+}
+
+// x[d] = v as held by lane i ^ off[d] (x[0] = v): the amplitudes a row combines.
+template <class R, int D, class L>
+QFLEET_HD inline void lane_gather(const GateSite& s, Cx<R> v, const L& g, Cx<R>* x) {
+  x[0] = v;
+  for (int d = 1; d < D; ++d) x[d] = lane_shfl(g, v, s.off[d]);
+}
+
+template <class R, int D>
+QFLEET_HD inline Cx<R> lane_dot(const Cx<R>* row, const Cx<R>* x) {
+  Cx<R> y = row[0] * x[0];
+  for (int d = 1; d < D; ++d) y = y + row[d] * x[d];
+  return y;
+}
+
 template <class R, int KT, class L>
 QFLEET_HD inline void lanes_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, Cx<R>& psi,
                                   const L& g) {
   constexpr int D = 1 << KT;
-  R m[2 * D * D];
-  op_block<R, D>(p, c, op, b, -1, m);
   bool on;
-  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
-  Cx<R> row[D];
-  lane_row<R, D, false>(m, r, row);
-  Cx<R> y = row[0] * psi;
-  for (int d = 1; d < D; ++d) y = y + row[d] * lane_shfl(g, psi, op.site.off[d]);
-  if (on) psi = y;
+  Cx<R> row[D], x[D];
+  lane_block_row<R, D, false>(p, c, op, b, -1, g, on, row);
+  lane_gather<R, D>(op.site, psi, g, x);
+  if (on) psi = lane_dot<R, D>(row, x);
 }
 
 template <class R, int KT, class L>
@@ -98,32 +118,23 @@ QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
                                        bool active, Cx<R>& psi, Cx<R>& lam, const L& g) {
   constexpr int D = 1 << KT;
   constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
-  R m[2 * D * D];
-  op_block<R, D>(p, c, op, b, -1, m);
   bool on;
-  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
-  Cx<R> row[D];
-  lane_row<R, D, true>(m, r, row);
-  // psi <- U^dag psi
-  Cx<R> y = row[0] * psi;
-  for (int d = 1; d < D; ++d) y = y + row[d] * lane_shfl(g, psi, op.site.off[d]);
-  if (on) psi = y;
+  Cx<R> row[D], x[D];
+  lane_block_row<R, D, true>(p, c, op, b, -1, g, on, row);
+  lane_gather<R, D>(op.site, psi, g, x);
+  if (on) psi = lane_dot<R, D>(row, x);  // psi <- U^dag psi
   // lam's amplitudes this lane combines, shuffled once for both uses below.
   Cx<R> lx[D];
-  lx[0] = lam;
-  for (int d = 1; d < D; ++d) lx[d] = lane_shfl(g, lam, op.site.off[d]);
+  lane_gather<R, D>(op.site, lam, g, lx);
   const int np = op.n_params < NP ? op.n_params : NP;
   for (int j = 0; j < np; ++j) {
     if (op.fixed >= 0) break;
     const ParamDesc& pd = p.params[op.first_param + j];
     const bool want = (pd.kind == 1 && c.grad_inputs != nullptr) || (pd.kind == 2 && c.grad_weights != nullptr);
     if (!want) continue;
-    R dm[2 * D * D];
-    op_block<R, D>(p, c, op, b, j, dm);
     Cx<R> drow[D];
-    lane_row<R, D, true>(dm, r, drow);
-    Cx<R> v = drow[0] * lx[0];
-    for (int d = 1; d < D; ++d) v = v + drow[d] * lx[d];
+    lane_block_row<R, D, true>(p, c, op, b, j, g, on, drow);
+    const Cx<R> v = lane_dot<R, D>(drow, lx);
     const R part = on ? v.re * psi.re + v.im * psi.im : R(0);  // Re(conj(dU^dag lam)_i psi_i)
     const R gv = static_cast<R>(pd.scale) * (2 * lane_sum(g, part, unsigned(g.width() - 1)));
     if (pd.kind == 1) {
@@ -134,10 +145,7 @@ QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
       c.grad_weights[b * p.n_weights + pd.index] += gv;
     }
   }
-  // lam <- U^dag lam
-  Cx<R> z = row[0] * lx[0];
-  for (int d = 1; d < D; ++d) z = z + row[d] * lx[d];
-  if (on) lam = z;
+  if (on) lam = lane_dot<R, D>(row, lx);  // lam <- U^dag lam
 }
 
 // Probabilities over the bit positions pos (pos[0] the most significant outcome

@@ -105,53 +105,65 @@ struct LaneThreads {
   }
 };
 
+// Starts `units` units of `members` std::threads each, every unit with its own
+// barrier and reduction slots, runs body(unit, rank, barrier, slots) on each thread
+// and joins them.
+template <class R, class Body>
+void run_units(int units, int members, Body body) {
+  std::vector<std::unique_ptr<Barrier>> bars;
+  std::vector<std::vector<R>> slots(static_cast<std::size_t>(units), std::vector<R>(static_cast<std::size_t>(members)));
+  for (int u = 0; u < units; ++u) bars.push_back(std::make_unique<Barrier>(members));
+  std::vector<std::thread> threads;
+  for (int u = 0; u < units; ++u) {
+    for (int r = 0; r < members; ++r) {
+      threads.emplace_back([&, u, r] { body(u, r, bars[std::size_t(u)].get(), &slots[std::size_t(u)]); });
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
 // Runs body(group) on `groups` groups of G threads each (group index gi, member
 // group.rank()); every member's return value is collected as out[gi * G + rank].
 template <class Body>
 auto run_groups(int groups, int G, Body body) {
   using Ret = decltype(body(0, std::declval<const TaskGroup&>()));
   std::vector<Ret> out(std::size_t(groups) * G);
-  std::vector<std::unique_ptr<Barrier>> bars;
-  std::vector<std::vector<double>> slots(groups, std::vector<double>(G));
-  for (int gi = 0; gi < groups; ++gi) bars.push_back(std::make_unique<Barrier>(G));
-  std::vector<std::thread> threads;
-  for (int gi = 0; gi < groups; ++gi) {
-    for (int r = 0; r < G; ++r) {
-      threads.emplace_back([&, gi, r] {
-        const TaskGroup g{r, G, bars[gi].get(), &slots[gi]};
-        out[std::size_t(gi) * G + r] = body(gi, g);
-      });
-    }
-  }
-  for (auto& t : threads) t.join();
+  run_units<double>(groups, G, [&](int gi, int r, Barrier* bar, std::vector<double>* slots) {
+    out[std::size_t(gi) * G + r] = body(gi, TaskGroup{r, G, bar, slots});
+  });
   return out;
 }
+
+// The plan as the device holds it (packed into one blob and relocated, like the
+// upload), with the call's reduced weight gradients zeroed (like the launch's memset).
+struct DevicePlan {
+  qfleet::detail::PackedSvPlan packed;
+  std::vector<std::byte> copy;
+  qfleet::kern::SvPlan view;
+
+  template <class R>
+  DevicePlan(const qfleet::detail::Plan& plan, const qfleet::kern::SvCall<R>& call)
+      : packed(qfleet::detail::pack_sv_plan(plan)), copy(packed.blob), view(packed.view_at(copy.data())) {
+    if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
+      for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
+    }
+  }
+};
 
 // Runs every sample of `call` with a group of G threads, then one padding member
 // (active = false) that must leave every output untouched.
 template <class R>
 void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
-  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
-  const std::vector<std::byte> copy(packed.blob);  // relocated, like the device upload
-  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
-  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
-    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
-  }
+  const DevicePlan dp(plan, call);
   std::vector<R> psi(2 * plan.dim), lam(2 * plan.dim);
-  Barrier bar(G);
-  std::vector<R> slots(G);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < G; ++r) {
-    threads.emplace_back([&, r] {
-      const ThreadGroup<R> g{r, G, &bar, &slots};
-      for (std::size_t b = 0; b <= call.batch; ++b) {  // like the device's loop over a block's circuits
-        const bool active = b < call.batch;
-        qfleet::kern::sv_group_run(v, call, active ? b : call.batch - 1, active, psi.data(), lam.data(), g);
-        g.sync();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  run_units<R>(1, G, [&](int, int r, Barrier* bar, std::vector<R>* slots) {
+    const ThreadGroup<R> g{r, G, bar, slots};
+    for (std::size_t b = 0; b <= call.batch; ++b) {  // like the device's loop over a block's circuits
+      const bool active = b < call.batch;
+      qfleet::kern::sv_group_run(dp.view, call, active ? b : call.batch - 1, active, psi.data(), lam.data(), g);
+      g.sync();
+    }
+  });
 }
 
 // Runs every sample of `call` with the register body: warps of `warp` threads, each
@@ -159,34 +171,20 @@ void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) 
 // device), and enough warps that the last ones are partly or wholly padding.
 template <class R>
 void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int warp) {
-  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
-  const std::vector<std::byte> copy(packed.blob);
-  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
-  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
-    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
-  }
+  const DevicePlan dp(plan, call);
   const int W = 1 << plan.n;
   const std::size_t per_warp = std::size_t(warp / W);
   const std::size_t n_warps = (call.batch + per_warp - 1) / per_warp + 1;  // + one all-padding warp
   constexpr int kWarps = 2;
-  std::vector<std::unique_ptr<Barrier>> bars;
-  std::vector<std::vector<R>> slots(kWarps, std::vector<R>(std::size_t(warp)));
-  for (int w = 0; w < kWarps; ++w) bars.push_back(std::make_unique<Barrier>(warp));
-  std::vector<std::thread> threads;
-  for (int w = 0; w < kWarps; ++w) {
-    for (int r = 0; r < warp; ++r) {
-      threads.emplace_back([&, w, r] {
-        const LaneThreads<R> g{r, W, warp, bars[std::size_t(w)].get(), &slots[std::size_t(w)]};
-        for (std::size_t blk = std::size_t(w); blk < n_warps; blk += kWarps) {  // the device's grid stride
-          const std::size_t b = blk * per_warp + std::size_t(r / W);
-          const bool active = b < call.batch;
-          qfleet::kern::sv_lanes_run(v, call, active ? b : call.batch - 1, active, g);
-          g.sync();
-        }
-      });
+  run_units<R>(kWarps, warp, [&](int w, int r, Barrier* bar, std::vector<R>* slots) {
+    const LaneThreads<R> g{r, W, warp, bar, slots};
+    for (std::size_t blk = std::size_t(w); blk < n_warps; blk += kWarps) {  // the device's grid stride
+      const std::size_t b = blk * per_warp + std::size_t(r / W);
+      const bool active = b < call.batch;
+      qfleet::kern::sv_lanes_run(dp.view, call, active ? b : call.batch - 1, active, g);
+      g.sync();
     }
-  }
-  for (auto& t : threads) t.join();
+  });
 }
 
 // Runs every sample of `call` with the interleaved shape: tiles of L samples side by
@@ -195,33 +193,19 @@ void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, i
 // tile partly padding, and one more tile wholly padding.
 template <int L, class R>
 void run_interleaved(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
-  const qfleet::detail::PackedSvPlan packed = qfleet::detail::pack_sv_plan(plan);
-  const std::vector<std::byte> copy(packed.blob);
-  const qfleet::kern::SvPlan v = packed.view_at(copy.data());
-  if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
-    for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
-  }
+  const DevicePlan dp(plan, call);
   const std::size_t n_tiles = (call.batch + L - 1) / L + 1;
-  std::vector<R> psi(2 * plan.dim * L, R(-7)), lam(2 * plan.dim * L, R(-7));
-  std::vector<std::unique_ptr<Barrier>> bars;
-  std::vector<std::vector<R>> slots(L, std::vector<R>(std::size_t(G)));
-  for (int l = 0; l < L; ++l) bars.push_back(std::make_unique<Barrier>(G));
-  std::vector<std::thread> threads;
-  for (int l = 0; l < L; ++l) {
-    for (int r = 0; r < G; ++r) {
-      threads.emplace_back([&, l, r] {
-        const ThreadGroup<R> g{r, G, bars[std::size_t(l)].get(), &slots[std::size_t(l)]};
-        for (std::size_t t = 0; t < n_tiles; ++t) {
-          const std::size_t b = t * L + std::size_t(l);
-          const bool active = b < call.batch;
-          qfleet::kern::sv_group_run<L>(v, call, active ? b : call.batch - 1, active, psi.data(),
-                                        call.cotangents ? lam.data() : nullptr, g, l);
-          g.sync();
-        }
-      });
+  std::vector<R> psi(2 * plan.dim * L, R(-7)), lam(2 * plan.dim * L, R(-7));  // junk the body must overwrite
+  run_units<R>(L, G, [&](int l, int r, Barrier* bar, std::vector<R>* slots) {
+    const ThreadGroup<R> g{r, G, bar, slots};
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      const std::size_t b = t * L + std::size_t(l);
+      const bool active = b < call.batch;
+      qfleet::kern::sv_group_run<L>(dp.view, call, active ? b : call.batch - 1, active, psi.data(),
+                                    call.cotangents ? lam.data() : nullptr, g, l);
+      g.sync();
     }
-  }
-  for (auto& t : threads) t.join();
+  });
 }
 
 // The group body on a ref::Batch, like ref::q_forward / q_vjp / q_states.

@@ -3,7 +3,7 @@
 // against finite differences, batch sizes around 32 and the block size, both
 // precisions), one cross-backend test that every Program operation joins, and the
 // device choice. GPU tests skip, saying why, where no CUDA device is visible; the
-// kernel body they run is checked on the CPU by test_sv_group.cpp and test_sv_lanes.cpp in every run.
+// kernel bodies they run are checked on the CPU, in every shape, by test_sv_group.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,7 +20,7 @@ constexpr double kFloor = 1e-4;
   if (qfleet::cuda_device_count() == 0) {                                                           \
     GTEST_SKIP() << "no CUDA device visible (this build "                                           \
                  << "compiles the cuda backend; it runs where a GPU is); the shared kernel bodies are " \
-                 << "tested on the CPU by GroupBody.* and LanesBody.*";                                \
+                 << "tested on the CPU, in every launch shape, by GroupBody.*";                        \
   }
 
 qfleet::Program compile_on(const qfleet::Circuit& c, qfleet::Device d,

@@ -1,11 +1,20 @@
-// The cuda backend's circuit body (kernels/sv_group.hpp), run on the CPU by a
-// group of std::threads (unit/group_emu.hpp), against the dense reference: every
-// gate, random circuits (templates, AmplitudeEmbedding, Pauli sums, probs), shared
-// and per-sample weights, the adjoint gradients against finite differences, the
-// sampling probabilities, groups of 1..16 threads (powers of two, as the GPU uses,
-// and 3 and 5, which split the work unevenly), and a padding member that must
-// write nothing. This is what CI checks of the GPU code on a machine without one.
+// The cuda backend's circuit bodies run on the CPU by std::threads (unit/group_emu.hpp),
+// in every launch shape they take on a GPU, against the dense reference and finite
+// differences:
+//   - kernels/sv_group.hpp with one sample per group (warp, block and global shapes):
+//     groups of 1..16 threads (powers of two, as the GPU uses, and 3 and 5, which
+//     split the work unevenly) and a padding member that must write nothing;
+//   - the same body on interleaved tiles of 4 or 32 samples side by side (the
+//     interleaved shape), each sample a group, the last tiles partly or wholly padding;
+//   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
+//     shuffles through a slot per lane, warps of 2^n or 32 lanes (several circuits,
+//     whose gradient sums cross circuits), two warps at once, padding circuits.
+// Every gate, random circuits (templates, AmplitudeEmbedding, Pauli sums, probs),
+// shared and per-sample weights, complex64, the sampling probabilities. This is
+// what CI checks of the GPU code on a machine without one.
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "core/plan.hpp"
 #include "unit/group_emu.hpp"
@@ -32,7 +41,58 @@ double max_state_err(const std::vector<std::complex<double>>& got, const ref::Tw
   return m;
 }
 
-TEST(GroupBody, RandomCircuitsMatchTheReferenceForEveryGroupSize) {
+// One emulated launch shape: groups of G threads, the register body on warps of
+// `warp` lanes, or interleaved tiles of `tile` samples (G threads each).
+struct Shape {
+  std::string name;
+  int G = 0, warp = 0, tile = 0;
+
+  template <class R>
+  emu::Runner<R> runner(const qfleet::detail::Plan& plan) const {
+    emu::Runner<R> r{plan, G, warp};
+    r.tile = tile;
+    return r;
+  }
+};
+
+// The shapes an n-qubit circuit can take: one-sample groups of each size in
+// `groups`, the register body (n <= 5) on a warp of one circuit and on a 32-lane warp,
+// interleaved tiles of 4 samples (and of 32, with `wide`), tile_g threads a sample.
+std::vector<Shape> shapes(int n, std::initializer_list<int> groups, bool wide = false, int tile_g = 2) {
+  std::vector<Shape> s;
+  for (int G : groups) s.push_back({"group of " + std::to_string(G), G, 0, 0});
+  if (n <= qfleet::kern::kMaxLaneQubits) {
+    s.push_back({"registers, warp of " + std::to_string(1 << n), 0, 1 << n, 0});
+    if (n < qfleet::kern::kMaxLaneQubits) s.push_back({"registers, warp of 32", 0, 32, 0});
+  }
+  s.push_back({"interleaved tile of 4 x " + std::to_string(tile_g), tile_g, 0, 4});
+  if (wide) s.push_back({"interleaved tile of 32 x 2", 2, 0, 32});
+  return s;
+}
+
+std::string trace(int n, const ref::Batch& b, const Shape& s) {
+  return "n=" + std::to_string(n) + " B=" + std::to_string(b.B) + " " + s.name +
+         (b.per_sample ? ", per-sample weights" : ", shared weights");
+}
+
+// vjp (with the fused forward outputs) in each shape against finite differences of
+// the dense reference.
+void expect_vjp_matches(const ref::Twin& t, const qfleet::detail::Plan& plan, const ref::Batch& b,
+                        const std::vector<Shape>& in, const std::string& label = "") {
+  std::mt19937_64 rng(b.B * 7919 + std::size_t(t.r.n));
+  const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
+  const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+  const std::vector<double> outs = ref::ref_outputs(t.r, b);
+  for (const Shape& s : in) {
+    SCOPED_TRACE(label + trace(t.r.n, b, s));
+    const auto got = s.runner<double>(plan).vjp(b, cot);
+    EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol) << "input gradient";
+    EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol) << "weight gradient";
+    EXPECT_LT(ref::max_abs_diff(got.out, outs), 1e-10) << "fused forward outputs";
+  }
+}
+
+TEST(GroupBody, RandomCircuitsMatchTheReferenceInEveryShape) {
   std::mt19937_64 rng(515);
   for (int n = 1; n <= 7; ++n) {
     for (int rep = 0; rep < 3; ++rep) {
@@ -44,12 +104,11 @@ TEST(GroupBody, RandomCircuitsMatchTheReferenceForEveryGroupSize) {
         const qfleet::detail::Plan plan = plan_of(t.q);
         const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
         const std::vector<double> want = ref::ref_outputs(t.r, b);
-        for (int G : {1, 3, 8}) {
-          SCOPED_TRACE("n=" + std::to_string(n) + " rep=" + std::to_string(rep) + " G=" + std::to_string(G) +
-                       (per_sample ? " per-sample weights" : " shared weights"));
-          const emu::Runner<double> run{plan, G};
+        for (const Shape& s : shapes(n, {1, 3, 8}, rep == 0)) {
+          SCOPED_TRACE(trace(n, b, s));
+          const auto run = s.runner<double>(plan);
           EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
-          EXPECT_LT(max_state_err(run.states(b), t, b), 1e-10);
+          EXPECT_LT(max_state_err(run.states(b), t, b), 1e-10) << "states";
         }
       }
     }
@@ -66,19 +125,9 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
         spec.items = 2 * n + 4;
         ref::random_circuit(t, rng, spec);
         const qfleet::detail::Plan plan = plan_of(t.q);
-        const ref::Batch b = ref::random_batch(rng, 3, t.r.n_inputs, t.r.n_weights, per_sample);
-        const std::size_t K = static_cast<std::size_t>(t.r.n_outputs());
-        const std::vector<double> cot = ref::uniform_vec(rng, b.B * K, -1, 1);
-        const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
-        const std::vector<double> outs = ref::ref_outputs(t.r, b);
-        for (int G : {1, 5, 16}) {
-          SCOPED_TRACE("n=" + std::to_string(n) + " rep=" + std::to_string(rep) + " G=" + std::to_string(G) +
-                       (per_sample ? " per-sample weights" : " shared weights"));
-          const auto got = emu::Runner<double>{plan, G}.vjp(b, cot);
-          EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol) << "input gradient";
-          EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol) << "weight gradient";
-          EXPECT_LT(ref::max_abs_diff(got.out, outs), 1e-10) << "fused forward outputs";
-        }
+        // 19 samples: several warps of 32 / 2^n circuits and tiles, the last ones partly padding.
+        const ref::Batch b = ref::random_batch(rng, rep == 0 ? 19 : 3, t.r.n_inputs, t.r.n_weights, per_sample);
+        expect_vjp_matches(t, plan, b, shapes(n, {1, 5, 16}, rep == 1));
       }
     }
   }
@@ -88,12 +137,12 @@ TEST(GroupBody, EveryGateForwardAndGradient) {
   std::mt19937_64 rng(717);
   for (const auto& g : qfleet::kGateTable) {
     const std::string name(g.name);
-    for (int n : {3, 4}) {
+    for (int n : {3, 5}) {
       ref::Twin t(n);
       for (int w = 0; w < n; ++w) t.add("RY", {w}, {ref::uniform(rng, -3, 3)});
       for (int w = 0; w + 1 < n; ++w) t.add("CNOT", {w, w + 1});
       if (name == "QubitUnitary") {
-        t.unitary(ref::random_wires(rng, n, 2), ref::random_unitary(2, rng));
+        for (int k = 1; k <= 2; ++k) t.unitary(ref::random_wires(rng, n, k), ref::random_unitary(k, rng));
       } else {
         std::vector<qfleet::Param> p;
         for (int j = 0; j < g.params; ++j) {
@@ -104,13 +153,37 @@ TEST(GroupBody, EveryGateForwardAndGradient) {
       t.expval({{0.5, ref::word({{'X', 0}})}, {-1.2, ref::word({{'Y', n - 1}, {'Z', 1}})}});
       t.probs(ref::random_wires(rng, n, 2));
       const qfleet::detail::Plan plan = plan_of(t.q);
-      const ref::Batch b = ref::random_batch(rng, 2, t.r.n_inputs, t.r.n_weights, false);
-      const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
-      const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
-      const auto got = emu::Runner<double>{plan, 4}.vjp(b, cot);
-      EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 1e-10) << name << " n=" << n;
-      EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol) << name << " n=" << n << ": input gradient";
-      EXPECT_LE(ref::rel_err(got.gw, want.gw_shared, kFloor), kGradTol) << name << " n=" << n << ": weight gradient";
+      const ref::Batch b = ref::random_batch(rng, 3, t.r.n_inputs, t.r.n_weights, false);
+      expect_vjp_matches(t, plan, b, shapes(n, {4}), name + " ");
+    }
+  }
+}
+
+TEST(GroupBody, AmplitudeEmbeddingGradients) {
+  std::mt19937_64 rng(1818);
+  for (int n = 1; n <= 6; ++n) {
+    for (bool normalize : {true, false}) {
+      ref::Twin t(n);
+      // normalize: fewer features than amplitudes, padded with 0.3, after one angle input.
+      const int nf = normalize ? std::max(1, (1 << n) - 1) : (1 << n);
+      const int first = normalize ? 1 : 0;
+      std::vector<int> wires(static_cast<std::size_t>(n), 0);
+      for (int w = 0; w < n; ++w) wires[std::size_t(w)] = n - 1 - w;  // reversed: a permuted embedding
+      t.amplitude_embedding(wires, nf, first, normalize, normalize ? std::optional<double>(0.3) : std::nullopt);
+      for (int w = 0; w < n; ++w) t.add("RX", {w}, {qfleet::Param::weight(w)});
+      if (normalize) t.add("RY", {0}, {qfleet::Param::input(0)});
+      t.expval({{0.7, ref::word({{'Z', 0}})}, {-0.4, ref::word({{'X', n - 1}})}});
+      t.probs({0});
+      const qfleet::detail::Plan plan = plan_of(t.q);
+      ref::Batch b = ref::random_batch(rng, 3, t.r.n_inputs, t.r.n_weights, false);
+      if (!normalize) {  // the features must already be a unit vector
+        for (std::size_t s = 0; s < b.B; ++s) {
+          double nn = 0;
+          for (int j = 0; j < nf; ++j) nn += b.x[s * nf + j] * b.x[s * nf + j];
+          for (int j = 0; j < nf; ++j) b.x[s * nf + j] /= std::sqrt(nn);
+        }
+      }
+      expect_vjp_matches(t, plan, b, shapes(n, {3}), normalize ? "normalize, " : "unit features, ");
     }
   }
 }
@@ -123,13 +196,16 @@ TEST(GroupBody, Complex64StaysWithinSinglePrecision) {
     spec.items = 3 * n;
     ref::random_circuit(t, rng, spec);
     const ref::Batch b = ref::random_batch(rng, 4, t.r.n_inputs, t.r.n_weights, n % 2 == 0);
-    const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
+    const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
     const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
     const qfleet::detail::Plan plan = plan_of(t.q, qfleet::Precision::complex64);
-    const auto got = emu::Runner<float>{plan, 8}.vjp(b, cot);
-    EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 2e-5) << "n=" << n;
-    EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-2), 1e-4) << "n=" << n;
-    EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), 1e-2), 1e-4) << "n=" << n;
+    for (const Shape& s : shapes(n, {8})) {
+      SCOPED_TRACE(trace(n, b, s));
+      const auto got = s.runner<float>(plan).vjp(b, cot);
+      EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 2e-5);
+      EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-2), 1e-4) << "input gradient";
+      EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), 1e-2), 1e-4) << "weight gradient";
+    }
   }
 }
 
@@ -149,73 +225,11 @@ TEST(GroupBody, SamplingProbabilitiesMatchTheReference) {
         const auto p = ref::probs(ref::state(t.r, b.xrow(s), b.wrow(s)), wires, n);
         want.insert(want.end(), p.begin(), p.end());
       }
-      for (int G : {1, 16}) {  // 16: one outcome bit takes the group-sum path
-        EXPECT_LT(ref::max_abs_diff(emu::Runner<double>{plan, G}.probs(b, wires), want), 1e-12)
-            << "n=" << n << " k=" << k << " G=" << G;
+      // 16 threads a sample: one outcome bit takes the group-sum path.
+      for (const Shape& s : shapes(n, {1, 16}, false, 16)) {
+        SCOPED_TRACE(trace(n, b, s) + " k=" + std::to_string(k));
+        EXPECT_LT(ref::max_abs_diff(s.runner<double>(plan).probs(b, wires), want), 1e-12);
       }
-    }
-  }
-}
-
-// The interleaved shape: the same body on tiles of 4 or 32 samples side by side
-// (amplitude i of the tile's samples in consecutive words), each sample a group of
-// threads, the last tiles partly and wholly padding.
-TEST(GroupBody, InterleavedTilesMatchTheReference) {
-  std::mt19937_64 rng(1020);
-  for (int n = 1; n <= 7; ++n) {
-    for (bool per_sample : {false, true}) {
-      ref::Twin t(n);
-      ref::RandomSpec spec;
-      spec.items = 2 * n + 4;
-      ref::random_circuit(t, rng, spec);
-      const qfleet::detail::Plan plan = plan_of(t.q);
-      const ref::Batch b = ref::random_batch(rng, n % 2 == 0 ? 9 : 3, t.r.n_inputs, t.r.n_weights, per_sample);
-      const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
-      const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
-      const std::vector<double> outs = ref::ref_outputs(t.r, b);
-      for (const auto& [tile, G] : {std::pair{4, 1}, std::pair{4, 3}, std::pair{32, 2}}) {
-        SCOPED_TRACE("n=" + std::to_string(n) + " B=" + std::to_string(b.B) + " tile=" + std::to_string(tile) +
-                     " G=" + std::to_string(G) + (per_sample ? " per-sample weights" : " shared weights"));
-        emu::Runner<double> run{plan, G};
-        run.tile = tile;
-        EXPECT_LT(ref::max_abs_diff(run.forward(b), outs), 1e-10);
-        EXPECT_LT(max_state_err(run.states(b), t, b), 1e-10);
-        const auto got = run.vjp(b, cot);
-        EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol) << "input gradient";
-        EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol) << "weight gradient";
-        EXPECT_LT(ref::max_abs_diff(got.out, outs), 1e-10) << "fused forward outputs";
-      }
-    }
-  }
-}
-
-TEST(GroupBody, InterleavedComplex64AndSampling) {
-  std::mt19937_64 rng(1121);
-  for (int n = 2; n <= 6; ++n) {
-    ref::Twin t(n);
-    ref::RandomSpec spec;
-    spec.items = 3 * n;
-    ref::random_circuit(t, rng, spec);
-    const ref::Batch b = ref::random_batch(rng, 6, t.r.n_inputs, t.r.n_weights, false);
-    const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
-    const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
-    emu::Runner<float> run{plan_of(t.q, qfleet::Precision::complex64), 2};
-    run.tile = 4;
-    const auto got = run.vjp(b, cot);
-    EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 2e-5) << "n=" << n;
-    EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-2), 1e-4) << "n=" << n;
-    EXPECT_LE(ref::rel_err(got.gw, want.gw_shared, 1e-2), 1e-4) << "n=" << n;
-    const qfleet::detail::Plan plan = plan_of(t.q);
-    emu::Runner<double> run64{plan, 16};  // 16 members: one outcome bit takes the group-sum path
-    run64.tile = 4;
-    for (int k = 1; k <= n; k += 2) {
-      const std::vector<int> wires = ref::random_wires(rng, n, k);
-      std::vector<double> pw;
-      for (std::size_t s = 0; s < b.B; ++s) {
-        const auto p = ref::probs(ref::state(t.r, b.xrow(s), b.wrow(s)), wires, n);
-        pw.insert(pw.end(), p.begin(), p.end());
-      }
-      EXPECT_LT(ref::max_abs_diff(run64.probs(b, wires), pw), 1e-12) << "n=" << n << " k=" << k;
     }
   }
 }
