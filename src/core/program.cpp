@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
 #include <omp.h>
@@ -153,13 +152,7 @@ const void* data_of(std::span<R> s) {
 // from n and the precision (gpu::launch_shape).
 gpu::Strategy requested_strategy() {
   const char* env = std::getenv("QFLEET_CUDA_SHAPE");
-  if (env == nullptr || *env == 0) return gpu::Strategy::automatic;
-  for (gpu::Strategy s : {gpu::Strategy::automatic, gpu::Strategy::registers, gpu::Strategy::warp,
-                          gpu::Strategy::block, gpu::Strategy::interleaved, gpu::Strategy::global}) {
-    if (std::string_view(env) == gpu::strategy_name(s)) return s;
-  }
-  throw Error("QFLEET_CUDA_SHAPE='" + std::string(env) +
-              "': expected registers, warp, block, interleaved, global or automatic");
+  return env == nullptr || *env == 0 ? gpu::Strategy::automatic : gpu::parse_strategy(env);
 }
 
 template <class R>

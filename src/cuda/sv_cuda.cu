@@ -227,6 +227,15 @@ const char* strategy_name(Strategy s) {
   }
 }
 
+Strategy parse_strategy(const char* name) {
+  for (Strategy s : {Strategy::automatic, Strategy::registers, Strategy::warp, Strategy::block, Strategy::interleaved,
+                     Strategy::global}) {
+    if (std::strcmp(name, strategy_name(s)) == 0) return s;
+  }
+  throw Error(std::string("QFLEET_CUDA_SHAPE='") + name +
+              "': expected registers, warp, block, interleaved, global or automatic");
+}
+
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                          const DeviceProps& dev, Strategy want) {
   LaunchShape s;
@@ -286,7 +295,7 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
     s.group = 256;
     s.threads = 256;
     // Enough resident blocks to fill the device; each owns one sample's states at a time.
-    s.blocks = std::min<std::size_t>(batch, std::size_t(std::max(dev.sm_count, 1)) * 8);
+    s.blocks = std::min<std::size_t>(batch, sms * 8);
     s.work_bytes = s.blocks * per_circuit;
   }
   s.blocks = std::min(std::max<std::size_t>(s.blocks, 1), kMaxGrid);
@@ -337,31 +346,27 @@ void run_circuits(const kern::SvPlan& p, const kern::SvCall<R>& c, const LaunchS
   if (c.grad_weights != nullptr && c.reduce_weights && c.cotangents != nullptr) {
     memset_async(c.grad_weights, std::size_t(p.n_weights) * sizeof(R), stream);
   }
+  const unsigned grid = static_cast<unsigned>(s.blocks);
   if (s.strategy == Strategy::registers) {
-    const std::size_t n_blocks = (c.batch + s.per_block - 1) / s.per_block;
-    sv_lanes_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(p, c, s.group, n_blocks);
+    sv_lanes_kernel<R><<<grid, s.threads, 0, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block);
     check(cudaGetLastError(), "the register circuit kernel launch");
   } else if (s.strategy == Strategy::warp) {
-    sv_warp_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(p, c, s.group,
-                                                                                  (c.batch + s.per_block - 1) / s.per_block);
+    sv_warp_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block);
     check(cudaGetLastError(), "the warp circuit kernel launch");
-  } else if (s.strategy == Strategy::interleaved) {
-    R* work = static_cast<R*>(malloc_async(s.work_bytes, stream));
-    const dim3 block(kTile, kMembers);
-    sv_interleaved_kernel<R><<<static_cast<unsigned>(s.blocks), block, 0, st>>>(p, c, work,
-                                                                               (c.batch + kTile - 1) / kTile);
-    const cudaError_t e = cudaGetLastError();
-    free_async(work, stream);
-    check(e, "the interleaved circuit kernel launch");
   } else if (s.strategy == Strategy::block) {
-    sv_block_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, st>>>(p, c, nullptr);
+    sv_block_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, nullptr);
     check(cudaGetLastError(), "the block circuit kernel launch");
-  } else {
+  } else {  // interleaved and global: the states in a stream-ordered global workspace
     R* work = static_cast<R*>(malloc_async(s.work_bytes, stream));
-    sv_block_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, 0, st>>>(p, c, work);
+    if (s.strategy == Strategy::interleaved) {
+      sv_interleaved_kernel<R><<<grid, dim3(kTile, kMembers), 0, st>>>(p, c, work, (c.batch + kTile - 1) / kTile);
+    } else {
+      sv_block_kernel<R><<<grid, s.threads, 0, st>>>(p, c, work);
+    }
     const cudaError_t e = cudaGetLastError();
     free_async(work, stream);
-    check(e, "the global-memory circuit kernel launch");
+    check(e, s.strategy == Strategy::interleaved ? "the interleaved circuit kernel launch"
+                                                 : "the global-memory circuit kernel launch");
   }
 }
 

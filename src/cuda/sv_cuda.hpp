@@ -35,7 +35,7 @@ struct LaunchShape {
   int threads = 32;     // threads per block
   std::size_t smem = 0;   // dynamic shared memory per block (bytes)
   std::size_t blocks = 1;
-  std::size_t work_bytes = 0;  // global workspace (global strategy)
+  std::size_t work_bytes = 0;  // global workspace (interleaved and global strategies)
 };
 // `want` automatic picks registers (n <= 5), warp (n <= 6), block (the states fit
 // one block's shared memory), interleaved (batch >= 32 and a tile of 32 samples per
@@ -45,6 +45,9 @@ struct LaunchShape {
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                          const DeviceProps& dev, Strategy want = Strategy::automatic);
 const char* strategy_name(Strategy s);
+// The strategy named `name` (a QFLEET_CUDA_SHAPE value: registers, warp, block,
+// interleaved, global or automatic); anything else is a qfleet::Error naming them.
+Strategy parse_strategy(const char* name);
 
 // Memory. Synchronous forms are for compile time; *_async forms are stream-ordered
 // (cudaMallocAsync pools), so a call never synchronises and can be graph-captured.

@@ -147,7 +147,7 @@ template <class R, int L, int KT, class G>
 QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
                                        bool active, R* psi, R* lam, G& g, int l) {
   constexpr int D = 1 << KT;
-  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
+  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2-qubit blocks have at most one parameter
   R m[2 * D * D];
   op_block<R, D>(p, c, op, b, -1, m);
   R dm[NP][2 * D * D];

@@ -117,7 +117,7 @@ template <class R, int KT, class L>
 QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
                                        bool active, Cx<R>& psi, Cx<R>& lam, const L& g) {
   constexpr int D = 1 << KT;
-  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2- and 3-qubit blocks have at most one parameter
+  constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2-qubit blocks have at most one parameter
   bool on;
   Cx<R> row[D], x[D];
   lane_block_row<R, D, true>(p, c, op, b, -1, g, on, row);

@@ -279,6 +279,12 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_THROW(shape(6, 10, 8, true, Strategy::registers), qfleet::Error);
   EXPECT_THROW(shape(7, 10, 8, true, Strategy::warp), qfleet::Error);
   EXPECT_THROW(shape(13, 10, 8, true, Strategy::block), qfleet::Error);
+  // QFLEET_CUDA_SHAPE's values, and a clear error for any other.
+  EXPECT_EQ(qfleet::gpu::parse_strategy("interleaved"), Strategy::interleaved);
+  EXPECT_EQ(qfleet::gpu::parse_strategy("registers"), Strategy::registers);
+  EXPECT_EQ(qfleet::gpu::parse_strategy("automatic"), Strategy::automatic);
+  EXPECT_QFLEET_ERROR(qfleet::gpu::parse_strategy("sideways"), "QFLEET_CUDA_SHAPE='sideways'",
+                      "expected registers, warp, block, interleaved, global or automatic");
   try {
     shape(6, 10, 8, true, Strategy::registers);
   } catch (const qfleet::Error& e) {
