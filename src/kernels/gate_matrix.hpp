@@ -20,6 +20,32 @@ inline namespace QFLEET_KERN_ISA {
 // Dimension of the block a gate's kernel applies (2^(wires - controls)).
 QFLEET_HD constexpr int block_dim(int wires, int controls) { return 1 << (wires - controls); }
 
+// The catalogue's parameter count and block dimension of gate g, as switches made
+// from QFLEET_GATE_TABLE rather than reads of kGateTable: that array lives in host
+// memory, and nvcc (with --expt-relaxed-constexpr) compiles a device-side read of it
+// at a run-time index into a trap, which killed every circuit kernel's adjoint on
+// the first GPU run (2026-11-24). tests/cuda/test_ptx_has_no_trap checks the PTX.
+QFLEET_HD constexpr int gate_param_count(Gate g) {
+  switch (g) {
+#define QFLEET_GATE_PARAMS(id, name, w, p, c) \
+  case Gate::id:                              \
+    return p;
+    QFLEET_GATE_TABLE(QFLEET_GATE_PARAMS)
+#undef QFLEET_GATE_PARAMS
+  }
+  return 0;
+}
+QFLEET_HD constexpr int gate_block_dim(Gate g) {
+  switch (g) {
+#define QFLEET_GATE_BLOCK(id, name, w, p, c) \
+  case Gate::id:                             \
+    return block_dim(w, c);
+    QFLEET_GATE_TABLE(QFLEET_GATE_BLOCK)
+#undef QFLEET_GATE_BLOCK
+  }
+  return 1;
+}
+
 namespace detail {
 template <class T>
 QFLEET_HD inline void set_diag2(Cx<T>* m, Cx<T> a, Cx<T> b) {
@@ -179,11 +205,11 @@ QFLEET_HD inline void gate_block_derivative(Gate g, const T* p, int j, Cx<T>* m)
     }
     default: {
       T q[kMaxGateParams] = {0, 0, 0};
-      const int np = gate_info(g).params;
+      const int np = gate_param_count(g);
       for (int k = 0; k < np; ++k) q[k] = p[k];
       q[j] += pi;
       gate_block(g, q, m);
-      const int d = block_dim(gate_info(g).wires, gate_info(g).controls);
+      const int d = gate_block_dim(g);
       for (int k = 0; k < d * d; ++k) m[k] = T(0.5) * m[k];
       return;
     }
