@@ -48,7 +48,9 @@ TEST(CudaBackend, RandomCircuitsMatchTheReferenceAtBatchSizesAroundTheBlock) {
         SCOPED_TRACE("n=" + std::to_string(n) + " batch=" + std::to_string(B) + " " + p.execution(B, true));
         const ref::Batch b = ref::random_batch(rng, B, t.r.n_inputs, t.r.n_weights, per_sample);
         EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
-        if (B <= 33) {
+        // The dense reference gradient above n = 9 kept this test running past a minute on
+        // the first GPU run (2026-11-24); the block shape's gradients are checked at n = 7..9.
+        if (B <= 33 && n <= 9) {
           const std::vector<double> cot = ref::uniform_vec(rng, B * t.r.n_outputs(), -1, 1);
           const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
           const auto got = ref::q_vjp<double>(p, b, cot);

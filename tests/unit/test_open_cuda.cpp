@@ -29,7 +29,7 @@ using qfleet::Solver;
 qfleet::OpenCompileOptions options_for(Solver s) {
   qfleet::OpenCompileOptions o;
   o.solver = s;
-  if (s == Solver::rk4) o.dt = 0.0437;
+  if (s == Solver::rk4 || s == Solver::euler) o.dt = 0.0437;  // both fixed-step solvers need dt
   if (s == Solver::dopri5) o.rtol = o.atol = 1e-10;
   return o;
 }
