@@ -72,7 +72,11 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
     return Error("one open-system task needs " + std::to_string(per >> 20) + " MiB of GPU workspace, more than a "
                  "quarter of the device's memory; use device 'cpu'");
   };
-  if (want == OpenShape::automatic) want = v.n <= 4 ? OpenShape::thread : v.n <= 32 ? OpenShape::warp : OpenShape::block;
+  // Measured on an H100 (docs/benchmarks.md, OpenShape/ rows, 2026-11-24; d-level open
+  // ladder, B = 10^4, forward + gradient, complex64): warp beats thread 5.5x at n = 4 and
+  // 7.9x at n = 9 (block ties there), block beats warp 1.4x at n = 16. The thread shape
+  // is never the automatic choice; it stays pinnable.
+  if (want == OpenShape::automatic) want = v.n <= 9 ? OpenShape::warp : OpenShape::block;
   s.shape = want;
   if (want != OpenShape::thread) {
     s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;

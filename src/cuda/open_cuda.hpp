@@ -29,9 +29,9 @@ struct OpenLaunch {
   std::size_t smem = 0;             // dynamic shared memory per block
 };
 
-// `want` automatic picks from the generator order n: thread for n <= 4 (an open
-// qubit, closed d <= 4), warp for n <= 32, block beyond (untuned thresholds: no
-// GPU has measured them yet). Throws qfleet::Error when not even one task slot's
+// `want` automatic picks from the generator order n: warp for n <= 9 (an open qubit
+// or qutrit, closed d <= 9), block beyond (thresholds from the OpenShape/ rows
+// measured on an H100; thread is pinnable only). Throws qfleet::Error when not even one task slot's
 // workspace fits in a quarter of the device memory (huge d with the exact solver).
 OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int real_bytes, int cap,
                              const DeviceProps& dev, OpenShape want = OpenShape::automatic);

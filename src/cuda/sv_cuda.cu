@@ -249,12 +249,18 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
   // Interleaved tiles: one per SM at least within a quarter of the device memory.
   const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
   const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));
+  // Measured on an H100 (docs/benchmarks.md, Shape/ rows, 2026-11-24; the classifier
+  // layer, forward + adjoint, complex64): registers are best at n = 4; at n = 6 the
+  // interleaved tiles beat warp 1.5x once every SM has a tile (B = 10^4) and lose at
+  // B = 100; block and interleaved tie at n = 10; where the states outgrow shared
+  // memory (n = 14) global beats interleaved 2.2x at B = 10^4 and 32x at B = 100.
+  const bool tile_per_sm = batch >= std::size_t(kTile) * sms && sms * tile_bytes <= budget;
   if (want == Strategy::automatic) {
-    want = fits_registers                                         ? Strategy::registers
-           : fits_warp                                            ? Strategy::warp
-           : fits_block                                           ? Strategy::block
-           : batch >= std::size_t(kTile) && sms * tile_bytes <= budget ? Strategy::interleaved
-                                                                  : Strategy::global;
+    want = fits_registers            ? Strategy::registers
+           : fits_warp && tile_per_sm ? Strategy::interleaved
+           : fits_warp               ? Strategy::warp
+           : fits_block              ? Strategy::block
+                                     : Strategy::global;
   }
   auto refuse = [&](const char* why) {
     return Error(std::string("the '") + strategy_name(want) + "' circuit launch shape needs " + why +

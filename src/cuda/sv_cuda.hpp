@@ -37,9 +37,10 @@ struct LaunchShape {
   std::size_t blocks = 1;
   std::size_t work_bytes = 0;  // global workspace (interleaved and global strategies)
 };
-// `want` automatic picks registers (n <= 5), warp (n <= 6), block (the states fit
-// one block's shared memory), interleaved (batch >= 32 and a tile of 32 samples per
-// SM fits a quarter of the device memory), else global; another value pins that shape (the
+// `want` automatic picks registers (n <= 5); at n = 6 interleaved when the batch gives
+// every SM a tile of 32 samples (within a quarter of the device memory), else warp;
+// block (the states fit one block's shared memory); else global (thresholds from the
+// Shape/ rows measured on an H100); another value pins that shape (the
 // QFLEET_CUDA_SHAPE variable: benchmarks, tests of every shape on a GPU) and throws
 // qfleet::Error where the circuit cannot run that way.
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,

@@ -239,7 +239,7 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
     EXPECT_EQ(s.smem, 0u);
     EXPECT_EQ(s.work_bytes, 0u);
   }
-  for (int n = 1; n <= 6; ++n) {  // warp: automatic at n = 6, pinned below
+  for (int n = 1; n <= 6; ++n) {  // warp: automatic at n = 6 below a tile per SM, pinned below
     const auto s = n == 6 ? shape(n, 1000, 8, true) : shape(n, 1000, 8, true, Strategy::warp);
     EXPECT_EQ(s.strategy, Strategy::warp) << n;
     EXPECT_EQ(s.group, 1 << (n - 1));
@@ -260,17 +260,22 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_EQ(g.work_bytes, g.blocks * 2 * 16 * (std::size_t{1} << 20));
   EXPECT_EQ(shape(20, 3, 8, true).blocks, 3u);
   // Interleaved: 32-sample tiles, one block of 32 x 8 threads per tile, a tile per
-  // SM at most, within a quarter of the device memory.
-  const auto il = shape(13, 1000, 8, true);
+  // SM at most, within a quarter of the device memory; automatic only at n = 6 once
+  // every SM has a tile (132 x 32 = 4224 samples).
+  EXPECT_EQ(shape(6, 4223, 8, true).strategy, Strategy::warp);
+  const auto il = shape(6, 4224, 8, true);
   EXPECT_EQ(il.strategy, Strategy::interleaved);
   EXPECT_EQ(il.threads, 256);
   EXPECT_EQ(il.per_block, 32);
-  EXPECT_EQ(il.blocks, 32u);  // ceil(1000 / 32) tiles
-  EXPECT_EQ(il.work_bytes, 32u * 32 * 2 * 16 * (std::size_t{1} << 13));
-  EXPECT_EQ(shape(13, 31, 8, true).strategy, Strategy::global);      // less than one tile
-  EXPECT_EQ(shape(17, 100000, 8, true).blocks, 132u);                 // 132 x 128 MiB <= 20 GiB
-  EXPECT_EQ(shape(18, 100000, 8, true).strategy, Strategy::global);  // 132 x 256 MiB > 20 GiB
-  EXPECT_EQ(shape(18, 100000, 4, true).strategy, Strategy::interleaved);
+  EXPECT_EQ(il.blocks, 132u);  // min(ceil(4224 / 32) tiles, SMs)
+  EXPECT_EQ(il.work_bytes, 132u * 32 * 2 * 16 * (std::size_t{1} << 6));
+  EXPECT_EQ(shape(10, 100000, 8, true).strategy, Strategy::block);    // measured: a tie with interleaved
+  EXPECT_EQ(shape(13, 100000, 8, true).strategy, Strategy::global);   // measured: global 2.2x faster at n = 14
+  const auto pinned13 = shape(13, 1000, 8, true, Strategy::interleaved);
+  EXPECT_EQ(pinned13.blocks, 32u);  // ceil(1000 / 32) tiles
+  EXPECT_EQ(pinned13.work_bytes, 32u * 32 * 2 * 16 * (std::size_t{1} << 13));
+  EXPECT_EQ(shape(17, 100000, 8, true, Strategy::interleaved).blocks, 132u);  // 132 x 128 MiB <= 20 GiB
+  EXPECT_EQ(shape(18, 100000, 8, true, Strategy::interleaved).blocks, 80u);   // 256 MiB tiles in 20 GiB
   const auto pinned = shape(20, 100000, 8, true, Strategy::interleaved);
   EXPECT_EQ(pinned.blocks, 20u);  // 1 GiB tiles in 20 GiB
   EXPECT_THROW(shape(25, 100, 8, true, Strategy::interleaved), qfleet::Error);
