@@ -8,6 +8,7 @@
 #include "core/plan.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/gate_matrix.hpp"
+#include "kernels/sv_plan.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::detail {
@@ -39,6 +40,12 @@ OpPlan plan_op(const Operation& op, int n, std::vector<Param>& params,
   p.gate = op.gate;
   p.site.k_all = k_all;
   p.site.kt = k_all - controls;
+  // Every executor (cpu, and the cuda bodies) carries blocks of 1 or 2 target wires
+  // (kern::kMaxGroupTargets): the catalogue's gates and QubitUnitary never need more.
+  if (p.site.kt < 1 || p.site.kt > kern::kMaxGroupTargets) {
+    throw Error("internal: " + std::string(info.name) + " on " + std::to_string(p.site.kt) +
+                " target wires; the executors take 1 to " + std::to_string(kern::kMaxGroupTargets));
+  }
   p.dim = 1 << p.site.kt;
   for (int i = 0; i < k_all; ++i) p.site.pos[i] = kern::bit_of_wire(n, op.wires[i]);
   std::sort(p.site.pos, p.site.pos + k_all);

@@ -18,13 +18,15 @@
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/gate_matrix.hpp"
 #include "kernels/statevector.hpp"
+#include "kernels/sv_plan.hpp"
 
 namespace qfleet::cpu::QFLEET_KERN_ISA {
 
 using detail::OpPlan;
 using kern::GateSite;
 
-constexpr int kMaxBlockEntries = 64;  // 8x8 (3 target wires)
+// 4x4: blocks have at most kern::kMaxGroupTargets = 2 target wires (plan_op refuses more).
+constexpr int kMaxBlockEntries = (1 << kern::kMaxGroupTargets) * (1 << kern::kMaxGroupTargets);
 
 inline std::size_t thread_reals_impl(const KernelPlan& kp, int L, bool adjoint) {
   const std::size_t st = kp.dim * 2 * L;
@@ -119,10 +121,8 @@ inline void apply_op(R* s, const KernelPlan& kp, const OpPlan& op, const R* m, i
   switch (op.site.kt) {
     case 1:
       return apply_kt<R, L, 1, Dag>(s, op.site, ng, m, par);
-    case 2:
+    default:  // 2 (kern::kMaxGroupTargets: plan_op refuses more)
       return apply_kt<R, L, 2, Dag>(s, op.site, ng, m, par);
-    default:
-      return apply_kt<R, L, 3, Dag>(s, op.site, ng, m, par);
   }
 }
 
@@ -169,10 +169,8 @@ inline void sandwich_op(const R* lam, const R* phi, const KernelPlan& kp, const 
   switch (op.site.kt) {
     case 1:
       return sandwich_kt<R, L, 1>(lam, phi, op.site, ng, m, acc, par);
-    case 2:
+    default:  // 2 (kern::kMaxGroupTargets: plan_op refuses more)
       return sandwich_kt<R, L, 2>(lam, phi, op.site, ng, m, acc, par);
-    default:
-      return sandwich_kt<R, L, 3>(lam, phi, op.site, ng, m, acc, par);
   }
 }
 
