@@ -43,7 +43,7 @@ int train(const DemoOptions& o, Precision precision) {
   for (auto& v : w) v = R(0.1 * angle(rng));
   const std::vector<R> Y = prog.forward(BatchArgs<R>{std::size_t(o.dataset), X, teacher});
 
-  fmt::print("qfleet demo: the engine's main job until the meta-control app lands.\n");
+  fmt::print("qfleet demo: a quantum layer trained on the engine's batched adjoint gradients.\n");
   fmt::print("  student learns a hidden teacher circuit: {} qubits, AngleEmbedding + {} StronglyEntanglingLayers,\n",
              o.qubits, o.layers);
   fmt::print("  {} weights, {} outputs, dataset {}, batch {}, Adam lr {}, {} ({} kernels, {} samples/tile)\n\n", nw, K,

@@ -1,4 +1,4 @@
-// `qfleet demo`: the main job until the meta-learning app lands - a quantum layer
+// `qfleet demo`: a teacher-student demo (the main job is qfleet-meta) - a quantum layer
 // trained inside a plain C++ loop on the engine's batched forward and adjoint passes.
 #pragma once
 

@@ -1,4 +1,4 @@
-// `qfleet demo`: registers the main job's options with the CLI.
+// `qfleet demo`: registers the teacher-student demo's options with the CLI.
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
@@ -12,7 +12,7 @@ using Action = std::function<int()>;
 void register_demo(CLI::App& app, Action& action) {
   auto o = std::make_shared<tools::DemoOptions>();
   CLI::App* sub = app.add_subcommand(
-      "demo", "The main job (embedded defaults): train a quantum layer on batched adjoint gradients");
+      "demo", "A demo (embedded defaults): train a quantum layer on batched adjoint gradients");
   sub->add_option("--qubits", o->qubits, "qubits of the layer")->check(CLI::Range(1, 16))->capture_default_str();
   sub->add_option("--layers", o->layers, "StronglyEntanglingLayers")->check(CLI::Range(1, 64))->capture_default_str();
   sub->add_option("--batch", o->batch, "minibatch size")->check(CLI::Range(1, 1 << 20))->capture_default_str();

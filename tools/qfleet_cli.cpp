@@ -1,6 +1,6 @@
 // The qfleet command-line tool (docs/cli.md).
 //
-//   qfleet demo                   the main job (see tools/demo.hpp)
+//   qfleet demo                   a teacher-student demo (see tools/demo.hpp)
 //   qfleet eval FILE.json | -     evaluate a problem, print JSON results
 //   qfleet gates                  the gate catalogue as JSON
 //   qfleet info                   version, instruction sets, threads, CUDA devices
