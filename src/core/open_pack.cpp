@@ -10,6 +10,15 @@
 
 namespace qfleet::detail {
 
+// The kernels name the public enums' values (kernels/open_view.hpp).
+static_assert(kern::kSolverExact == int(Solver::exact) && kern::kSolverRk4 == int(Solver::rk4) &&
+              kern::kSolverEuler == int(Solver::euler) &&
+              kern::kSolverDopri5 == int(Solver::dopri5));
+static_assert(kern::kTargetNone == int(OpenSystem::Target::None) &&
+              kern::kTargetPure == int(OpenSystem::Target::Pure) &&
+              kern::kTargetMixed == int(OpenSystem::Target::Mixed) &&
+              kern::kTargetUnitary == int(OpenSystem::Target::Unitary));
+
 namespace {
 
 const double* add_matrix(Blob& blob, const CVec& m) {

@@ -9,6 +9,11 @@
 
 namespace qfleet::detail {
 
+// The kernels name Param::Kind's values (kernels/sv_plan.hpp).
+static_assert(kern::kParamConstant == int(Param::Kind::Constant) &&
+              kern::kParamInput == int(Param::Kind::Input) &&
+              kern::kParamWeight == int(Param::Kind::Weight));
+
 kern::SvPlan PackedSvPlan::view_at(const std::byte* base) const {
   kern::SvPlan v = offsets;
   v.ops = relocate(offsets.ops, base);

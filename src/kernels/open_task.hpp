@@ -144,7 +144,7 @@ QFLEET_HD inline const Tableau& tableau(int solver) {
        {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0},
        {35.0 / 384 - 5179.0 / 57600, 0, 500.0 / 1113 - 7571.0 / 16695, 125.0 / 192 - 393.0 / 640,
         -2187.0 / 6784 + 92097.0 / 339200, 11.0 / 84 - 187.0 / 2100, -1.0 / 40}}};
-  return kTab[solver == 1 ? 0 : solver == 2 ? 1 : 2];
+  return kTab[solver == kSolverRk4 ? 0 : solver == kSolverEuler ? 1 : 2];
 }
 
 template <class N>
@@ -171,11 +171,11 @@ QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
 template <class R>
 QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   const std::size_t nn = std::size_t(v.n) * v.n, nc = std::size_t(v.n) * v.c, dd = std::size_t(v.d) * v.d;
-  const int steps = v.solver == 3 ? cap : v.fixed_steps;
-  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
+  const int steps = v.solver == kSolverDopri5 ? cap : v.fixed_steps;
+  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == kSolverDopri5 ? std::size_t(cap) : 0);
   std::size_t w = (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
   w += 7 * nn + 2 * nc + nc * (std::size_t(v.nseg) + 1) + expm_frechet_work(v.n);
-  if (v.solver != 0) w += 30 * nc + nc * (std::size_t(steps) + 1);
+  if (v.solver != kSolverExact) w += 30 * nc + nc * (std::size_t(steps) + 1);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
   return w;
 }
@@ -186,10 +186,10 @@ template <class R, class N, class G = SoloGroup>
 class OpenTask {
  public:
   QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
-      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == 3 ? cap : v.fixed_steps) {
+      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == kSolverDopri5 ? cap : v.fixed_steps) {
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
-    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == 3 ? std::size_t(cap) : 0);
+    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == kSolverDopri5 ? std::size_t(cap) : 0);
     h_start_ = reinterpret_cast<double*>(work);
     hs_ = h_start_ + v.nseg;
     Cx<R>* p = work + (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
@@ -205,7 +205,7 @@ class OpenTask {
     hist_ = tmp_ + nc_;  // X_0 .. X_N
     ework_ = hist_ + nc_ * (std::size_t(v.nseg) + 1);
     Cx<R>* q = ework_ + expm_frechet_work(v.n);
-    if (v.solver != 0) {
+    if (v.solver != kSolverExact) {
       rk_ = q;
       xs_ = rk_ + 30 * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
@@ -258,7 +258,7 @@ class OpenTask {
       const R* u = amps(src, k);
       const double dur = v_.durations[k];
       generator(u, a_);
-      if (v_.solver == 0) {
+      if (v_.solver == kSolverExact) {
         const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
         if (same) {
           ++reused;
@@ -282,7 +282,7 @@ class OpenTask {
     // Outputs at X_N (small d x d work: rank 0).
     if (lead) {
       R f = 0, l = 0;
-      if (v_.target != 0) f = fidelity(x, nullptr, 0, false);
+      if (v_.target != kTargetNone) f = fidelity(x, nullptr, 0, false);
       if (v_.nsub > 0) l = leakage(x, nullptr, 0, false);
       if (c_.fidelity) c_.fidelity[b] = f;
       if (c_.leakage) c_.leakage[b] = l;
@@ -294,7 +294,7 @@ class OpenTask {
     for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
     grp_.sync();
     if (lead) {
-      if (v_.target != 0 && cot_f != 0) fidelity(x, lam_, cot_f, true);
+      if (v_.target != kTargetNone && cot_f != 0) fidelity(x, lam_, cot_f, true);
       if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
     }
     for (std::size_t i = r0(); i < nn_; i += gs()) g_sum_[i] = {0, 0};
@@ -304,7 +304,7 @@ class OpenTask {
       const Cx<R>* xprev = hist_ + nc_ * k;
       const double dur = v_.durations[k];
       generator(amps(src, k), a_);
-      if (v_.solver == 0) {
+      if (v_.solver == kSolverExact) {
         // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
         for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
         const int n = static_cast<int>(n_);
@@ -460,7 +460,7 @@ class OpenTask {
     copy(x, xa);
     if (keep) copy(x, xs_);
     m_ = 0;
-    if (v_.solver != 3) {
+    if (v_.solver != kSolverDopri5) {
       const long m = open_fixed_steps(duration, v_.dt);
       h_fixed_ = duration / double(m);
       for (long i = 0; i < m; ++i) {
@@ -528,7 +528,7 @@ class OpenTask {
     Cx<R>* ybar = kbar + nc_ * 7;  // rk_: ks, ys, kbar, ybar (7 nc each), xa, xb
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int step = m_; step-- > 0;) {
-      const R h = R(v_.solver == 3 ? hs_[step] : h_fixed_);
+      const R h = R(v_.solver == kSolverDopri5 ? hs_[step] : h_fixed_);
       rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
       for (int i = 0; i < t.s; ++i) {
         for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
@@ -589,7 +589,7 @@ class OpenTask {
       }
       return R((t.re * t.re + t.im * t.im + d) / den);
     }
-    if (v_.closed && v_.target == 1) {  // |<phi|psi>|^2
+    if (v_.closed && v_.target == kTargetPure) {  // |<phi|psi>|^2
       Cx<double> t{0, 0};
       for (int i = 0; i < d; ++i) t = t + conj(at(v_.target_psi, i)) * Cx<double>{x[i].re, x[i].im};
       if (add_lam) {

@@ -9,6 +9,11 @@
 
 namespace qfleet::kern {
 
+// qfleet::Solver and OpenSystem::Target as the kernels name them (the public enums
+// are C++20 headers nvcc does not read; open_pack.cpp static_asserts the values match).
+enum KernSolver : int { kSolverExact = 0, kSolverRk4 = 1, kSolverEuler = 2, kSolverDopri5 = 3 };
+enum KernTarget : int { kTargetNone = 0, kTargetPure = 1, kTargetMixed = 2, kTargetUnitary = 3 };
+
 // Every matrix is row-major complex<double> stored as (re, im) pairs.
 // Generator A = A0 + sum_m c_m A_m + sum_j gamma_j D_j + sum_k u_k B_k (n x n),
 // state X (n x c); see core/open_plan.hpp for what n and c are per problem kind.
@@ -16,8 +21,8 @@ struct OpenView {
   int d = 0, n = 0, c = 0;
   int nseg = 0, nctrl = 0, ndrift = 0, nrate = 0, nobs = 0, nsub = 0;
   bool closed = true, gate = false;
-  int solver = 0;  // qfleet::Solver: 0 exact, 1 rk4, 2 euler, 3 dopri5
-  int target = 0;  // OpenSystem::Target: 0 none, 1 pure, 2 mixed, 3 unitary
+  int solver = 0;  // a KernSolver (qfleet::Solver's value)
+  int target = 0;  // a KernTarget (OpenSystem::Target's value)
   double dt = 0, rtol = 0, atol = 0;
   int fixed_steps = 0;  // rk4/euler: the most steps one segment takes
   const double* durations = nullptr;   // [nseg] (plain doubles)

@@ -37,8 +37,8 @@ inline namespace QFLEET_KERN_ISA {
 template <class R>
 QFLEET_HD inline R param_value(const SvPlan& p, const SvCall<R>& c, int s, std::size_t b) {
   const ParamDesc& d = p.params[s];
-  if (d.kind == 0) return static_cast<R>(d.value);
-  if (d.kind == 1) return static_cast<R>(d.scale) * c.inputs[b * p.n_inputs + d.index];
+  if (d.kind == kParamConstant) return static_cast<R>(d.value);
+  if (d.kind == kParamInput) return static_cast<R>(d.scale) * c.inputs[b * p.n_inputs + d.index];
   const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
   return static_cast<R>(d.scale) * w;
 }
@@ -157,7 +157,7 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
     want[j] = false;
     if (j >= np || op.fixed >= 0) continue;
     const int kind = p.params[op.first_param + j].kind;
-    want[j] = (kind == 1 && c.grad_inputs != nullptr) || (kind == 2 && c.grad_weights != nullptr);
+    want[j] = (kind == kParamInput && c.grad_inputs != nullptr) || (kind == kParamWeight && c.grad_weights != nullptr);
     if (want[j]) op_block<R, D>(p, c, op, b, j, dm[j]);
   }
   R acc[NP];
@@ -177,7 +177,7 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
     if (!active || g.rank() != 0) continue;
     const ParamDesc& d = p.params[op.first_param + j];
     const R gv = static_cast<R>(d.scale) * (2 * tot);
-    if (d.kind == 1) {
+    if (d.kind == kParamInput) {
       c.grad_inputs[b * p.n_inputs + d.index] += gv;
     } else if (c.reduce_weights) {
       g.atomic_add(&c.grad_weights[d.index], gv);

@@ -130,14 +130,14 @@ QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   for (int j = 0; j < np; ++j) {
     if (op.fixed >= 0) break;
     const ParamDesc& pd = p.params[op.first_param + j];
-    const bool want = (pd.kind == 1 && c.grad_inputs != nullptr) || (pd.kind == 2 && c.grad_weights != nullptr);
+    const bool want = (pd.kind == kParamInput && c.grad_inputs != nullptr) || (pd.kind == kParamWeight && c.grad_weights != nullptr);
     if (!want) continue;
     Cx<R> drow[D];
     lane_block_row<R, D, true>(p, c, op, b, j, g, on, drow);
     const Cx<R> v = lane_dot<R, D>(drow, lx);
     const R part = on ? v.re * psi.re + v.im * psi.im : R(0);  // Re(conj(dU^dag lam)_i psi_i)
     const R gv = static_cast<R>(pd.scale) * (2 * lane_sum(g, part, unsigned(g.width() - 1)));
-    if (pd.kind == 1) {
+    if (pd.kind == kParamInput) {
       if (active && g.lane() == 0) c.grad_inputs[b * p.n_inputs + pd.index] += gv;
     } else if (c.reduce_weights) {
       g.reduce_add(&c.grad_weights[pd.index], gv, active);

@@ -13,9 +13,12 @@
 
 namespace qfleet::kern {
 
+// qfleet::Param::Kind as the kernels name it (sv_pack.cpp static_asserts the values match).
+enum ParamKind : std::uint8_t { kParamConstant = 0, kParamInput = 1, kParamWeight = 2 };
+
 // One gate parameter's source (mirrors qfleet::Param without its constructors).
 struct ParamDesc {
-  std::uint8_t kind = 0;  // 0 constant, 1 input, 2 weight (Param::Kind's order)
+  std::uint8_t kind = kParamConstant;  // a ParamKind
   int index = 0;
   double value = 0.0;
   double scale = 1.0;
