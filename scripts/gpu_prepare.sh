@@ -6,8 +6,27 @@
 #                (Debian 12's, unpacked there into a prefix, never over /)
 #   .gpu/wheels  QuTiP for the machine's Python 3.12 (the CUDA-tensor tests' reference)
 # Then, on the GPU machine: scripts/gpu_run.sh (see there). About 31 MB.
+#
+#   scripts/gpu_prepare.sh --binaries   also builds, here, the C++ GPU test and bench
+#                programs for sm_90 (Release) into .gpu-bin/ (stripped, gzipped, about
+#                30 MB; carry ".gpu-bin" and ".gpu/debs"): gpu_run.sh's gtest, sanitize
+#                and bench steps then need no `build` on the lent machine, whose build
+#                costs 155-159 s of device time per call (it keeps nothing 30 s after one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--binaries" ]; then
+  cmake -S . -B build-gpu-bin -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
+    -DQFLEET_BUILD_TORCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo >/dev/null
+  cmake --build build-gpu-bin -j"$(nproc)" --target qfleet_tests qfleet_cuda_tests bench_cuda
+  rm -rf .gpu-bin && mkdir -p .gpu-bin
+  for b in tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda; do
+    strip -o ".gpu-bin/$(basename "$b")" "build-gpu-bin/$b"
+  done
+  gzip -9 .gpu-bin/*
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/gpu_prepare.sh [--binaries]"
+  exit 2
+fi
 mkdir -p .gpu/debs .gpu/wheels
 lists=$(mktemp -d)
 mkdir -p "$lists/partial"

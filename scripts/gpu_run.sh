@@ -13,7 +13,11 @@
 #                     build-gpu is kept only while the machine stays warm (30 s after a call)
 #   test              every ctest entry but the Python one (GPU tests included), then the
 #                     CUDA-tensor Python tests and the meta-control app's against QuTiP
+#   gtest             only the C++ GPU tests (CudaBackend*, OpenCudaBackend*, CudaGraph*)
 #   sanitize          compute-sanitizer memcheck and racecheck over the CUDA tests
+#                     (gtest, sanitize and bench take build-gpu's programs, or without a
+#                     build the ones scripts/gpu_prepare.sh --binaries left in .gpu-bin:
+#                     carry ".gpu-bin" and ".gpu/debs" and skip `build`)
 #   bench:FILTER      bench_cuda, the benchmarks matching FILTER, 5 repetitions, medians
 #   compare           bench/device_compare.py --device cuda (PyTorch on the same GPU)
 # Exits non-zero when a step fails, after running the rest (a failed build stops at once).
@@ -22,8 +26,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 for s in "$@"; do  # a typo must not cost a build on borrowed time
   case $s in
-    configure | build | build:?* | test | sanitize | bench:?* | compare) ;;
-    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, sanitize, bench:FILTER, compare)"
+    configure | build | build:?* | test | gtest | sanitize | bench:?* | compare) ;;
+    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, gtest, sanitize, bench:FILTER, compare)"
        exit 2 ;;
   esac
 done
@@ -38,14 +42,33 @@ if [ ! -f "$deps/.done" ]; then
   [ -d .gpu/debs ] || { echo "gpu_run: no .gpu/debs: run scripts/gpu_prepare.sh and carry .gpu"; exit 2; }
   mkdir -p "$deps"
   for f in .gpu/debs/*.deb; do dpkg -x "$f" "$deps"; done
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$deps/site" \
-    .gpu/wheels/*.whl || exit 2
+  if compgen -G ".gpu/wheels/*.whl" >/dev/null; then  # not carried for the C++-only steps
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$deps/site" \
+      .gpu/wheels/*.whl || exit 2
+  fi
   touch "$deps/.done"
 fi
 export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 py_path="$root/python:$deps/site"
 torch_lib="$root/build-gpu/adapters/torch/libqfleet_torch.so"
+
+# A C++ program: build-gpu's, else the one carried gzipped in .gpu-bin (unpacked once).
+prog() {
+  local name=$1 built
+  case $name in bench_cuda) built=build-gpu/bench/$name ;; *) built=build-gpu/tests/$name ;; esac
+  if [ -x "$built" ]; then
+    echo "$built"
+  elif [ -f ".gpu-bin/$name.gz" ]; then
+    mkdir -p /tmp/qfleet-bin
+    [ -x "/tmp/qfleet-bin/$name" ] || { gunzip -c ".gpu-bin/$name.gz" >"/tmp/qfleet-bin/$name" && chmod +x "/tmp/qfleet-bin/$name"; }
+    echo "/tmp/qfleet-bin/$name"
+  else
+    echo "gpu_run: no $name: run the build step, or carry .gpu-bin (scripts/gpu_prepare.sh --binaries)" >&2
+    return 1
+  fi
+}
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64:/usr/local/cuda/lib"
 
 exec 3>&1  # the terminal, for what a step shows beside its log
 failed=()
@@ -84,11 +107,7 @@ build() {  # build [comma-separated targets]
 run_tests() {  # every part runs; the step fails when one did
   local rc=0 log
   ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || rc=1
-  # The GPU tests must have run here, not skipped.
-  log=$(build-gpu/tests/qfleet_tests --gtest_filter='CudaBackend*:OpenCudaBackend*' 2>&1 &&
-        build-gpu/tests/qfleet_cuda_tests 2>&1) || rc=1
-  echo "$log" | grep -E '^\[ +(OK|SKIPPED|FAILED) +\]'
-  if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; rc=1; fi
+  gpu_gtests || rc=1
   (cd "$(mktemp -d)" && PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
     QFLEET_CLI="$root/build-gpu/tools/qfleet" QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" \
     QFLEET_EXPECT_CUDA_BACKEND=1 python3 -m pytest -q -p no:cacheprovider -rs \
@@ -96,16 +115,28 @@ run_tests() {  # every part runs; the step fails when one did
   return $rc
 }
 
+gpu_gtests() {  # the C++ GPU tests, which must run here, not skip
+  local t c log rc=0
+  t=$(prog qfleet_tests) && c=$(prog qfleet_cuda_tests) || return 1
+  log=$("$t" --gtest_filter='CudaBackend*:OpenCudaBackend*:LaunchShape*' 2>&1 && "$c" 2>&1) || rc=1
+  echo "$log" | grep -E '^\[ +(OK|SKIPPED|FAILED) +\]'
+  if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; rc=1; fi
+  return $rc
+}
+
 sanitize() {
-  local t=build-gpu/tests/qfleet_tests f='CudaBackend*:OpenCudaBackend*'
+  local t c f='CudaBackend*:OpenCudaBackend*'
+  t=$(prog qfleet_tests) && c=$(prog qfleet_cuda_tests) || return 1
   compute-sanitizer --tool memcheck --error-exitcode 1 "$t" --gtest_brief=1 --gtest_filter="$f" || return 1
   compute-sanitizer --tool racecheck --error-exitcode 1 "$t" --gtest_brief=1 \
     --gtest_filter='CudaBackend.Random*:OpenCudaBackend.EveryLaunchShape*' || return 1
-  compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/tests/qfleet_cuda_tests --gtest_brief=1
+  compute-sanitizer --tool memcheck --error-exitcode 1 "$c" --gtest_brief=1
 }
 
 bench() {  # bench FILTER LABEL (the table is printed too)
-  build-gpu/bench/bench_cuda --benchmark_filter="$1" --benchmark_repetitions=5 \
+  local b
+  b=$(prog bench_cuda) || return 1
+  "$b" --benchmark_filter="$1" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_$2.json" --benchmark_out_format=json |
     tee /dev/fd/3
   [ -s "$out/bench_$2.json" ]  # nothing measured is a failure here
@@ -127,6 +158,7 @@ for s in "$@"; do
   esac
   case $s in
     test) step test test.log run_tests ;;
+    gtest) step gtest test.log gpu_gtests ;;
     sanitize) step sanitize sanitize.log sanitize ;;
     bench:*)
       label=$(printf %s "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
