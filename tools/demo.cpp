@@ -47,7 +47,7 @@ int train(const DemoOptions& o, Precision precision) {
   fmt::print("  student learns a hidden teacher circuit: {} qubits, AngleEmbedding + {} StronglyEntanglingLayers,\n",
              o.qubits, o.layers);
   fmt::print("  {} weights, {} outputs, dataset {}, batch {}, Adam lr {}, {} ({} kernels, {} samples/tile)\n\n", nw, K,
-             o.dataset, o.batch, o.lr, precision == Precision::complex64 ? "complex64" : "complex128", prog.isa(),
+             o.dataset, o.batch, o.lr, qfleet::to_string(precision), prog.isa(),
              prog.lanes());
 
   auto full_loss = [&](const std::vector<R>& weights) {

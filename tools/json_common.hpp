@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_problem.hpp"
+#include "qfleet/names.hpp"
 
 namespace qfleet::json_problem::internal {
 
@@ -182,11 +183,10 @@ inline double read_number(const json& v, const std::string& path) {
 inline qfleet::Device read_device(const json& v, const std::string& path) {
   if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
   const std::string s = v.get<std::string>();
-  if (s == "cpu") return qfleet::Device::cpu;
-  if (s == "cuda") return qfleet::Device::cuda;
-  if (s == "automatic") return qfleet::Device::automatic;
-  fail(path, "expected \"cpu\", \"cuda\" or \"automatic\", got " + quote(s));
+  if (const auto d = qfleet::value_in(qfleet::kDeviceNames, s)) return *d;
+  fail(path, "expected " + qfleet::names_in(qfleet::kDeviceNames) + ", got " + quote(s));
 }
+
 
 inline bool read_bool(const json& v, const std::string& path) {
   if (!v.is_boolean()) fail(path, "expected true or false, got " + describe(v));
@@ -198,13 +198,18 @@ inline std::string read_string(const json& v, const std::string& path) {
   return v.get<std::string>();
 }
 
+// "precision": "complex64" | "complex128".
+inline Precision read_precision(const json& v, const std::string& path) {
+  const std::string s = read_string(v, path);
+  if (const auto p = qfleet::value_in(qfleet::kPrecisionNames, s)) return *p;
+  fail(path, "expected " + qfleet::names_in(qfleet::kPrecisionNames) + ", got " + quote(s));
+}
+
 inline const json& read_array(const json& v, const std::string& path, std::string_view what = "an array") {
   if (!v.is_array()) fail(path, "expected " + std::string(what) + ", got " + describe(v));
   return v;
 }
 
-inline const char* precision_name(Precision p) {
-  return p == Precision::complex64 ? "complex64" : "complex128";
-}
+inline std::string precision_name(Precision p) { return std::string(qfleet::to_string(p)); }
 
 }  // namespace qfleet::json_problem::internal

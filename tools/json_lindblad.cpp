@@ -165,19 +165,7 @@ TaskArray read_task_array(const json& v, const std::string& path,
   return t;
 }
 
-const char* solver_name(Solver s) {
-  switch (s) {
-    case Solver::exact:
-      return "exact";
-    case Solver::rk4:
-      return "rk4";
-    case Solver::euler:
-      return "euler";
-    case Solver::dopri5:
-      return "dopri5";
-  }
-  return "?";
-}
+std::string solver_name(Solver s) { return std::string(qfleet::to_string(s)); }
 
 // The JSON key a library error raised while compiling refers to.
 std::string compile_error_path(std::string_view message) {
@@ -546,18 +534,11 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
   if (const json* v = top.get("solver")) {
     const std::string name = read_string(*v, "solver");
-    if (name == "exact") {
-      p.options.solver = Solver::exact;
-    } else if (name == "rk4") {
-      p.options.solver = Solver::rk4;
-    } else if (name == "euler") {
-      p.options.solver = Solver::euler;
-    } else if (name == "dopri5") {
-      p.options.solver = Solver::dopri5;
-    } else {
-      fail("solver", "unknown solver " + quote(name) +
-                         "; expected \"exact\", \"rk4\", \"euler\" or \"dopri5\"");
+    const auto solver = qfleet::value_in(qfleet::kSolverNames, name);
+    if (!solver) {
+      fail("solver", "unknown solver " + quote(name) + "; expected " + qfleet::names_in(qfleet::kSolverNames));
     }
+    p.options.solver = *solver;
   }
   const Solver solver = p.options.solver;
   const bool fixed_step = solver == Solver::rk4 || solver == Solver::euler;
@@ -581,16 +562,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
           read_positive(*v, key);
     }
   }
-  if (const json* v = top.get("precision")) {
-    const std::string name = read_string(*v, "precision");
-    if (name == "complex64") {
-      p.options.precision = Precision::complex64;
-    } else if (name == "complex128") {
-      p.options.precision = Precision::complex128;
-    } else {
-      fail("precision", "expected \"complex64\" or \"complex128\", got " + quote(name));
-    }
-  }
+  if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
   if (const json* v = top.get("threads")) {
     p.options.num_threads = static_cast<int>(read_int(*v, "threads", 0, 1 << 16));
   }

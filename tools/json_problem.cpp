@@ -592,16 +592,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   if (p.n_weights == 0) p.per_sample_weights = false;
 
   // Options.
-  if (const json* v = top.get("precision")) {
-    const std::string s = read_string(*v, "precision");
-    if (s == "complex64") {
-      p.options.precision = Precision::complex64;
-    } else if (s == "complex128") {
-      p.options.precision = Precision::complex128;
-    } else {
-      fail("precision", "expected \"complex64\" or \"complex128\", got " + quote(s));
-    }
-  }
+  if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
   if (const json* v = top.get("threads"))
     p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
   if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");

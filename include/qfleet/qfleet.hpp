@@ -4,6 +4,7 @@
 #include "qfleet/circuit.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/gates.hpp"
+#include "qfleet/names.hpp"
 #include "qfleet/observable.hpp"
 #include "qfleet/open_system.hpp"
 #include "qfleet/program.hpp"

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "qfleet/error.hpp"
+#include "qfleet/names.hpp"
 #include "qfleet/program.hpp"
 
 namespace qfleet::detail {
@@ -20,7 +21,7 @@ constexpr Precision precision_of() {
   return std::is_same_v<R, float> ? Precision::complex64 : Precision::complex128;
 }
 
-inline const char* precision_name(Precision p) { return p == Precision::complex64 ? "complex64" : "complex128"; }
+inline std::string precision_name(Precision p) { return std::string(to_string(p)); }
 
 // A program compiled for one precision called with the other's data.
 template <class R>

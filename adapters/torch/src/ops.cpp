@@ -18,6 +18,7 @@
 #include "json_lindblad.hpp"
 #include "json_problem.hpp"
 #include "qfleet/error.hpp"
+#include "qfleet/names.hpp"
 #include "qfleet/torch.hpp"
 
 namespace qfleet::nn {
@@ -568,7 +569,7 @@ TORCH_LIBRARY(qfleet, m) {
       .def("n_outputs", &CircuitProgram::n_outputs)
       .def("precision",
            [](const c10::intrusive_ptr<CircuitProgram>& self) {
-             return std::string(self->program.precision() == qfleet::Precision::complex64 ? "complex64" : "complex128");
+             return std::string(qfleet::to_string(self->program.precision()));
            })
       .def("isa", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->program.isa(); })
       .def("json", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->json_text; })

@@ -1,0 +1,67 @@
+// The option enums' names, one table each (as gates.hpp is the gates' table): the
+// JSON readers, the CLI, the PyTorch adapter and the apps map names to values only
+// through these, so a new value is one row and an unknown name is always an error
+// that lists the known ones.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "qfleet/open_system.hpp"
+#include "qfleet/program.hpp"
+
+namespace qfleet {
+
+template <class E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+
+inline constexpr std::array kPrecisionNames = {EnumName<Precision>{Precision::complex64, "complex64"},
+                                               EnumName<Precision>{Precision::complex128, "complex128"}};
+inline constexpr std::array kDeviceNames = {EnumName<Device>{Device::cpu, "cpu"},
+                                            EnumName<Device>{Device::cuda, "cuda"},
+                                            EnumName<Device>{Device::automatic, "automatic"}};
+inline constexpr std::array kSolverNames = {
+    EnumName<Solver>{Solver::exact, "exact"}, EnumName<Solver>{Solver::rk4, "rk4"},
+    EnumName<Solver>{Solver::euler, "euler"}, EnumName<Solver>{Solver::dopri5, "dopri5"}};
+
+// The name of value v in table t ("?" for a value the table lacks, which a test forbids).
+template <class E, std::size_t N>
+constexpr std::string_view name_in(const std::array<EnumName<E>, N>& t, E v) {
+  for (const auto& e : t) {
+    if (e.value == v) return e.name;
+  }
+  return "?";
+}
+
+// The value named `name` in table t, or nothing.
+template <class E, std::size_t N>
+constexpr std::optional<E> value_in(const std::array<EnumName<E>, N>& t, std::string_view name) {
+  for (const auto& e : t) {
+    if (e.name == name) return e.value;
+  }
+  return std::nullopt;
+}
+
+// The table's names for an error message: "a", "b" or "c" (quoted).
+template <class E, std::size_t N>
+std::string names_in(const std::array<EnumName<E>, N>& t) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i > 0) s += i + 1 == N ? " or " : ", ";
+    s += '"';
+    s += t[i].name;
+    s += '"';
+  }
+  return s;
+}
+
+constexpr std::string_view to_string(Precision p) { return name_in(kPrecisionNames, p); }
+constexpr std::string_view to_string(Device d) { return name_in(kDeviceNames, d); }
+constexpr std::string_view to_string(Solver s) { return name_in(kSolverNames, s); }
+
+}  // namespace qfleet
