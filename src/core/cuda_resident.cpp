@@ -95,7 +95,7 @@ std::shared_ptr<const OpenCudaResident> make_open_cuda_resident(const OpenPlan& 
 // The cpu constants are measured (docs/benchmarks.md, "Scaling": 20-30 GFLOP/s per
 // thread on the lanes path, 1.6 us for one 4-qubit sample). The GPU rate is measured
 // on an H100 (docs/benchmarks.md, 2026-11-24): the plan's FLOP estimate over the
-// device time of bench_cuda's calls gave 0.34-0.38 TFLOP/s for the 4-qubit layer at
+// device time of bench_cuda's calls gave 0.34-0.55 TFLOP/s for the 4-qubit layer at
 // B = 10^6, 0.7-0.9 for the 10-qubit target pass at B = 100, 1.3 for the open qubit
 // at B = 10^5 and 1.7 for the 10-qubit layer at B = 10^4; 1 TFLOP/s sits in that
 // range (it was a 2 TFLOP/s guess before). The call and PCIe constants are still
