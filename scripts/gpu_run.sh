@@ -109,6 +109,7 @@ run_tests() {  # every part runs; the step fails when one did
   ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || rc=1
   gpu_gtests || rc=1
   (cd "$(mktemp -d)" && PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
+    QFLEET_META_LIBRARY="$root/build-gpu/apps/meta_control/libqfleet_meta.so" \
     QFLEET_CLI="$root/build-gpu/tools/qfleet" QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" \
     QFLEET_EXPECT_CUDA_BACKEND=1 python3 -m pytest -q -p no:cacheprovider -rs \
     "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py") || rc=1

@@ -1,5 +1,6 @@
-// Meta-learned robust quantum control on qfleet: configuration, physics, policy,
-// meta-training, baselines and outputs (meta_control.hpp; docs/meta_control.md).
+// Meta-learned robust quantum control on qfleet: physics, policy, meta-training,
+// baselines and outputs (meta_control.hpp; docs/meta_control.md; the
+// configuration is config.cpp, the command line cli.cpp).
 #include "meta_control.hpp"
 
 #include <fcntl.h>
@@ -19,8 +20,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <sstream>
 
-#include "meta_control_config.hpp"
-#include "qfleet/version.hpp"  // generated: kConfigJson, the text of config.json
+#include "qfleet/version.hpp"
 
 namespace qfleet::meta {
 
@@ -28,218 +28,10 @@ using nlohmann::json;
 using torch::Tensor;
 namespace fs = std::filesystem;
 
-// The report's device.why for device = auto (the Python app says the same).
+// The report's device.why for device = auto.
 constexpr const char* kAutoDeviceWhy =
     "auto: the cpu (the cuda open-system path has not been measured against it on a GPU yet; device = cuda "
     "asks for it)";
-
-// ---- configuration ---------------------------------------------------------------
-
-const json& schema() {
-  static const json s = json::parse(kConfigJson);
-  return s;
-}
-
-namespace {
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-[[noreturn]] void unknown_key(const std::string& key, const std::string& where) {
-  std::string best;
-  std::size_t best_d = 4;
-  for (const auto& [k, _] : schema()["keys"].items()) {
-    const auto d = edit_distance(key, k);
-    if (d < best_d) best_d = d, best = k;
-  }
-  std::string msg = "config: unknown key '" + key + "'" + where;
-  if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-  msg += "; docs/meta_control.md lists the keys";
-  throw ConfigError(msg);
-}
-
-std::string describe(const json& v) { return v.dump(); }
-
-void check_value(const std::string& key, const json& spec, const json& v) {
-  const std::string type = spec["type"];
-  auto fail = [&](const std::string& expected) {
-    throw ConfigError("config: key '" + key + "': expected " + expected + ", got " + describe(v));
-  };
-  const double lo = spec.value("min", -std::numeric_limits<double>::infinity());
-  const double hi = spec.value("max", std::numeric_limits<double>::infinity());
-  auto range_text = [&] {
-    std::ostringstream o;
-    o << "in [" << lo << ", " << hi << "]";
-    if (spec.value("allow_zero", false)) o << " or 0";
-    return o.str();
-  };
-  if (type == "string") {
-    if (!v.is_string()) fail("a string");
-    if (spec.contains("choices")) {
-      const auto& ch = spec["choices"];
-      if (std::find(ch.begin(), ch.end(), v) == ch.end()) fail("one of " + ch.dump());
-    }
-  } else if (type == "integer") {
-    if (!v.is_number_integer()) fail("an integer " + range_text());
-    const double x = v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>());
-    if (x < lo || x > hi) fail("an integer " + range_text());
-  } else if (type == "number") {
-    if (!v.is_number()) fail("a number " + range_text());
-    const double x = v.get<double>();
-    if (!std::isfinite(x)) fail("a finite number");
-    if (!(x == 0 && spec.value("allow_zero", false)) && (x < lo || x > hi)) fail("a number " + range_text());
-  } else if (type == "range") {
-    if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number())
-      fail("[lo, hi], two numbers " + range_text());
-    const double a = v[0].get<double>(), b = v[1].get<double>();
-    if (!(a >= lo && b <= hi && a <= b)) fail("[lo, hi] with lo <= hi, both " + range_text());
-  } else if (type == "states") {
-    if (!v.is_array()) fail("a list of state labels such as [\"0\", \"+\"]");
-    for (const auto& s : v) {
-      if (!s.is_string() || s.get<std::string>().empty() ||
-          s.get<std::string>().find_first_not_of("01+-rl") != std::string::npos)
-        fail("a list of state labels, one character per qubit from 0 1 + - r l");
-    }
-  }
-}
-
-json parse_override_value(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception&) {
-    return json(text);  // a bare word (or a number JSON cannot hold, 1e999) is a string
-  }
-}
-
-}  // namespace
-
-json load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("config: cannot open " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    json j = json::parse(ss.str());
-    if (!j.is_object()) throw ConfigError("config: " + path + ": expected a JSON object of keys");
-    return j;
-  } catch (const json::parse_error& e) {
-    throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
-  }
-}
-
-json resolve_config(const json& file, const std::string& preset, const std::vector<std::string>& overrides) {
-  const json& keys = schema()["keys"];
-  json out = json::object();
-  for (const auto& [k, spec] : keys.items()) out[k] = spec["default"];
-  if (!file.is_null() && !file.is_object()) throw ConfigError("config: expected a JSON object of keys");
-  std::string name = preset;
-  if (file.is_object() && file.contains("preset")) {
-    if (!file["preset"].is_string()) throw ConfigError("config: key 'preset': expected a string");
-    name = file["preset"].get<std::string>();
-  }
-  if (name.empty()) name = schema()["default_preset"].get<std::string>();
-  const json& presets = schema()["presets"];
-  if (!presets.contains(name)) {
-    std::string names;
-    for (const auto& [k, _] : presets.items()) names += (names.empty() ? "" : ", ") + k;
-    throw ConfigError("config: unknown preset '" + name + "' (presets: " + names + ")");
-  }
-  for (const auto& [k, v] : presets[name].items()) out[k] = v;
-  const json given = file.is_null() ? json::object() : file;
-  for (const auto& [k, v] : given.items()) {
-    if (k == "preset") continue;
-    if (!keys.contains(k)) unknown_key(k, " in the configuration file");
-    check_value(k, keys[k], v);
-    out[k] = v;
-  }
-  for (const auto& o : overrides) {
-    const auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw ConfigError("config: --set expects key=value, got '" + o + "'");
-    const std::string k = o.substr(0, eq);
-    if (!keys.contains(k)) unknown_key(k, " in --set");
-    const json v = parse_override_value(o.substr(eq + 1));
-    check_value(k, keys[k], v);
-    out[k] = v;
-  }
-  for (const auto& [k, v] : out.items()) check_value(k, keys[k], v);
-  out["preset"] = name;
-  return out;
-}
-
-Config make_config(const json& r) {
-  Config c;
-  c.json = r;
-  c.preset = r.value("preset", "");
-  c.system = r["system"];
-  c.algorithm = r["algorithm"];
-  c.fidelity = r["fidelity"];
-  c.solver = r["solver"];
-  c.precision = r["precision"];
-  c.device = r["device"];
-  c.output_dir = r["output_dir"];
-  c.iterations = r["iterations"];
-  c.meta_batch = r["meta_batch"];
-  c.inner_steps = r["inner_steps"];
-  c.hidden_width = r["hidden_width"];
-  c.hidden_layers = r["hidden_layers"];
-  c.n_segments = r["n_segments"];
-  c.validation_tasks = r["validation_tasks"];
-  c.validate_every = r["validate_every"];
-  c.adapt_steps = r["adapt_steps"];
-  c.robust_iterations = r["robust_iterations"];
-  c.grape_iterations = r["grape_iterations"];
-  c.checkpoint_every = r["checkpoint_every"];
-  c.threads = r["threads"];
-  c.seed = r["seed"];
-  c.inner_lr = r["inner_lr"];
-  c.meta_lr = r["meta_lr"];
-  c.amplitude_scale = r["amplitude_scale"];
-  c.gate_time = r["gate_time"];
-  c.dt = r["dt"];
-  c.robust_lr = r["robust_lr"];
-  c.grape_lr = r["grape_lr"];
-  c.deph_lo = r["gamma_deph"][0];
-  c.deph_hi = r["gamma_deph"][1];
-  c.relax_lo = r["gamma_relax"][0];
-  c.relax_hi = r["gamma_relax"][1];
-  c.input_states = r["input_states"].get<std::vector<std::string>>();
-
-  const int qubits = c.system == "qubit_x" ? 1 : 2;
-  if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
-  if ((c.solver == "rk4" || c.solver == "euler") && c.dt == 0)
-    throw ConfigError("config: solver '" + c.solver + "' needs a step: set dt (e.g. dt = 0.01)");
-  if ((c.solver == "exact" || c.solver == "dopri5") && c.dt != 0)
-    throw ConfigError("config: dt is the step of rk4/euler; solver '" + c.solver + "' takes none (set dt = 0)");
-  if (c.fidelity != "state_transfer" && !c.input_states.empty())
-    throw ConfigError("config: input_states is used only with fidelity = state_transfer");
-  for (const auto& s : c.input_states)
-    if (static_cast<int>(s.size()) != qubits)
-      throw ConfigError("config: input state '" + s + "' needs one label per qubit (" + std::to_string(qubits) +
-                        " for " + c.system + ")");
-  if (c.fidelity == "state_transfer" && c.input_states.empty()) {
-    if (qubits == 1) {
-      c.input_states = {"0", "1", "+", "-", "r", "l"};
-    } else {
-      for (char a : std::string("01+r"))
-        for (char b : std::string("01+r")) c.input_states.push_back(std::string{a, b});
-    }
-  }
-  if (c.device == "cuda" && qfleet::cuda_device_count() == 0)
-    throw ConfigError(
-        "config: device = cuda: no CUDA device is visible to qfleet (no GPU or driver, CUDA_VISIBLE_DEVICES, or a "
-        "build without the CUDA backend); use device = cpu or auto");
-  return c;
-}
 
 // ---- physics -------------------------------------------------------------------------
 
@@ -940,7 +732,7 @@ RunResult run(const Config& cfg, const RunOptions& options) {
   const Tensor gap = f_grape.to(torch::kFloat64) - val.after.to(torch::kFloat64);
   const double total_s = seconds_since(t_start);
   json report = {
-      {"app", "qfleet-meta"},
+      {"app", options.app},
       {"qfleet_version", QFLEET_VERSION_STRING},
       {"config", cfg.json},
       {"seed", cfg.seed},

@@ -6,9 +6,10 @@
 // Every meta-batch is simulated as one batched engine call: the tasks' inner
 // steps run together on per-task fast weights [T, P].
 //
-// The Python twin (python/qfleet/meta_control) follows the same steps with the
-// same random streams and gives the same numbers; both read the configuration
-// schema and presets from python/qfleet/meta_control/config.json.
+// This library is the app, once: the qfleet-meta binary is a thin main over
+// cli_main, and `python -m qfleet.meta_control` reaches the same functions
+// through the torch extension (torch_ops.cpp, the operators torch.ops.qfleet_meta.*).
+// The configuration schema and presets are apps/meta_control/config.json.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,7 +130,17 @@ struct RunOptions {
   int64_t stop_after = -1;     // stop (with a checkpoint) after this many iterations, for tests and time limits
   Progress* progress = nullptr;
   bool quiet = false;
+  std::string app = "qfleet-meta";  // the entry point, the report's "app"
 };
+
+// The progress bar the command line draws: ETA and the running validation fidelity on
+// stderr, redrawn in place on a terminal, one line per 10% otherwise (logs, CI).
+std::unique_ptr<Progress> make_progress_bar();
+
+// The command line (options in docs/meta_control.md): `prog` names the entry point in
+// messages and the report; `args` excludes the program name. Returns the exit status
+// (0 done, 1 failed, 2 bad configuration or option) and never throws.
+int cli_main(const std::string& prog, const std::vector<std::string>& args);
 
 struct RunResult {
   nlohmann::json report;

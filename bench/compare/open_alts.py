@@ -283,9 +283,8 @@ def alternatives(quick: bool):
 
 
 class TorchRK4Problem:
-    """The meta-control app's simulator interface (python/qfleet/meta_control: `fidelity(amplitudes,
-    noise)` differentiable, plus n_segments / n_controls / dtype) on TorchFixedStep's RK4: the
-    research code's simulator plugged into the app. Average gate fidelity, the app's default."""
+    """A differentiable `fidelity(amplitudes, noise)` (plus n_segments / n_controls / dtype) on
+    TorchFixedStep's RK4: the research code's simulator. Average gate fidelity, the app's default."""
 
     def __init__(self, model: Model, dt: float):
         import torch
@@ -302,3 +301,38 @@ class TorchRK4Problem:
         g = torch.stack([per_kind[k] for k in self.model.jump_kinds], 1)
         u = amplitudes if amplitudes.dim() == 3 else amplitudes.expand(T, -1, -1)
         return self.sim.fidelity(u, g)
+
+
+def torch_fomaml_meta_gradient(cfg: dict, problem: TorchRK4Problem, theta, noise):
+    """One FOMAML meta-gradient as a PyTorch user writes it around their own simulator: the
+    baseline for the meta-control app's iteration (apps/meta_control, docs/meta_control.md, whose
+    steps it follows: noise scaled to [-1, 1] over the training ranges, the MLP policy on per-task
+    fast weights (flat: per layer W [in, out] row-major, then b; tanh; output times
+    amplitude_scale), inner_steps SGD steps on sum_t (1 - F_t), the mean of the last gradients).
+    Its result is checked against qfleet's own meta-gradient before it is timed."""
+    import torch
+
+    T = noise.shape[0]
+
+    def scaled(g, lo, hi):
+        return (g - lo) * (2.0 / (hi - lo)) - 1.0 if hi > lo else torch.zeros_like(g)
+
+    (dlo, dhi), (rlo, rhi) = cfg["gamma_deph"], cfg["gamma_relax"]
+    feats = torch.stack([scaled(noise[:, 0], dlo, dhi), scaled(noise[:, 1], rlo, rhi)], 1)
+    dims = [2] + [cfg["hidden_width"]] * cfg["hidden_layers"] + [problem.n_segments * problem.n_controls]
+    phi = theta.detach().expand(T, -1).clone()
+
+    def loss_grad(phi):
+        p = phi.detach().requires_grad_(True)
+        h, off = feats, 0
+        for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+            W, bias = p[:, off:off + a * b].view(T, a, b), p[:, off + a * b:off + a * b + b]
+            h = torch.baddbmm(bias.unsqueeze(1), h.unsqueeze(1), W).squeeze(1)
+            h = torch.tanh(h) if i + 2 < len(dims) else h
+            off += a * b + b
+        u = (h * cfg["amplitude_scale"]).view(T, problem.n_segments, problem.n_controls)
+        return torch.autograd.grad((1 - problem.fidelity(u, noise)).sum(), p)[0]
+
+    for _ in range(cfg["inner_steps"]):
+        phi = phi - cfg["inner_lr"] * loss_grad(phi)
+    return loss_grad(phi).mean(0)

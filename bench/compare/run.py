@@ -514,37 +514,37 @@ def workload_cz(results: dict) -> None:
 # =========================================================================== workload 4
 
 def workload_e2e(results: dict) -> None:
-    """One meta-training iteration of the meta-control app (python -m qfleet.meta_control: 32 tasks,
-    5 inner SGD steps on per-task fast weights, the outer gradient, one Adam step; FOMAML, paper
-    setting) with qfleet as simulator, and the same iteration with the PyTorch RK4 simulator."""
+    """The meta-gradient of one meta-training iteration of the meta-control app (32 tasks, 5 inner
+    SGD steps on per-task fast weights, the outer gradient; FOMAML, paper setting): qfleet's app
+    (the C++ library through qfleet.meta_control.meta_gradient, which also builds its programs on
+    every call), and the same steps written in PyTorch around the PyTorch RK4 simulator."""
     key = "e2e"
     rows = []
     if not QF_OK:
-        rows.append(qfleet_missing(Row("qfleet meta_control iteration (exact)", "qfleet", "iteration")))
+        rows.append(qfleet_missing(Row("qfleet meta_control meta-gradient (exact)", "qfleet", "iteration")))
         results["workloads"][key] = {"title": "Meta-training iteration (app)", "config": {}, "rows": [r.as_dict() for r in rows]}
         return
     from qfleet import meta_control as mc
 
     model = qubit_x_model()
     base = {"preset": "paper", "threads": ARGS.threads or 0}
-    theta_noise = {}
+    cfg0 = mc.make_config(mc.resolve_config(base))
+    gen = torch.Generator().manual_seed(ARGS.seed)
+    theta = (torch.rand(mc.policy_size(cfg0), generator=gen, dtype=torch.float64) * 2 - 1) * 0.1
+    u = torch.rand((cfg0.meta_batch, 2), generator=gen, dtype=torch.float64)
+    lo = torch.tensor([cfg0.gamma_deph[0], cfg0.gamma_relax[0]], dtype=torch.float64)
+    hi = torch.tensor([cfg0.gamma_deph[1], cfg0.gamma_relax[1]], dtype=torch.float64)
+    noise = lo + (hi - lo) * u
 
     def build(solver_keys, problem=None):
         cfg = mc.make_config(mc.resolve_config({**base, **solver_keys}))
-        tr = mc.Trainer(cfg, problem)
-        gen = torch.Generator().manual_seed(ARGS.seed)
-        noise = tr.sample(gen, cfg.meta_batch)
-        theta_noise.setdefault("theta", tr.theta.clone())
-        tr.set_theta(theta_noise["theta"])
-
-        def run():
-            return tr.iteration()
-
-        def extract(_):  # the meta-gradient of one fixed iteration (same theta, same tasks)
-            probe = mc.Trainer(cfg, problem)
-            probe.set_theta(theta_noise["theta"])
-            return (probe.meta_grad(noise)[1].detach().numpy(),)
-        return run, extract, f"torch intra-op {torch.get_num_threads()}"
+        if problem is None:
+            def run():
+                return mc.meta_gradient(cfg, theta, noise)
+        else:
+            def run():
+                return open_alts.torch_fomaml_meta_gradient(cfg.json, problem, theta, noise)
+        return run, lambda g: (g.detach().numpy(),), f"torch intra-op {torch.get_num_threads()}"
 
     ref = {}
 
@@ -554,11 +554,11 @@ def workload_e2e(results: dict) -> None:
             return {}
         return {"meta_gradient": float(np.max(np.abs(result[0] - ref["exact"])))}
 
-    qx = timed_case(Row("qfleet meta_control iteration (exact)", "qfleet", "iteration"), lambda: build({}),
+    qx = timed_case(Row("qfleet meta_control meta-gradient (exact)", "qfleet", "iteration"), lambda: build({}),
                     check, MAIN_BUDGET)
-    qr = timed_case(Row("qfleet meta_control iteration (rk4 dt=0.01)", "qfleet", "iteration"),
+    qr = timed_case(Row("qfleet meta_control meta-gradient (rk4 dt=0.01)", "qfleet", "iteration"),
                     lambda: build({"solver": "rk4", "dt": 0.01}), check, MAIN_BUDGET)
-    tr_row = Row("same iteration, PyTorch RK4 dt=0.01 simulator", "fixed-step", "iteration")
+    tr_row = Row("same steps in PyTorch, PyTorch RK4 dt=0.01 simulator", "fixed-step", "iteration")
     tr_row.counterpart = qr.alternative
     timed_case(tr_row, lambda: build({}, open_alts.TorchRK4Problem(model, 0.01)), check, MAIN_BUDGET)
     rows = [qx, qr, tr_row]
@@ -571,7 +571,7 @@ def workload_e2e(results: dict) -> None:
         log_row(f"[{key}]", r)
     results["workloads"][key] = {
         "title": "Meta-training iteration (app)",
-        "config": {"app": "python -m qfleet.meta_control (the C++ qfleet-meta gives the same numbers)",
+        "config": {"app": "qfleet.meta_control.meta_gradient (the C++ app's library)",
                    "preset": "paper", "algorithm": "fomaml", "tasks": 32, "inner_steps": 5, "segments": 60,
                    "policy": "MLP 2-128-128-120, tanh", "seed": ARGS.seed},
         "reference": {"method": "meta-gradient of the qfleet exact iteration (whose engine is checked against "

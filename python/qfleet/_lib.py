@@ -1,4 +1,5 @@
-"""Loads the compiled operators (libqfleet_torch.so) into torch.ops.qfleet."""
+"""Loads the compiled operators (libqfleet_torch.so) into torch.ops.qfleet, and an app's
+library (libqfleet_<app>.so) into torch.ops.qfleet_<app>."""
 import os
 import pathlib
 
@@ -29,3 +30,29 @@ def load() -> str:
         torch.ops.load_library(path)
         _LOADED = path
     return _LOADED
+
+
+_APPS = {}
+
+
+def app_library_path(app: str) -> str:
+    """Where an app's library is: $QFLEET_<APP>_LIBRARY, or libqfleet_<app>.so next to this package."""
+    env = os.environ.get(f"QFLEET_{app.upper()}_LIBRARY")
+    if env:
+        return env
+    path = pathlib.Path(__file__).resolve().parent / f"libqfleet_{app}.so"
+    if path.exists():
+        return str(path)
+    raise ImportError(
+        f"qfleet: the app library libqfleet_{app}.so was not found next to the package ({path.parent}); install "
+        f"qfleet with `pip install .` or point QFLEET_{app.upper()}_LIBRARY at a build's libqfleet_{app}.so")
+
+
+def load_app(app: str):
+    """Loads an app's library once (after the operator library it links) and returns torch.ops.qfleet_<app>."""
+    if app not in _APPS:
+        load()
+        path = app_library_path(app)
+        torch.ops.load_library(path)
+        _APPS[app] = path
+    return getattr(torch.ops, f"qfleet_{app}")

@@ -333,6 +333,9 @@ TEST(MetaRun, CommandLineErrorsAreClear) {
   r = qfleet_test::run_program(QFLEET_META_PATH, {"--resume", "--out", fresh_dir("nothing")});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("resume: no checkpoint at"), std::string::npos) << r.err;
+  r = qfleet_test::run_program(QFLEET_META_PATH, {"--stop-after", "-3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--stop-after"), std::string::npos) << r.err;
   r = qfleet_test::run_program(QFLEET_META_PATH, {"--preset", "paper", "--print-config"});
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(json::parse(r.out)["iterations"], 1000);

@@ -1,6 +1,7 @@
-"""The meta-control app's Python twin (python/qfleet/meta_control): the same numbers as
-the C++ qfleet-meta binary, checkpoints that cross languages, the same configuration
-errors, the plots, and docs that list every configuration key."""
+"""The meta-control app from Python (python/qfleet/meta_control): the module and
+`python -m qfleet.meta_control` call the C++ library (apps/meta_control) through the torch
+extension, so they must give the qfleet-meta binary's report and messages; checkpoints
+written by one entry point resume in the other; the plots; docs that list every key."""
 import json
 import math
 import os
@@ -30,10 +31,13 @@ def meta_binary():
 
 
 def run_py(mc, out, **keys):
-    """Runs the Python twin; returns its report.json as written (NaN -> null, like C++)."""
+    """Runs the app through the Python module; returns its report.json as written."""
     cfg = mc.make_config(mc.resolve_config({**SMALL, **keys, "output_dir": str(out)}))
-    assert mc.run(cfg).complete
-    return read_report(out)
+    result = mc.run(cfg)
+    assert result.complete
+    report = read_report(out)
+    assert numbers(result.report) == numbers(report)
+    return report
 
 
 def read_report(out):
@@ -45,52 +49,60 @@ def numbers(report):
     return {k: v for k, v in report.items() if k in ("curve", "validation", "policy_parameters")}
 
 
-@pytest.mark.parametrize("keys", [{}, {"algorithm": "maml", "iterations": 3},
-                                  {"algorithm": "reptile", "system": "two_qubit_cz", "iterations": 3},
-                                  {"fidelity": "state_transfer", "precision": "complex64"},
-                                  {"solver": "rk4", "dt": 0.01, "iterations": 3}])
-def test_python_and_cpp_give_the_same_numbers(mc, tmp_path, keys):
+@pytest.mark.parametrize("keys", [{}, {"algorithm": "reptile", "system": "two_qubit_cz", "iterations": 3,
+                                       "fidelity": "state_transfer", "precision": "complex64"}])
+def test_python_and_the_binary_give_the_same_report(mc, tmp_path, keys):
     binary = meta_binary()
     cfg_file = tmp_path / "run.json"
     cfg_file.write_text(json.dumps({**SMALL, **keys, "output_dir": str(tmp_path / "cpp")}))
     subprocess.run([binary, "--config", str(cfg_file), "--quiet"], check=True)
-    cpp = json.loads((tmp_path / "cpp" / "report.json").read_text())
+    cpp = read_report(tmp_path / "cpp")
     py = run_py(mc, tmp_path / "py", **keys)
-    assert numbers(py) == numbers(cpp)  # the same torch kernels, the same engine: bit for bit
+    assert cpp["app"] == "qfleet-meta" and py["app"] == "qfleet.meta_control"
+    assert numbers(py) == numbers(cpp)  # one library, the same engine: bit for bit
     assert json.loads((tmp_path / "py" / "pulses.json").read_text()) == \
         json.loads((tmp_path / "cpp" / "pulses.json").read_text())
 
 
-def test_checkpoints_cross_languages(mc, tmp_path):
+def test_checkpoints_cross_entry_points(mc, tmp_path):
     binary = meta_binary()
     whole = run_py(mc, tmp_path / "whole")
     cfg_file = tmp_path / "run.json"
     cfg_file.write_text(json.dumps({**SMALL, "output_dir": str(tmp_path / "parts")}))
     subprocess.run([binary, "--config", str(cfg_file), "--quiet", "--stop-after", "5"], check=True)
     cfg = mc.make_config(mc.resolve_config({**SMALL, "output_dir": str(tmp_path / "parts")}))
-    assert mc.run(cfg, resume=True).complete  # Python continues what C++ started
+    assert mc.run(cfg, resume=True).complete  # Python continues what the binary started
     assert numbers(read_report(tmp_path / "parts")) == numbers(whole)
+    stopped = mc.run(mc.make_config(mc.resolve_config({**SMALL, "output_dir": str(tmp_path / "s")})), stop_after=2)
+    assert not stopped.complete and stopped.report["stopped_at_iteration"] == 2
 
 
-def test_seeded_training_raises_validation_fidelity_and_resumes_identically(mc, tmp_path):
-    whole = run_py(mc, tmp_path / "a", iterations=30, validate_every=10)
-    start, end = whole["curve"][0]["val_after"], whole["curve"][-1]["val_after"]
-    assert start < 0.5 and end > start + 0.4
-    cfg = mc.make_config(mc.resolve_config({**SMALL, "iterations": 30, "validate_every": 10,
-                                            "output_dir": str(tmp_path / "b")}))
-    assert not mc.run(cfg, stop_after=13).complete
-    assert mc.run(cfg, resume=True).complete
-    assert numbers(read_report(tmp_path / "b")) == numbers(whole)
+def test_gradient_entry_points_match_finite_differences(mc):
+    """meta_gradient through the extension is the derivative of meta_objective (maml: exact)."""
+    cfg = mc.make_config(mc.resolve_config({**SMALL, "algorithm": "maml", "inner_steps": 2, "hidden_width": 4,
+                                            "n_segments": 6}))
+    p = mc.policy_size(cfg)
+    gen = torch.Generator().manual_seed(3)
+    theta = (torch.rand(p, generator=gen, dtype=torch.float64) - 0.5) * 0.6
+    noise = torch.tensor([[0.05, 0.03], [0.1, 0.01]], dtype=torch.float64)
+    g = mc.meta_gradient(cfg, theta, noise)
+    assert g.shape == (p,)
+    for i in (0, p // 2, p - 1):
+        e = torch.zeros(p, dtype=torch.float64)
+        e[i] = 1e-5
+        fd = (mc.meta_objective(cfg, theta + e, noise) - mc.meta_objective(cfg, theta - e, noise)) / 2e-5
+        assert abs(g[i].item() - fd) < 1e-6 * max(1.0, abs(fd)), (i, g[i].item(), fd)
 
 
-def test_configuration_errors_match_the_cpp_wording(mc, tmp_path):
+def test_configuration_errors_are_the_binarys(mc, tmp_path):
     cases = [({"iteratons": 5}, [], "unknown key 'iteratons' in the configuration file (did you mean 'iterations'?)"),
              ({}, ["bogus=1"], "unknown key 'bogus' in --set"),
              ({"iterations": -1}, [], "key 'iterations': expected an integer in [0, 1e+07], got -1"),
              ({}, ["inner_lr=1e999"], "key 'inner_lr': expected a number in [0, 1000], got \"1e999\""),
              ({"solver": "rk4"}, [], "solver 'rk4' needs a step: set dt"),
              ({"preset": "slow"}, [], "unknown preset 'slow' (presets: accurate, fast, paper)")]
-    if mc.cuda_device_count() == 0:
+    import qfleet
+    if qfleet.cuda_device_count() == 0:
         cases.append(({"device": "cuda"}, [], "no CUDA device is visible"))
     binary = os.environ.get("QFLEET_META")
     for file, sets, needle in cases:
@@ -103,25 +115,34 @@ def test_configuration_errors_match_the_cpp_wording(mc, tmp_path):
             r = subprocess.run([binary, "--config", str(cfg), "--quiet", "--stop-after", "0"]
                                + [a for s in sets for a in ("--set", s)], capture_output=True, text=True)
             assert r.returncode == 2 and needle in r.stderr, r.stderr
+    with pytest.raises(mc.ConfigError, match="resume: no checkpoint at"):
+        mc.run(mc.make_config(mc.resolve_config({"output_dir": str(tmp_path / "none")})), resume=True)
+    with pytest.raises(mc.ConfigError, match="cannot open"):
+        mc.load_config_file(tmp_path / "missing.json")
+    with pytest.raises(AttributeError, match="no key 'iteratons'"):
+        mc.make_config(mc.resolve_config()).iteratons
 
 
 def test_command_line_and_plots(tmp_path):
     out = tmp_path / "run"
     env = dict(os.environ)
-    args = [sys.executable, "-m", "qfleet.meta_control", "--out", str(out), "--quiet"]
+    args = [sys.executable, "-m", "qfleet.meta_control", "--out", str(out)]
     for k, v in SMALL.items():
         args += ["--set", f"{k}={json.dumps(v)}"]
-    subprocess.run(args, check=True, env=env, cwd=tmp_path)
+    r = subprocess.run(args, check=True, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert "optimality gap (mean / max)" in r.stdout and "8/8 100%" in r.stderr, (r.stdout, r.stderr)
     report = json.loads((out / "report.json").read_text())
-    assert report["app"].startswith("qfleet.meta_control")
+    assert report["app"] == "python -m qfleet.meta_control"
     assert math.isfinite(report["validation"]["mean_gap"])
     subprocess.run([sys.executable, "-m", "qfleet.meta_control.plot", str(out)], check=True, env=env, cwd=tmp_path)
     for name in ("training_curve", "pulses", "fidelity_vs_noise", "adaptation_gap"):
         png = out / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    bad = subprocess.run([sys.executable, "-m", "qfleet.meta_control", "--set", "iteratons=3"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert bad.returncode == 2 and "did you mean 'iterations'" in bad.stderr
+    for bad, needle in ((["--set", "iteratons=3"], "did you mean 'iterations'"),
+                        (["--stop-after", "-1"], "--stop-after")):
+        r = subprocess.run([sys.executable, "-m", "qfleet.meta_control"] + bad,
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert r.returncode == 2 and needle in r.stderr and "python -m qfleet.meta_control" in r.stderr, r.stderr
 
 
 def test_docs_list_every_configuration_key(mc):

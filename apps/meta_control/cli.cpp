@@ -1,0 +1,166 @@
+// The qfleet-meta command line, written once: the binary's main (main.cpp) and
+// `python -m qfleet.meta_control` (through the torch extension, torch_ops.cpp)
+// both call cli_main, so they take the same options and print the same text.
+#include <CLI/CLI.hpp>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "meta_control.hpp"
+
+namespace qfleet::meta {
+
+namespace {
+
+// (printf, not fmt: LibTorch's headers carry their own fmt, which would shadow the system's.)
+std::string clock_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  const long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
+  }
+  return buf;
+}
+
+// A progress bar with ETA and the running validation fidelity on stderr: redrawn
+// in place on a terminal, one line per 10% otherwise (logs, CI).
+class Bar : public Progress {
+ public:
+  Bar() : tty_(isatty(STDERR_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
+  void update(int64_t done, int64_t total, double val_after) override {
+    if (first_ < 0) first_ = done - 1;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double rate = el / double(done - first_);
+    const double eta = rate * double(total - done);
+    const int pct = total > 0 ? int(100 * done / total) : 100;
+    if (!tty_) {
+      if (pct / 10 == last_decile_ && done != total) return;
+      last_decile_ = pct / 10;
+    } else if (el - last_draw_ < 0.1 && done != total) {
+      return;
+    }
+    last_draw_ = el;
+    const int width = 30, filled = width * pct / 100;
+    std::fprintf(stderr, "%s[%s%s] %lld/%lld %3d%% %s<%s val F after adaptation %.5f%s", tty_ ? "\r" : "",
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), (long long)done,
+                 (long long)total, pct, clock_text(el).c_str(), clock_text(eta).c_str(), val_after,
+                 tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+  void finish() override {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point t0_;
+  int64_t first_ = -1;
+  int last_decile_ = -1;
+  double last_draw_ = -1;
+};
+
+int cli_body(const std::string& prog, const std::vector<std::string>& args) {
+  CLI::App app{prog + ": meta-learned robust quantum control on qfleet (docs/meta_control.md)", prog};
+  std::string config_path, preset, out_dir;
+  std::vector<std::string> sets;
+  bool resume = false, quiet = false, print_config = false;
+  int64_t stop_after = -1;
+  app.add_option("--config", config_path, "JSON configuration file (keys: docs/meta_control.md)");
+  app.add_option("--preset", preset, "fast (default), paper or accurate; a file's \"preset\" key wins");
+  app.add_option("--set", sets, "override one key: --set key=value (value as JSON, or a bare word)");
+  app.add_option("--out", out_dir, "output directory (same as --set output_dir=DIR)");
+  app.add_flag("--resume", resume, "continue from <output_dir>/checkpoint.json (same results as an uninterrupted run)");
+  app.add_option("--stop-after", stop_after, "stop after this many iterations, with a checkpoint")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet", quiet, "no progress bar or summary");
+  app.add_flag("--print-config", print_config, "print the resolved configuration and exit");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // (CLI11 takes them last first)
+  } catch (const CLI::ParseError& e) {  // --help (status 0) or a bad option (status 2, as for a bad key)
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
+    return 2;
+  }
+  // The per-task policy weights are megabytes; keep freed blocks in the heap instead
+  // of returning them to the kernel, so each step does not pay fresh page faults.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  try {
+    nlohmann::json file = nlohmann::json::object();
+    if (!config_path.empty()) file = load_config_file(config_path);
+    if (!out_dir.empty()) sets.push_back("output_dir=" + nlohmann::json(out_dir).dump());
+    const nlohmann::json resolved = resolve_config(file, preset, sets);
+    if (print_config) {
+      std::printf("%s\n", resolved.dump(2).c_str());
+      return 0;
+    }
+    const auto cfg = make_config(resolved);
+    Bar bar;
+    RunOptions opt;
+    opt.resume = resume;
+    opt.stop_after = stop_after;
+    opt.progress = quiet ? nullptr : &bar;
+    opt.app = prog;
+    if (!quiet)
+      std::fprintf(stderr, "%s: %s on %s (%lld tasks x %lld inner steps, %lld iterations, %s solver, preset %s)\n",
+                   prog.c_str(), cfg.algorithm.c_str(), cfg.system.c_str(), (long long)cfg.meta_batch, (long long)cfg.inner_steps,
+                   (long long)cfg.iterations, cfg.solver.c_str(), cfg.preset.c_str());
+    const auto res = run(cfg, opt);
+    if (!res.complete) {
+      if (!quiet)
+        std::printf("stopped after iteration %lld; checkpoint %s (continue with --resume)\n",
+                    (long long)res.report["stopped_at_iteration"].get<int64_t>(),
+                    res.report["checkpoint"].get<std::string>().c_str());
+      return 0;
+    }
+    if (!quiet) {
+      const auto& v = res.report["validation"];
+      const auto& t = res.report["timings_s"];
+      std::printf("validation (%zu held-out tasks, %s):\n", v["tasks"].size(),
+                  cfg.fidelity == "average_gate" ? "average gate fidelity" : "state-transfer fidelity");
+      std::printf("  meta policy, no adaptation      %.5f\n", v["mean_before"].get<double>());
+      std::printf("  meta policy, %3lld SGD steps     %.5f\n", (long long)cfg.adapt_steps,
+                  v["mean_after"].get<double>());
+      std::printf("  robust pulse (one for all)      %.5f\n", v["mean_robust"].get<double>());
+      std::printf("  per-task GRAPE optimum          %.5f\n", v["mean_grape"].get<double>());
+      std::printf("  optimality gap (mean / max)     %.5f / %.5f\n", v["mean_gap"].get<double>(),
+                  v["max_gap"].get<double>());
+      std::printf("training %.1f s (%.2f ms per iteration), baselines %.1f s; outputs in %s/\n",
+                  t["training"].get<double>(), t["per_iteration_ms"].get<double>(),
+                  t["robust_baseline"].get<double>() + t["grape"].get<double>(), cfg.output_dir.c_str());
+      std::printf("plots: python -m qfleet.meta_control.plot %s\n", cfg.output_dir.c_str());
+    }
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Progress> make_progress_bar() { return std::make_unique<Bar>(); }
+
+int cli_main(const std::string& prog, const std::vector<std::string>& args) {
+  const int rc = cli_body(prog, args);
+  // Python's own streams sit on the same descriptors: hand over with nothing buffered.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  return rc;
+}
+
+}  // namespace qfleet::meta

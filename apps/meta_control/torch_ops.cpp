@@ -1,0 +1,104 @@
+// TORCH_LIBRARY(qfleet_meta): the meta-control app's entry points for Python.
+// `python -m qfleet.meta_control` and the qfleet.meta_control module call these
+// operators, so Python runs this library's code, not a re-implementation
+// (docs/architecture.md, "how to add an app"). Configurations cross as the
+// resolved JSON text; a bad configuration reaches Python as ValueError (which the
+// module re-raises as qfleet.meta_control.ConfigError), anything else as
+// RuntimeError, each with the library's message.
+#include <torch/library.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "meta_control.hpp"
+
+namespace qfleet::meta {
+namespace {
+
+// Runs `f`, turning ConfigError into c10::ValueError (Python's ValueError).
+template <class F>
+auto config_errors_as_value_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ConfigError& e) {
+    C10_THROW_ERROR(ValueError, e.what());
+  }
+}
+
+Config config_of(const std::string& resolved) {
+  return config_errors_as_value_errors([&] {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(resolved);
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(std::string("config: not valid JSON: ") + e.what());
+    }
+    // Checked again: a caller may hand over a dictionary it edited after resolving.
+    return make_config(resolve_config(j, "", {}));
+  });
+}
+
+int64_t cli(const std::string& prog, const std::vector<std::string>& args) { return cli_main(prog, args); }
+
+std::string schema_text() { return schema().dump(); }
+
+std::string resolve(const std::string& file, const std::string& preset, const std::vector<std::string>& overrides) {
+  return config_errors_as_value_errors([&] {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(file);
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(std::string("the configuration is not valid JSON: ") + e.what());
+    }
+    return resolve_config(j, preset, overrides).dump();
+  });
+}
+
+std::string load_file(const std::string& path) {
+  return config_errors_as_value_errors([&] { return load_config_file(path).dump(); });
+}
+
+std::string check(const std::string& resolved) { return config_of(resolved).json.dump(); }
+
+std::tuple<std::string, bool> run_app(const std::string& resolved, bool resume, int64_t stop_after, bool progress,
+                                      const std::string& app) {
+  const Config cfg = config_of(resolved);
+  std::unique_ptr<Progress> bar = progress ? make_progress_bar() : nullptr;
+  RunOptions opt;
+  opt.resume = resume;
+  opt.stop_after = stop_after;
+  opt.progress = bar.get();
+  opt.app = app;
+  RunResult r = config_errors_as_value_errors([&] { return run(cfg, opt); });
+  return {r.report.dump(), r.complete};
+}
+
+at::Tensor gradient(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
+  return meta_gradient(config_of(resolved), theta, noise);
+}
+
+double objective(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
+  return meta_objective(config_of(resolved), theta, noise);
+}
+
+int64_t size(const std::string& resolved) { return policy_size(config_of(resolved)); }
+
+}  // namespace
+}  // namespace qfleet::meta
+
+TORCH_LIBRARY(qfleet_meta, m) {
+  using namespace qfleet::meta;
+  m.def("main(str prog, str[] args) -> int", &cli);
+  m.def("schema() -> str", &schema_text);
+  m.def("resolve_config(str file, str preset, str[] overrides) -> str", &resolve);
+  m.def("load_config_file(str path) -> str", &load_file);
+  m.def("check_config(str resolved) -> str", &check);
+  m.def("run(str resolved, bool resume, int stop_after, bool progress, str app) -> (str, bool)", &run_app);
+  m.def("meta_gradient(str resolved, Tensor theta, Tensor noise) -> Tensor", &gradient);
+  m.def("meta_objective(str resolved, Tensor theta, Tensor noise) -> float", &objective);
+  m.def("policy_size(str resolved) -> int", &size);
+}
