@@ -28,7 +28,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "json_problem.hpp"
+#include "qfleet/json_problem.hpp"
 #include "qfleet/qfleet.hpp"
 
 #if defined(_OPENMP)

@@ -101,7 +101,8 @@ void check_open_options(const OpenSystem& s, const OpenCompileOptions& o, int n)
       if (n > kMaxExactGenerator) {
         throw Error("the exact solver exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
                     " generator of this d = " + std::to_string(s.dim()) + " system, above its limit of " +
-                    std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt) or dopri5");
+                    std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt) or dopri5",
+                    ErrorSubject::solver);
       }
       break;
     case Solver::rk4:
@@ -231,7 +232,7 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   return plan.release();
 }
 
-void check_density(const CVec& rho, int d, const std::string& what, double tol) {
+void check_density(const CVec& rho, int d, const std::string& what, double tol, ErrorSubject subject) {
   Complex tr = 0;
   double herm = 0, scale = 1;
   for (int i = 0; i < d; ++i) {
@@ -241,14 +242,16 @@ void check_density(const CVec& rho, int d, const std::string& what, double tol) 
       scale = std::max(scale, std::abs(rho[std::size_t(i) * d + j]));
     }
   }
-  if (herm > tol * scale) throw Error(what + " is not Hermitian");
-  if (std::abs(tr - 1.0) > tol * d) throw Error(what + " must have trace 1, got " + std::to_string(tr.real()));
+  if (herm > tol * scale) throw Error(what + " is not Hermitian", subject);
+  if (std::abs(tr - 1.0) > tol * d)
+    throw Error(what + " must have trace 1, got " + std::to_string(tr.real()), subject);
   std::vector<kern::Cx<double>> a(std::size_t(d) * d), v(a.size()), work(kern::hermitian_eig_work(d));
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = {rho[i].real(), rho[i].imag()};
   std::vector<double> ev(d);
   kern::hermitian_eig(d, a.data(), ev.data(), v.data(), work.data());
   if (ev[0] < -std::max(tol, 1e-10)) {
-    throw Error(what + " is not positive semidefinite (smallest eigenvalue " + std::to_string(ev[0]) + ")");
+    throw Error(what + " is not positive semidefinite (smallest eigenvalue " + std::to_string(ev[0]) + ")",
+                subject);
   }
 }
 
@@ -258,10 +261,10 @@ void finish_open_plan(OpenPlan& p) {
   const OpenSystem& s = p.sys;
   const int d = p.d;
   if (s.initial_kind() == OpenSystem::Initial::Density && !p.closed) {
-    check_density(s.initial_density_matrix(), d, "initial density matrix", 1e-8);
+    check_density(s.initial_density_matrix(), d, "initial density matrix", 1e-8, ErrorSubject::initial_state);
   }
   if (s.target_kind() == OpenSystem::Target::Mixed) {
-    check_density(s.target_matrix(), d, "target density matrix", 1e-8);
+    check_density(s.target_matrix(), d, "target density matrix", 1e-8, ErrorSubject::target);
     if (!p.closed) {
       std::vector<kern::Cx<double>> a(std::size_t(d) * d), r(a.size()), work(kern::sqrtm_psd_work(d));
       for (std::size_t i = 0; i < a.size(); ++i) a[i] = {s.target_matrix()[i].real(), s.target_matrix()[i].imag()};

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/open_view.hpp"
+#include "qfleet/error.hpp"
 #include "qfleet/open_system.hpp"
 
 namespace qfleet::detail {
@@ -64,7 +65,7 @@ struct OpenPlan {
   double flops_forward = 0, flops_adjoint = 0;
   // Where calls run (OpenCompileOptions::device) and the plan's copy on the GPU.
   Device device = Device::cpu;
-  std::shared_ptr<const struct OpenCudaResident> cuda;
+  std::shared_ptr<const struct Resident> resident;  // core/backend.hpp
 
   mutable std::atomic<std::uint64_t> computed{0}, reused{0}, calls{0};
 };
@@ -77,6 +78,7 @@ kern::OpenView open_view_at(const kern::OpenView& offsets, const std::byte* base
 OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o);
 void finish_open_plan(OpenPlan& p);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.
-void check_density(const CVec& rho, int d, const std::string& what, double tol);
+void check_density(const CVec& rho, int d, const std::string& what, double tol,
+                   ErrorSubject subject = ErrorSubject::unspecified);
 
 }  // namespace qfleet::detail

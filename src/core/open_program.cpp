@@ -10,16 +10,12 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/backend.hpp"
 #include "core/call_checks.hpp"
-#include "core/cuda_call.hpp"
-#include "core/cuda_resident.hpp"
 #include "core/open_plan.hpp"
 #include "cpu/open_cpu.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
-#if defined(QFLEET_WITH_CUDA)
-#include "cuda/open_cuda.hpp"
-#endif
 
 namespace qfleet {
 
@@ -99,7 +95,8 @@ void check_values(const detail::OpenPlan& p, const TaskArgs<R>& a) {
     } else {
       std::vector<std::complex<double>> rho(per);
       for (std::size_t i = 0; i < per; ++i) rho[i] = std::complex<double>(x[i]);
-      detail::check_density(rho, int(d), "initial density matrix of task " + std::to_string(b), tol);
+      detail::check_density(rho, int(d), "initial density matrix of task " + std::to_string(b), tol,
+                              ErrorSubject::initial_state);
     }
   }
 }
@@ -188,103 +185,33 @@ std::size_t host_bytes(const Buffers& b) {
 }
 
 template <class R>
-Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
-  if (!p.cuda) return Route::cpu;
-#if defined(QFLEET_WITH_CUDA)
-  const Buffers b = buffers_of(p, c);
-  return detail::route_with_cuda(p.device, b.ptr, [&] {
-    return detail::estimate_open_cuda_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
-           detail::estimate_open_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p));
-  });
-#else
-  (void)c;
-  return Route::cpu;
-#endif
-}
-
-#if defined(QFLEET_WITH_CUDA)
-constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment the GPU backward pass holds
-
-// QFLEET_OPEN_CUDA_SHAPE = thread | warp | block pins the launch shape (for
-// benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen from n.
-gpu::OpenShape requested_shape() {
-  const char* env = std::getenv("QFLEET_OPEN_CUDA_SHAPE");
-  if (env == nullptr || *env == 0) return gpu::OpenShape::automatic;
-  for (gpu::OpenShape s : {gpu::OpenShape::automatic, gpu::OpenShape::thread, gpu::OpenShape::warp,
-                           gpu::OpenShape::block}) {
-    if (std::string_view(env) == gpu::open_shape_name(s)) return s;
+detail::CallBuffers call_buffers(const Buffers& b) {
+  detail::CallBuffers cb;
+  cb.n = kBuffers;
+  for (int i = 0; i < kBuffers; ++i) {
+    cb.ptr[i] = b.ptr[i];
+    cb.bytes[i] = b.ptr[i] != nullptr ? b.len[i] * sizeof(R) : 0;
+    cb.output[i] = i >= kFirstOutput;
   }
-  throw Error("QFLEET_OPEN_CUDA_SHAPE='" + std::string(env) + "': expected thread, warp, block or automatic");
-}
-
-gpu::OpenLaunch launch_shape(const detail::OpenCudaResident& res, std::size_t batch, int real, int cap) {
-  return gpu::open_launch_shape(res.view, batch, real, cap, detail::props_of(res), requested_shape());
-}
-
-[[noreturn]] void throw_status(int status, int cap) {
-  if (status & (1 << kern::kOpenStepCapacity)) {
-    throw Error("dopri5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
-                "workspace holds; loosen rtol/atol, shorten segments or use device 'cpu'");
-  }
-  throw Error("dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
+  return cb;
 }
 
 template <class R>
-void run_cuda(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, bool staged) {
-  const detail::OpenCudaResident& res = *p.cuda;
-  detail::DeviceGuard guard(res.device);
-  void* stream = cuda_stream();
-  const int real = int(sizeof(R));
-  if (!staged) {
-    gpu::run_open_tasks(res.view, c, launch_shape(res, c.batch, real, kFirstCap), nullptr, stream);
-    return;
-  }
-  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync;
-  // re-run with a larger dopri5 step store if a task needed one.
+Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
+  if (!p.resident) return Route::cpu;
+  const detail::DeviceBackend& be = *detail::device_backend();
   const Buffers b = buffers_of(p, c);
-  std::size_t bytes[kBuffers];
-  bool output[kBuffers];
-  for (int i = 0; i < kBuffers; ++i) {
-    bytes[i] = b.ptr[i] != nullptr ? b.len[i] * sizeof(R) : 0;
-    output[i] = i >= kFirstOutput;
-  }
-  for (int cap = kFirstCap;; cap *= 4) {
-    const gpu::OpenLaunch shape = launch_shape(res, c.batch, real, cap);
-    if (double(shape.work_bytes + host_bytes<R>(b)) > 0.9 * double(res.total_mem)) {
-      throw Error("this call needs " + std::to_string((shape.work_bytes + host_bytes<R>(b)) >> 20) +
-                  " MiB of GPU memory, more than " + res.name + " has; use a smaller batch");
-    }
-    detail::StagedCall staged_call(stream, kBuffers, b.ptr, bytes, output, sizeof(int));
-    cpu::OpenCall<R> k = c;
-    k.amplitudes = static_cast<const R*>(staged_call.device(0));
-    k.drift = static_cast<const R*>(staged_call.device(1));
-    k.rates = static_cast<const R*>(staged_call.device(2));
-    k.initial = static_cast<const R*>(staged_call.device(3));
-    k.cot_fidelity = static_cast<const R*>(staged_call.device(4));
-    k.cot_leakage = static_cast<const R*>(staged_call.device(5));
-    k.fidelity = static_cast<R*>(staged_call.device(6));
-    k.leakage = static_cast<R*>(staged_call.device(7));
-    k.expvals = static_cast<R*>(staged_call.device(8));
-    k.final_state = static_cast<R*>(staged_call.device(9));
-    k.grad_amplitudes = static_cast<R*>(staged_call.device(10));
-    k.grad_drift = static_cast<R*>(staged_call.device(11));
-    k.grad_rates = static_cast<R*>(staged_call.device(12));
-    gpu::run_open_tasks(res.view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
-    int status = 0;
-    staged_call.finish(&status, sizeof(int));
-    if (status == 0) return;
-    if (!(status & (1 << kern::kOpenStepCapacity)) || cap >= kMaxCap) throw_status(status, cap);
-  }
+  return detail::route_call(be, p.device, b.ptr, [&] {
+    return be.estimate_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
+           detail::estimate_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p));
+  });
 }
-#endif
 
 template <class R>
 void run(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, Route r) {
   if (r == Route::cpu) return cpu::execute_open(p, c);
-#if defined(QFLEET_WITH_CUDA)
-  run_cuda(p, c, r == Route::cuda_staged);
+  detail::device_backend()->run(p, c, call_buffers<R>(buffers_of(p, c)), r == Route::device_staged, cuda_stream());
   p.calls += 1;
-#endif
 }
 
 }  // namespace
@@ -303,27 +230,14 @@ CacheStats OpenProgram::cache_stats() const {
 }
 
 Device OpenProgram::device() const { return plan_->device; }
-int OpenProgram::cuda_device() const { return plan_->cuda ? plan_->cuda->device : -1; }
+int OpenProgram::cuda_device() const { return plan_->resident ? plan_->resident->device : -1; }
 
 std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");
   cpu::OpenCall<double> probe;
   probe.batch = batch;
   probe.adjoint = adjoint;
-  const Route r = route_of(*plan_, probe);
-#if defined(QFLEET_WITH_CUDA)
-  if (r != Route::cpu) {
-    const gpu::OpenLaunch s =
-        launch_shape(*plan_->cuda, batch, plan_->precision == Precision::complex64 ? 4 : 8, kFirstCap);
-    const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
-                                         : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
-    return "cuda " + std::string(gpu::open_shape_name(s.shape)) +
-           (s.group == 1 ? " (a thread per task): " : " (a block of " + std::to_string(s.group) + " threads per task): ") +
-           std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
-           " on " + plan_->cuda->name;
-  }
-#endif
-  (void)r;
+  if (route_of(*plan_, probe) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
   return "cpu " + std::string(cpu::isa_table()[cpu::select_isa("auto")].name) + ": a task per thread, up to " +
          std::to_string(cpu_threads(*plan_)) + " threads";
 }
@@ -334,7 +248,7 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
   check_outputs(*plan_, args.batch, outputs);
   const cpu::OpenCall<R> c = make_call(args, sh, outputs);
   const Route r = route_of(*plan_, c);
-  if (r != Route::cuda_device) check_values(*plan_, args);
+  if (r != Route::device_buffers) check_values(*plan_, args);
   run(*plan_, c, r);
 }
 
@@ -361,7 +275,7 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
   c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
   c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
   const Route r = route_of(*plan_, c);
-  if (r != Route::cuda_device) {
+  if (r != Route::device_buffers) {
     check_values(*plan_, args);
     expect_finite("cot_fidelity", cot_fidelity, 1);
     expect_finite("cot_leakage", cot_leakage, 1);
@@ -394,7 +308,7 @@ OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options)
   detail::pack_open_plan(*plan);
   plan->device = options.device;
   if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
-    plan->cuda = detail::make_open_cuda_resident(*plan);
+    plan->resident = detail::prepare_on_device(*plan);
   }
   return OpenProgram(std::move(plan));
 }

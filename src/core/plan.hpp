@@ -49,7 +49,7 @@ struct AmpEmbedPlan {
   std::vector<std::uint64_t> index;  // basis index of embedded amplitude j (2^k entries)
 };
 
-struct CudaResident;
+struct Resident;  // core/backend.hpp
 
 struct Plan {
   explicit Plan(const Circuit& c) : circuit(c) {}
@@ -61,7 +61,7 @@ struct Plan {
   int num_threads = 0;
   int isa = 0;  // index into the cpu backend's ISA table
   Device device = Device::cpu;               // as asked at compile time
-  std::shared_ptr<const CudaResident> cuda;  // the device copy (cuda, or automatic with a GPU)
+  std::shared_ptr<const Resident> resident;  // the device copy (cuda, or automatic with a GPU)
   std::vector<OpPlan> ops;
   std::vector<Param> params;                            // all gate parameters, in op order
   std::vector<std::complex<double>> fixed_blocks;       // dim^2 entries per fixed op

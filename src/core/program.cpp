@@ -10,16 +10,12 @@
 
 #include <omp.h>
 
+#include "core/backend.hpp"
 #include "core/call_checks.hpp"
-#include "core/cuda_call.hpp"
-#include "core/cuda_resident.hpp"
 #include "core/plan.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/program.hpp"
-#if defined(QFLEET_WITH_CUDA)
-#include "cuda/sv_cuda.hpp"
-#endif
 
 namespace qfleet {
 
@@ -124,21 +120,32 @@ std::size_t host_bytes(const detail::Plan& p, const cpu::Call<R>& c) {
   return bytes;
 }
 
+// A call's buffers for the device backend (staging, bytes moved).
+template <class R>
+detail::CallBuffers call_buffers(const detail::Plan& p, const cpu::Call<R>& c) {
+  const Extents e = extents(p, c);
+  const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
+  const bool output[8] = {false, false, true, false, true, true, true, true};
+  detail::CallBuffers b;
+  b.n = 8;
+  for (int i = 0; i < 8; ++i) {
+    b.ptr[i] = ptr[i];
+    b.bytes[i] = ptr[i] != nullptr ? e.n[i] * sizeof(R) : 0;
+    b.output[i] = output[i];
+  }
+  return b;
+}
+
 // The route of a call whose (non-empty) buffers are `ptrs`.
 template <class R>
 Route route_of(const detail::Plan& p, const cpu::Call<R>& c, std::initializer_list<const void*> ptrs) {
-  if (!p.cuda) return Route::cpu;
-#if defined(QFLEET_WITH_CUDA)
-  return detail::route_with_cuda(p.device, ptrs, [&] {
+  if (!p.resident) return Route::cpu;
+  const detail::DeviceBackend& be = *detail::device_backend();
+  return detail::route_call(be, p.device, ptrs, [&] {
     const bool adjoint = c.cotangents != nullptr;
-    return detail::estimate_cuda_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
+    return be.estimate_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
            detail::estimate_cpu_seconds(p, c.batch, adjoint, cpu_threads(p));
   });
-#else
-  (void)c;
-  (void)ptrs;
-  return Route::cpu;
-#endif
 }
 
 template <class R>
@@ -146,77 +153,14 @@ const void* data_of(std::span<R> s) {
   return s.empty() ? nullptr : s.data();
 }
 
-#if defined(QFLEET_WITH_CUDA)
-// QFLEET_CUDA_SHAPE = registers | warp | block | interleaved | global pins the circuit launch
-// shape (benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen
-// from n and the precision (gpu::launch_shape).
-gpu::Strategy requested_strategy() {
-  const char* env = std::getenv("QFLEET_CUDA_SHAPE");
-  return env == nullptr || *env == 0 ? gpu::Strategy::automatic : gpu::parse_strategy(env);
-}
-
-template <class R>
-void run_cuda(const detail::Plan& p, const cpu::Call<R>& c, bool staged) {
-  const detail::CudaResident& res = *p.cuda;
-  detail::DeviceGuard guard(res.device);
-  kern::SvCall<R> k;
-  k.batch = c.batch;
-  k.inputs = c.inputs;
-  k.weights = c.weights;
-  k.weights_per_sample = c.weights_per_sample;
-  k.outputs = c.outputs;
-  k.cotangents = c.cotangents;
-  k.grad_inputs = c.grad_inputs;
-  k.grad_weights = c.grad_weights;
-  k.reduce_weights = c.reduce_weights;
-  k.states = c.states;
-  k.extra_probs = c.extra_probs;
-  k.extra_k = c.extra_probs_k;
-  for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
-  std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
-  const gpu::LaunchShape shape =
-      gpu::launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, detail::props_of(res),
-                        requested_strategy());
-  const std::size_t staged_bytes = staged ? host_bytes(p, c) + 16 * 8 : 0;
-  if (double(shape.work_bytes + staged_bytes) > 0.9 * double(res.total_mem)) {
-    throw Error("this call needs " + std::to_string((shape.work_bytes + staged_bytes) >> 20) +
-                " MiB of GPU memory, more than " + res.name + " has; use a smaller batch");
-  }
-  void* stream = t_cuda_stream;
-  if (!staged) {
-    gpu::run_circuits(res.view, k, shape, stream);
-    return;
-  }
-  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
-  const Extents e = extents(p, c);
-  const void* host[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
-  std::size_t bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = host[i] != nullptr ? e.n[i] * sizeof(R) : 0;
-  const bool output[8] = {false, false, true, false, true, true, true, true};
-  detail::StagedCall staged_call(stream, 8, host, bytes, output);
-  k.inputs = static_cast<const R*>(staged_call.device(0));
-  k.weights = static_cast<const R*>(staged_call.device(1));
-  k.outputs = static_cast<R*>(staged_call.device(2));
-  k.cotangents = static_cast<const R*>(staged_call.device(3));
-  k.grad_inputs = static_cast<R*>(staged_call.device(4));
-  k.grad_weights = static_cast<R*>(staged_call.device(5));
-  k.states = static_cast<R*>(staged_call.device(6));
-  k.extra_probs = static_cast<R*>(staged_call.device(7));
-  gpu::run_circuits(res.view, k, shape, stream);
-  staged_call.finish();
-}
-#endif
-
 template <class R>
 void run(const detail::Plan& p, const cpu::Call<R>& c, Route r) {
   if (r == Route::cpu) return cpu::execute(p, c);
-#if defined(QFLEET_WITH_CUDA)
-  run_cuda(p, c, r == Route::cuda_staged);
-#endif
+  detail::device_backend()->run(p, c, call_buffers(p, c), r == Route::device_staged, t_cuda_stream);
 }
 
 void expect_host(Route r, const char* what) {
-  if (r == Route::cuda_device) {
+  if (r == Route::device_buffers) {
     throw Error(std::string(what) + " takes host buffers (it returns its results on the host); use vjp() with "
                 "one-hot cotangents or states() for device-resident data");
   }
@@ -244,7 +188,7 @@ void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
   cpu::Call<R> call = base_call(args, Checked{});
   call.outputs = outputs.data();
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(outputs)});
-  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
+  const Checked c = check_args(*plan_, args, r != Route::device_buffers);
   expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
   call.weights_per_sample = c.per_sample_weights;
@@ -265,11 +209,11 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
   const Route r = route_of(*plan_, cpu::Call<R>{},
                            {data_of(args.inputs), data_of(args.weights), data_of(cotangents), data_of(grads.inputs),
                             data_of(grads.weights), data_of(outputs)});
-  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
+  const Checked c = check_args(*plan_, args, r != Route::device_buffers);
   const std::size_t B = args.batch;
   expect_size("cotangents", cotangents.size(), B * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
-  if (r != Route::cuda_device) expect_finite("cotangents", cotangents, plan_->n_outputs);
+  if (r != Route::device_buffers) expect_finite("cotangents", cotangents, plan_->n_outputs);
   if (!grads.inputs.empty()) expect_size("grad_inputs", grads.inputs.size(), B * plan_->n_inputs, [] { return "([batch, n_inputs])"; });
   if (!grads.weights.empty()) {
     expect_size("grad_weights", grads.weights.size(),
@@ -285,7 +229,7 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
   call.grad_weights = grads.weights.empty() ? nullptr : grads.weights.data();
   call.reduce_weights = !c.per_sample_weights;
   call.outputs = outputs.empty() ? nullptr : outputs.data();
-  run(*plan_, call, r == Route::cuda_device ? r : route_of(*plan_, call, {}));
+  run(*plan_, call, r == Route::device_buffers ? r : route_of(*plan_, call, {}));
 }
 
 template <class R>
@@ -318,7 +262,7 @@ void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) c
   cpu::Call<R> call = base_call(args, Checked{});
   call.states = reinterpret_cast<R*>(out.data());
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
-  const Checked c = check_args(*plan_, args, r != Route::cuda_device);
+  const Checked c = check_args(*plan_, args, r != Route::device_buffers);
   expect_size("states", out.size(), args.batch * plan_->dim, [] { return "([batch, 2^n])"; });
   call.weights_per_sample = c.per_sample_weights;
   run(*plan_, call, r);
@@ -379,13 +323,13 @@ QFLEET_INSTANTIATE(double)
 Program compile(const Circuit& circuit, const CompileOptions& options) {
   auto plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
   if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
-    plan->cuda = detail::make_cuda_resident(*plan);
+    plan->resident = detail::prepare_on_device(*plan);
   }
   return Program(std::move(plan));
 }
 
 Device Program::device() const { return plan_->device; }
-int Program::cuda_device() const { return plan_->cuda ? plan_->cuda->device : -1; }
+int Program::cuda_device() const { return plan_->resident ? plan_->resident->device : -1; }
 
 std::string Program::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");
@@ -393,19 +337,7 @@ std::string Program::execution(std::size_t batch, bool adjoint) const {
   probe.batch = batch;
   double cot = 0;
   if (adjoint) probe.cotangents = &cot;
-  const Route r = route_of(*plan_, probe, {});
-#if defined(QFLEET_WITH_CUDA)
-  if (r != Route::cpu) {
-    const gpu::LaunchShape s = gpu::launch_shape(plan_->cuda->view, batch,
-                                                 plan_->precision == Precision::complex64 ? 4 : 8, adjoint,
-                                                 detail::props_of(*plan_->cuda), requested_strategy());
-    return "cuda " + std::string(gpu::strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
-           " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
-           std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
-           plan_->cuda->name;
-  }
-#endif
-  (void)r;
+  if (route_of(*plan_, probe, {}) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
   return "cpu " + isa() + ": " + std::to_string(lanes()) + " samples per SIMD tile, up to " +
          std::to_string(cpu_threads(*plan_)) + " threads";
 }
@@ -416,13 +348,10 @@ std::vector<std::string> available_isas() {
   return v;
 }
 
-#if defined(QFLEET_WITH_CUDA)
-extern "C" int qfleet_cuda_device_count();
-int cuda_device_count() { return qfleet_cuda_device_count(); }
-bool built_with_cuda() { return true; }
-#else
-int cuda_device_count() { return 0; }
-bool built_with_cuda() { return false; }
-#endif
+int cuda_device_count() {
+  const detail::DeviceBackend* be = detail::device_backend();
+  return be != nullptr ? be->device_count() : 0;
+}
+bool built_with_cuda() { return detail::device_backend() != nullptr; }
 
 }  // namespace qfleet

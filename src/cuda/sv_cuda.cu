@@ -380,6 +380,3 @@ template void run_circuits<float>(const kern::SvPlan&, const kern::SvCall<float>
 template void run_circuits<double>(const kern::SvPlan&, const kern::SvCall<double>&, const LaunchShape&, void*);
 
 }  // namespace qfleet::gpu
-
-// Kept for the library's cuda_device_count().
-extern "C" int qfleet_cuda_device_count() { return qfleet::gpu::device_count(); }

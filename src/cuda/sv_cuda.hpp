@@ -1,7 +1,7 @@
 // The cuda backend's seam: plain declarations that both the C++20 library and the
 // C++17 CUDA translation units read (no public headers cross it). Every function
 // throws qfleet::Error with the CUDA error's text on failure, and none exists in a
-// build without CUDA (callers guard with QFLEET_WITH_CUDA).
+// build without CUDA (only src/cuda calls them, behind core/backend.hpp).
 #pragma once
 
 #include <cstddef>

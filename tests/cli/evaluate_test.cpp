@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "json_problem.hpp"
+#include "qfleet/json_problem.hpp"
 #include "reference.hpp"
 
 namespace {

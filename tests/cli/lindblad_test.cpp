@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "json_lindblad.hpp"
-#include "json_problem.hpp"
+#include "qfleet/json_lindblad.hpp"
+#include "qfleet/json_problem.hpp"
 #include "open_reference.hpp"
 #include "run_cli.hpp"
 
@@ -559,6 +559,45 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
     const CliResult r = run_cli({"eval", path});
     std::remove(path.c_str());
     expect_error(r, c.needle, c.name);
+  }
+}
+
+// ProblemError::path() names the offending key as data, also for errors the library
+// raises while compiling (qfleet::Error::subject(), mapped by a table, not by message text).
+TEST(LindbladErrors, PathsAreTypedNotReadFromMessages) {
+  auto path_of = [](const json& p) -> std::string {
+    try {
+      qj::evaluate(p);
+    } catch (const qj::ProblemError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("qfleet: " + e.path() + ": ", 0), 0u) << e.what();
+      return e.path();
+    }
+    return "no error";
+  };
+  const json base = load_example();
+  json p = base;
+  p.erase("psi0");
+  p["rho0"] = json::parse("[[1.5, 0], [0, -0.5]]");  // trace 1, Hermitian, not PSD: found while compiling
+  EXPECT_EQ(path_of(p), "rho0");
+  p = base;
+  p["target"] = {{"density", json::parse("[[1.5, 0], [0, -0.5]]")}};
+  EXPECT_EQ(path_of(p), "target.density");
+  EXPECT_EQ(path_of(big_open(17)), "solver");
+  p = base;
+  p["H0"] = json::parse("[[0, [0, 1]], [[0, 1], 0]]");
+  EXPECT_EQ(path_of(p), "H0");
+  p = base;
+  p["threads"] = -1;
+  EXPECT_EQ(path_of(p), "threads");
+
+  // The library's side of it: the subject travels with the error.
+  qfleet::OpenSystem s(2);
+  s.segments(1, 0.5).control({0, 1, 1, 0}).jump({0, 1, 0, 0}).initial_density({1.5, 0, 0, -0.5});
+  try {
+    (void)qfleet::compile(s, qfleet::OpenCompileOptions{});
+    ADD_FAILURE() << "no error";
+  } catch (const qfleet::Error& e) {
+    EXPECT_EQ(e.subject(), qfleet::ErrorSubject::initial_state) << e.what();
   }
 }
 

@@ -15,8 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "json_lindblad.hpp"
-#include "json_problem.hpp"
+#include "qfleet/json_lindblad.hpp"
+#include "qfleet/json_problem.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/names.hpp"
 #include "qfleet/torch.hpp"

@@ -1,8 +1,8 @@
 // The JSON problem format (docs/cli.md): reading, checking, running, writing.
-#include "json_problem.hpp"
+#include "qfleet/json_problem.hpp"
 
 #include "json_common.hpp"
-#include "json_lindblad.hpp"
+#include "qfleet/json_lindblad.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_problem.hpp"
+#include "qfleet/json_problem.hpp"
 #include "qfleet/open_system.hpp"
 
 namespace qfleet::json_problem {

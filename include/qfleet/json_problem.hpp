@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,15 @@ namespace qfleet::json_problem {
 // A problem the JSON contract rejects (bad shape, type, key, value...).
 class ProblemError : public qfleet::Error {
  public:
-  using qfleet::Error::Error;
+  // `path` is the JSON path of the offending value ("ops[2].params[0]", "target.density";
+  // empty for the document as a whole); the message starts with it.
+  ProblemError(std::string path, const std::string& message)
+      : qfleet::Error(path.empty() ? message : path + ": " + message), path_(std::move(path)) {}
+  explicit ProblemError(const std::string& message) : qfleet::Error(message) {}
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
 };
 
 // Largest number of values (numbers) one result may hold; larger requests

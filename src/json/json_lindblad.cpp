@@ -1,7 +1,7 @@
 // "kind": "lindblad" problems (docs/cli.md, "Lindblad problems"): reading,
 // checking, running. Same conventions as json_problem.cpp: unknown keys and
 // repeated keys are errors, every message names the JSON path of the value.
-#include "json_lindblad.hpp"
+#include "qfleet/json_lindblad.hpp"
 
 #include "json_common.hpp"
 
@@ -167,11 +167,14 @@ TaskArray read_task_array(const json& v, const std::string& path,
 
 std::string solver_name(Solver s) { return std::string(qfleet::to_string(s)); }
 
-// The JSON key a library error raised while compiling refers to.
-std::string compile_error_path(std::string_view message) {
-  if (message.starts_with("initial density matrix")) return "rho0";
-  if (message.starts_with("target density matrix")) return "target.density";
-  if (message.starts_with("the exact solver")) return "solver";
+// The JSON key of the input a library error raised while compiling is about.
+std::string key_of(qfleet::ErrorSubject subject) {
+  switch (subject) {
+    case qfleet::ErrorSubject::initial_state: return "rho0";
+    case qfleet::ErrorSubject::target: return "target.density";
+    case qfleet::ErrorSubject::solver: return "solver";
+    case qfleet::ErrorSubject::unspecified: break;
+  }
   return "";
 }
 
@@ -232,8 +235,7 @@ json run(const LindbladProblem& p) {
     } catch (const ProblemError&) {
       throw;
     } catch (const qfleet::Error& e) {
-      const std::string msg = strip_prefix(e.what());
-      fail(compile_error_path(msg), msg);
+      fail(key_of(e.subject()), strip_prefix(e.what()));
     }
   }();
   const std::size_t B = p.batch;

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_problem.hpp"
+#include "qfleet/json_problem.hpp"
 #include "qfleet/names.hpp"
 
 namespace qfleet::json_problem::internal {
@@ -33,7 +33,7 @@ inline std::string strip_prefix(const char* what) {
 }
 
 [[noreturn]] inline void fail(const std::string& path, const std::string& message) {
-  throw ProblemError(path.empty() ? message : path + ": " + message);
+  throw ProblemError(path, message);
 }
 
 inline std::string describe(const json& v) {

@@ -1,0 +1,288 @@
+// The cuda backend behind the seam of core/backend.hpp: plans uploaded once at
+// compile time, the device side of the cost model, calls staged or on device
+// buffers, launch shapes chosen (or pinned by QFLEET_CUDA_SHAPE /
+// QFLEET_OPEN_CUDA_SHAPE) and described. Host C++; the kernels are behind the C++17
+// seams sv_cuda.hpp and open_cuda.hpp.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/open_plan.hpp"
+#include "core/plan.hpp"
+#include "core/sv_pack.hpp"
+#include "cuda/cuda_staging.hpp"
+#include "cuda/open_cuda.hpp"
+#include "cuda/sv_cuda.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet::gpu {
+namespace {
+
+using detail::CallBuffers;
+using detail::OpenPlan;
+using detail::Plan;
+
+// A plan's packed blob in device memory, with the launch-shape inputs of its device.
+struct CudaResident : detail::Resident {
+  void* blob = nullptr;
+  DeviceProps props;
+  CudaResident() = default;
+  CudaResident(const CudaResident&) = delete;
+  CudaResident& operator=(const CudaResident&) = delete;
+  ~CudaResident() override { free_device(blob); }
+};
+struct SvResident : CudaResident {
+  kern::SvPlan view;  // the plan with device pointers
+};
+struct OpenResident : CudaResident {
+  kern::OpenView view;
+};
+
+const SvResident& resident_of(const Plan& p) { return static_cast<const SvResident&>(*p.resident); }
+const OpenResident& resident_of(const OpenPlan& p) { return static_cast<const OpenResident&>(*p.resident); }
+
+// The current device's properties; throws when none is visible.
+DeviceProps visible_device() {
+  if (device_count() == 0) {
+    throw Error("device 'cuda' was asked for, but no CUDA device is visible to this process "
+                "(no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them); use device 'cpu' or 'automatic'");
+  }
+  return device_props(current_device());
+}
+
+void upload(CudaResident& r, const std::vector<std::byte>& blob, const DeviceProps& props) {
+  r.device = props.id;
+  r.device_name = props.name;
+  r.props = props;
+  r.blob = malloc_device(blob.size());
+  copy_to_device(r.blob, blob.data(), blob.size());
+}
+
+// The GPU rate is measured on an H100 (docs/benchmarks.md, 2026-11-24): the plan's
+// FLOP estimate over the device time of bench_cuda's calls gave 0.34-0.55 TFLOP/s for
+// the 4-qubit layer at B = 10^6, 0.7-0.9 for the 10-qubit target pass at B = 100, 1.3
+// for the open qubit at B = 10^5 and 1.7 for the 10-qubit layer at B = 10^4; 1 TFLOP/s
+// sits in that range. The call and PCIe constants are estimates: the staged host-data
+// path has not been timed on a GPU.
+constexpr double kGpuFlops = 1e12;
+constexpr double kGpuCallSeconds = 25e-6;     // launch + two copies + stream synchronisation
+constexpr double kPcieBytesPerSecond = 12e9;  // pageable host memory both ways
+
+double gpu_seconds(double flops, std::size_t bytes_moved) {
+  return kGpuCallSeconds + double(bytes_moved) / kPcieBytesPerSecond + flops / kGpuFlops;
+}
+
+void expect_fits(std::size_t bytes, const CudaResident& r) {
+  if (double(bytes) > 0.9 * double(r.props.total_mem)) {
+    throw Error("this call needs " + std::to_string(bytes >> 20) + " MiB of GPU memory, more than " + r.device_name +
+                " has; use a smaller batch");
+  }
+}
+
+// ---- circuits
+
+// QFLEET_CUDA_SHAPE = registers | warp | block | interleaved | global pins the circuit launch
+// shape (benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen
+// from n and the precision (launch_shape).
+Strategy requested_strategy() {
+  const char* env = std::getenv("QFLEET_CUDA_SHAPE");
+  return env == nullptr || *env == 0 ? Strategy::automatic : parse_strategy(env);
+}
+
+template <class R>
+void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buffers, bool staged,
+                       void* stream) {
+  const SvResident& res = resident_of(p);
+  DeviceGuard guard(res.device);
+  kern::SvCall<R> k;
+  k.batch = c.batch;
+  k.inputs = c.inputs;
+  k.weights = c.weights;
+  k.weights_per_sample = c.weights_per_sample;
+  k.outputs = c.outputs;
+  k.cotangents = c.cotangents;
+  k.grad_inputs = c.grad_inputs;
+  k.grad_weights = c.grad_weights;
+  k.reduce_weights = c.reduce_weights;
+  k.states = c.states;
+  k.extra_probs = c.extra_probs;
+  k.extra_k = c.extra_probs_k;
+  for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
+  std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
+  const LaunchShape shape =
+      launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, res.props, requested_strategy());
+  expect_fits(shape.work_bytes + (staged ? buffers.total_bytes() + 16 * 8 : 0), res);
+  if (!staged) {
+    run_circuits(res.view, k, shape, stream);
+    return;
+  }
+  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
+  StagedCall staged_call(stream, buffers);
+  k.inputs = static_cast<const R*>(staged_call.device(0));
+  k.weights = static_cast<const R*>(staged_call.device(1));
+  k.outputs = static_cast<R*>(staged_call.device(2));
+  k.cotangents = static_cast<const R*>(staged_call.device(3));
+  k.grad_inputs = static_cast<R*>(staged_call.device(4));
+  k.grad_weights = static_cast<R*>(staged_call.device(5));
+  k.states = static_cast<R*>(staged_call.device(6));
+  k.extra_probs = static_cast<R*>(staged_call.device(7));
+  run_circuits(res.view, k, shape, stream);
+  staged_call.finish();
+}
+
+// ---- open systems
+
+constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment the GPU backward pass holds
+
+// QFLEET_OPEN_CUDA_SHAPE = thread | warp | block pins the launch shape (for
+// benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen from n.
+OpenShape requested_open_shape() {
+  const char* env = std::getenv("QFLEET_OPEN_CUDA_SHAPE");
+  if (env == nullptr || *env == 0) return OpenShape::automatic;
+  for (OpenShape s : {OpenShape::automatic, OpenShape::thread, OpenShape::warp, OpenShape::block}) {
+    if (std::string_view(env) == open_shape_name(s)) return s;
+  }
+  throw Error("QFLEET_OPEN_CUDA_SHAPE='" + std::string(env) + "': expected thread, warp, block or automatic");
+}
+
+OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int cap) {
+  return open_launch_shape(res.view, batch, real, cap, res.props, requested_open_shape());
+}
+
+[[noreturn]] void throw_status(int status, int cap) {
+  if (status & (1 << kern::kOpenStepCapacity)) {
+    throw Error("dopri5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
+                "workspace holds; loosen rtol/atol, shorten segments or use device 'cpu'");
+  }
+  throw Error("dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
+}
+
+template <class R>
+void run_open_call(const OpenPlan& p, const cpu::OpenCall<R>& c, const CallBuffers& buffers, bool staged,
+                   void* stream) {
+  const OpenResident& res = resident_of(p);
+  DeviceGuard guard(res.device);
+  const int real = int(sizeof(R));
+  if (!staged) {
+    run_open_tasks(res.view, c, open_shape(res, c.batch, real, kFirstCap), nullptr, stream);
+    return;
+  }
+  // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync;
+  // re-run with a larger dopri5 step store if a task needed one.
+  for (int cap = kFirstCap;; cap *= 4) {
+    const OpenLaunch shape = open_shape(res, c.batch, real, cap);
+    expect_fits(shape.work_bytes + buffers.total_bytes(), res);
+    StagedCall staged_call(stream, buffers, sizeof(int));
+    cpu::OpenCall<R> k = c;
+    k.amplitudes = static_cast<const R*>(staged_call.device(0));
+    k.drift = static_cast<const R*>(staged_call.device(1));
+    k.rates = static_cast<const R*>(staged_call.device(2));
+    k.initial = static_cast<const R*>(staged_call.device(3));
+    k.cot_fidelity = static_cast<const R*>(staged_call.device(4));
+    k.cot_leakage = static_cast<const R*>(staged_call.device(5));
+    k.fidelity = static_cast<R*>(staged_call.device(6));
+    k.leakage = static_cast<R*>(staged_call.device(7));
+    k.expvals = static_cast<R*>(staged_call.device(8));
+    k.final_state = static_cast<R*>(staged_call.device(9));
+    k.grad_amplitudes = static_cast<R*>(staged_call.device(10));
+    k.grad_drift = static_cast<R*>(staged_call.device(11));
+    k.grad_rates = static_cast<R*>(staged_call.device(12));
+    run_open_tasks(res.view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
+    int status = 0;
+    staged_call.finish(&status, sizeof(int));
+    if (status == 0) return;
+    if (!(status & (1 << kern::kOpenStepCapacity)) || cap >= kMaxCap) throw_status(status, cap);
+  }
+}
+
+// ---- the backend
+
+class CudaBackend final : public detail::DeviceBackend {
+ public:
+  std::string name() const override { return "cuda"; }
+  int device_count() const override { return gpu::device_count(); }
+  bool is_device_pointer(const void* p) const override { return gpu::is_device_pointer(p); }
+
+  std::shared_ptr<const detail::Resident> prepare(const Plan& plan) const override {
+    const DeviceProps props = visible_device();
+    const double real_bytes = plan.precision == Precision::complex64 ? 4.0 : 8.0;
+    const double per_circuit = std::ldexp(2.0 * 2.0 * real_bytes, plan.n);  // psi and lam
+    if (per_circuit > 0.9 * static_cast<double>(props.total_mem)) {
+      throw Error("a " + std::to_string(plan.n) + "-qubit circuit's adjoint needs " + detail::gib(per_circuit) +
+                  " on the GPU, but " + props.name + " has " + detail::gib(double(props.total_mem)) +
+                  "; use device 'cpu'");
+    }
+    const detail::PackedSvPlan packed = detail::pack_sv_plan(plan);
+    auto r = std::make_shared<SvResident>();
+    upload(*r, packed.blob, props);
+    r->view = packed.view_at(static_cast<const std::byte*>(r->blob));
+    return r;
+  }
+  std::shared_ptr<const detail::Resident> prepare(const OpenPlan& plan) const override {
+    const DeviceProps props = visible_device();
+    auto r = std::make_shared<OpenResident>();
+    upload(*r, plan.blob, props);
+    r->view = detail::open_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
+    return r;
+  }
+
+  double estimate_seconds(const Plan& plan, std::size_t batch, bool adjoint, std::size_t bytes) const override {
+    return gpu_seconds(detail::call_flops(plan, batch, adjoint), bytes);
+  }
+  double estimate_seconds(const OpenPlan& plan, std::size_t batch, bool adjoint, std::size_t bytes) const override {
+    return gpu_seconds(detail::call_flops(plan, batch, adjoint), bytes);
+  }
+
+  void run(const Plan& p, const cpu::Call<float>& c, const CallBuffers& b, bool staged, void* s) const override {
+    run_circuits_call(p, c, b, staged, s);
+  }
+  void run(const Plan& p, const cpu::Call<double>& c, const CallBuffers& b, bool staged, void* s) const override {
+    run_circuits_call(p, c, b, staged, s);
+  }
+  void run(const OpenPlan& p, const cpu::OpenCall<float>& c, const CallBuffers& b, bool staged,
+           void* s) const override {
+    run_open_call(p, c, b, staged, s);
+  }
+  void run(const OpenPlan& p, const cpu::OpenCall<double>& c, const CallBuffers& b, bool staged,
+           void* s) const override {
+    run_open_call(p, c, b, staged, s);
+  }
+
+  std::string describe(const Plan& p, std::size_t batch, bool adjoint) const override {
+    const SvResident& res = resident_of(p);
+    const LaunchShape s = launch_shape(res.view, batch, p.precision == Precision::complex64 ? 4 : 8, adjoint,
+                                       res.props, requested_strategy());
+    return "cuda " + std::string(strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
+           " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
+           std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
+           res.device_name;
+  }
+  std::string describe(const OpenPlan& p, std::size_t batch, bool /*adjoint*/) const override {
+    const OpenResident& res = resident_of(p);
+    const OpenLaunch s = open_shape(res, batch, p.precision == Precision::complex64 ? 4 : 8, kFirstCap);
+    const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
+                                         : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
+    return "cuda " + std::string(open_shape_name(s.shape)) +
+           (s.group == 1 ? " (a thread per task): "
+                         : " (a block of " + std::to_string(s.group) + " threads per task): ") +
+           std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
+           " on " + res.device_name;
+  }
+};
+
+}  // namespace
+}  // namespace qfleet::gpu
+
+namespace qfleet::detail {
+
+const DeviceBackend* device_backend() {
+  static const gpu::CudaBackend backend;
+  return &backend;
+}
+
+}  // namespace qfleet::detail

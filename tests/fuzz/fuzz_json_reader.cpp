@@ -1,0 +1,55 @@
+// libFuzzer target for one JSON problem reader (QFLEET_FUZZ_KIND 0: circuit,
+// 1: lindblad): any text must be either read, or rejected with qfleet::Error
+// (ProblemError carrying the key's path). Anything else escaping, a sanitizer
+// report, a leak or a hang is a bug. Problems small enough to run quickly are
+// also evaluated, so the library's own checks see the fuzzed models too.
+// Built with clang (-fsanitize=fuzzer,address,undefined) by tests/fuzz/CMakeLists.txt;
+// scripts/test.sh runs each target for a bounded time from the seeds in tests/fuzz/seeds.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <string_view>
+
+#include "qfleet/error.hpp"
+#include "qfleet/json_lindblad.hpp"
+#include "qfleet/json_problem.hpp"
+
+namespace qj = qfleet::json_problem;
+
+namespace {
+
+// Small enough to run in well under a millisecond or so: the fuzzer's time goes to new
+// inputs, and a legitimately long simulation (60 qubits, 10^9 rk4 steps) is not a hang.
+bool small(const qj::CircuitProblem& p) {
+  return p.circuit.n_qubits() <= 8 && p.batch <= 16 && p.circuit.operations().size() <= 512 &&
+         (!p.shots || *p.shots <= 4096);
+}
+
+bool small(const qj::LindbladProblem& p) {
+  const auto& d = p.system.segment_durations();
+  const double total = std::accumulate(d.begin(), d.end(), 0.0);
+  const auto& o = p.options;
+  const bool steps_ok = o.solver == qfleet::Solver::exact ||
+                        (o.solver == qfleet::Solver::dopri5 ? o.rtol >= 1e-6 && o.atol >= 1e-9 && total <= 10
+                                                            : o.dt > 0 && total / o.dt <= 2000);
+  return p.system.dim() <= 6 && p.batch <= 8 && p.system.n_segments() <= 64 && steps_ok;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    const nlohmann::json doc = qj::parse_text(text, "fuzz");
+#if QFLEET_FUZZ_KIND == 0
+    const qj::CircuitProblem p = qj::parse_circuit_problem(doc);
+#else
+    const qj::LindbladProblem p = qj::parse_lindblad_problem(doc);
+#endif
+    if (small(p)) (void)qj::evaluate(p);
+  } catch (const qfleet::Error&) {
+    // A clear rejection: what the reader promises for bad input.
+  }
+  return 0;
+}
