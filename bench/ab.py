@@ -17,10 +17,13 @@ import sys
 
 
 def run_once(binary, flt, min_time):
-    cmd = [binary, "--benchmark_format=json", "--benchmark_repetitions=1", f"--benchmark_min_time={min_time}s"]
+    cmd = [binary, "--benchmark_format=json", "--benchmark_repetitions=1", f"--benchmark_min_time={min_time}"]
     if flt:
         cmd.append(f"--benchmark_filter={flt}")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"ab.py: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr.strip()}")
+    out = r.stdout
     return {b["name"]: b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
             for b in json.loads(out)["benchmarks"] if b.get("run_type", "iteration") == "iteration"}
 

@@ -1,5 +1,6 @@
 // The cuda circuit backend through the public API: the same checks as the cpu
-// suite (random circuits and every gate against the dense reference, gradients
+// suite (random circuits against the dense reference — every gate is the backend
+// matrix's, test_backend_matrix.cpp — gradients
 // against finite differences, batch sizes around 32 and the block size, both
 // precisions), one cross-backend test that every Program operation joins, and the
 // device choice. GPU tests skip, saying why, where no CUDA device is visible; the
@@ -104,29 +105,7 @@ TEST(CudaBackend, EveryPinnedShapeMatchesTheReference) {
   unsetenv("QFLEET_CUDA_SHAPE");
 }
 
-TEST(CudaBackend, EveryGateForwardAndGradient) {
-  QFLEET_REQUIRE_GPU();
-  std::mt19937_64 rng(1202);
-  for (const auto& g : qfleet::kGateTable) {
-    const std::string name(g.name);
-    ref::Twin t(4);
-    for (int w = 0; w < 4; ++w) t.add("RY", {w}, {ref::uniform(rng, -3, 3)});
-    if (name == "QubitUnitary") {
-      t.unitary(ref::random_wires(rng, 4, 2), ref::random_unitary(2, rng));
-    } else {
-      std::vector<qfleet::Param> p;
-      for (int j = 0; j < g.params; ++j) p.push_back(qfleet::Param::weight(j, 0.9));
-      t.add(name, ref::random_wires(rng, 4, ref::gate_wires(name)), p);
-    }
-    t.expval({{1.0, ref::word({{'X', 0}, {'Y', 2}})}, {0.4, ref::word({{'Z', 3}})}});
-    const ref::Batch b = ref::random_batch(rng, 33, 0, t.r.n_weights, false);
-    const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
-    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
-    EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10) << name;
-    const auto got = ref::q_vjp<double>(p, b, cot);
-    EXPECT_LE(ref::rel_err(got.gw, ref::ref_gradient(t.r, b, cot).gw_shared, kFloor), kGradTol) << name;
-  }
-}
+// Every gate on the cuda backend (when a GPU is visible): BackendMatrix.*.
 
 TEST(CudaBackend, Complex64StaysWithinSinglePrecision) {
   QFLEET_REQUIRE_GPU();

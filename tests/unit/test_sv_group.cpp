@@ -9,7 +9,8 @@
 //   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
 //     shuffles through a slot per lane, warps of 2^n or 32 lanes (several circuits,
 //     whose gradient sums cross circuits), two warps at once, padding circuits.
-// Every gate, random circuits (templates, AmplitudeEmbedding, Pauli sums, probs),
+// Random circuits (templates, AmplitudeEmbedding, Pauli sums, probs; every gate in
+// every shape is the backend matrix's, test_backend_matrix.cpp),
 // shared and per-sample weights, complex64, the sampling probabilities. This is
 // what CI checks of the GPU code on a machine without one.
 #include <gtest/gtest.h>
@@ -133,31 +134,7 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
   }
 }
 
-TEST(GroupBody, EveryGateForwardAndGradient) {
-  std::mt19937_64 rng(717);
-  for (const auto& g : qfleet::kGateTable) {
-    const std::string name(g.name);
-    for (int n : {3, 5}) {
-      ref::Twin t(n);
-      for (int w = 0; w < n; ++w) t.add("RY", {w}, {ref::uniform(rng, -3, 3)});
-      for (int w = 0; w + 1 < n; ++w) t.add("CNOT", {w, w + 1});
-      if (name == "QubitUnitary") {
-        for (int k = 1; k <= 2; ++k) t.unitary(ref::random_wires(rng, n, k), ref::random_unitary(k, rng));
-      } else {
-        std::vector<qfleet::Param> p;
-        for (int j = 0; j < g.params; ++j) {
-          p.push_back(j % 2 == 0 ? qfleet::Param::input(j, 0.7) : qfleet::Param::weight(j, -1.3));
-        }
-        t.add(name, ref::random_wires(rng, n, ref::gate_wires(name)), p);
-      }
-      t.expval({{0.5, ref::word({{'X', 0}})}, {-1.2, ref::word({{'Y', n - 1}, {'Z', 1}})}});
-      t.probs(ref::random_wires(rng, n, 2));
-      const qfleet::detail::Plan plan = plan_of(t.q);
-      const ref::Batch b = ref::random_batch(rng, 3, t.r.n_inputs, t.r.n_weights, false);
-      expect_vjp_matches(t, plan, b, shapes(n, {4}), name + " ");
-    }
-  }
-}
+// Every gate in every emulated shape: BackendMatrix.* (test_backend_matrix.cpp).
 
 TEST(GroupBody, AmplitudeEmbeddingGradients) {
   std::mt19937_64 rng(1818);

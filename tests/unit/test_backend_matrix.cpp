@@ -1,0 +1,235 @@
+// The backend matrix (ggml's test-backend-ops rule): every gate of the catalogue,
+// both measurement kinds and every output (forward, states, input and weight
+// gradients with shared and per-sample weights), on every backend this build and
+// machine have — the cpu executor on each instruction set, the cuda bodies emulated
+// on the CPU in their launch shapes (group, registers, interleaved; unit/group_emu.hpp),
+// and the cuda backend itself where a GPU is visible — in both precisions, at batch
+// sizes around the SIMD width and the warp (1, L-1, L, L+1, 31, 32, 33), against one
+// reference: the dense simulator and its finite differences (unit/reference.hpp).
+// BackendMatrix.ListsTheWholeCatalogue fails when the library grows a gate or a
+// measurement kind the matrix does not run. (Open systems have their matrix in
+// test_open_cuda.cpp: every kind and solver on the cpu executor and the emulated and
+// real cuda paths.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "unit/group_emu.hpp"
+#include "unit/harness.hpp"
+
+namespace {
+
+// What the matrix runs, by name; the catalogue test compares these with the library.
+const std::vector<std::string> kMeasurements = {"expval", "probs"};
+
+struct Result {
+  std::vector<double> out, gi, gw;
+  std::vector<std::complex<double>> states;  // empty where the backend does not return them here
+};
+
+// One backend: runs the circuit's forward (+ states) and its vjp in precision R.
+struct Backend {
+  std::string name;
+  int lanes;  // its batch granularity (SIMD lanes or the warp); 0: only 1 and 33
+             // (the group shape runs one sample per group: no batch boundary inside)
+  // The CPU emulation of the cuda bodies starts a std::thread per simulated GPU thread
+  // (CI time): there every batch size runs the fused forward + vjp with shared weights
+  // in complex128, and B = 33 adds per-sample weights, the states and complex64.
+  bool emulated = false;
+  std::function<Result(const qfleet::Circuit&, const ref::Batch&, const std::vector<double>&, bool c64)> run;
+};
+
+template <class R>
+Result run_program(const qfleet::Program& p, const ref::Batch& b, const std::vector<double>& cot) {
+  Result r;
+  const std::vector<R> out = ref::q_forward<R>(p, b);
+  r.out.assign(out.begin(), out.end());
+  for (const auto& z : ref::q_states<R>(p, b)) r.states.emplace_back(z.real(), z.imag());
+  const auto g = ref::q_vjp<R>(p, b, cot);
+  r.gi = g.gi;
+  r.gw = g.gw;
+  return r;
+}
+
+// The vjp call returns the fused forward outputs too (as the cuda backend's does).
+template <class R>
+Result run_emulated(const emu::Runner<R>& run, const ref::Batch& b, const std::vector<double>& cot) {
+  Result r;
+  if (b.B == 33) r.states = run.states(b);
+  const auto g = run.vjp(b, cot);
+  r.out = g.out;
+  r.gi = g.gi;
+  r.gw = g.gw;
+  return r;
+}
+
+std::vector<Backend> backends() {
+  std::vector<Backend> v;
+  for (const std::string& isa : qfleet::available_isas()) {
+    qfleet::CompileOptions probe;
+    probe.isa = isa;
+    const int lanes = qfleet::compile(qfleet::Circuit(1).expval("Z0"), probe).lanes();
+    v.push_back({"cpu " + isa, lanes, false, [isa](const qfleet::Circuit& c, const ref::Batch& b,
+                                            const std::vector<double>& cot, bool c64) {
+                   qfleet::CompileOptions o;
+                   o.isa = isa;
+                   o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+                   const qfleet::Program p = qfleet::compile(c, o);
+                   return c64 ? run_program<float>(p, b, cot) : run_program<double>(p, b, cot);
+                 }});
+  }
+  // The cuda bodies on the CPU: a group of 2 threads per sample (warp/block/global),
+  // the register body (n <= 5) on warps of 2^3 lanes, one circuit each, and
+  // interleaved tiles of 32 samples. (Emulated warps sync by futexes, so the matrix
+  // keeps them small; GroupBody.* in test_sv_group.cpp runs groups of 1..16, 32-lane
+  // warps holding several circuits and tiles of 4 and 32 on random circuits.)
+  struct EmuShape {
+    const char* name;
+    int G, warp, tile, lanes;
+  };
+  for (const EmuShape s : {EmuShape{"emulated cuda group", 2, 0, 0, 0}, EmuShape{"emulated cuda registers", 0, 8, 0, 0},
+                           EmuShape{"emulated cuda interleaved", 1, 0, 32, 32}}) {
+    v.push_back({s.name, s.lanes, true, [s](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot,
+                                 bool c64) {
+                   qfleet::CompileOptions o;
+                   o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+                   const qfleet::detail::Plan plan = qfleet::detail::build_plan(c, o);
+                   if (c64) {
+                     emu::Runner<float> r{plan, s.G, s.warp};
+                     r.tile = s.tile;
+                     return run_emulated(r, b, cot);
+                   }
+                   emu::Runner<double> r{plan, s.G, s.warp};
+                   r.tile = s.tile;
+                   return run_emulated(r, b, cot);
+                 }});
+  }
+  if (qfleet::cuda_device_count() > 0) {
+    v.push_back({"cuda", 32, false, [](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot,
+                                bool c64) {
+                   qfleet::CompileOptions o;
+                   o.device = qfleet::Device::cuda;
+                   o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+                   const qfleet::Program p = qfleet::compile(c, o);
+                   return c64 ? run_program<float>(p, b, cot) : run_program<double>(p, b, cot);
+                 }});
+  }
+  // QFLEET_MATRIX_BACKEND=avx2 (a part of a name) runs only the matching backends.
+  if (const char* only = std::getenv("QFLEET_MATRIX_BACKEND"); only != nullptr && *only != 0) {
+    std::erase_if(v, [only](const Backend& be) { return be.name.find(only) == std::string::npos; });
+  }
+  return v;
+}
+
+std::vector<std::size_t> batches_around(int lanes) {  // (1, L-1, L, L+1, 31, 32, 33)
+  if (lanes == 0) return {1, 33};
+  std::vector<std::size_t> v = {1, std::size_t(lanes) - 1, std::size_t(lanes), std::size_t(lanes) + 1, 31, 32, 33};
+  v.erase(std::remove(v.begin(), v.end(), std::size_t{0}), v.end());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// A 3-qubit circuit around `gate`: parameters from inputs and weights, an expval of a
+// Pauli sum and probabilities (both measurement kinds).
+void build_case(ref::Twin& t, const qfleet::GateInfo& g, std::mt19937_64& rng) {
+  const int n = t.r.n;
+  for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w)});
+  const std::string name(g.name);
+  if (name == "QubitUnitary") {
+    t.unitary(ref::random_wires(rng, n, 1), ref::random_unitary(1, rng));
+    t.unitary(ref::random_wires(rng, n, 2), ref::random_unitary(2, rng));
+  } else {
+    std::vector<qfleet::Param> p;
+    for (int j = 0; j < g.params; ++j) {
+      p.push_back(j % 2 == 0 ? qfleet::Param::weight(j, 0.8) : qfleet::Param::input(j % n, -1.1));
+    }
+    t.add(name, ref::random_wires(rng, n, ref::gate_wires(name)), p);
+  }
+  t.add("RX", {n - 1}, {qfleet::Param::weight(g.params + 1)});
+  t.expval({{0.6, ref::word({{'X', 0}, {'Z', 2}})}, {-0.9, ref::word({{'Y', 1}})}});
+  t.probs(ref::random_wires(rng, n, 2));
+}
+
+double state_err(const std::vector<std::complex<double>>& got, const ref::Twin& t, const ref::Batch& b) {
+  const std::size_t dim = std::size_t{1} << t.r.n;
+  double m = 0;
+  for (std::size_t s = 0; s < b.B; ++s) {
+    const ref::Vec want = ref::state(t.r, b.xrow(s), b.wrow(s));
+    for (std::size_t i = 0; i < dim; ++i) m = std::max(m, std::abs(got[s * dim + i] - want[i]));
+  }
+  return m;
+}
+
+TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch) {
+  std::mt19937_64 rng(19);
+  const std::vector<Backend> bes = backends();
+  std::set<std::size_t> all_batches;
+  for (const Backend& be : bes) {
+    for (std::size_t B : batches_around(be.lanes)) all_batches.insert(B);
+  }
+  int cases = 0;
+  for (const auto& g : qfleet::kGateTable) {
+    ref::Twin t(3);
+    build_case(t, g, rng);
+    for (bool per_sample : {false, true}) {
+      for (std::size_t B : all_batches) {
+        const ref::Batch b = ref::random_batch(rng, B, t.r.n_inputs, t.r.n_weights, per_sample);
+        const std::vector<double> cot = ref::uniform_vec(rng, B * std::size_t(t.r.n_outputs()), -1, 1);
+        const std::vector<double> want = ref::ref_outputs(t.r, b);
+        const ref::RefGrad grad = ref::ref_gradient(t.r, b, cot);
+        for (const Backend& be : bes) {
+          const auto mine = batches_around(be.lanes);
+          if (std::find(mine.begin(), mine.end(), B) == mine.end()) continue;
+          for (bool c64 : {false, true}) {
+            if (be.emulated && B != 33 && (c64 || per_sample)) continue;
+            SCOPED_TRACE(std::string(g.name) + " on " + be.name + (c64 ? ", complex64" : ", complex128") +
+                         ", B = " + std::to_string(B) + (per_sample ? ", per-sample weights" : ", shared weights"));
+            const Result r = be.run(t.q, b, cot, c64);
+            // complex64: ~10 roundings of 6e-8 per amplitude; its gradients against
+            // finite differences of the double-precision reference.
+            const double tol = c64 ? 2e-5 : 1e-10, gtol = c64 ? 2e-3 : 1e-6;
+            EXPECT_LT(ref::max_abs_diff(r.out, want), tol) << "forward";
+            if (!r.states.empty() || !be.emulated) {
+              EXPECT_LT(state_err(r.states, t, b), c64 ? 2e-6 : 1e-12) << "states";
+            }
+            EXPECT_LE(ref::rel_err(r.gi, grad.gi, 1e-4), gtol) << "grad_inputs";
+            EXPECT_LE(ref::rel_err(r.gw, ref::ref_gw(grad, b), 1e-4), gtol) << "grad_weights";
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  std::string names;
+  for (const Backend& be : bes) names += " [" + be.name + "]";
+  std::printf("backend matrix: %d cases on%s%s\n", cases, names.c_str(),
+              qfleet::cuda_device_count() > 0 ? "" : " (cuda itself: no GPU visible, its bodies emulated above)");
+  EXPECT_GT(cases, 1000);
+}
+
+// ggml's rule: an op the matrix does not run fails here. Gates join by themselves
+// (the matrix iterates the catalogue, and the reference throws for a gate it lacks);
+// measurement kinds are listed in kMeasurements and built by build_case: a new
+// qfleet::Measurement::Kind must join both before this passes.
+TEST(BackendMatrix, ListsTheWholeCatalogue) {
+  EXPECT_EQ(kMeasurements.size(), std::size_t(qfleet::Measurement::Kind::Probs) + 1);
+  std::mt19937_64 rng(5);
+  for (const auto& g : qfleet::kGateTable) {
+    ref::Twin t(3);
+    build_case(t, g, rng);
+    std::set<qfleet::Measurement::Kind> kinds;
+    for (const auto& m : t.q.measurements()) kinds.insert(m.kind);
+    EXPECT_EQ(kinds.size(), kMeasurements.size()) << g.name;
+    const ref::Batch b = ref::random_batch(rng, 1, t.r.n_inputs, t.r.n_weights, false);
+    EXPECT_NO_THROW((void)ref::ref_outputs(t.r, b)) << g.name << ": the reference has no matrix for it";
+  }
+}
+
+}  // namespace
