@@ -29,16 +29,19 @@ auto config_errors_as_value_errors(F&& f) -> decltype(f()) {
   }
 }
 
+// JSON text from Python; malformed text is a ConfigError naming `what`.
+nlohmann::json parse(const std::string& text, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(std::string(what) + " is not valid JSON: " + e.what());
+  }
+}
+
 Config config_of(const std::string& resolved) {
   return config_errors_as_value_errors([&] {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(resolved);
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(std::string("config: not valid JSON: ") + e.what());
-    }
     // Checked again: a caller may hand over a dictionary it edited after resolving.
-    return make_config(resolve_config(j, "", {}));
+    return make_config(resolve_config(parse(resolved, "the configuration"), "", {}));
   });
 }
 
@@ -47,15 +50,8 @@ int64_t cli(const std::string& prog, const std::vector<std::string>& args) { ret
 std::string schema_text() { return schema().dump(); }
 
 std::string resolve(const std::string& file, const std::string& preset, const std::vector<std::string>& overrides) {
-  return config_errors_as_value_errors([&] {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(std::string("the configuration is not valid JSON: ") + e.what());
-    }
-    return resolve_config(j, preset, overrides).dump();
-  });
+  return config_errors_as_value_errors(
+      [&] { return resolve_config(parse(file, "the configuration"), preset, overrides).dump(); });
 }
 
 std::string load_file(const std::string& path) {

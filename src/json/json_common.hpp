@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "qfleet/json_problem.hpp"
@@ -58,6 +59,22 @@ inline std::string describe(const json& v) {
     default:
       return "a " + std::string(v.type_name()) + " value";
   }
+}
+
+// Refuses, before anything runs, a result of more than kMaxOutputValues numbers.
+inline void expect_result_fits(double values, std::string_view reduce) {
+  if (values > static_cast<double>(kMaxOutputValues)) {
+    fail("", fmt::format("the result would hold {:.4g} values, more than the limit of {} (2^25); reduce {}", values,
+                         kMaxOutputValues, reduce));
+  }
+}
+
+// n reals (float or double) as a JSON array of numbers: a row of an output.
+template <class R>
+json reals(const R* p, std::size_t n) {
+  json a = json::array();
+  for (std::size_t i = 0; i < n; ++i) a.push_back(static_cast<double>(p[i]));
+  return a;
 }
 
 inline std::string join_path(const std::string& path, std::string_view key) {

@@ -201,13 +201,6 @@ json complex_pair(const std::complex<R>& z) {
   return json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
 }
 
-template <class R>
-json reals(const R* p, std::size_t n) {
-  json a = json::array();
-  for (std::size_t i = 0; i < n; ++i) a.push_back(static_cast<double>(p[i]));
-  return a;
-}
-
 // Values shaped like an argument: [n_seg][n_ctrl] / [B][n_seg][n_ctrl] (amplitudes)
 // or [m] / [B][m] (vectors).
 template <class R>
@@ -593,11 +586,7 @@ json evaluate(const LindbladProblem& p) {
   if (p.gradient_of != LindbladProblem::GradientOf::none) {
     values += static_cast<double>(p.amplitudes.size() + p.drift_coeffs.size() + p.rates.size());
   }
-  if (values > static_cast<double>(kMaxOutputValues)) {
-    fail("", fmt::format("the result would hold {:.4g} values, more than the limit of {} (2^25); "
-                         "reduce the batch, the dimension or the number of segments",
-                         values, kMaxOutputValues));
-  }
+  expect_result_fits(values, "the batch, the dimension or the number of segments");
   if (p.options.precision == Precision::complex64) return run<float>(p);
   return run<double>(p);
 }

@@ -256,13 +256,6 @@ bool check_kind(const json& doc) {
 // ------------------------------------------------------------------ output ---
 
 template <class R>
-json row_of(const R* p, std::size_t n) {
-  json a = json::array();
-  for (std::size_t i = 0; i < n; ++i) a.push_back(static_cast<double>(p[i]));
-  return a;
-}
-
-template <class R>
 json run(const CircuitProblem& p) {
   const Program prog = compile(p.circuit, p.options);
   const std::size_t B = p.batch;
@@ -285,7 +278,7 @@ json run(const CircuitProblem& p) {
   res["isa"] = prog.isa();
 
   json expvals = json::array();
-  for (std::size_t b = 0; b < B; ++b) expvals.push_back(row_of(out.data() + b * no, K));
+  for (std::size_t b = 0; b < B; ++b) expvals.push_back(reals(out.data() + b * no, K));
   res["expvals"] = std::move(expvals);
 
   // Column offset of each probs measurement in the outputs (after the expvals).
@@ -308,7 +301,7 @@ json run(const CircuitProblem& p) {
     res["probs"] = per_measurement([&](std::size_t m) {
       json rows = json::array();
       for (std::size_t b = 0; b < B; ++b)
-        rows.push_back(row_of(out.data() + b * no + offset[m], size[m]));
+        rows.push_back(reals(out.data() + b * no + offset[m], size[m]));
       return rows;
     });
   }
@@ -322,7 +315,7 @@ json run(const CircuitProblem& p) {
       for (std::size_t b = 0; b < B; ++b) {
         json per_output = json::array();
         for (std::size_t k = k0; k < k0 + count; ++k)
-          per_output.push_back(row_of(jac.data() + (b * no + k) * n, n));
+          per_output.push_back(reals(jac.data() + (b * no + k) * n, n));
         rows.push_back(std::move(per_output));
       }
       return rows;
@@ -622,11 +615,7 @@ json evaluate(const CircuitProblem& p) {
   if (p.gradients) values += B * outputs * (p.n_inputs + p.n_weights);
   if (p.states) values += B * std::ldexp(2.0, p.circuit.n_qubits());
   if (p.shots) values += B * static_cast<double>(*p.shots);
-  if (values > static_cast<double>(kMaxOutputValues)) {
-    fail("", fmt::format("the result would hold {:.4g} values, more than the limit of {} (2^25); "
-                         "reduce the batch, shots, qubits with \"states\", or outputs",
-                         values, kMaxOutputValues));
-  }
+  expect_result_fits(values, "the batch, shots, qubits with \"states\", or outputs");
   if (p.options.precision == Precision::complex64) return run<float>(p);
   return run<double>(p);
 }

@@ -279,6 +279,17 @@ inline void random_circuit(Twin& t, std::mt19937_64& rng, const RandomSpec& s) {
   for (int p = 0; p < n_probs; ++p) t.probs(random_wires(rng, n, randint(rng, 1, std::min(n, 3))));
 }
 
+// Largest |amplitude difference| of B final states (B x 2^n, row-major) from the reference's.
+inline double max_state_err(const std::vector<std::complex<double>>& got, const Twin& t, const Batch& b) {
+  const std::size_t dim = std::size_t{1} << t.r.n;
+  double m = 0;
+  for (std::size_t s = 0; s < b.B; ++s) {
+    const Vec want = state(t.r, b.xrow(s), b.wrow(s));
+    for (std::size_t i = 0; i < dim; ++i) m = std::max(m, std::abs(got[s * dim + i] - want[i]));
+  }
+  return m;
+}
+
 // Batch sizes around the tile width: 1, 3, lanes-1, lanes, lanes+1, 257.
 inline std::vector<std::size_t> batch_sizes(int lanes) {
   std::vector<std::size_t> v = {1, 3, std::size_t(lanes) - 1, std::size_t(lanes), std::size_t(lanes) + 1, 257};

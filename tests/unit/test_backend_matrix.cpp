@@ -157,16 +157,6 @@ void build_case(ref::Twin& t, const qfleet::GateInfo& g, std::mt19937_64& rng) {
   t.probs(ref::random_wires(rng, n, 2));
 }
 
-double state_err(const std::vector<std::complex<double>>& got, const ref::Twin& t, const ref::Batch& b) {
-  const std::size_t dim = std::size_t{1} << t.r.n;
-  double m = 0;
-  for (std::size_t s = 0; s < b.B; ++s) {
-    const ref::Vec want = ref::state(t.r, b.xrow(s), b.wrow(s));
-    for (std::size_t i = 0; i < dim; ++i) m = std::max(m, std::abs(got[s * dim + i] - want[i]));
-  }
-  return m;
-}
-
 TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch) {
   std::mt19937_64 rng(19);
   const std::vector<Backend> bes = backends();
@@ -197,7 +187,7 @@ TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch
             const double tol = c64 ? 2e-5 : 1e-10, gtol = c64 ? 2e-3 : 1e-6;
             EXPECT_LT(ref::max_abs_diff(r.out, want), tol) << "forward";
             if (!r.states.empty() || !be.emulated) {
-              EXPECT_LT(state_err(r.states, t, b), c64 ? 2e-6 : 1e-12) << "states";
+              EXPECT_LT(ref::max_state_err(r.states, t, b), c64 ? 2e-6 : 1e-12) << "states";
             }
             EXPECT_LE(ref::rel_err(r.gi, grad.gi, 1e-4), gtol) << "grad_inputs";
             EXPECT_LE(ref::rel_err(r.gw, ref::ref_gw(grad, b), 1e-4), gtol) << "grad_weights";

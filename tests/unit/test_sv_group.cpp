@@ -32,16 +32,6 @@ qfleet::detail::Plan plan_of(const qfleet::Circuit& c, qfleet::Precision prec = 
   return qfleet::detail::build_plan(c, o);
 }
 
-double max_state_err(const std::vector<std::complex<double>>& got, const ref::Twin& t, const ref::Batch& b) {
-  const std::size_t dim = std::size_t{1} << t.r.n;
-  double m = 0;
-  for (std::size_t s = 0; s < b.B; ++s) {
-    const ref::Vec want = ref::state(t.r, b.xrow(s), b.wrow(s));
-    for (std::size_t i = 0; i < dim; ++i) m = std::max(m, std::abs(got[s * dim + i] - want[i]));
-  }
-  return m;
-}
-
 // One emulated launch shape: groups of G threads, the register body on warps of
 // `warp` lanes, or interleaved tiles of `tile` samples (G threads each).
 struct Shape {
@@ -109,7 +99,7 @@ TEST(GroupBody, RandomCircuitsMatchTheReferenceInEveryShape) {
           SCOPED_TRACE(trace(n, b, s));
           const auto run = s.runner<double>(plan);
           EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
-          EXPECT_LT(max_state_err(run.states(b), t, b), 1e-10) << "states";
+          EXPECT_LT(ref::max_state_err(run.states(b), t, b), 1e-10) << "states";
         }
       }
     }
