@@ -20,14 +20,18 @@
 #                     carry ".gpu-bin" and ".gpu/debs" and skip `build`)
 #   bench:FILTER      bench_cuda, the benchmarks matching FILTER, 5 repetitions, medians
 #   compare           bench/device_compare.py --device cuda (PyTorch on the same GPU)
+#   py:FILE,FILE      only those Python test files (under tests/python) with the test step's settings;
+#                     with GPU_RUN_WRAP set (e.g. "cuda-gdb -batch -ex run -ex bt --args") under it
+#   meta              the meta-control app end to end with device = cpu and cuda (the fast preset,
+#                     then meta_batch = 4096 for 20 iterations); the timings of each report
 # Exits non-zero when a step fails, after running the rest (a failed build stops at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 for s in "$@"; do  # a typo must not cost a build on borrowed time
   case $s in
-    configure | build | build:?* | test | gtest | sanitize | bench:?* | compare) ;;
-    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, gtest, sanitize, bench:FILTER, compare)"
+    configure | build | build:?* | test | gtest | sanitize | bench:?* | compare | meta | py:?*) ;;
+    *) echo "gpu_run: unknown step '$s' (configure, build, build:TARGETS, test, gtest, sanitize, bench:FILTER, compare, meta, py:FILES)"
        exit 2 ;;
   esac
 done
@@ -105,15 +109,21 @@ build() {  # build [comma-separated targets]
 }
 
 run_tests() {  # every part runs; the step fails when one did
-  local rc=0 log
+  local rc=0
   ctest --test-dir build-gpu -j8 --output-on-failure -E '^python_tests$' || rc=1
   gpu_gtests || rc=1
+  py_tests test_cuda_tensors.py,test_meta_control.py || rc=1
+  return $rc
+}
+
+py_tests() {  # py_tests FILE,FILE (under tests/python): the CUDA-tensor settings, optionally under $GPU_RUN_WRAP
+  local files=() f
+  for f in ${1//,/ }; do files+=("$root/tests/python/$f"); done
+  # shellcheck disable=SC2086
   (cd "$(mktemp -d)" && PYTHONPATH="$py_path" QFLEET_TORCH_LIBRARY="$torch_lib" \
     QFLEET_META_LIBRARY="$root/build-gpu/apps/meta_control/libqfleet_meta.so" \
     QFLEET_CLI="$root/build-gpu/tools/qfleet" QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" \
-    QFLEET_EXPECT_CUDA_BACKEND=1 python3 -m pytest -q -p no:cacheprovider -rs \
-    "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py") || rc=1
-  return $rc
+    QFLEET_EXPECT_CUDA_BACKEND=1 ${GPU_RUN_WRAP:-} python3 -m pytest -q -p no:cacheprovider -rs "${files[@]}")
 }
 
 gpu_gtests() {  # the C++ GPU tests, which must run here, not skip
@@ -125,13 +135,29 @@ gpu_gtests() {  # the C++ GPU tests, which must run here, not skip
   return $rc
 }
 
-sanitize() {
-  local t c f='CudaBackend*:OpenCudaBackend*'
+sanitize() {  # every CUDA test but the dense-reference-bound RandomCircuits, which memcheck would slow for minutes
+  local t c f='CudaBackend*:OpenCudaBackend*:CudaGraph*:-CudaBackend.RandomCircuits*'
   t=$(prog qfleet_tests) && c=$(prog qfleet_cuda_tests) || return 1
   compute-sanitizer --tool memcheck --error-exitcode 1 "$t" --gtest_brief=1 --gtest_filter="$f" || return 1
   compute-sanitizer --tool racecheck --error-exitcode 1 "$t" --gtest_brief=1 \
-    --gtest_filter='CudaBackend.Random*:OpenCudaBackend.EveryLaunchShape*' || return 1
+    --gtest_filter='CudaBackend.EveryPinnedShape*:OpenCudaBackend.EveryLaunchShape*' || return 1
   compute-sanitizer --tool memcheck --error-exitcode 1 "$c" --gtest_brief=1
+}
+
+meta() {  # the app's report timings, cpu beside cuda
+  local m=build-gpu/apps/meta_control/qfleet-meta dev keys rc=0
+  [ -x "$m" ] || { echo "gpu_run: no $m: build it"; return 1; }
+  for keys in "" "--set meta_batch=4096 --set iterations=20 --set robust_iterations=20 --set grape_iterations=20"; do
+    for dev in cpu cuda; do
+      rm -rf /tmp/qfleet-meta-run
+      # shellcheck disable=SC2086
+      "$m" $keys --set device=$dev --out /tmp/qfleet-meta-run --quiet || { rc=1; continue; }
+      python3 -c "import json,sys; r=json.load(open('/tmp/qfleet-meta-run/report.json')); \
+print(sys.argv[1], sys.argv[2] or 'fast preset', 'device used', r['device']['used'], 'timings_s', json.dumps(r['timings_s']), \
+'val_after', r['validation'].get('mean_after', r['validation']))" "$dev" "$keys"
+    done
+  done
+  return $rc
 }
 
 bench() {  # bench FILTER LABEL (the table is printed too)
@@ -165,6 +191,8 @@ for s in "$@"; do
       label=$(printf %s "${s#bench:}" | tr -c 'A-Za-z0-9._-' '_')
       step "$s" bench.log bench "${s#bench:}" "$label" ;;
     compare) step compare compare.md compare && cat "$out/compare.md" ;;
+    meta) step meta meta.log meta && cat "$out/meta.log" ;;
+    py:*) step "$s" py.log py_tests "${s#py:}" ;;
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then

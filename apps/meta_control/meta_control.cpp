@@ -341,6 +341,10 @@ bool resumable_key(const std::string& k) {
          k == "robust_iterations" || k == "robust_lr" || k == "grape_iterations" || k == "grape_lr";
 }
 
+}  // namespace
+
+// Not in the anonymous namespace: MetaStep (meta_control.hpp) holds one.
+
 class Trainer {
  public:
   Trainer(const Config& cfg)
@@ -471,6 +475,25 @@ class Trainer {
   }
 
   void set_theta(const Tensor& theta) { theta_ = theta.detach().clone(); }
+  const Config& config() const { return cfg_; }
+
+  // MetaStep's inputs: theta [P] and noise [T, 2] of the configuration's precision, on one device.
+  void check_step_inputs(const Tensor& theta, const Tensor& noise) const {
+    const std::string dtype = problem_.dtype() == torch::kFloat32 ? "float32" : "float64";
+    if (theta.dim() != 1 || theta.size(0) != policy_.size())
+      throw ConfigError("meta step: theta must have shape [" + std::to_string(policy_.size()) +
+                        "] (policy_size), got " + c10::str(theta.sizes()));
+    if (noise.dim() != 2 || noise.size(1) != 2 || noise.size(0) < 1)
+      throw ConfigError("meta step: noise must have shape [T, 2] (gamma_deph, gamma_relax) with T >= 1, got " +
+                        c10::str(noise.sizes()));
+    if (theta.scalar_type() != problem_.dtype() || noise.scalar_type() != problem_.dtype())
+      throw ConfigError("meta step: theta and noise must be " + dtype + " (precision = " + cfg_.precision + ")");
+    if (theta.device() != noise.device())
+      throw ConfigError("meta step: theta and noise must be on one device, got " + theta.device().str() + " and " +
+                        noise.device().str());
+    if (theta.is_cuda() && cfg_.device != "cuda")
+      throw ConfigError("meta step: CUDA tensors need device = cuda in the configuration (the programs' GPU copies)");
+  }
 
   struct Validation {
     Tensor before, after;
@@ -543,6 +566,8 @@ class Trainer {
   Tensor val_noise_;
 };
 
+namespace {
+
 // Adam on per-task pulses (elementwise, so the tasks are optimised independently),
 // with a cosine learning-rate decay to 1% and the best pulse per task kept.
 std::pair<Tensor, Tensor> grape(const Problem& problem, Tensor u, const Tensor& noise, int64_t iterations,
@@ -605,17 +630,31 @@ double mean_of(const Tensor& t) { return t.to(torch::kFloat64).mean().item<doubl
 
 }  // namespace
 
+MetaStep::MetaStep(const Config& cfg) : cfg_(cfg), trainer_(std::make_unique<Trainer>(cfg_)) {}
+MetaStep::~MetaStep() = default;
+
+Tensor MetaStep::gradient(const Tensor& theta, const Tensor& noise) {
+  trainer_->check_step_inputs(theta, noise);
+  trainer_->set_theta(theta);
+  return trainer_->meta_grad(noise).second;
+}
+
+double MetaStep::objective(const Tensor& theta, const Tensor& noise) {
+  trainer_->check_step_inputs(theta, noise);
+  trainer_->set_theta(theta);
+  const auto phi = trainer_->adapt(noise, trainer_->config().inner_steps).first;
+  return (1 - trainer_->fidelity_nograd(phi, trainer_->features(noise), noise))
+      .to(torch::kFloat64)
+      .mean()
+      .item<double>();
+}
+
 Tensor meta_gradient(const Config& cfg, const Tensor& theta, const Tensor& noise) {
-  Trainer tr(cfg);
-  tr.set_theta(theta);
-  return tr.meta_grad(noise).second;
+  return MetaStep(cfg).gradient(theta, noise);
 }
 
 double meta_objective(const Config& cfg, const Tensor& theta, const Tensor& noise) {
-  Trainer tr(cfg);
-  tr.set_theta(theta);
-  const auto phi = tr.adapt(noise, cfg.inner_steps).first;
-  return (1 - tr.fidelity_nograd(phi, tr.features(noise), noise)).to(torch::kFloat64).mean().item<double>();
+  return MetaStep(cfg).objective(theta, noise);
 }
 
 int64_t policy_size(const Config& cfg) {

@@ -151,10 +151,32 @@ struct RunResult {
 // checkpoint.json into cfg.output_dir. Throws ConfigError for bad configurations.
 RunResult run(const Config& cfg, const RunOptions& options);
 
-// For tests: the meta-gradient a training step feeds to Adam, for policy parameters
-// `theta` [P] and tasks `noise` [T, 2] = (gamma_deph, gamma_relax); and the objective
-// it approximates, the mean over tasks of 1 - F after inner_steps SGD steps (maml:
-// its gradient; fomaml: the gradient at the adapted parameters; reptile: theta - mean phi).
+class Trainer;
+
+// One configuration's meta-learning step, compiled once (its engine programs, with their
+// GPU copies when device = cuda): `gradient` is the meta-gradient a training step feeds
+// to Adam, for policy parameters `theta` [P] and tasks `noise` [T, 2] = (gamma_deph,
+// gamma_relax); `objective` is what it approximates, the mean over tasks of 1 - F after
+// inner_steps SGD steps (maml: its gradient; fomaml: the gradient at the adapted
+// parameters; reptile: theta - mean phi). Both run where theta and noise are: CUDA
+// tensors (device = cuda) keep the whole step on the GPU, on PyTorch's current stream,
+// with no host synchronisation in `gradient`, so a training step that calls it can be
+// captured in a CUDA graph (tests/python/test_cuda_tensors.py).
+class MetaStep {
+ public:
+  explicit MetaStep(const Config& cfg);
+  ~MetaStep();
+  MetaStep(const MetaStep&) = delete;
+  MetaStep& operator=(const MetaStep&) = delete;
+  torch::Tensor gradient(const torch::Tensor& theta, const torch::Tensor& noise);
+  double objective(const torch::Tensor& theta, const torch::Tensor& noise);
+
+ private:
+  Config cfg_;  // the trainer keeps a reference
+  std::unique_ptr<Trainer> trainer_;
+};
+
+// One-off calls of the same (each compiles the programs again).
 torch::Tensor meta_gradient(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
 double meta_objective(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
 int64_t policy_size(const Config& cfg);

@@ -5,6 +5,7 @@
 // resolved JSON text; a bad configuration reaches Python as ValueError (which the
 // module re-raises as qfleet.meta_control.ConfigError), anything else as
 // RuntimeError, each with the library's message.
+#include <torch/custom_class.h>
 #include <torch/library.h>
 
 #include <cstdint>
@@ -74,14 +75,29 @@ std::tuple<std::string, bool> run_app(const std::string& resolved, bool resume, 
 }
 
 at::Tensor gradient(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
-  return meta_gradient(config_of(resolved), theta, noise);
+  const Config cfg = config_of(resolved);
+  return config_errors_as_value_errors([&] { return meta_gradient(cfg, theta, noise); });
 }
 
 double objective(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
-  return meta_objective(config_of(resolved), theta, noise);
+  const Config cfg = config_of(resolved);
+  return config_errors_as_value_errors([&] { return meta_objective(cfg, theta, noise); });
 }
 
 int64_t size(const std::string& resolved) { return policy_size(config_of(resolved)); }
+
+// MetaStep for Python (torch.classes.qfleet_meta.MetaStep): compiled once, called per step.
+struct MetaStepHolder : torch::CustomClassHolder {
+  explicit MetaStepHolder(const std::string& resolved)
+      : step(config_errors_as_value_errors([&] { return std::make_unique<MetaStep>(config_of(resolved)); })) {}
+  at::Tensor gradient(const at::Tensor& theta, const at::Tensor& noise) {
+    return config_errors_as_value_errors([&] { return step->gradient(theta, noise); });
+  }
+  double objective(const at::Tensor& theta, const at::Tensor& noise) {
+    return config_errors_as_value_errors([&] { return step->objective(theta, noise); });
+  }
+  std::unique_ptr<MetaStep> step;
+};
 
 }  // namespace
 }  // namespace qfleet::meta
@@ -97,4 +113,8 @@ TORCH_LIBRARY(qfleet_meta, m) {
   m.def("meta_gradient(str resolved, Tensor theta, Tensor noise) -> Tensor", &gradient);
   m.def("meta_objective(str resolved, Tensor theta, Tensor noise) -> float", &objective);
   m.def("policy_size(str resolved) -> int", &size);
+  m.class_<MetaStepHolder>("MetaStep")
+      .def(torch::init<std::string>())
+      .def("gradient", &MetaStepHolder::gradient)
+      .def("objective", &MetaStepHolder::objective);
 }

@@ -1,7 +1,9 @@
 """Loads the compiled operators (libqfleet_torch.so) into torch.ops.qfleet, and an app's
 library (libqfleet_<app>.so) into torch.ops.qfleet_<app>."""
+import ctypes
 import os
 import pathlib
+import sys
 
 import torch
 
@@ -23,10 +25,27 @@ def library_path() -> str:
         "adapters/torch/libqfleet_torch.so")
 
 
+def _libstdcxx_first():
+    """Puts the C++ runtime into the process's global symbol scope before our libraries.
+
+    torch.ops.load_library opens libqfleet_torch.so with RTLD_GLOBAL, so the weak copies of
+    standard-library templates it holds (4,621 std:: symbols when built with Ubuntu 24.04's
+    g++ 13) come before libstdc++ for every library loaded after it. On the H100 machine the
+    app library's std::ostream << long then ran libqfleet_torch.so's copy and crashed
+    (SIGSEGV in csv_pulses; the same run passed with libstdc++ preloaded). Opening libstdc++
+    RTLD_GLOBAL first makes those references bind to the runtime itself."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+        except OSError:  # not a glibc/libstdc++ system: nothing to put first
+            pass
+
+
 def load() -> str:
     global _LOADED
     if _LOADED is None:
         path = library_path()
+        _libstdcxx_first()
         torch.ops.load_library(path)
         _LOADED = path
     return _LOADED

@@ -94,6 +94,27 @@ def test_gradient_entry_points_match_finite_differences(mc):
         assert abs(g[i].item() - fd) < 1e-6 * max(1.0, abs(fd)), (i, g[i].item(), fd)
 
 
+def test_a_meta_step_compiled_once_gives_the_one_off_gradients(mc):
+    """MetaStep keeps its programs between calls: alternating task batches through one step must give
+    what a fresh meta_gradient gives each (no state carried over), and its inputs are checked."""
+    cfg = mc.make_config(mc.resolve_config({**SMALL, "inner_steps": 2, "hidden_width": 4, "n_segments": 6}))
+    p = mc.policy_size(cfg)
+    gen = torch.Generator().manual_seed(5)
+    step = mc.MetaStep(cfg)
+    batches = [torch.rand(3, 2, generator=gen, dtype=torch.float64) * 0.1 + 0.01 for _ in range(2)]
+    for k in range(4):
+        theta = (torch.rand(p, generator=gen, dtype=torch.float64) - 0.5) * 0.6
+        noise = batches[k % 2]
+        assert torch.equal(step.gradient(theta, noise), mc.meta_gradient(cfg, theta, noise))
+        assert step.objective(theta, noise) == mc.meta_objective(cfg, theta, noise)
+    with pytest.raises(mc.ConfigError, match=rf"theta must have shape \[{p}\]"):
+        step.gradient(torch.zeros(p + 1, dtype=torch.float64), batches[0])
+    with pytest.raises(mc.ConfigError, match=r"noise must have shape \[T, 2\]"):
+        step.gradient(torch.zeros(p, dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(mc.ConfigError, match="must be float64"):
+        step.gradient(torch.zeros(p, dtype=torch.float32), batches[0].float())
+
+
 def test_configuration_errors_are_the_binarys(mc, tmp_path):
     cases = [({"iteratons": 5}, [], "unknown key 'iteratons' in the configuration file (did you mean 'iterations'?)"),
              ({}, ["bogus=1"], "unknown key 'bogus' in --set"),

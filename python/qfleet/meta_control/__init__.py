@@ -20,7 +20,7 @@ from .._lib import load_app
 _ops = load_app("meta")
 
 __all__ = ["ConfigError", "schema", "resolve_config", "load_config_file", "Config", "make_config", "run",
-           "RunResult", "meta_gradient", "meta_objective", "policy_size", "main"]
+           "RunResult", "MetaStep", "meta_gradient", "meta_objective", "policy_size", "main"]
 
 
 class ConfigError(ValueError):
@@ -83,6 +83,24 @@ def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: bool 
     checkpoint.json into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
     text, complete = _config_call(_ops.run, json.dumps(cfg.json), resume, stop_after, progress, app)
     return RunResult(json.loads(text), bool(complete))
+
+
+class MetaStep:
+    """One configuration's meta-learning step, compiled once (the engine programs, with their GPU
+    copies when device = "cuda"). `gradient` runs where theta and noise are: on CUDA tensors the whole
+    step stays on the GPU, on the current stream, without host synchronisation, so a training step
+    that calls it can be captured with torch.cuda.graph."""
+
+    def __init__(self, cfg: Config):
+        self._step = _config_call(torch.classes.qfleet_meta.MetaStep, json.dumps(cfg.json))
+
+    def gradient(self, theta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """The meta-gradient for policy parameters theta [P] and tasks noise [T, 2]."""
+        return _config_call(self._step.gradient, theta, noise)
+
+    def objective(self, theta: torch.Tensor, noise: torch.Tensor) -> float:
+        """The mean over tasks of 1 - F after inner_steps SGD steps."""
+        return float(_config_call(self._step.objective, theta, noise))
 
 
 def meta_gradient(cfg: Config, theta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
