@@ -143,11 +143,7 @@ constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment th
 // benchmarks and tests of every shape on a GPU); unset or `automatic`: chosen from n.
 OpenShape requested_open_shape() {
   const char* env = std::getenv("QFLEET_OPEN_CUDA_SHAPE");
-  if (env == nullptr || *env == 0) return OpenShape::automatic;
-  for (OpenShape s : {OpenShape::automatic, OpenShape::thread, OpenShape::warp, OpenShape::block}) {
-    if (std::string_view(env) == open_shape_name(s)) return s;
-  }
-  throw Error("QFLEET_OPEN_CUDA_SHAPE='" + std::string(env) + "': expected thread, warp, block or automatic");
+  return env == nullptr || *env == 0 ? OpenShape::automatic : parse_open_shape(env);
 }
 
 OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int cap) {

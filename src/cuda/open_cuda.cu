@@ -47,19 +47,6 @@ std::size_t group_smem_limit(const DeviceProps& dev) {
 
 }  // namespace
 
-const char* open_shape_name(OpenShape s) {
-  switch (s) {
-    case OpenShape::warp:
-      return "warp";
-    case OpenShape::block:
-      return "block";
-    case OpenShape::thread:
-      return "thread";
-    default:
-      return "automatic";
-  }
-}
-
 OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int real_bytes, int cap,
                              const DeviceProps& dev, OpenShape want) {
   OpenLaunch s;

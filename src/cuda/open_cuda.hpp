@@ -16,7 +16,10 @@ namespace qfleet::gpu {
 // dynamic shared memory when a block's fits the device's opt-in limit, else in
 // global memory sized for the resident slots (work_bytes).
 enum class OpenShape { automatic, thread, warp, block };
-const char* open_shape_name(OpenShape s);
+const char* open_shape_name(OpenShape s);  // launch_names.cpp, as are the two below
+// The shape named `name` (a QFLEET_OPEN_CUDA_SHAPE value: thread, warp, block or
+// automatic); anything else is a qfleet::Error naming them.
+OpenShape parse_open_shape(const char* name);
 
 struct OpenLaunch {
   OpenShape shape = OpenShape::thread;

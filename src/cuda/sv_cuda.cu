@@ -210,32 +210,6 @@ DeviceProps device_props(int id) {
   return d;
 }
 
-const char* strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::registers:
-      return "registers";
-    case Strategy::automatic:
-      return "automatic";
-    case Strategy::interleaved:
-      return "interleaved";
-    case Strategy::warp:
-      return "warp";
-    case Strategy::block:
-      return "block";
-    default:
-      return "global";
-  }
-}
-
-Strategy parse_strategy(const char* name) {
-  for (Strategy s : {Strategy::automatic, Strategy::registers, Strategy::warp, Strategy::block, Strategy::interleaved,
-                     Strategy::global}) {
-    if (std::strcmp(name, strategy_name(s)) == 0) return s;
-  }
-  throw Error(std::string("QFLEET_CUDA_SHAPE='") + name +
-              "': expected registers, warp, block, interleaved, global or automatic");
-}
-
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                          const DeviceProps& dev, Strategy want) {
   LaunchShape s;

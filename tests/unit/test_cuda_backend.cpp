@@ -191,6 +191,7 @@ TEST(DeviceChoice, CudaWithoutAGpuIsAClearErrorAndAutomaticFallsBackToTheCpu) {
 }  // namespace
 
 #if defined(QFLEET_WITH_CUDA)
+#include "cuda/open_cuda.hpp"
 #include "cuda/sv_cuda.hpp"
 
 namespace {
@@ -270,7 +271,16 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_EQ(qfleet::gpu::parse_strategy("registers"), Strategy::registers);
   EXPECT_EQ(qfleet::gpu::parse_strategy("automatic"), Strategy::automatic);
   EXPECT_QFLEET_ERROR(qfleet::gpu::parse_strategy("sideways"), "QFLEET_CUDA_SHAPE='sideways'",
-                      "expected registers, warp, block, interleaved, global or automatic");
+                      "expected \"registers\", \"warp\", \"block\", \"interleaved\", \"global\" or \"automatic\"");
+  for (auto s : {Strategy::registers, Strategy::warp, Strategy::block, Strategy::interleaved, Strategy::global,
+                 Strategy::automatic})
+    EXPECT_EQ(qfleet::gpu::parse_strategy(qfleet::gpu::strategy_name(s)), s);
+  // QFLEET_OPEN_CUDA_SHAPE's, likewise.
+  using qfleet::gpu::OpenShape;
+  for (auto s : {OpenShape::thread, OpenShape::warp, OpenShape::block, OpenShape::automatic})
+    EXPECT_EQ(qfleet::gpu::parse_open_shape(qfleet::gpu::open_shape_name(s)), s);
+  EXPECT_QFLEET_ERROR(qfleet::gpu::parse_open_shape("grid"), "QFLEET_OPEN_CUDA_SHAPE='grid'",
+                      "expected \"thread\", \"warp\", \"block\" or \"automatic\"");
   try {
     shape(6, 10, 8, true, Strategy::registers);
   } catch (const qfleet::Error& e) {
