@@ -475,8 +475,6 @@ class Trainer {
   }
 
   void set_theta(const Tensor& theta) { theta_ = theta.detach().clone(); }
-  const Config& config() const { return cfg_; }
-
   // MetaStep's inputs: theta [P] and noise [T, 2] of the configuration's precision, on one device.
   void check_step_inputs(const Tensor& theta, const Tensor& noise) const {
     const std::string dtype = problem_.dtype() == torch::kFloat32 ? "float32" : "float64";
@@ -491,8 +489,6 @@ class Trainer {
     if (theta.device() != noise.device())
       throw ConfigError("meta step: theta and noise must be on one device, got " + theta.device().str() + " and " +
                         noise.device().str());
-    if (theta.is_cuda() && cfg_.device != "cuda")
-      throw ConfigError("meta step: CUDA tensors need device = cuda in the configuration (the programs' GPU copies)");
   }
 
   struct Validation {
@@ -642,7 +638,7 @@ Tensor MetaStep::gradient(const Tensor& theta, const Tensor& noise) {
 double MetaStep::objective(const Tensor& theta, const Tensor& noise) {
   trainer_->check_step_inputs(theta, noise);
   trainer_->set_theta(theta);
-  const auto phi = trainer_->adapt(noise, trainer_->config().inner_steps).first;
+  const auto phi = trainer_->adapt(noise, cfg_.inner_steps).first;
   return (1 - trainer_->fidelity_nograd(phi, trainer_->features(noise), noise))
       .to(torch::kFloat64)
       .mean()

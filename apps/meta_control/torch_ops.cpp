@@ -74,19 +74,10 @@ std::tuple<std::string, bool> run_app(const std::string& resolved, bool resume, 
   return {r.report.dump(), r.complete};
 }
 
-at::Tensor gradient(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
-  const Config cfg = config_of(resolved);
-  return config_errors_as_value_errors([&] { return meta_gradient(cfg, theta, noise); });
-}
-
-double objective(const std::string& resolved, const at::Tensor& theta, const at::Tensor& noise) {
-  const Config cfg = config_of(resolved);
-  return config_errors_as_value_errors([&] { return meta_objective(cfg, theta, noise); });
-}
-
 int64_t size(const std::string& resolved) { return policy_size(config_of(resolved)); }
 
-// MetaStep for Python (torch.classes.qfleet_meta.MetaStep): compiled once, called per step.
+// MetaStep for Python (torch.classes.qfleet_meta.MetaStep): compiled once, called per step;
+// qfleet.meta_control.meta_gradient / meta_objective are one-off calls of it.
 struct MetaStepHolder : torch::CustomClassHolder {
   explicit MetaStepHolder(const std::string& resolved)
       : step(config_errors_as_value_errors([&] { return std::make_unique<MetaStep>(config_of(resolved)); })) {}
@@ -110,8 +101,6 @@ TORCH_LIBRARY(qfleet_meta, m) {
   m.def("load_config_file(str path) -> str", &load_file);
   m.def("check_config(str resolved) -> str", &check);
   m.def("run(str resolved, bool resume, int stop_after, bool progress, str app) -> (str, bool)", &run_app);
-  m.def("meta_gradient(str resolved, Tensor theta, Tensor noise) -> Tensor", &gradient);
-  m.def("meta_objective(str resolved, Tensor theta, Tensor noise) -> float", &objective);
   m.def("policy_size(str resolved) -> int", &size);
   m.class_<MetaStepHolder>("MetaStep")
       .def(torch::init<std::string>())

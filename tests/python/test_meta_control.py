@@ -113,6 +113,8 @@ def test_a_meta_step_compiled_once_gives_the_one_off_gradients(mc):
         step.gradient(torch.zeros(p, dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
     with pytest.raises(mc.ConfigError, match="must be float64"):
         step.gradient(torch.zeros(p, dtype=torch.float32), batches[0].float())
+    with pytest.raises(mc.ConfigError, match="one device, got cpu and meta"):
+        step.gradient(torch.zeros(p, dtype=torch.float64), torch.zeros(3, 2, dtype=torch.float64, device="meta"))
 
 
 def test_configuration_errors_are_the_binarys(mc, tmp_path):

@@ -106,12 +106,12 @@ class MetaStep:
 def meta_gradient(cfg: Config, theta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
     """The meta-gradient a training step feeds to Adam, for policy parameters theta [P] and
     tasks noise [T, 2] = (gamma_deph, gamma_relax)."""
-    return _config_call(_ops.meta_gradient, json.dumps(cfg.json), theta, noise)
+    return MetaStep(cfg).gradient(theta, noise)
 
 
 def meta_objective(cfg: Config, theta: torch.Tensor, noise: torch.Tensor) -> float:
     """The mean over tasks of 1 - F after inner_steps SGD steps (what meta_gradient approximates)."""
-    return float(_config_call(_ops.meta_objective, json.dumps(cfg.json), theta, noise))
+    return MetaStep(cfg).objective(theta, noise)
 
 
 def policy_size(cfg: Config) -> int:
