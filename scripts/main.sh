@@ -16,5 +16,7 @@ cmake --build build -j"$jobs" --target qfleet_meta_cli
 bin=./build/apps/meta_control/qfleet-meta
 "$bin" "$@"
 out=$("$bin" "$@" --print-config | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["output_dir"])')
+# (qfleet.meta_control loads the app's library, built beside qfleet-meta, when imported)
 PYTHONPATH="$PWD/python" QFLEET_TORCH_LIBRARY="$PWD/build/adapters/torch/libqfleet_torch.so" \
+  QFLEET_META_LIBRARY="$PWD/build/apps/meta_control/libqfleet_meta.so" \
   "$venv/bin/python" -m qfleet.meta_control.plot "$out"
