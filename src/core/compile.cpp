@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/plan.hpp"
+#include "core/sv_pack.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/gate_matrix.hpp"
 #include "kernels/sv_plan.hpp"
@@ -31,26 +32,30 @@ std::string gib(double bytes) {
 
 namespace {
 
-OpPlan plan_op(const Operation& op, int n, std::vector<Param>& params,
-               std::vector<std::complex<double>>& fixed) {
+kern::OpDesc plan_op(const Operation& op, int n, SvPlanParts& parts) {
   const GateInfo& info = gate_info(op.gate);
   const int k_all = static_cast<int>(op.wires.size());
   const int controls = info.controls;
-  OpPlan p{};
+  kern::OpDesc p{};
   p.gate = op.gate;
   p.site.k_all = k_all;
   p.site.kt = k_all - controls;
   // Every executor (cpu, and the cuda bodies) carries blocks of 1 or 2 target wires
-  // (kern::kMaxGroupTargets): the catalogue's gates and QubitUnitary never need more.
-  if (p.site.kt < 1 || p.site.kt > kern::kMaxGroupTargets) {
+  // (kern::kMaxBlockTargets): the catalogue's gates and QubitUnitary never need more.
+  if (p.site.kt < 1 || p.site.kt > kern::kMaxBlockTargets) {
     throw Error("internal: " + std::string(info.name) + " on " + std::to_string(p.site.kt) +
-                " target wires; the executors take 1 to " + std::to_string(kern::kMaxGroupTargets));
+                " target wires; the executors take 1 to " + std::to_string(kern::kMaxBlockTargets));
   }
-  p.dim = 1 << p.site.kt;
+  // The cuda bodies keep one derivative block for 2-target gates.
+  if (p.site.kt > 1 && op.params.size() > 1) {
+    throw Error("internal: " + std::string(info.name) + " is a 2-target block with several parameters; the "
+                "executors take one");
+  }
+  const int dim = 1 << p.site.kt;
   for (int i = 0; i < k_all; ++i) p.site.pos[i] = kern::bit_of_wire(n, op.wires[i]);
   std::sort(p.site.pos, p.site.pos + k_all);
   for (int i = 0; i < controls; ++i) p.site.ctrl |= std::uint64_t{1} << kern::bit_of_wire(n, op.wires[i]);
-  for (int r = 0; r < p.dim; ++r) {
+  for (int r = 0; r < dim; ++r) {
     std::uint64_t off = 0;
     for (int j = 0; j < p.site.kt; ++j) {
       if ((r >> (p.site.kt - 1 - j)) & 1) off |= std::uint64_t{1} << kern::bit_of_wire(n, op.wires[controls + j]);
@@ -58,28 +63,36 @@ OpPlan plan_op(const Operation& op, int n, std::vector<Param>& params,
     p.site.off[r] = off;
   }
   p.n_params = static_cast<int>(op.params.size());
-  p.first_param = static_cast<int>(params.size());
+  p.first_param = static_cast<int>(parts.params.size());
   bool constant = true;
   for (const Param& q : op.params) {
-    params.push_back(q);
-    p.reads_inputs |= q.kind == Param::Kind::Input;
-    p.reads_weights |= q.kind == Param::Kind::Weight;
+    parts.params.push_back({static_cast<std::uint8_t>(q.kind), q.index, q.value, q.scale});
+    if (q.kind == Param::Kind::Input) p.reads |= kern::kReadsInputs;
+    if (q.kind == Param::Kind::Weight) p.reads |= kern::kReadsWeights;
     constant &= q.kind == Param::Kind::Constant;
   }
-  p.per_sample[0] = p.reads_inputs;
-  p.per_sample[1] = p.reads_inputs || p.reads_weights;
   if (constant) {
-    p.fixed = static_cast<int>(fixed.size());
+    p.fixed = static_cast<int>(parts.fixed_blocks.size() / 2);
     if (op.gate == Gate::QubitUnitary) {
-      fixed.insert(fixed.end(), op.matrix.begin(), op.matrix.end());
+      for (const std::complex<double>& z : op.matrix) {
+        parts.fixed_blocks.push_back(z.real());
+        parts.fixed_blocks.push_back(z.imag());
+      }
     } else {
       kern::Cx<double> blk[64];
       double q[kMaxGateParams] = {0, 0, 0};
       for (int j = 0; j < p.n_params; ++j) q[j] = op.params[j].value;
       kern::gate_block<double>(op.gate, q, blk);
-      for (int e = 0; e < p.dim * p.dim; ++e) fixed.emplace_back(blk[e].re, blk[e].im);
+      for (int e = 0; e < dim * dim; ++e) {
+        parts.fixed_blocks.push_back(blk[e].re);
+        parts.fixed_blocks.push_back(blk[e].im);
+      }
     }
   }
+  p.mat_entry = parts.mat_entries;
+  parts.mat_entries += std::size_t(dim) * dim;
+  p.dmat_entry = parts.dmat_entries;
+  parts.dmat_entries += std::size_t(dim) * dim * p.n_params;
   return p;
 }
 
@@ -107,17 +120,14 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
                 " of memory");
   }
 
+  SvPlanParts parts;
   for (const Operation& op : circuit.operations()) {
-    OpPlan p = plan_op(op, plan.n, plan.params, plan.fixed_blocks);
-    p.mat_entry = plan.mat_entries;
-    plan.mat_entries += std::size_t(p.dim) * p.dim;
-    p.dmat_entry = plan.dmat_entries;
-    plan.dmat_entries += std::size_t(p.dim) * p.dim * p.n_params;
+    const kern::OpDesc p = plan_op(op, plan.n, parts);
     // A block on 2^(n-k) groups: dim^2 complex multiply-adds (8 flops) per group.
-    const double per = std::ldexp(8.0 * p.dim * p.dim, plan.n - p.site.k_all);
+    const double per = std::ldexp(8.0 * (1 << 2 * p.site.kt), plan.n - p.site.k_all);
     plan.flops_forward += per;
     plan.flops_adjoint += per * (2 + p.n_params);  // psi and lam undone, a sandwich per parameter
-    plan.ops.push_back(p);
+    parts.ops.push_back(p);
   }
 
   long long col = 0;
@@ -127,31 +137,27 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   col = plan.n_expvals;
   for (const Measurement& m : circuit.measurements()) {
     if (m.kind == Measurement::Kind::Expval) {
-      plan.term_begin.push_back(static_cast<int>(plan.flat_terms.size()));
+      parts.term_begin.push_back(static_cast<int>(parts.terms.size()));
       for (const auto& [coef, word] : m.observable.terms) {
-        ExpvalTerm t{coef, {}};
+        kern::TermDesc t{coef, {}};
         for (const auto& [letter, wire] : word.factors) {
           const std::uint64_t bit = std::uint64_t{1} << kern::bit_of_wire(plan.n, wire);
           if (letter == 'X' || letter == 'Y') t.masks.x |= bit;
           if (letter == 'Z' || letter == 'Y') t.masks.z |= bit;
           if (letter == 'Y') ++t.masks.ny;
         }
-        plan.flat_terms.push_back(t);
+        parts.terms.push_back(t);
       }
     } else {
-      ProbsPlan pp;
-      for (int w : m.wires) pp.pos.push_back(kern::bit_of_wire(plan.n, w));
-      pp.out_offset = static_cast<int>(col);
+      parts.probs_begin.push_back(static_cast<int>(parts.probs_pos.size()));
+      for (int w : m.wires) parts.probs_pos.push_back(kern::bit_of_wire(plan.n, w));
+      parts.probs_out.push_back(static_cast<int>(col));
       col += 1LL << m.wires.size();
       if (col > (1LL << 30)) throw Error("too many outputs: probabilities exceed 2^30 columns");
-      plan.probs_begin.push_back(static_cast<int>(plan.flat_probs_pos.size()));
-      plan.flat_probs_pos.insert(plan.flat_probs_pos.end(), pp.pos.begin(), pp.pos.end());
-      plan.probs_out.push_back(pp.out_offset);
-      plan.probs.push_back(std::move(pp));
     }
   }
-  plan.term_begin.push_back(static_cast<int>(plan.flat_terms.size()));
-  plan.probs_begin.push_back(static_cast<int>(plan.flat_probs_pos.size()));
+  parts.term_begin.push_back(static_cast<int>(parts.terms.size()));
+  parts.probs_begin.push_back(static_cast<int>(parts.probs_pos.size()));
   plan.n_outputs = static_cast<int>(col);
 
   if (const auto& a = circuit.amplitude_embedding_spec()) {
@@ -169,6 +175,7 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
       plan.amp.index.push_back(idx);
     }
   }
+  pack_sv_plan(plan, parts);
   return plan;
 }
 

@@ -108,7 +108,7 @@ template <class R>
 Extents extents(const detail::Plan& p, const cpu::Call<R>& c) {
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
   return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
-           B * p.dim * 2, c.extra_probs ? B << c.extra_probs_k : 0}};
+           B * p.dim * 2, c.extra_probs ? B << c.extra_k : 0}};
 }
 
 template <class R>
@@ -282,12 +282,11 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   if (w.size() > 26) throw Error("sampling supports at most 26 wires at once");
   expect_size("samples", out.size(), args.batch * shots, [] { return "([batch, shots])"; });
   const std::size_t no = std::size_t{1} << w.size();
-  std::vector<int> pos;
-  for (int x : w) pos.push_back(plan_->n - 1 - x);
   std::vector<R> probs(args.batch * no);
   cpu::Call<R> call = base_call(args, c);
-  call.extra_probs_pos = pos.data();
-  call.extra_probs_k = static_cast<int>(w.size());
+  call.extra_k = static_cast<int>(w.size());
+  for (int i = 0; i < call.extra_k; ++i) call.extra_pos[i] = call.extra_sorted[i] = plan_->n - 1 - w[i];
+  std::sort(call.extra_sorted, call.extra_sorted + call.extra_k);  // the group bodies' walk order
   call.extra_probs = probs.data();
   run(*plan_, call, route_of(*plan_, call, {}));
   std::vector<double> cdf(no);

@@ -1,6 +1,6 @@
-// A detail::Plan flattened into one blob for the group executor
-// (kernels/sv_group.hpp): the cuda backend uploads the blob once at compile time;
-// the cpu-side tests of the shared body read it in host memory.
+// A compiled circuit flattened into one blob (kern::SvPlan): the form every
+// executor reads. The cpu executor reads it in host memory; the cuda backend
+// uploads the blob once at compile time and relocates the offsets to its copy.
 #pragma once
 
 #include <cstddef>
@@ -11,13 +11,21 @@
 
 namespace qfleet::detail {
 
-struct PackedSvPlan {
-  std::vector<std::byte> blob;  // every array, 16-byte aligned
-  kern::SvPlan offsets;         // pointers hold byte offsets into blob
-  // The plan with its pointers relocated to a copy of blob at base.
-  kern::SvPlan view_at(const std::byte* base) const;
+// The arrays of a kern::SvPlan as the planner (compile.cpp) builds them.
+struct SvPlanParts {
+  std::vector<kern::OpDesc> ops;
+  std::vector<kern::ParamDesc> params;      // every gate parameter, in op order
+  std::vector<double> fixed_blocks;         // constant blocks, interleaved re, im
+  std::vector<kern::TermDesc> terms;        // Pauli terms of every expval, flattened
+  std::vector<int> term_begin;              // n_expvals + 1
+  std::vector<int> probs_pos, probs_begin;  // bit positions of each probs block, its offsets
+  std::vector<int> probs_out;               // output column of each probs block
+  std::size_t mat_entries = 0, dmat_entries = 0;
 };
 
-PackedSvPlan pack_sv_plan(const Plan& plan);
+// Fills plan.blob, plan.offsets and plan.view from parts and plan.amp.
+void pack_sv_plan(Plan& plan, const SvPlanParts& parts);
+// The plan with its pointers relocated to a copy of the blob at base.
+kern::SvPlan sv_view_at(const kern::SvPlan& offsets, const std::byte* base);
 
 }  // namespace qfleet::detail

@@ -77,42 +77,10 @@ int select_isa(const std::string& name) {
               have + ")");
 }
 
-KernelPlan kernel_view(const detail::Plan& plan) {
-  static_assert(sizeof(std::complex<double>) == 2 * sizeof(double));
-  KernelPlan k;
-  k.n = plan.n;
-  k.dim = plan.dim;
-  k.n_inputs = plan.n_inputs;
-  k.n_weights = plan.n_weights;
-  k.n_outputs = plan.n_outputs;
-  k.n_expvals = plan.n_expvals;
-  k.ops = plan.ops.data();
-  k.n_ops = static_cast<int>(plan.ops.size());
-  k.params = plan.params.data();
-  k.n_params = static_cast<int>(plan.params.size());
-  k.fixed_blocks = reinterpret_cast<const double*>(plan.fixed_blocks.data());
-  k.terms = plan.flat_terms.data();
-  k.term_begin = plan.term_begin.data();
-  k.probs_pos = plan.flat_probs_pos.data();
-  k.probs_begin = plan.probs_begin.data();
-  k.probs_out = plan.probs_out.data();
-  k.n_probs = static_cast<int>(plan.probs.size());
-  k.amp = plan.amp.active;
-  k.amp_first_input = plan.amp.first_input;
-  k.amp_n_features = plan.amp.n_features;
-  k.amp_len = static_cast<int>(plan.amp.index.size());
-  k.amp_normalize = plan.amp.normalize;
-  k.amp_pad = plan.amp.pad;
-  k.amp_index = plan.amp.index.data();
-  k.mat_entries = plan.mat_entries;
-  k.dmat_entries = plan.dmat_entries;
-  return k;
-}
-
 template <class R>
-void execute(const detail::Plan& plan, Call<R> call) {
+void execute(const detail::Plan& plan, const Call<R>& call) {
   const IsaKernels& isa = isa_table()[plan.isa];
-  const KernelPlan kp = kernel_view(plan);
+  const kern::SvPlan& kp = plan.view;
   const int wide = std::is_same_v<R, float> ? isa.lanes_f32 : isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;
   const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
@@ -120,16 +88,17 @@ void execute(const detail::Plan& plan, Call<R> call) {
       double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
   const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
 
-  call.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
-  call.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
-  const std::size_t n_tiles = (call.batch + call.lanes - 1) / call.lanes;
-  call.threads = call.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+  Exec<R> ex;
+  ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
+  ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
+  const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
+  ex.threads = ex.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
 
-  const std::size_t shared = isa.shared_reals(kp, call.lanes, adjoint);
+  const std::size_t shared = isa.shared_reals(kp, ex.lanes, adjoint);
   const std::size_t partials =
       (adjoint && call.grad_weights && call.reduce_weights) ? n_tiles * plan.n_weights : 0;
-  const std::size_t per_thread = (isa.thread_reals(kp, call.lanes, adjoint, call.extra_probs_k) + 15) / 16 * 16;
-  const int slices = call.amplitude_parallel ? 1 : call.threads;
+  const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint) + 15) / 16 * 16;
+  const int slices = ex.amplitude_parallel ? 1 : ex.threads;
   const std::size_t total = shared + partials + per_thread * slices;
   if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
     throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) +
@@ -138,16 +107,16 @@ void execute(const detail::Plan& plan, Call<R> call) {
   // Grow-only per-calling-thread workspace: a warm program allocates nothing.
   thread_local std::vector<R> workspace;
   if (workspace.size() < total) workspace.resize(total);
-  call.work = workspace.data();
-  call.work_per_thread = per_thread;
+  ex.work = workspace.data();
+  ex.work_per_thread = per_thread;
   if constexpr (std::is_same_v<R, float>) {
-    isa.run_f32(kp, call);
+    isa.run_f32(kp, call, ex);
   } else {
-    isa.run_f64(kp, call);
+    isa.run_f64(kp, call, ex);
   }
 }
 
-template void execute<float>(const detail::Plan&, Call<float>);
-template void execute<double>(const detail::Plan&, Call<double>);
+template void execute<float>(const detail::Plan&, const Call<float>&);
+template void execute<double>(const detail::Plan&, const Call<double>&);
 
 }  // namespace qfleet::cpu

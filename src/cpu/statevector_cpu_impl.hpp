@@ -3,10 +3,13 @@
 // QFLEET_ISA_LANES_F32/F64 (tile widths: samples per tile, a multiple of the
 // vector width), then includes this file. Only raw pointers cross this boundary.
 //
-// Per tile of L samples: parameter values -> per-sample gate blocks -> forward
-// sweep -> measurements -> (adjoint) fold the cotangents into one observable,
-// lam = O psi, and sweep back: psi <- U^dag psi; g += 2 Re <lam|dU|psi>;
-// lam <- U^dag lam (Jones & Gacon, arXiv:2009.02823, Algorithm 1).
+// It reads the packed plan (kern::SvPlan) and call record (kern::SvCall) the cuda
+// bodies read, and takes parameter values and gate blocks from kernels/sv_params.hpp.
+//
+// Per tile of L samples: per-sample gate blocks -> forward sweep -> measurements ->
+// (adjoint) fold the cotangents into one observable, lam = O psi, and sweep back:
+// psi <- U^dag psi; g += 2 Re <lam|dU|psi>; lam <- U^dag lam (Jones & Gacon,
+// arXiv:2009.02823, Algorithm 1) -> gradients scattered to inputs and weights.
 #pragma once
 
 #include <omp.h>
@@ -16,31 +19,32 @@
 #include <type_traits>
 
 #include "cpu/statevector_cpu.hpp"
-#include "kernels/gate_matrix.hpp"
 #include "kernels/statevector.hpp"
+#include "kernels/sv_params.hpp"
 #include "kernels/sv_plan.hpp"
 
 namespace qfleet::cpu::QFLEET_KERN_ISA {
 
-using detail::OpPlan;
 using kern::GateSite;
+using kern::OpDesc;
+using kern::SvPlan;
 
-// 4x4: blocks have at most kern::kMaxGroupTargets = 2 target wires (plan_op refuses more).
-constexpr int kMaxBlockEntries = (1 << kern::kMaxGroupTargets) * (1 << kern::kMaxGroupTargets);
+// 4x4: blocks have at most kern::kMaxBlockTargets = 2 target wires (plan_op refuses more).
+constexpr int kMaxBlockEntries = (1 << kern::kMaxBlockTargets) * (1 << kern::kMaxBlockTargets);
 
-inline std::size_t thread_reals_impl(const KernelPlan& kp, int L, bool adjoint) {
+inline std::size_t thread_reals_impl(const SvPlan& kp, int L, bool adjoint) {
   const std::size_t st = kp.dim * 2 * L;
   std::size_t r = st;                                  // psi
   if (adjoint) r += st;                                // lam
   r += kp.mat_entries * 2 * L;                         // per-sample blocks
   r += std::size_t{kMaxBlockEntries} * 2 * L;          // one derivative block
-  r += 2 * std::size_t(kp.n_params) * L;               // parameter values, slot gradients
+  r += std::size_t(kp.n_params) * L;                   // slot gradients
   r += 2 * std::size_t(L);                             // accumulators, coefficients
   r += (std::size_t(kp.amp_len) + 1) * L;              // embedded amplitudes + norms
   return r + 64;                                       // alignment slack
 }
 
-inline std::size_t shared_reals_impl(const KernelPlan& kp, int L, bool adjoint) {
+inline std::size_t shared_reals_impl(const SvPlan& kp, int L, bool adjoint) {
   return (kp.mat_entries + (adjoint ? kp.dmat_entries : 0)) * 2 * L;
 }
 
@@ -116,12 +120,12 @@ inline void apply_kt(R* s, const GateSite& site, std::uint64_t ng, const R* m, i
 }
 
 template <class R, int L, bool Dag>
-inline void apply_op(R* s, const KernelPlan& kp, const OpPlan& op, const R* m, int par) {
+inline void apply_op(R* s, const SvPlan& kp, const OpDesc& op, const R* m, int par) {
   const std::uint64_t ng = kp.dim >> op.site.k_all;
   switch (op.site.kt) {
     case 1:
       return apply_kt<R, L, 1, Dag>(s, op.site, ng, m, par);
-    default:  // 2 (kern::kMaxGroupTargets: plan_op refuses more)
+    default:  // 2 (kern::kMaxBlockTargets: plan_op refuses anything else)
       return apply_kt<R, L, 2, Dag>(s, op.site, ng, m, par);
   }
 }
@@ -163,13 +167,13 @@ inline void sandwich_kt(const R* lam, const R* phi, const GateSite& site, std::u
 
 // acc[l] += Re <lam| M |phi> for a (derivative) block M.
 template <class R, int L>
-inline void sandwich_op(const R* lam, const R* phi, const KernelPlan& kp, const OpPlan& op,
+inline void sandwich_op(const R* lam, const R* phi, const SvPlan& kp, const OpDesc& op,
                         const R* m, R* acc, int par) {
   const std::uint64_t ng = kp.dim >> op.site.k_all;
   switch (op.site.kt) {
     case 1:
       return sandwich_kt<R, L, 1>(lam, phi, op.site, ng, m, acc, par);
-    default:  // 2 (kern::kMaxGroupTargets: plan_op refuses more)
+    default:  // 2 (kern::kMaxBlockTargets: plan_op refuses anything else)
       return sandwich_kt<R, L, 2>(lam, phi, op.site, ng, m, acc, par);
   }
 }
@@ -183,254 +187,153 @@ inline void scatter_block(R* dst, const kern::Cx<double>* src, int entries, int 
   }
 }
 
+
+// op's block (deriv < 0) or its derivative by parameter deriv for sample b, in
+// double whatever the call's precision (scattered into lanes of R afterwards);
+// returns its number of entries.
 template <class R>
-struct Sources {
-  const KernelPlan& kp;
-  const Call<R>& c;
-  // Value of parameter slot s for sample b.
-  double value(int s, std::size_t b) const {
-    const Param& p = kp.params[s];
-    switch (p.kind) {
-      case Param::Kind::Constant:
-        return p.value;
-      case Param::Kind::Input:
-        return p.scale * static_cast<double>(c.inputs[b * kp.n_inputs + p.index]);
-      case Param::Kind::Weight:
-      default:
-        return p.scale * static_cast<double>(c.weights_per_sample ? c.weights[b * kp.n_weights + p.index]
-                                                                 : c.weights[p.index]);
-    }
+inline int op_block_double(const SvPlan& kp, const Call<R>& c, const OpDesc& op, std::size_t b, int deriv,
+                           kern::Cx<double>* blk) {
+  if (op.site.kt == 1) {
+    kern::op_block_cx<double, 2>(kp, c, op, b, deriv, blk);
+    return 4;
   }
-};
+  kern::op_block_cx<double, 4>(kp, c, op, b, deriv, blk);  // 2 (kMaxBlockTargets)
+  return 16;
+}
 
 // Blocks (and derivative blocks) that are the same for every sample of this call.
 template <class R, int L>
-void prepare_uniform(const KernelPlan& kp, const Call<R>& c, R* mats, R* dmats) {
-  const int wm = c.weights_per_sample ? 1 : 0;
-  const Sources<R> src{kp, c};
+void prepare_uniform(const SvPlan& kp, const Call<R>& c, R* mats, R* dmats) {
   kern::Cx<double> blk[kMaxBlockEntries];
   for (int k = 0; k < kp.n_ops; ++k) {
-    const OpPlan& op = kp.ops[k];
-    if (op.per_sample[wm]) continue;
-    const int entries = op.dim * op.dim;
-    double q[kMaxGateParams] = {0, 0, 0};
-    for (int j = 0; j < op.n_params; ++j) q[j] = src.value(op.first_param + j, 0);
-    if (op.fixed >= 0) {
-      for (int e = 0; e < entries; ++e) {
-        blk[e] = {kp.fixed_blocks[2 * (op.fixed + e)], kp.fixed_blocks[2 * (op.fixed + e) + 1]};
-      }
-    } else {
-      kern::gate_block<double>(op.gate, q, blk);
-    }
+    const OpDesc& op = kp.ops[k];
+    if (kern::op_per_sample(op, c.weights_per_sample)) continue;
+    const int entries = op_block_double(kp, c, op, 0, -1, blk);
     for (int l = 0; l < L; ++l) scatter_block<R, L>(mats + op.mat_entry * 2 * L, blk, entries, l);
-    if (dmats == nullptr) continue;
+    if (dmats == nullptr || op.fixed >= 0) continue;
     for (int j = 0; j < op.n_params; ++j) {
-      if (kp.params[op.first_param + j].kind == Param::Kind::Constant) continue;
-      kern::gate_block_derivative<double>(op.gate, q, j, blk);
+      if (kp.params[op.first_param + j].kind == kern::kParamConstant) continue;
+      op_block_double(kp, c, op, 0, j, blk);
       R* d = dmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
       for (int l = 0; l < L; ++l) scatter_block<R, L>(d, blk, entries, l);
     }
   }
 }
 
+// One tile of L samples through forward, measurements and the adjoint sweep.
+// Lanes past the batch's end (nvalid <= l < L) repeat sample b0 and write nothing.
 template <class R, int L>
 struct TileRunner {
-  const KernelPlan& kp;
+  const SvPlan& kp;
   const Call<R>& c;
   const R* umats;   // uniform blocks
   const R* udmats;  // uniform derivative blocks (adjoint only)
   R* partials;      // [n_tiles, n_weights] when reducing weight gradients
-  int wm;
+
+  // A tile's scratch, carved from its thread's workspace (thread_reals_impl's layout).
+  struct Scratch {
+    R* psi;
+    R* lam;    // adjoint only
+    R* mats;   // per-sample blocks
+    R* dblk;   // one per-sample derivative block
+    R* gslot;  // [n_params][L] gradient of each parameter slot
+    R* acc;    // [L]
+    R* coef;   // [L]
+    R* ampv;   // [amp_len][L] raw embedded amplitudes
+    R* ampn;   // [L] their norms
+    std::size_t bl[L];  // sample of each lane
+  };
+
+  Scratch carve(R* w, std::size_t b0, int nvalid) const {
+    const std::size_t st = kp.dim * 2 * L;
+    Scratch t;
+    t.psi = w;
+    w += st;
+    t.lam = nullptr;
+    if (c.cotangents != nullptr) {
+      t.lam = w;
+      w += st;
+    }
+    t.mats = w;
+    w += kp.mat_entries * 2 * L;
+    t.dblk = w;
+    w += std::size_t{kMaxBlockEntries} * 2 * L;
+    t.gslot = w;
+    w += std::size_t(kp.n_params) * L;
+    t.acc = w;
+    t.coef = w + L;
+    w += 2 * L;
+    t.ampv = w;
+    t.ampn = w + std::size_t(kp.amp_len) * L;
+    for (int l = 0; l < L; ++l) t.bl[l] = b0 + (l < nvalid ? l : 0);
+    return t;
+  }
+
+  const R* block(const OpDesc& op, const Scratch& t) const {
+    return (kern::op_per_sample(op, c.weights_per_sample) ? t.mats : umats) + op.mat_entry * 2 * L;
+  }
 
   void run(std::size_t tile, std::size_t b0, int nvalid, R* w, int par) const {
-    const bool adjoint = c.cotangents != nullptr;
-    const std::size_t st = kp.dim * 2 * L;
-    R* psi = w;
-    w += st;
-    R* lam = adjoint ? w : nullptr;
-    if (adjoint) w += st;
-    R* mats = w;
-    w += kp.mat_entries * 2 * L;
-    R* dblk = w;
-    w += std::size_t{kMaxBlockEntries} * 2 * L;
-    R* pv = w;
-    w += std::size_t(kp.n_params) * L;
-    R* gslot = w;
-    w += std::size_t(kp.n_params) * L;
-    R* acc = w;
-    R* coef = w + L;
-    w += 2 * L;
-    R* ampv = w;  // [amp_len][L] raw amplitudes, then [L] norms
-    R* ampn = w + std::size_t(kp.amp_len) * L;
+    Scratch t = carve(w, b0, nvalid);
+    per_sample_blocks(t);
+    initial_state(t);
+    for (int k = 0; k < kp.n_ops; ++k) apply_op<R, L, false>(t.psi, kp, kp.ops[k], block(kp.ops[k], t), par);
+    write_results(t, b0, nvalid, par);
+    if (c.cotangents == nullptr) return;
+    seed_adjoint(t, nvalid, par);
+    backward(t, par);
+    scatter_gradients(t, tile, b0, nvalid);
+    embedding_gradient(t, b0, nvalid);
+  }
 
-    std::size_t bl[L];
-    for (int l = 0; l < L; ++l) bl[l] = b0 + (l < nvalid ? l : 0);  // padding lanes repeat sample b0
-    const Sources<R> src{kp, c};
-    for (int s = 0; s < kp.n_params; ++s) {
-      for (int l = 0; l < L; ++l) pv[s * L + l] = static_cast<R>(src.value(s, bl[l]));
-    }
-
-    // Per-sample blocks for this tile.
+  void per_sample_blocks(Scratch& t) const {
     kern::Cx<double> blk[kMaxBlockEntries];
     for (int k = 0; k < kp.n_ops; ++k) {
-      const OpPlan& op = kp.ops[k];
-      if (!op.per_sample[wm]) continue;
+      const OpDesc& op = kp.ops[k];
+      if (!kern::op_per_sample(op, c.weights_per_sample)) continue;
       for (int l = 0; l < L; ++l) {
-        double q[kMaxGateParams] = {0, 0, 0};
-        for (int j = 0; j < op.n_params; ++j) q[j] = src.value(op.first_param + j, bl[l]);
-        kern::gate_block<double>(op.gate, q, blk);
-        scatter_block<R, L>(mats + op.mat_entry * 2 * L, blk, op.dim * op.dim, l);
+        const int entries = op_block_double(kp, c, op, t.bl[l], -1, blk);
+        scatter_block<R, L>(t.mats + op.mat_entry * 2 * L, blk, entries, l);
       }
     }
-    auto block_of = [&](const OpPlan& op) -> const R* {
-      return (op.per_sample[wm] ? mats : umats) + op.mat_entry * 2 * L;
-    };
+  }
 
-    // Initial state.
-    std::memset(psi, 0, st * sizeof(R));
-    if (kp.amp) {
-      for (int l = 0; l < L; ++l) {
-        double nrm = 0;
-        for (int j = 0; j < kp.amp_len; ++j) {
-          const double v = j < kp.amp_n_features
-                               ? static_cast<double>(c.inputs[bl[l] * kp.n_inputs + kp.amp_first_input + j])
-                               : kp.amp_pad;
-          ampv[std::size_t(j) * L + l] = static_cast<R>(v);
-          nrm += v * v;
-        }
-        ampn[l] = static_cast<R>(kp.amp_normalize ? std::sqrt(nrm) : 1.0);
-        for (int j = 0; j < kp.amp_len; ++j) {
-          psi[kp.amp_index[j] * 2 * L + l] = ampv[std::size_t(j) * L + l] / ampn[l];
-        }
-      }
-    } else {
-      for (int l = 0; l < L; ++l) psi[l] = 1;
+  // |0...0>, or the embedded (normalised) features.
+  void initial_state(Scratch& t) const {
+    std::memset(t.psi, 0, kp.dim * 2 * L * sizeof(R));
+    if (!kp.amp) {
+      for (int l = 0; l < L; ++l) t.psi[l] = 1;
+      return;
     }
+    for (int l = 0; l < L; ++l) {
+      double nrm = 0;
+      for (int j = 0; j < kp.amp_len; ++j) {
+        const double v = j < kp.amp_n_features
+                             ? static_cast<double>(c.inputs[t.bl[l] * kp.n_inputs + kp.amp_first_input + j])
+                             : kp.amp_pad;
+        t.ampv[std::size_t(j) * L + l] = static_cast<R>(v);
+        nrm += v * v;
+      }
+      t.ampn[l] = static_cast<R>(kp.amp_normalize ? std::sqrt(nrm) : 1.0);
+      for (int j = 0; j < kp.amp_len; ++j) {
+        t.psi[kp.amp_index[j] * 2 * L + l] = t.ampv[std::size_t(j) * L + l] / t.ampn[l];
+      }
+    }
+  }
 
-    for (int k = 0; k < kp.n_ops; ++k) apply_op<R, L, false>(psi, kp, kp.ops[k], block_of(kp.ops[k]), par);
-
-    if (c.outputs) measure(psi, b0, nvalid, acc, par);
-    if (c.extra_probs) probs_into(psi, c.extra_probs_pos, c.extra_probs_k, c.extra_probs,
-                                  std::size_t{1} << c.extra_probs_k, 0, b0, nvalid);
+  // Measurements, sampling probabilities and final states, as the call asks.
+  void write_results(Scratch& t, std::size_t b0, int nvalid, int par) const {
+    if (c.outputs) measure(t.psi, b0, nvalid, t.acc, par);
+    if (c.extra_probs) {
+      probs_into(t.psi, c.extra_pos, c.extra_k, c.extra_probs, std::size_t{1} << c.extra_k, 0, b0, nvalid);
+    }
     if (c.states) {
       for (int l = 0; l < nvalid; ++l) {
         R* out = c.states + (b0 + l) * kp.dim * 2;
         for (std::uint64_t i = 0; i < kp.dim; ++i) {
-          out[2 * i] = psi[i * 2 * L + l];
-          out[2 * i + 1] = psi[i * 2 * L + L + l];
-        }
-      }
-    }
-    if (!adjoint) return;
-
-    // lam = O psi with O = sum_k cot[b, k] O_k.
-    std::memset(lam, 0, st * sizeof(R));
-    for (int k = 0; k < kp.n_expvals; ++k) {
-      for (int l = 0; l < L; ++l) coef[l] = l < nvalid ? c.cotangents[bl[l] * kp.n_outputs + k] : R(0);
-      for (int t = kp.term_begin[k]; t < kp.term_begin[k + 1]; ++t) {
-        const auto& term = kp.terms[t];
-        const R tc = static_cast<R>(term.coef);
-        groups_for(kp.dim, L == 1 ? par : 0, [&](std::uint64_t i) {
-#pragma omp simd
-          for (int l = 0; l < L; ++l) kern::pauli_accumulate_lane<R, L>(lam, psi, term.masks, i, tc * coef[l], l);
-        });
-      }
-    }
-    for (int p = 0; p < kp.n_probs; ++p) {
-      const int* pos = kp.probs_pos + kp.probs_begin[p];
-      const int k = kp.probs_begin[p + 1] - kp.probs_begin[p];
-      for (std::uint64_t i = 0; i < kp.dim; ++i) {
-        const std::uint64_t j = kern::outcome_index(i, pos, k);
-        for (int l = 0; l < nvalid; ++l) {
-          const R cj = c.cotangents[bl[l] * kp.n_outputs + kp.probs_out[p] + j];
-          lam[i * 2 * L + l] += cj * psi[i * 2 * L + l];
-          lam[i * 2 * L + L + l] += cj * psi[i * 2 * L + L + l];
-        }
-      }
-    }
-
-    std::memset(gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
-    for (int k = kp.n_ops - 1; k >= 0; --k) {
-      const OpPlan& op = kp.ops[k];
-      const R* m = block_of(op);
-      apply_op<R, L, true>(psi, kp, op, m, par);
-      const int entries = op.dim * op.dim;
-      for (int j = 0; j < op.n_params; ++j) {
-        const int slot = op.first_param + j;
-        const Param::Kind kind = kp.params[slot].kind;
-        // Only parameters whose gradient was asked for cost a derivative block and a sandwich.
-        if (kind == Param::Kind::Constant || (kind == Param::Kind::Input && !c.grad_inputs) ||
-            (kind == Param::Kind::Weight && !c.grad_weights)) {
-          continue;
-        }
-        const R* d;
-        if (op.per_sample[wm]) {
-          for (int l = 0; l < L; ++l) {
-            double q[kMaxGateParams] = {0, 0, 0};
-            for (int i = 0; i < op.n_params; ++i) q[i] = src.value(op.first_param + i, bl[l]);
-            kern::gate_block_derivative<double>(op.gate, q, j, blk);
-            scatter_block<R, L>(dblk, blk, entries, l);
-          }
-          d = dblk;
-        } else {
-          d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
-        }
-        for (int l = 0; l < L; ++l) acc[l] = 0;
-        sandwich_op<R, L>(lam, psi, kp, op, d, acc, par);
-        for (int l = 0; l < L; ++l) gslot[slot * L + l] += 2 * acc[l];
-      }
-      apply_op<R, L, true>(lam, kp, op, m, par);
-    }
-
-    // Scatter slot gradients to inputs and weights.
-    if (c.grad_inputs) {
-      for (int l = 0; l < nvalid; ++l) {
-        R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs;
-        for (int i = 0; i < kp.n_inputs; ++i) gx[i] = 0;
-      }
-    }
-    R* part = partials ? partials + tile * kp.n_weights : nullptr;
-    if (part) {
-      for (int i = 0; i < kp.n_weights; ++i) part[i] = 0;
-    }
-    if (c.grad_weights && !c.reduce_weights) {
-      for (int l = 0; l < nvalid; ++l) {
-        R* gw = c.grad_weights + (b0 + l) * kp.n_weights;
-        for (int i = 0; i < kp.n_weights; ++i) gw[i] = 0;
-      }
-    }
-    for (int s = 0; s < kp.n_params; ++s) {
-      const Param& p = kp.params[s];
-      if (p.kind == Param::Kind::Constant) continue;
-      const R sc = static_cast<R>(p.scale);
-      for (int l = 0; l < nvalid; ++l) {
-        const R g = sc * gslot[s * L + l];
-        if (p.kind == Param::Kind::Input) {
-          if (c.grad_inputs) c.grad_inputs[(b0 + l) * kp.n_inputs + p.index] += g;
-        } else if (c.grad_weights) {
-          if (part) {
-            part[p.index] += g;
-          } else {
-            c.grad_weights[(b0 + l) * kp.n_weights + p.index] += g;
-          }
-        }
-      }
-    }
-    // Through the amplitude embedding: d f / d psi0_j = 2 Re lam0_j (psi0 real), then
-    // through the normalisation psi0 = v / |v|: g_v = (g - psi0 (psi0 . g)) / |v|.
-    if (kp.amp && c.grad_inputs) {
-      for (int l = 0; l < nvalid; ++l) {
-        double dot = 0;
-        if (kp.amp_normalize) {
-          for (int j = 0; j < kp.amp_len; ++j) {
-            dot += 2.0 * lam[kp.amp_index[j] * 2 * L + l] * ampv[std::size_t(j) * L + l] / ampn[l];
-          }
-        }
-        R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs + kp.amp_first_input;
-        for (int j = 0; j < kp.amp_n_features; ++j) {
-          const double g = 2.0 * lam[kp.amp_index[j] * 2 * L + l];
-          gx[j] += static_cast<R>(
-              kp.amp_normalize ? (g - ampv[std::size_t(j) * L + l] / ampn[l] * dot) / ampn[l] : g);
+          out[2 * i] = t.psi[i * 2 * L + l];
+          out[2 * i + 1] = t.psi[i * 2 * L + L + l];
         }
       }
     }
@@ -472,12 +375,130 @@ struct TileRunner {
       }
     }
   }
+
+  // lam = O psi with O = sum_k cot[b, k] O_k (probabilities: projectors).
+  void seed_adjoint(Scratch& t, int nvalid, int par) const {
+    R* lam = t.lam;
+    const R* psi = t.psi;
+    std::memset(lam, 0, kp.dim * 2 * L * sizeof(R));
+    for (int k = 0; k < kp.n_expvals; ++k) {
+      for (int l = 0; l < L; ++l) t.coef[l] = l < nvalid ? c.cotangents[t.bl[l] * kp.n_outputs + k] : R(0);
+      for (int q = kp.term_begin[k]; q < kp.term_begin[k + 1]; ++q) {
+        const auto& term = kp.terms[q];
+        const R tc = static_cast<R>(term.coef);
+        const R* coef = t.coef;
+        groups_for(kp.dim, L == 1 ? par : 0, [&](std::uint64_t i) {
+#pragma omp simd
+          for (int l = 0; l < L; ++l) kern::pauli_accumulate_lane<R, L>(lam, psi, term.masks, i, tc * coef[l], l);
+        });
+      }
+    }
+    for (int p = 0; p < kp.n_probs; ++p) {
+      const int* pos = kp.probs_pos + kp.probs_begin[p];
+      const int k = kp.probs_begin[p + 1] - kp.probs_begin[p];
+      for (std::uint64_t i = 0; i < kp.dim; ++i) {
+        const std::uint64_t j = kern::outcome_index(i, pos, k);
+        for (int l = 0; l < nvalid; ++l) {
+          const R cj = c.cotangents[t.bl[l] * kp.n_outputs + kp.probs_out[p] + j];
+          lam[i * 2 * L + l] += cj * psi[i * 2 * L + l];
+          lam[i * 2 * L + L + l] += cj * psi[i * 2 * L + L + l];
+        }
+      }
+    }
+  }
+
+  // The reverse sweep: psi <- U^dag psi, gslot += 2 Re <lam| dU |psi>, lam <- U^dag lam.
+  void backward(Scratch& t, int par) const {
+    kern::Cx<double> blk[kMaxBlockEntries];
+    std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
+    for (int k = kp.n_ops - 1; k >= 0; --k) {
+      const OpDesc& op = kp.ops[k];
+      const R* m = block(op, t);
+      apply_op<R, L, true>(t.psi, kp, op, m, par);
+      const bool per_sample = kern::op_per_sample(op, c.weights_per_sample);
+      for (int j = 0; j < op.n_params; ++j) {
+        const int slot = op.first_param + j;
+        if (!kern::param_wanted(kp, c, slot)) continue;
+        const R* d;
+        if (per_sample) {
+          for (int l = 0; l < L; ++l) {
+            const int entries = op_block_double(kp, c, op, t.bl[l], j, blk);
+            scatter_block<R, L>(t.dblk, blk, entries, l);
+          }
+          d = t.dblk;
+        } else {
+          d = udmats + (op.dmat_entry + std::size_t(j) * (1 << 2 * op.site.kt)) * 2 * L;
+        }
+        for (int l = 0; l < L; ++l) t.acc[l] = 0;
+        sandwich_op<R, L>(t.lam, t.psi, kp, op, d, t.acc, par);
+        for (int l = 0; l < L; ++l) t.gslot[slot * L + l] += 2 * t.acc[l];
+      }
+      apply_op<R, L, true>(t.lam, kp, op, m, par);
+    }
+  }
+
+  // Slot gradients to inputs and weights (per sample, or this tile's partial sums).
+  void scatter_gradients(const Scratch& t, std::size_t tile, std::size_t b0, int nvalid) const {
+    if (c.grad_inputs) {
+      for (int l = 0; l < nvalid; ++l) {
+        R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs;
+        for (int i = 0; i < kp.n_inputs; ++i) gx[i] = 0;
+      }
+    }
+    R* part = partials ? partials + tile * kp.n_weights : nullptr;
+    if (part) {
+      for (int i = 0; i < kp.n_weights; ++i) part[i] = 0;
+    }
+    if (c.grad_weights && !c.reduce_weights) {
+      for (int l = 0; l < nvalid; ++l) {
+        R* gw = c.grad_weights + (b0 + l) * kp.n_weights;
+        for (int i = 0; i < kp.n_weights; ++i) gw[i] = 0;
+      }
+    }
+    for (int s = 0; s < kp.n_params; ++s) {
+      const kern::ParamDesc& p = kp.params[s];
+      if (p.kind == kern::kParamConstant) continue;
+      const R sc = static_cast<R>(p.scale);
+      for (int l = 0; l < nvalid; ++l) {
+        const R g = sc * t.gslot[s * L + l];
+        if (p.kind == kern::kParamInput) {
+          if (c.grad_inputs) c.grad_inputs[(b0 + l) * kp.n_inputs + p.index] += g;
+        } else if (c.grad_weights) {
+          if (part) {
+            part[p.index] += g;
+          } else {
+            c.grad_weights[(b0 + l) * kp.n_weights + p.index] += g;
+          }
+        }
+      }
+    }
+  }
+
+  // Through the amplitude embedding: d f / d psi0_j = 2 Re lam0_j (psi0 real), then
+  // through the normalisation psi0 = v / |v|: g_v = (g - psi0 (psi0 . g)) / |v|.
+  void embedding_gradient(const Scratch& t, std::size_t b0, int nvalid) const {
+    if (!kp.amp || !c.grad_inputs) return;
+    for (int l = 0; l < nvalid; ++l) {
+      double dot = 0;
+      if (kp.amp_normalize) {
+        for (int j = 0; j < kp.amp_len; ++j) {
+          dot += 2.0 * t.lam[kp.amp_index[j] * 2 * L + l] * t.ampv[std::size_t(j) * L + l] / t.ampn[l];
+        }
+      }
+      R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs + kp.amp_first_input;
+      for (int j = 0; j < kp.amp_n_features; ++j) {
+        const double g = 2.0 * t.lam[kp.amp_index[j] * 2 * L + l];
+        gx[j] += static_cast<R>(kp.amp_normalize ? (g - t.ampv[std::size_t(j) * L + l] / t.ampn[l] * dot) / t.ampn[l]
+                                                 : g);
+      }
+    }
+  }
 };
 
 template <class R, int L>
-void run_lanes(const KernelPlan& kp, const Call<R>& c) {
+void run_lanes(const SvPlan& kp, const Call<R>& c, const Exec<R>& ex) {
   const bool adjoint = c.cotangents != nullptr;
-  R* shared = c.work;
+  R* shared = ex.work;
   R* umats = shared;
   R* udmats = adjoint ? shared + kp.mat_entries * 2 * L : nullptr;
   prepare_uniform<R, L>(kp, c, umats, udmats);
@@ -485,22 +506,21 @@ void run_lanes(const KernelPlan& kp, const Call<R>& c) {
   const std::size_t n_tiles = (c.batch + L - 1) / L;
   R* partials = (adjoint && c.grad_weights && c.reduce_weights) ? threads_base : nullptr;
   if (partials) threads_base += n_tiles * kp.n_weights;
-  const TileRunner<R, L> runner{kp, c, umats, udmats, partials, c.weights_per_sample ? 1 : 0};
+  const TileRunner<R, L> runner{kp, c, umats, udmats, partials};
 
-  if (c.amplitude_parallel) {
-    for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, threads_base, c.threads);
-  } else if (c.threads <= 1) {  // no OpenMP region at all for small calls
+  if (ex.amplitude_parallel) {
+    for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, threads_base, ex.threads);
+  } else if (ex.threads <= 1) {  // no OpenMP region at all for small calls
     for (std::size_t t = 0; t < n_tiles; ++t) {
       const std::size_t b0 = t * L;
       runner.run(t, b0, static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L), threads_base, 0);
     }
   } else {
-#pragma omp parallel for schedule(static) num_threads(c.threads)
+#pragma omp parallel for schedule(static) num_threads(ex.threads)
     for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
       const std::size_t b0 = std::size_t(t) * L;
       const int nvalid = static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L);
-      runner.run(std::size_t(t), b0, nvalid, threads_base + omp_get_thread_num() * c.work_per_thread,
-                 0);
+      runner.run(std::size_t(t), b0, nvalid, threads_base + omp_get_thread_num() * ex.work_per_thread, 0);
     }
   }
   if (partials) {  // reduce in tile order: the sum does not depend on the thread count
@@ -512,19 +532,15 @@ void run_lanes(const KernelPlan& kp, const Call<R>& c) {
 }
 
 template <class R, int LW>
-void run(const KernelPlan& kp, const Call<R>& c) {
-  if (c.lanes == LW) {
-    run_lanes<R, LW>(kp, c);
+void run(const SvPlan& kp, const Call<R>& c, const Exec<R>& ex) {
+  if (ex.lanes == LW) {
+    run_lanes<R, LW>(kp, c, ex);
   } else {
-    run_lanes<R, 1>(kp, c);
+    run_lanes<R, 1>(kp, c, ex);
   }
 }
 
-inline std::size_t shared_reals(const KernelPlan& kp, int L, bool adjoint) {
-  return shared_reals_impl(kp, L, adjoint);
-}
-inline std::size_t thread_reals(const KernelPlan& kp, int L, bool adjoint, int) {
-  return thread_reals_impl(kp, L, adjoint);
-}
+inline std::size_t shared_reals(const SvPlan& kp, int L, bool adjoint) { return shared_reals_impl(kp, L, adjoint); }
+inline std::size_t thread_reals(const SvPlan& kp, int L, bool adjoint) { return thread_reals_impl(kp, L, adjoint); }
 
 }  // namespace qfleet::cpu::QFLEET_KERN_ISA

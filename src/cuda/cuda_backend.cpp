@@ -99,21 +99,7 @@ void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& 
                        void* stream) {
   const SvResident& res = resident_of(p);
   DeviceGuard guard(res.device);
-  kern::SvCall<R> k;
-  k.batch = c.batch;
-  k.inputs = c.inputs;
-  k.weights = c.weights;
-  k.weights_per_sample = c.weights_per_sample;
-  k.outputs = c.outputs;
-  k.cotangents = c.cotangents;
-  k.grad_inputs = c.grad_inputs;
-  k.grad_weights = c.grad_weights;
-  k.reduce_weights = c.reduce_weights;
-  k.states = c.states;
-  k.extra_probs = c.extra_probs;
-  k.extra_k = c.extra_probs_k;
-  for (int i = 0; i < c.extra_probs_k; ++i) k.extra_pos[i] = k.extra_sorted[i] = c.extra_probs_pos[i];
-  std::sort(k.extra_sorted, k.extra_sorted + c.extra_probs_k);
+  kern::SvCall<R> k = c;  // staged calls swap in the device copies of the buffers
   const LaunchShape shape =
       launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, res.props, requested_strategy());
   expect_fits(shape.work_bytes + (staged ? buffers.total_bytes() + 16 * 8 : 0), res);
@@ -213,10 +199,9 @@ class CudaBackend final : public detail::DeviceBackend {
                   " on the GPU, but " + props.name + " has " + detail::gib(double(props.total_mem)) +
                   "; use device 'cpu'");
     }
-    const detail::PackedSvPlan packed = detail::pack_sv_plan(plan);
     auto r = std::make_shared<SvResident>();
-    upload(*r, packed.blob, props);
-    r->view = packed.view_at(static_cast<const std::byte*>(r->blob));
+    upload(*r, plan.blob, props);
+    r->view = detail::sv_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
     return r;
   }
   std::shared_ptr<const detail::Resident> prepare(const OpenPlan& plan) const override {

@@ -26,42 +26,18 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/gate_matrix.hpp"
 #include "kernels/statevector.hpp"
-#include "kernels/sv_plan.hpp"
+#include "kernels/sv_params.hpp"
 
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
-
-// Value of parameter slot s for sample b.
-template <class R>
-QFLEET_HD inline R param_value(const SvPlan& p, const SvCall<R>& c, int s, std::size_t b) {
-  const ParamDesc& d = p.params[s];
-  if (d.kind == kParamConstant) return static_cast<R>(d.value);
-  if (d.kind == kParamInput) return static_cast<R>(d.scale) * c.inputs[b * p.n_inputs + d.index];
-  const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
-  return static_cast<R>(d.scale) * w;
-}
 
 // Block (deriv < 0) or its derivative by parameter deriv, as 2*D*D interleaved reals.
 template <class R, int D>
 QFLEET_HD inline void op_block(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, int deriv,
                                R* m) {
-  if (op.fixed >= 0) {  // constant gates (and QubitUnitary): no derivative is ever asked
-    for (int e = 0; e < D * D; ++e) {
-      m[2 * e] = static_cast<R>(p.fixed_blocks[2 * (op.fixed + e)]);
-      m[2 * e + 1] = static_cast<R>(p.fixed_blocks[2 * (op.fixed + e) + 1]);
-    }
-    return;
-  }
-  R q[kMaxGateParams] = {0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = param_value(p, c, op.first_param + j, b);
   Cx<R> blk[D * D];
-  if (deriv < 0) {
-    gate_block<R>(op.gate, q, blk);
-  } else {
-    gate_block_derivative<R>(op.gate, q, deriv, blk);
-  }
+  op_block_cx<R, D>(p, c, op, b, deriv, blk);
   for (int e = 0; e < D * D; ++e) {
     m[2 * e] = blk[e].re;
     m[2 * e + 1] = blk[e].im;
@@ -87,7 +63,7 @@ QFLEET_HD inline void group_apply_op(const SvPlan& p, const SvCall<R>& c, const 
   switch (op.site.kt) {
     case 1:
       return group_apply<R, L, 1, Dag>(p, c, op, b, s, g, l);
-    default:  // 2 (kMaxGroupTargets)
+    default:  // 2 (kMaxBlockTargets)
       return group_apply<R, L, 2, Dag>(p, c, op, b, s, g, l);
   }
 }
@@ -156,8 +132,7 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   for (int j = 0; j < NP; ++j) {
     want[j] = false;
     if (j >= np || op.fixed >= 0) continue;
-    const int kind = p.params[op.first_param + j].kind;
-    want[j] = (kind == kParamInput && c.grad_inputs != nullptr) || (kind == kParamWeight && c.grad_weights != nullptr);
+    want[j] = param_wanted(p, c, op.first_param + j);
     if (want[j]) op_block<R, D>(p, c, op, b, j, dm[j]);
   }
   R acc[NP];
@@ -292,7 +267,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
       case 1:
         group_adjoint_op<R, L, 1>(p, c, op, b, active, psi, lam, g, l);
         break;
-      default:  // 2 (kMaxGroupTargets)
+      default:  // 2 (kMaxBlockTargets)
         group_adjoint_op<R, L, 2>(p, c, op, b, active, psi, lam, g, l);
         break;
     }

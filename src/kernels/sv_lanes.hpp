@@ -130,8 +130,7 @@ QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   for (int j = 0; j < np; ++j) {
     if (op.fixed >= 0) break;
     const ParamDesc& pd = p.params[op.first_param + j];
-    const bool want = (pd.kind == kParamInput && c.grad_inputs != nullptr) || (pd.kind == kParamWeight && c.grad_weights != nullptr);
-    if (!want) continue;
+    if (!param_wanted(p, c, op.first_param + j)) continue;
     Cx<R> drow[D];
     lane_block_row<R, D, true>(p, c, op, b, j, g, on, drow);
     const Cx<R> v = lane_dot<R, D>(drow, lx);
@@ -186,7 +185,7 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
       case 1:
         lanes_apply<R, 1>(p, c, op, b, psi, g);
         break;
-      default:  // 2 (kMaxGroupTargets)
+      default:  // 2 (kMaxBlockTargets)
         lanes_apply<R, 2>(p, c, op, b, psi, g);
         break;
     }
@@ -267,7 +266,7 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
       case 1:
         lanes_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g);
         break;
-      default:  // 2 (kMaxGroupTargets)
+      default:  // 2 (kMaxBlockTargets)
         lanes_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g);
         break;
     }

@@ -1,8 +1,9 @@
-// A compiled circuit as plain data for the group executor (kernels/sv_group.hpp):
-// every array is a raw pointer into one contiguous blob, so the same struct views
-// the plan in host memory (the cpu-side tests of the shared body) and in device
-// memory (the cuda backend uploads the blob once, at compile time). C++17 and no
-// std containers, so nvcc reads it.
+// A compiled circuit as plain data, the one form every executor reads: the cpu
+// tiles (cpu/statevector_cpu_impl.hpp), the group and lanes bodies
+// (kernels/sv_group.hpp, sv_lanes.hpp). Every array is a raw pointer into one
+// contiguous blob (core/sv_pack.cpp), so the same struct views the plan in host
+// memory (the cpu executor) and in device memory (the cuda backend uploads the
+// blob once, at compile time). C++17 and no std containers, so nvcc reads it.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +25,19 @@ struct ParamDesc {
   double scale = 1.0;
 };
 
+// What an op's parameters read (OpDesc::reads, a bit set).
+enum ParamReads : std::uint8_t { kReadsInputs = 1, kReadsWeights = 2 };
+
 struct OpDesc {
   Gate gate = Gate::Identity;
   GateSite site;
   int n_params = 0;
   int first_param = 0;  // index into SvPlan::params
   int fixed = -1;       // entry offset into SvPlan::fixed_blocks when the block is constant
+  std::uint8_t reads = 0;  // ParamReads of its parameters
+  // Entry offsets of this op's block and of its derivative blocks (one per
+  // parameter) in a buffer holding every op's: the cpu tiles precompute blocks.
+  std::size_t mat_entry = 0, dmat_entry = 0;
 };
 
 struct TermDesc {
@@ -58,14 +66,15 @@ struct SvPlan {
   bool amp_normalize = false;
   double amp_pad = 0.0;
   const std::uint64_t* amp_index = nullptr;
+  std::size_t mat_entries = 0, dmat_entries = 0;  // sizes of those block buffers
 };
 
 constexpr int kMaxSampleWires = 26;
 // Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,
-// kernels/sv_lanes.hpp): the catalogue's gates and QubitUnitary have at most two
-// (controls excluded); pack_sv_plan refuses anything else, so the bodies carry
+// kernels/sv_lanes.hpp) and the cpu tiles: the catalogue's gates and QubitUnitary
+// have at most two (controls excluded); the planner refuses anything else, so they carry
 // 4 x 4 blocks at most (no dead 8 x 8 path holding registers or stack).
-constexpr int kMaxGroupTargets = 2;
+constexpr int kMaxBlockTargets = 2;
 
 // One batched call. Null pointers switch the matching work off.
 template <class R>

@@ -137,13 +137,12 @@ auto run_groups(int groups, int G, Body body) {
 // The plan as the device holds it (packed into one blob and relocated, like the
 // upload), with the call's reduced weight gradients zeroed (like the launch's memset).
 struct DevicePlan {
-  qfleet::detail::PackedSvPlan packed;
   std::vector<std::byte> copy;
   qfleet::kern::SvPlan view;
 
   template <class R>
   DevicePlan(const qfleet::detail::Plan& plan, const qfleet::kern::SvCall<R>& call)
-      : packed(qfleet::detail::pack_sv_plan(plan)), copy(packed.blob), view(packed.view_at(copy.data())) {
+      : copy(plan.blob), view(qfleet::detail::sv_view_at(plan.offsets, copy.data())) {
     if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
       for (int i = 0; i < plan.n_weights; ++i) call.grad_weights[i] = 0;
     }
