@@ -1,6 +1,6 @@
 // (b) qfleet::json_problem in-process: templates, gates, per-sample weights, complex64,
 // states, samples, options and the parsing API, checked against the independent
-// reference (reference.hpp).
+// reference (tests/reference/circuit_json.hpp).
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -12,12 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "qfleet/json_problem.hpp"
-#include "reference.hpp"
+#include "reference/circuit_json.hpp"
 
 namespace {
 
 using nlohmann::json;
 namespace qj = qfleet::json_problem;
+namespace jref = ref::circuit_json;
 
 // Splits the reference's flat outputs of one sample into the contract's keys.
 struct Split {
@@ -48,7 +49,7 @@ void expect_row(const json& got, const std::vector<double>& want, double tol,
 // Checks expvals, probs and (if present) every gradient of `out` against the
 // reference, for any "probs" shape.
 void check(const json& problem, const json& out, double tol = 1e-10, double gtol = 1e-7) {
-  const auto samples = qfleet_ref::samples(problem);
+  const auto samples = jref::samples(problem);
   const std::size_t B = samples.size(), K = problem.value("observables", json::array()).size();
   const auto lists = probs_lists(problem);
   const bool nested = problem.contains("probs") && problem["probs"][0].is_array();
@@ -62,7 +63,7 @@ void check(const json& problem, const json& out, double tol = 1e-10, double gtol
   }
   for (std::size_t b = 0; b < B; ++b) {
     const std::string at = std::string("sample ") + std::to_string(b);
-    const auto ref = qfleet_ref::outputs(problem, samples[b]);
+    const auto ref = jref::outputs(problem, samples[b]);
     expect_row(out["expvals"][b], std::vector<double>(ref.begin(), ref.begin() + K), tol,
                at + " expvals");
     std::size_t off = K;
@@ -80,7 +81,7 @@ void check(const json& problem, const json& out, double tol = 1e-10, double gtol
       continue;
     }
     std::vector<std::vector<double>> jx, jw;
-    qfleet_ref::jacobians(problem, samples[b], jx, jw);
+    jref::jacobians(problem, samples[b], jx, jw);
     ASSERT_EQ(out["grad_inputs"][b].size(), K);
     for (std::size_t k = 0; k < K; ++k) {
       expect_row(out["grad_inputs"][b][k], jx[k], gtol, at + " grad_inputs " + std::to_string(k));
@@ -192,7 +193,7 @@ TEST(CliEvaluate, CatalogueGatesAliasesAndQubitUnitary) {
   })");
   // A 2-wire unitary: H (x) RY(0.8) with a phase.
   json u = json::array();
-  const auto ry = qfleet_ref::ry(0.8);
+  const auto ry = ref::RY(0.8);
   const std::complex<double> ph = std::exp(std::complex<double>(0, 0.3));
   for (int a = 0; a < 4; ++a) {
     json row = json::array();
@@ -299,20 +300,10 @@ TEST(CliEvaluate, StatesMatchTheReference) {
       "precision": ")" + prec + R"("
     })");
     const json out = qj::evaluate(p);
-    // U3 is not in the reference; state up to the last op, then apply U3 by hand:
-    // U3(t, phi, d) = [[c, -e^{id} s], [e^{i phi} s, e^{i(phi+d)} c]] (PennyLane).
-    const auto samples = qfleet_ref::samples(p);
+    const auto samples = jref::samples(p);
     ASSERT_EQ(out["states"].size(), 2u);
     for (std::size_t b = 0; b < 2; ++b) {
-      json q = p;
-      q["ops"].erase(q["ops"].size() - 1);
-      auto psi = qfleet_ref::final_state(q, samples[b]);
-      const double t = 0.3, phi = 0.2, d = 0.1;
-      const std::complex<double> i1(0, 1);
-      qfleet_ref::Mat u3 = qfleet_ref::mat2(std::cos(t / 2), -std::exp(i1 * d) * std::sin(t / 2),
-                                            std::exp(i1 * phi) * std::sin(t / 2),
-                                            std::exp(i1 * (phi + d)) * std::cos(t / 2));
-      qfleet_ref::apply(psi, 3, u3, {2});
+      const ref::Vec psi = jref::final_state(p, samples[b]);
       const json& st = out["states"][b];
       ASSERT_EQ(st.size(), 8u);
       const double tol = prec == "complex64" ? 1e-6 : 1e-12;
@@ -321,7 +312,7 @@ TEST(CliEvaluate, StatesMatchTheReference) {
         EXPECT_NEAR(st[i][0].get<double>(), psi(i).real(), tol) << prec << " b=" << b << " i=" << i;
         EXPECT_NEAR(st[i][1].get<double>(), psi(i).imag(), tol) << prec << " b=" << b << " i=" << i;
       }
-      const double z2 = qfleet_ref::expval(psi, 3, json::parse(R"([[1.0, "Z2"]])"));
+      const double z2 = ref::expval(psi, jref::observable(json::parse(R"([[1.0, "Z2"]])")), 3);
       EXPECT_NEAR(out["expvals"][b][0].get<double>(), z2, tol);
     }
   }

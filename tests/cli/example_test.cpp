@@ -1,5 +1,5 @@
 // (a) The real binary on the worked example docs/examples/circuit.json, every
-// number checked against the independent reference in reference.hpp (never
+// number checked against the independent reference in tests/reference/ (never
 // against qfleet itself); and the output shown in docs/cli.md kept in sync.
 #include <cmath>
 #include <string>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "reference.hpp"
+#include "reference/circuit_json.hpp"
 #include "run_cli.hpp"
 
 namespace {
@@ -16,6 +16,7 @@ namespace {
 using nlohmann::json;
 using qfleet_test::run_cli;
 using qfleet_test::source_path;
+namespace jref = ref::circuit_json;
 
 const std::string kExample = "docs/examples/circuit.json";
 
@@ -37,7 +38,7 @@ void expect_near_all(const json& got, const std::vector<double>& want, double to
 // (finite differences of the reference) to 1e-7.
 void check_against_reference(const json& problem, const json& out) {
   const int n = problem["qubits"].get<int>();
-  const auto samples = qfleet_ref::samples(problem);
+  const auto samples = jref::samples(problem);
   const std::size_t K = problem["observables"].size();
   const std::size_t P = std::size_t{1} << problem["probs"].size();
   ASSERT_EQ(out["qubits"], n);
@@ -48,7 +49,7 @@ void check_against_reference(const json& problem, const json& out) {
   ASSERT_EQ(out["probs"].size(), samples.size());
   for (std::size_t b = 0; b < samples.size(); ++b) {
     const std::string at = std::string("sample ") + std::to_string(b);
-    const std::vector<double> ref = qfleet_ref::outputs(problem, samples[b]);
+    const std::vector<double> ref = jref::outputs(problem, samples[b]);
     ASSERT_EQ(ref.size(), K + P);
     expect_near_all(out["expvals"][b], std::vector<double>(ref.begin(), ref.begin() + K), 1e-12,
                     at + " expvals");
@@ -56,7 +57,7 @@ void check_against_reference(const json& problem, const json& out) {
                     at + " probs");
 
     std::vector<std::vector<double>> jx, jw;
-    qfleet_ref::jacobians(problem, samples[b], jx, jw);
+    jref::jacobians(problem, samples[b], jx, jw);
     ASSERT_EQ(out["grad_inputs"][b].size(), K);
     ASSERT_EQ(out["grad_weights"][b].size(), K);
     for (std::size_t k = 0; k < K; ++k) {

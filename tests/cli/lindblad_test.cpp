@@ -1,7 +1,7 @@
 // "kind": "lindblad" problems: the real binary on the worked example
 // docs/examples/lindblad.json, evaluate() in-process on closed and open systems,
 // gates, solvers and precisions, and every error path. Every number is checked
-// against the independent Eigen reference in open_reference.hpp (finite
+// against the independent Eigen reference in tests/reference/ (finite
 // differences for the gradients), never against qfleet itself.
 #include <cstdio>
 #include <functional>
@@ -14,7 +14,7 @@
 
 #include "qfleet/json_lindblad.hpp"
 #include "qfleet/json_problem.hpp"
-#include "open_reference.hpp"
+#include "reference/lindblad_json.hpp"
 #include "run_cli.hpp"
 
 namespace {
@@ -24,6 +24,7 @@ using qfleet_test::CliResult;
 using qfleet_test::run_cli;
 using qfleet_test::source_path;
 namespace qj = qfleet::json_problem;
+namespace jref = ref::lindblad_json;
 
 const std::string kExample = "docs/examples/lindblad.json";
 
@@ -58,10 +59,10 @@ void expect_matches(const json& got, const json& want, double tol, double grad_t
 
 void expect_matches_reference(const json& problem, const json& got, double tol = 1e-10,
                               double grad_tol = 1e-7) {
-  const json want = qfleet_oref::evaluate(problem);
+  const json want = jref::evaluate(problem);
   expect_matches(got, want, tol, grad_tol);
   EXPECT_EQ(got["dim"], problem["dim"]);
-  EXPECT_EQ(got["batch"], qfleet_oref::read(problem).batch);
+  EXPECT_EQ(got["batch"], jref::read(problem).tasks.B);
   EXPECT_EQ(got["solver"], problem.value("solver", std::string("exact")));
   EXPECT_EQ(got["precision"], problem.value("precision", std::string("complex128")));
 }
@@ -284,7 +285,7 @@ TEST(LindbladEvaluate, FixedStepAndAdaptiveSolvers) {
   p["dt"] = 0.03;  // 0.7 / 0.03 -> 24 steps per segment
   const json rk4 = qj::evaluate(p);
   expect_matches_reference(p, rk4);  // the reference's rk4 map, and its exact gradient
-  expect_matches(rk4, qfleet_oref::evaluate(load_example()), 1e-6, 1e-5);  // close to exact
+  expect_matches(rk4, jref::evaluate(load_example()), 1e-6, 1e-5);  // close to exact
 
   p["solver"] = "euler";
   p["dt"] = 0.01;
@@ -296,7 +297,7 @@ TEST(LindbladEvaluate, FixedStepAndAdaptiveSolvers) {
   d["atol"] = 1e-12;
   const json dp = qj::evaluate(d);
   EXPECT_EQ(dp["solver"], "dopri5");
-  expect_matches(dp, qfleet_oref::evaluate(load_example()), 1e-7, 1e-6);
+  expect_matches(dp, jref::evaluate(load_example()), 1e-7, 1e-6);
 }
 
 TEST(LindbladEvaluate, Complex64) {
@@ -305,7 +306,7 @@ TEST(LindbladEvaluate, Complex64) {
   p["threads"] = 1;
   const json out = qj::evaluate(p);
   EXPECT_EQ(out["precision"], "complex64");
-  expect_matches(out, qfleet_oref::evaluate(load_example()), 1e-5, 1e-4);
+  expect_matches(out, jref::evaluate(load_example()), 1e-5, 1e-4);
   // Single-precision results widened exactly: each is a float.
   const double f = out["fidelity"][0].get<double>();
   EXPECT_EQ(static_cast<double>(static_cast<float>(f)), f);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../cli/run_cli.hpp"
-#include "../unit/open_reference.hpp"
+#include "../reference/lindblad.hpp"
 #include "meta_control.hpp"
 
 namespace {
@@ -111,23 +111,23 @@ TEST(MetaConfig, ClearErrors) {
 // (+ XX/2, ZZ/2), jumps sqrt(gamma_relax) |0><1| and sqrt(gamma_deph / 2) Z per qubit.
 double reference_fidelity(const qfleet::meta::Config& cfg, const std::vector<double>& u, double deph,
                           double relax) {
-  using namespace oref;
+  using namespace ref;
   const bool two = cfg.system == "two_qubit_cz";
   const Index d = two ? 4 : 2;
   auto on = [&](const Mat& m, int q) { return two ? (q == 0 ? kron(m, eye(2)) : kron(eye(2), m)) : m; };
   std::vector<Mat> ctrl, jumps;
   std::vector<double> rates;
   for (int q = 0; q < (two ? 2 : 1); ++q) {
-    ctrl.push_back(0.5 * on(pauli_x(), q));
-    ctrl.push_back(0.5 * on(pauli_y(), q));
+    ctrl.push_back(0.5 * on(pauli('X'), q));
+    ctrl.push_back(0.5 * on(pauli('Y'), q));
     jumps.push_back(on(ket_bra(2, 0, 1), q));
     rates.push_back(relax);
-    jumps.push_back(on(pauli_z(), q));
+    jumps.push_back(on(pauli('Z'), q));
     rates.push_back(deph / 2);
   }
   if (two) {
-    ctrl.push_back(0.5 * kron(pauli_x(), pauli_x()));
-    ctrl.push_back(0.5 * kron(pauli_z(), pauli_z()));
+    ctrl.push_back(0.5 * kron(pauli('X'), pauli('X')));
+    ctrl.push_back(0.5 * kron(pauli('Z'), pauli('Z')));
   }
   const int nc = static_cast<int>(ctrl.size());
   const double dt = cfg.gate_time / double(cfg.n_segments);
@@ -137,7 +137,7 @@ double reference_fidelity(const qfleet::meta::Config& cfg, const std::vector<dou
     for (int k = 0; k < nc; ++k) h += u[std::size_t(s * nc + k)] * ctrl[std::size_t(k)];
     S = Mat((liouvillian(h, jumps, rates) * dt).exp()) * S;
   }
-  Mat V = two ? Mat(Eigen::Vector4cd(1, 1, 1, -1).asDiagonal()) : pauli_x();
+  Mat V = two ? Mat(Eigen::Vector4cd(1, 1, 1, -1).asDiagonal()) : pauli('X');
   const Channel e = [&](const Mat& x) { return unvec(S * vec(x), d); };
   if (cfg.fidelity == "average_gate") return avg_fidelity_weyl(e, V, d);
   double f = 0;

@@ -5,14 +5,16 @@
 
 #include <span>
 
-#include "unit/reference.hpp"
+#include "qfleet/qfleet.hpp"
+#include "reference/random.hpp"
+#include "reference/statevector.hpp"
 
 namespace ref {
 
 // ---------------------------------------------------------------------------
 // Twin: drives a qfleet::Circuit and a ref::Circuit with the same calls. Gates go
 // to both by name; templates are expanded by qfleet on one side and by the
-// reference's own expansions (reference.hpp) on the other.
+// reference's own expansions (reference/statevector.hpp) on the other.
 
 struct Twin {
   qfleet::Circuit q;
@@ -255,7 +257,7 @@ inline void random_circuit(Twin& t, std::mt19937_64& rng, const RandomSpec& s) {
     const std::string& name = names[randint(rng, 0, static_cast<int>(names.size()) - 1)];
     if (name == "QubitUnitary") {
       const int k = randint(rng, 1, std::min(n, 2));
-      t.unitary(random_wires(rng, n, k), random_unitary(k, rng));
+      t.unitary(random_wires(rng, n, k), random_unitary(rng, Index{1} << k));
       continue;
     }
     const int k = gate_wires(name);

@@ -5,7 +5,7 @@
 // on the CPU in their launch shapes (group, registers, interleaved; unit/group_emu.hpp),
 // and the cuda backend itself where a GPU is visible — in both precisions, at batch
 // sizes around the SIMD width and the warp (1, L-1, L, L+1, 31, 32, 33), against one
-// reference: the dense simulator and its finite differences (unit/reference.hpp).
+// reference: the dense simulator and its finite differences (tests/reference/).
 // BackendMatrix.ListsTheWholeCatalogue fails when the library grows a gate or a
 // measurement kind the matrix does not run. (Open systems have their matrix in
 // test_open_cuda.cpp: every kind and solver on the cpu executor and the emulated and
@@ -143,8 +143,8 @@ void build_case(ref::Twin& t, const qfleet::GateInfo& g, std::mt19937_64& rng) {
   for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w)});
   const std::string name(g.name);
   if (name == "QubitUnitary") {
-    t.unitary(ref::random_wires(rng, n, 1), ref::random_unitary(1, rng));
-    t.unitary(ref::random_wires(rng, n, 2), ref::random_unitary(2, rng));
+    t.unitary(ref::random_wires(rng, n, 1), ref::random_unitary(rng, 2));
+    t.unitary(ref::random_wires(rng, n, 2), ref::random_unitary(rng, 4));
   } else {
     std::vector<qfleet::Param> p;
     for (int j = 0; j < g.params; ++j) {

@@ -57,7 +57,7 @@ TEST(Errors, GateBuilderRejectsBadGatesWithClearMessages) {
 TEST(Errors, QubitUnitaryMustBeAUnitaryOfTheRightSize) {
   qfleet::Circuit c(2);
   std::mt19937_64 rng(1);
-  const auto u2 = ref::row_major(ref::random_unitary(1, rng));
+  const auto u2 = ref::row_major(ref::random_unitary(rng, 2));
   EXPECT_QFLEET_ERROR(c.qubit_unitary({0}, {1, 0, 0, 2}), "not unitary");
   EXPECT_QFLEET_ERROR(c.qubit_unitary({0}, {1, 1, 0, 1}), "not unitary");
   EXPECT_QFLEET_ERROR(c.qubit_unitary({0, 1}, u2), "matrix", "16");

@@ -1,5 +1,5 @@
 // Gate matrices: every catalogue gate, on every wire placement of 1..4 qubits,
-// applied to a random complex state, against the dense reference (reference.hpp).
+// applied to a random complex state, against the dense reference (reference/statevector.hpp).
 #include <gtest/gtest.h>
 
 #include "unit/harness.hpp"
@@ -90,7 +90,7 @@ ref::Batch build(ref::Twin& t, const GateCase& gc, const std::vector<int>& wires
     }
   }
   if (gc.name == "QubitUnitary") {
-    t.unitary(wires, ref::random_unitary(gc.wires, rng));
+    t.unitary(wires, ref::random_unitary(rng, ref::Index{1} << gc.wires));
   } else {
     t.add(gc.name, wires, p);
   }

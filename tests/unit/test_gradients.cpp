@@ -4,7 +4,7 @@
 // AmplitudeEmbedding features, probability cotangents and random circuits.
 //
 // Tolerance: ||g - g_ref|| <= 1e-6 (||g_ref|| + 1e-4). The 5-point differences in
-// reference.hpp are accurate to ~1e-11 here, so anything above that is qfleet's.
+// reference/statevector.hpp are accurate to ~1e-11 here, so anything above that is qfleet's.
 #include <gtest/gtest.h>
 
 #include "unit/harness.hpp"

@@ -2,7 +2,7 @@
 // takes (kern::open_run_task: cotangents, the shared task body, per-task gradients
 // in place, shared-parameter gradients summed with atomic adds) executed by
 // std::threads over the host copy of the packed plan, against the independent
-// reference of open_reference.hpp (outputs and finite-difference gradients); and
+// reference of reference/lindblad.hpp (outputs and finite-difference gradients); and
 // the device option without a GPU. Needs a GPU (skips with a message otherwise):
 // the cuda backend against the cpu backend for every problem kind, solver,
 // precision and batch sizes around the block size.
@@ -19,11 +19,11 @@
 #include "kernels/open_task.hpp"
 #include "unit/expect_error.hpp"
 #include "unit/group_emu.hpp"
-#include "unit/open_reference.hpp"
+#include "unit/open_harness.hpp"
 
 namespace {
 
-using namespace oref;
+using namespace ref;
 using qfleet::Solver;
 
 qfleet::OpenCompileOptions options_for(Solver s) {
@@ -100,7 +100,7 @@ struct Call {
   std::vector<double> fid, leak, exp, g_amp, g_drift, g_rates, cf, cl;
   std::vector<std::complex<double>> fin;
   qfleet::kern::OpenTaskCall<double> c;
-  Call(const Model& m, const Batch& b, const std::vector<double>& cot_f, const std::vector<double>& cot_l)
+  Call(const Model& m, const TaskBatch& b, const std::vector<double>& cot_f, const std::vector<double>& cot_l)
       : fid(b.B, -7), leak(b.B, -7), exp(b.B * (m.durations.size() + 1) * m.observables.size(), -7),
         g_amp(b.amps.size(), -7), g_drift(b.drift.size(), -7), g_rates(b.rates.size(), -7), cf(cot_f), cl(cot_l),
         fin(b.B * m.final_size(), {-7, -7}) {
@@ -126,7 +126,7 @@ struct Call {
 };
 
 // Outputs against the independent reference, gradients against finite differences.
-void expect_matches_reference(const Call& call, const Model& m, const Batch& b, Solver s, const std::string& what) {
+void expect_matches_reference(const Call& call, const Model& m, const TaskBatch& b, Solver s, const std::string& what) {
   const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
   const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
   const Flat want = flatten(simulate_batch(m, b, scheme, dt));
@@ -157,7 +157,7 @@ TEST(OpenGpuPaths, ThreadAndGroupsMatchTheReferenceForEveryKindAndSolver) {
       const Model m = kind_model(k, rng, k.closed ? 3 : 2);
       const auto plan = packed_plan(m, options_for(s));
       const bool initial = k.init != Init::Gate;
-      const Batch b = random_batch(rng, m, 5, true, false, true, initial);
+      const TaskBatch b = random_batch(rng, m, 5, true, false, true, initial);
       const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
       // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
       Call solo(m, b, cot_f, cot_l);
@@ -184,7 +184,7 @@ TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {
     for (Solver s : {Solver::exact, Solver::rk4}) {
       const Model m = kind_model(kProblemKinds[4], rng, d);
       const auto plan = packed_plan(m, options_for(s));
-      const Batch b = random_batch(rng, m, 3, true, true, false);
+      const TaskBatch b = random_batch(rng, m, 3, true, true, false);
       Call call(m, b, {0.9, -0.4, 1.2}, {0.3, 0.0, -0.7});
       ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, d == 3 ? 32 : 13), 0);
       expect_matches_reference(call, m, b, s, std::string(kProblemKinds[4].name) + " d=" + std::to_string(d) + " " +
@@ -200,7 +200,7 @@ void expect_shared_sums(std::uint64_t seed, std::size_t B, int slots, int group)
   std::mt19937_64 rng(seed);
   const Model m = kind_model(kProblemKinds[3], rng, 2);
   const auto plan = packed_plan(m, options_for(Solver::exact));
-  const Batch b = random_batch(rng, m, B, false, true, false);
+  const TaskBatch b = random_batch(rng, m, B, false, true, false);
   std::vector<double> cot_f(B), cot_l(B);
   for (std::size_t i = 0; i < B; ++i) {
     cot_f[i] = std::sin(double(i));
@@ -228,7 +228,7 @@ TEST(OpenGpuPaths, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
   Model m = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : m.durations) t *= 20;  // hundreds of dopri5 steps per segment
   const auto plan = packed_plan(m, options_for(Solver::dopri5));
-  const Batch b = random_batch(rng, m, 2, true, false, false);
+  const TaskBatch b = random_batch(rng, m, 2, true, false, false);
   for (int group : {0, 3}) {
     Call call(m, b, {1.0, 1.0}, {0.0, 0.0});
     const int status = run_like_gpu(*plan, call.c, 2, 4, group);  // room for 4 steps per segment
@@ -256,7 +256,7 @@ TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
   EXPECT_EQ(qfleet::compile(build(m)).cuda_device(), -1);
   EXPECT_EQ(autoprog.execution(100000, true).rfind("cpu ", 0), 0u) << autoprog.execution(100000, true);
   const auto cpuprog = qfleet::compile(build(m));
-  const Batch b = random_batch(rng, m, 4, true, true, true);
+  const TaskBatch b = random_batch(rng, m, 4, true, true, true);
   const auto q1 = qvjp<double>(autoprog, m, b, {1, 2, 3, 4}, {}, want_all(m));
   const auto q2 = qvjp<double>(cpuprog, m, b, {1, 2, 3, 4}, {}, want_all(m));
   EXPECT_EQ(q1.fid, q2.fid);
@@ -278,7 +278,7 @@ void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std
   ASSERT_EQ(gpu.execution(B, true).rfind("cuda ", 0), 0u) << gpu.execution(B, true);
   EXPECT_EQ(gpu.cuda_device(), 0);  // the current device of this process
   const bool initial = m.init != Init::Gate;
-  const Batch b = random_batch(rng, m, B, B % 2 == 1, false, true, initial && B > 1);
+  const TaskBatch b = random_batch(rng, m, B, B % 2 == 1, false, true, initial && B > 1);
   std::vector<double> cf(B), cl(B);
   for (std::size_t i = 0; i < B; ++i) {
     cf[i] = std::sin(1.0 + double(i));

@@ -7,11 +7,11 @@
 #include <limits>
 
 #include "unit/expect_error.hpp"
-#include "unit/open_reference.hpp"
+#include "unit/open_harness.hpp"
 
 namespace {
 
-using namespace oref;
+using namespace ref;
 using qfleet::Solver;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -46,18 +46,18 @@ TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
 
   std::mt19937_64 rng(401);
   qfleet::OpenSystem s(2);
-  s.drift(rm(pauli_z())).drift_term(rm(pauli_x())).control(rm(pauli_y())).jump(rm(ket_bra(2, 0, 1)));
-  s.observable(rm(pauli_z())).segments(4, 1.0).initial_state(stdvec(basis(2, 1))).target_state(stdvec(basis(2, 0)));
+  s.drift(row_major(pauli('Z'))).drift_term(row_major(pauli('X'))).control(row_major(pauli('Y'))).jump(row_major(ket_bra(2, 0, 1)));
+  s.observable(row_major(pauli('Z'))).segments(4, 1.0).initial_state(stdvec(basis(2, 1))).target_state(stdvec(basis(2, 0)));
   s.computational_subspace({0});
   const Snapshot before(s);
-  const qfleet::ComplexMatrix nonherm = rm(mat2(1, 2, 0, 1));
-  const qfleet::ComplexMatrix herm = rm(pauli_x());
+  const qfleet::ComplexMatrix nonherm = row_major(mat2(1, 2, 0, 1));
+  const qfleet::ComplexMatrix herm = row_major(pauli('X'));
 
   EXPECT_QFLEET_ERROR(s.drift(nonherm), "drift", "hermitian");
   EXPECT_QFLEET_ERROR(s.drift_term(nonherm), "drift term", "hermitian");
   EXPECT_QFLEET_ERROR(s.control(nonherm), "control", "hermitian");
-  EXPECT_QFLEET_ERROR(s.observable(rm(mat2(0, kI, kI, 0))), "observable", "hermitian");
-  EXPECT_QFLEET_ERROR(s.drift(rm(mat2(1, 0, 0, cd(1, 1e-3)))), "hermitian");  // complex diagonal
+  EXPECT_QFLEET_ERROR(s.observable(row_major(mat2(0, kI, kI, 0))), "observable", "hermitian");
+  EXPECT_QFLEET_ERROR(s.drift(row_major(mat2(1, 0, 0, cd(1, 1e-3)))), "hermitian");  // complex diagonal
   for (cd bad : {cd(kNaN, 0), cd(0, kInf), cd(-kInf, 0)}) {
     EXPECT_QFLEET_ERROR(s.drift(with(herm, 0, bad)), "non-finite");
     EXPECT_QFLEET_ERROR(s.drift_term(with(herm, 3, bad)), "non-finite");
@@ -66,23 +66,23 @@ TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
     EXPECT_QFLEET_ERROR(s.observable(with(herm, 0, bad)), "non-finite");
     EXPECT_QFLEET_ERROR(s.initial_state({bad, 1}), "non-finite");
     EXPECT_QFLEET_ERROR(s.target_state({1, bad}), "non-finite");
-    EXPECT_QFLEET_ERROR(s.initial_density(with(rm(eye(2) / 2.0), 0, bad)), "non-finite");
+    EXPECT_QFLEET_ERROR(s.initial_density(with(row_major(eye(2) / 2.0), 0, bad)), "non-finite");
     EXPECT_QFLEET_ERROR(s.target_unitary(with(herm, 1, bad)), "non-finite");
   }
   // Wrong sizes.
-  EXPECT_QFLEET_ERROR(s.drift(rm(eye(3))), "2x2");
+  EXPECT_QFLEET_ERROR(s.drift(row_major(eye(3))), "2x2");
   EXPECT_QFLEET_ERROR(s.control(qfleet::ComplexMatrix(3, 0.0)), "2x2");
-  EXPECT_QFLEET_ERROR(s.jump(rm(eye(1))), "2x2");
+  EXPECT_QFLEET_ERROR(s.jump(row_major(eye(1))), "2x2");
   EXPECT_QFLEET_ERROR(s.observable({}), "2x2");
   EXPECT_QFLEET_ERROR(s.initial_state({1, 0, 0}), "2 amplitudes");
   EXPECT_QFLEET_ERROR(s.target_state({1}), "2 amplitudes");
   // States and densities.
   EXPECT_QFLEET_ERROR(s.initial_state({1, 1}), "normalised");
   EXPECT_QFLEET_ERROR(s.target_state({0.5, 0.5}), "normalised");
-  EXPECT_QFLEET_ERROR(s.initial_density(rm(eye(2))), "trace 1");
-  EXPECT_QFLEET_ERROR(s.initial_density(rm(mat2(0.5, 0.1, 0.2, 0.5))), "hermitian");
-  EXPECT_QFLEET_ERROR(s.target_density(rm(0.3 * eye(2))), "trace 1");
-  EXPECT_QFLEET_ERROR(s.target_unitary(rm(mat2(1, 1, 0, 1))), "unitary");
+  EXPECT_QFLEET_ERROR(s.initial_density(row_major(eye(2))), "trace 1");
+  EXPECT_QFLEET_ERROR(s.initial_density(row_major(mat2(0.5, 0.1, 0.2, 0.5))), "hermitian");
+  EXPECT_QFLEET_ERROR(s.target_density(row_major(0.3 * eye(2))), "trace 1");
+  EXPECT_QFLEET_ERROR(s.target_unitary(row_major(mat2(1, 1, 0, 1))), "unitary");
   // Time grid and subspace.
   EXPECT_QFLEET_ERROR(s.segments(0, 1.0), "n_seg");
   EXPECT_QFLEET_ERROR(s.segments(-3, 1.0), "n_seg");
@@ -102,18 +102,18 @@ TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
   EXPECT_TRUE(Snapshot(s) == before) << "a rejected builder call changed the system";
   // And the system still compiles and runs.
   Model m(2);
-  m.h0 = pauli_z();
-  m.drift_terms = {pauli_x()};
-  m.controls = {pauli_y()};
+  m.h0 = pauli('Z');
+  m.drift_terms = {pauli('X')};
+  m.controls = {pauli('Y')};
   m.jumps = {ket_bra(2, 0, 1)};
-  m.observables = {pauli_z()};
+  m.observables = {pauli('Z')};
   m.durations.assign(4, 0.25);
   m.psi0 = basis(2, 1);
   m.target = Target::Pure;
   m.target_psi = basis(2, 0);
   m.subspace = {0};
   const auto prog = qfleet::compile(s);
-  Batch b;
+  TaskBatch b;
   b.amps = {0.1, 0.2, 0.3, 0.4};
   b.drift = {0.5};
   b.rates = {0.3};
@@ -124,13 +124,13 @@ TEST(OpenErrors, BuilderRejectsBadMatricesAndLeavesTheSystemUnchanged) {
 TEST(OpenErrors, CompileRejectsInconsistentProblems) {
   auto qubit = [] {
     qfleet::OpenSystem s(2);
-    s.control(rm(pauli_x()));
+    s.control(row_major(pauli('X')));
     return s;
   };
   EXPECT_QFLEET_ERROR(qfleet::compile(qubit()), "no time grid");
   {
     auto s = qubit();
-    s.segments(2, 1.0).target_unitary(rm(pauli_x()));
+    s.segments(2, 1.0).target_unitary(row_major(pauli('X')));
     EXPECT_QFLEET_ERROR(qfleet::compile(s), "propagate_gate");
   }
   {
@@ -140,25 +140,25 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
   }
   {
     auto s = qubit();
-    s.segments(2, 1.0).propagate_gate().observable(rm(pauli_z()));
+    s.segments(2, 1.0).propagate_gate().observable(row_major(pauli('Z')));
     EXPECT_QFLEET_ERROR(qfleet::compile(s), "observable");
   }
   {
     auto s = qubit();  // closed system with a density matrix
-    s.segments(2, 1.0).initial_density(rm(eye(2) / 2.0));
+    s.segments(2, 1.0).initial_density(row_major(eye(2) / 2.0));
     EXPECT_QFLEET_ERROR(qfleet::compile(s), "pure state");
   }
   {
     auto s = qubit();  // Hermitian, trace 1, not PSD
-    s.segments(2, 1.0).jump(rm(ket_bra(2, 0, 1))).initial_density(rm(mat2(1.5, 0, 0, -0.5)));
+    s.segments(2, 1.0).jump(row_major(ket_bra(2, 0, 1))).initial_density(row_major(mat2(1.5, 0, 0, -0.5)));
     EXPECT_QFLEET_ERROR(qfleet::compile(s), "initial density", "positive semidefinite");
   }
   {
     auto s = qubit();
-    s.segments(2, 1.0).jump(rm(ket_bra(2, 0, 1))).target_density(rm(mat2(0.5, 0.9, 0.9, 0.5)));
+    s.segments(2, 1.0).jump(row_major(ket_bra(2, 0, 1))).target_density(row_major(mat2(0.5, 0.9, 0.9, 0.5)));
     EXPECT_QFLEET_ERROR(qfleet::compile(s), "target density", "positive semidefinite");
     qfleet::OpenSystem c = qubit();
-    c.segments(2, 1.0).target_density(rm(mat2(0.5, 0.9, 0.9, 0.5)));
+    c.segments(2, 1.0).target_density(row_major(mat2(0.5, 0.9, 0.9, 0.5)));
     EXPECT_QFLEET_ERROR(qfleet::compile(c), "target density", "positive semidefinite");
   }
   // Solver options.
@@ -186,7 +186,7 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
   EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "num_threads");
   // The exact solver's size limit: an open d = 17 system has a 289 x 289 generator.
   qfleet::OpenSystem big(17);
-  big.segments(2, 1.0).jump(rm(ket_bra(17, 0, 1)));
+  big.segments(2, 1.0).jump(row_major(ket_bra(17, 0, 1)));
   EXPECT_QFLEET_ERROR(qfleet::compile(big), "exact", "rk4", "dopri5");
   o = {};
   o.solver = Solver::rk4;
@@ -198,7 +198,7 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
   big_closed.segments(2, 1.0);
   EXPECT_NO_THROW(qfleet::compile(big_closed));
   qfleet::OpenSystem limit(16);
-  limit.segments(1, 1.0).jump(rm(ket_bra(16, 0, 1)));
+  limit.segments(1, 1.0).jump(row_major(ket_bra(16, 0, 1)));
   EXPECT_NO_THROW(qfleet::compile(limit));
 }
 
@@ -206,14 +206,14 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
 struct Fixture {
   Model m{2};
   qfleet::OpenProgram prog;
-  Batch b;
+  TaskBatch b;
   static Model model(bool closed) {
     Model m(2);
-    m.h0 = 0.3 * pauli_z();
-    m.drift_terms = {pauli_x()};
-    m.controls = {pauli_y(), pauli_x()};
+    m.h0 = 0.3 * pauli('Z');
+    m.drift_terms = {pauli('X')};
+    m.controls = {pauli('Y'), pauli('X')};
     if (!closed) m.jumps = {ket_bra(2, 0, 1)};
-    m.observables = {pauli_z()};
+    m.observables = {pauli('Z')};
     m.durations = {0.3, 0.2, 0.4};
     m.target = Target::Pure;
     m.target_psi = basis(2, 1);
@@ -265,14 +265,14 @@ template <class Mutate>
 void expect_bad_args(const Fixture& f, Mutate mutate, std::initializer_list<const char*> fragments) {
   const std::vector<double> cot = {1.0, 1.0};
   expect_rejected_untouched(f, [&](QOut<double>& o, auto&, auto&, auto&) {
-    Batch bb = f.b;
+    TaskBatch bb = f.b;
     QArgs<double> a(bb);
     qfleet::TaskArgs<double> args = a.args();
     mutate(a, args);
     f.prog.forward<double>(args, o.outputs());
   }, fragments);
   expect_rejected_untouched(f, [&](QOut<double>& o, auto& ga, auto& gd, auto& gr) {
-    Batch bb = f.b;
+    TaskBatch bb = f.b;
     QArgs<double> a(bb);
     qfleet::TaskArgs<double> args = a.args();
     mutate(a, args);
@@ -316,7 +316,7 @@ TEST(OpenErrors, CallRejectsBadArgumentsAndTouchesNoOutput) {
   expect_bad_args(fc, set_initial({1, 0, 1}), {"initial"});
   expect_bad_args(fc, set_initial({1, 0, cd(0, kInf), 0}), {"task 1", "non-finite"});
   // A good per-task initial is accepted (and the fixture runs).
-  Batch b = f.b;
+  TaskBatch b = f.b;
   b.initial = good;
   const auto q = qforward<double>(f.prog, f.m, b, want_all(f.m));
   expect_outputs(q, simulate_batch(f.m, b), want_all(f.m), 1e-10, 0, "after rejected calls");
@@ -394,7 +394,7 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
   Model g = f.m;
   g.init = Init::Gate;
   g.target = Target::Unitary;
-  g.target_mat = pauli_x();
+  g.target_mat = pauli('X');
   g.observables.clear();
   const auto pg = qfleet::compile(build(g));
   QArgs<double> ag(f.b);

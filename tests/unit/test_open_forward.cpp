@@ -1,14 +1,14 @@
 // Forward runs of the open-system engine against the independent reference
-// (open_reference.hpp): random problems d = 2..6 in state and gate modes, open and
+// (reference/lindblad.hpp): random problems d = 2..6 in state and gate modes, open and
 // closed, every solver, both precisions; physical sanity of long pulses; the
 // propagator cache, shared parameters and thread counts.
 #include <gtest/gtest.h>
 
-#include "unit/open_reference.hpp"
+#include "unit/open_harness.hpp"
 
 namespace {
 
-using namespace oref;
+using namespace ref;
 using qfleet::Solver;
 
 qfleet::OpenCompileOptions opt(Solver s, double dt = 0, qfleet::Precision p = qfleet::Precision::complex128) {
@@ -46,7 +46,7 @@ TEST(OpenForward, ExactMatchesReferenceOnStateProblems) {
         sp.leakage = true;
         const Model m = random_model(rng, sp);
         const auto prog = qfleet::compile(build(m));
-        const Batch b = random_batch(rng, m, 3, d % 2 == 0, target == Target::Pure, d % 2 == 1);
+        const TaskBatch b = random_batch(rng, m, 3, d % 2 == 0, target == Target::Pure, d % 2 == 1);
         const auto q = qforward<double>(prog, m, b, want_all(m));
         const auto ref = simulate_batch(m, b);
         expect_outputs(q, ref, want_all(m), 1e-10, 0, label(m));
@@ -73,7 +73,7 @@ TEST(OpenForward, ExactMatchesReferenceOnGateProblems) {
       sp.leakage = true;
       const Model m = random_model(rng, sp);
       const auto prog = qfleet::compile(build(m));
-      const Batch b = random_batch(rng, m, 2, true, d % 2 == 0, d % 2 == 1);
+      const TaskBatch b = random_batch(rng, m, 2, true, d % 2 == 0, d % 2 == 1);
       const auto q = qforward<double>(prog, m, b, want_all(m));
       expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-10, 0, label(m));
       EXPECT_EQ(prog.final_state_size(), m.final_size());
@@ -93,7 +93,7 @@ TEST(OpenForward, PerTaskInitialStates) {
       sp.n_obs = 2;
       const Model m = random_model(rng, sp);
       const auto prog = qfleet::compile(build(m));
-      const Batch b = random_batch(rng, m, 3, true, false, false, /*per_task_initial=*/true);
+      const TaskBatch b = random_batch(rng, m, 3, true, false, false, /*per_task_initial=*/true);
       const auto q = qforward<double>(prog, m, b, want_all(m));
       const auto ref = simulate_batch(m, b);
       expect_outputs(q, ref, want_all(m), 1e-10, 0, label(m, "per-task initial"));
@@ -122,7 +122,7 @@ TEST(OpenForward, EdgeShapes) {
     sp.leakage = true;
     const Model m = random_model(rng, sp);
     const auto prog = qfleet::compile(build(m));
-    const Batch b = random_batch(rng, m, 2, false, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, false, false, true);
     expect_outputs(qforward<double>(prog, m, b, want_all(m)), simulate_batch(m, b), want_all(m), 1e-10, 0,
                    label(m, "no controls"));
   }
@@ -134,7 +134,7 @@ TEST(OpenForward, EdgeShapes) {
   m.target_psi = basis(1, 0);
   m.observables = {Mat::Constant(1, 1, 2.0)};
   const auto prog = qfleet::compile(build(m));
-  Batch b;
+  TaskBatch b;
   b.amps = {0.3, -1.1};
   const auto q = qforward<double>(prog, m, b, want_all(m));
   expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-12, 0, "d=1");
@@ -150,7 +150,7 @@ TEST(OpenForward, VjpReturnsTheForwardOutputsOfTheSamePass) {
   sp.leakage = true;
   const Model m = random_model(rng, sp);
   const auto prog = qfleet::compile(build(m));
-  const Batch b = random_batch(rng, m, 2, true, true, true);
+  const TaskBatch b = random_batch(rng, m, 2, true, true, true);
   const auto q = qvjp<double>(prog, m, b, {1.0, -0.5}, {0.25, 2.0}, want_all(m));
   expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-10, 0, "vjp outputs");
 }
@@ -173,7 +173,7 @@ TEST(OpenForward, Complex64MatchesComplex128) {
     sp.target = c.target;
     sp.leakage = true;
     const Model m = random_model(rng, sp);
-    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, false, true);
     const auto ref = simulate_batch(m, b);
     for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
       auto o = opt(s, 2e-3, qfleet::Precision::complex64);
@@ -205,7 +205,7 @@ TEST(OpenSolvers, FixedStepSolversAreTheirRungeKuttaSchemes) {
         sp.target = gate ? Target::Unitary : Target::Mixed;
         sp.leakage = true;
         const Model m = random_model(rng, sp);
-        const Batch b = random_batch(rng, m, 2, true, true, false);
+        const TaskBatch b = random_batch(rng, m, 2, true, true, false);
         for (auto [s, scheme, dt] : {std::tuple{Solver::rk4, Scheme::RK4, 0.0437}, std::tuple{Solver::euler, Scheme::Euler, 0.0113}}) {
           const auto prog = qfleet::compile(build(m), opt(s, dt));
           EXPECT_EQ(prog.solver(), s);
@@ -232,7 +232,7 @@ TEST(OpenSolvers, AllSolversConvergeToTheExactDynamics) {
         sp.leakage = true;
         sp.n_obs = 2;
         const Model m = random_model(rng, sp);
-        const Batch b = random_batch(rng, m, 2, d % 2 == 0, true, d % 2 == 1);
+        const TaskBatch b = random_batch(rng, m, 2, d % 2 == 0, true, d % 2 == 1);
         const auto ref = simulate_batch(m, b);
         const auto w = want_all(m);
         expect_outputs(qforward<double>(qfleet::compile(build(m), opt(Solver::exact)), m, b, w), ref, w, 1e-10, 0,
@@ -265,11 +265,11 @@ TEST(OpenPhysics, LongPulseKeepsTraceAndPositivity) {
   Model m = random_model(rng, sp);
   m.observables = {eye(4)};  // <I> = tr(rho) at every boundary
   const auto prog = qfleet::compile(build(m));
-  const Batch b = random_batch(rng, m, 2, true, false, true, false, 2.0);
+  const TaskBatch b = random_batch(rng, m, 2, true, false, true, false, 2.0);
   const auto q = qforward<double>(prog, m, b, want_all(m));
   for (double tr : q.exp) EXPECT_NEAR(tr, 1.0, 1e-10);
   for (std::size_t t = 0; t < b.B; ++t) {
-    const Mat rho = from_rm(q.fin.data() + t * 16, 4, 4);
+    const Mat rho = from_row_major(q.fin.data() + t * 16, 4, 4);
     EXPECT_NEAR(std::abs(rho.trace() - 1.0), 0.0, 1e-10);
     EXPECT_LT((rho - rho.adjoint()).norm(), 1e-10);
     Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (rho + rho.adjoint()));
@@ -296,7 +296,7 @@ TEST(OpenCache, IdenticalSegmentsReusePropagators) {
   m.durations.assign(8, 0.2);
   const auto prog = qfleet::compile(build(m));
   // Per task, segments a a a b b a a c: 4 segments repeat their predecessor.
-  Batch b = random_batch(rng, m, 2, true, false, true);
+  TaskBatch b = random_batch(rng, m, 2, true, false, true);
   const int pattern[8] = {0, 0, 0, 1, 1, 0, 0, 2};
   for (std::size_t t = 0; t < 2; ++t) {
     const std::vector<double> v = uniform_vec(rng, 6, -1, 1);
@@ -316,7 +316,7 @@ TEST(OpenCache, IdenticalSegmentsReusePropagators) {
   // not share a propagator.
   m.durations = {0.2, 0.2, 0.3, 0.3, 0.3, 0.1, 0.2, 0.2};
   const auto prog2 = qfleet::compile(build(m));
-  Batch b2 = b;
+  TaskBatch b2 = b;
   b2.amp_pt = false;
   b2.amps.assign(16, 0.4);
   b2.B = 3;
@@ -337,7 +337,7 @@ TEST(OpenCache, SharedParametersGiveIdenticalTasks) {
     sp.leakage = true;
     const Model m = random_model(rng, sp);
     const auto prog = qfleet::compile(build(m));
-    const Batch b = random_batch(rng, m, 4, false, false, false);
+    const TaskBatch b = random_batch(rng, m, 4, false, false, false);
     const auto q = qforward<double>(prog, m, b, want_all(m));
     expect_outputs(q, simulate_batch(m, b), want_all(m), 1e-10, 0, label(m, "all shared"));
     const std::size_t per = m.final_size();
@@ -365,7 +365,7 @@ TEST(OpenCache, ThreadCountDoesNotChangeResults) {
   sp.leakage = true;
   sp.n_obs = 2;
   const Model m = random_model(rng, sp);
-  const Batch b = random_batch(rng, m, 5, true, false, true);
+  const TaskBatch b = random_batch(rng, m, 5, true, false, true);
   const std::vector<double> cf = {1, -1, 0.5, 2, 0}, cl = {0.3, 0.1, -1, 0, 1};
   for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5, Solver::euler}) {
     auto o1 = opt(s, 0.0123), o2 = o1;

@@ -1,5 +1,5 @@
 // Reverse-mode gradients of the open-system engine against central finite
-// differences of the independent reference (open_reference.hpp), complex128.
+// differences of the independent reference (reference/lindblad.hpp), complex128.
 //   exact:     FD of the exact reference (relative error <= 1e-6, absolute floor 1e-8)
 //   rk4/euler: the engine claims the exact gradient of its discretised dynamics, so
 //              the reference is FD of plain RK4/Euler steps with the same step count,
@@ -13,11 +13,11 @@
 
 #include <tuple>
 
-#include "unit/open_reference.hpp"
+#include "unit/open_harness.hpp"
 
 namespace {
 
-using namespace oref;
+using namespace ref;
 using qfleet::Solver;
 
 const char* solver_name(Solver s) {
@@ -88,7 +88,7 @@ TEST_P(OpenGradients, MatchFiniteDifferences) {
 
   // (a) per-task amplitudes and rates, shared drift; both cotangents.
   {
-    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {0.7, -1.3}, cl = {1.1, 0.4};
     const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
     expect_grads(q, fd_grads(m, b, cf, cl, u.scheme, u.dt), u, "per-task amplitudes/rates, both cotangents");
@@ -98,14 +98,14 @@ TEST_P(OpenGradients, MatchFiniteDifferences) {
   }
   // (b) shared amplitudes and rates (gradients summed over tasks), per-task drift; fidelity only.
   {
-    const Batch b = random_batch(rng, m, 2, false, true, false);
+    const TaskBatch b = random_batch(rng, m, 2, false, true, false);
     const std::vector<double> cf = {-0.6, 1.5};
     expect_grads(qvjp<double>(prog, m, b, cf, {}), fd_grads(m, b, cf, {}, u.scheme, u.dt), u,
                  "shared amplitudes/rates, fidelity cotangent");
   }
   // (c) everything per task; leakage only.
   {
-    const Batch b = random_batch(rng, m, 2, true, true, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, true, true);
     const std::vector<double> cl = {2.0, -0.8};
     expect_grads(qvjp<double>(prog, m, b, {}, cl), fd_grads(m, b, {}, cl, u.scheme, u.dt), u,
                  "per-task everything, leakage cotangent");
@@ -129,7 +129,7 @@ TEST(OpenGradientsMore, LargerProblemsWithTheExactSolver) {
     const Model m = kind_model(c, rng, d, nseg);
     const SolverSetup u = setup(Solver::exact);
     const auto prog = qfleet::compile(build(m), u.options);
-    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {1.0, 0.5}, cl = {-0.5, 1.0};
     expect_grads(qvjp<double>(prog, m, b, cf, cl), fd_grads(m, b, cf, cl), u,
                  std::string(c.name) + " d=" + std::to_string(d));
@@ -142,7 +142,7 @@ TEST(OpenGradientsMore, DrivenSegmentsWithRepeatedPropagators) {
   Model m = kind_model(kProblemKinds[3], rng, 3, 6);
   m.durations.assign(6, 0.2);
   const auto prog = qfleet::compile(build(m));
-  Batch b = random_batch(rng, m, 1, true, false, false);
+  TaskBatch b = random_batch(rng, m, 1, true, false, false);
   for (int k = 1; k < 6; ++k)
     for (int i = 0; i < 2; ++i) b.amps[k * 2 + i] = b.amps[i];
   const std::vector<double> cf = {1.0}, cl = {0.5};
@@ -155,7 +155,7 @@ TEST(OpenGradientsMore, SharedParametersWithPerTaskInitialStates) {
   std::mt19937_64 rng(355);
   for (int ci : {1, 4}) {
     const Model m = kind_model(kProblemKinds[ci], rng);
-    const Batch b = random_batch(rng, m, 3, false, false, false, /*per_task_initial=*/true);
+    const TaskBatch b = random_batch(rng, m, 3, false, false, false, /*per_task_initial=*/true);
     const auto prog = qfleet::compile(build(m));
     const std::vector<double> cf = {1.0, -0.5, 0.8}, cl = {0.3, 0.6, -1.0};
     const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
@@ -169,7 +169,7 @@ TEST(OpenGradientsMore, PartialGradientRequestsAndZeroCotangents) {
   std::mt19937_64 rng(353);
   const Model m = kind_model(kProblemKinds[4], rng);
   const auto prog = qfleet::compile(build(m));
-  const Batch b = random_batch(rng, m, 2, true, true, true);
+  const TaskBatch b = random_batch(rng, m, 2, true, true, true);
   QArgs<double> a(b);
   const std::vector<double> cf = {1.0, -1.0};
   // Only the rates' gradient: the other spans are empty.
@@ -193,7 +193,7 @@ TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
   std::mt19937_64 rng(354);
   for (int ci : {0, 4, 5}) {
     const Model m = kind_model(kProblemKinds[ci], rng);
-    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {1.0, 0.5}, cl = {0.5, -1.0};
     const Grads fd = fd_grads(m, b, cf, cl);
     for (Solver s : {Solver::exact, Solver::dopri5}) {
@@ -220,7 +220,7 @@ TEST(OpenGradientsMore, Dopri5WithHundredsOfStepsPerSegment) {
     for (double& t : m.durations) t *= 20;
     const SolverSetup u = setup(Solver::dopri5);
     const auto prog = qfleet::compile(build(m), u.options);
-    const Batch b = random_batch(rng, m, 2, true, false, true);
+    const TaskBatch b = random_batch(rng, m, 2, true, false, true);
     const std::vector<double> cf = {0.9, -0.4}, cl = {0.3, 1.2};
     expect_grads(qvjp<double>(prog, m, b, cf, cl), fd_grads(m, b, cf, cl), u,
                  std::string(kProblemKinds[ci].name) + " dopri5, long segments");

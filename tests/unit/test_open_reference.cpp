@@ -4,11 +4,11 @@
 // driven damped qubit, a pi pulse.
 #include <gtest/gtest.h>
 
-#include "unit/open_reference.hpp"
+#include "unit/open_harness.hpp"
 
 namespace {
 
-using namespace oref;
+using namespace ref;
 
 // ---------------------------------------------------------------------------
 // The reference.
@@ -131,14 +131,14 @@ TEST(OpenAnalytic, RabiOscillation) {
   const double omega = 2.3, total = 3.0;
   const int nseg = 12;
   Model m(2);
-  m.controls = {pauli_x() / 2.0};
+  m.controls = {pauli('X') / 2.0};
   m.observables = {ket_bra(2, 1, 1)};
   m.durations.assign(nseg, total / nseg);
   m.target = Target::Pure;
   m.target_psi = basis(2, 1);
   for (qfleet::Solver s : kAllSolvers) {
     const auto prog = qfleet::compile(build(m), opts(s));
-    Batch b;
+    TaskBatch b;
     b.amps.assign(nseg, omega);
     const auto q = qforward<double>(prog, m, b, want_all(m));
     for (int k = 0; k <= nseg; ++k) {
@@ -160,7 +160,7 @@ TEST(OpenAnalytic, LeakageOfAResonantTransitionOutOfTheSubspace) {
   m.psi0 = basis(3, 1);
   m.subspace = {0, 1};
   const auto prog = qfleet::compile(build(m));
-  Batch b;
+  TaskBatch b;
   b.amps.assign(4, omega);
   const auto q = qforward<double>(prog, m, b, want_all(m));
   EXPECT_NEAR(q.leak[0], std::pow(std::sin(omega * total / 2), 2), 1e-12);
@@ -173,11 +173,11 @@ TEST(OpenAnalytic, T1Decay) {
     // L = sqrt(gamma)|0><1| with rate 1.
     Model m(2);
     m.jumps = {std::sqrt(gamma) * ket_bra(2, 0, 1)};
-    m.observables = {ket_bra(2, 1, 1), pauli_z()};
+    m.observables = {ket_bra(2, 1, 1), pauli('Z')};
     m.durations.assign(nseg, total / nseg);
     m.psi0 = basis(2, 1);
     const auto prog = qfleet::compile(build(m), opts(s));
-    Batch b;
+    TaskBatch b;
     b.rates = {1.0};
     const auto q = qforward<double>(prog, m, b, want_all(m));
     for (int k = 0; k <= nseg; ++k) {
@@ -195,7 +195,7 @@ TEST(OpenAnalytic, T1Decay) {
   m.durations.assign(nseg, total / nseg);
   m.psi0 = basis(2, 1);
   const auto prog = qfleet::compile(build(m));
-  Batch b;
+  TaskBatch b;
   b.B = 3;
   b.rates = {0.1, 0.7, 2.2};
   b.rates_pt = true;
@@ -213,13 +213,13 @@ TEST(OpenAnalytic, PureDephasing) {
   for (double omega : {0.0, 1.3}) {
     for (qfleet::Solver s : kAllSolvers) {
       Model m(2);
-      m.jumps = {pauli_z()};
-      m.drift_terms = {pauli_z() / 2.0};
-      m.observables = {pauli_x(), pauli_y(), pauli_z()};
+      m.jumps = {pauli('Z')};
+      m.drift_terms = {pauli('Z') / 2.0};
+      m.observables = {pauli('X'), pauli('Y'), pauli('Z')};
       m.durations.assign(nseg, total / nseg);
       m.psi0 = (basis(2, 0) + basis(2, 1)) / std::sqrt(2.0);
       const auto prog = qfleet::compile(build(m), opts(s));
-      Batch b;
+      TaskBatch b;
       b.rates = {gamma / 2};
       b.drift = {omega};
       const auto q = qforward<double>(prog, m, b, want_all(m));
@@ -238,20 +238,20 @@ TEST(OpenAnalytic, DrivenDampedQubitReachesTheBlochSteadyState) {
   // p1 = Omega^2 / (gamma^2 + 2 Omega^2), <X> = 0, <Y> = -2 Omega gamma / (gamma^2 + 2 Omega^2).
   const double omega = 1.3, gamma = 1.0;
   Model m(2);
-  m.controls = {pauli_x() / 2.0};
+  m.controls = {pauli('X') / 2.0};
   m.jumps = {ket_bra(2, 0, 1)};
-  m.observables = {ket_bra(2, 1, 1), pauli_x(), pauli_y()};
+  m.observables = {ket_bra(2, 1, 1), pauli('X'), pauli('Y')};
   m.durations.assign(30, 2.0);  // 60 / gamma: transients below e^-30
   m.target = Target::Mixed;
   const double den = gamma * gamma + 2 * omega * omega;
   const double p1 = omega * omega / den, y = -2 * omega * gamma / den;
   // The steady state as a density matrix: rho = (I + x X + y Y + z Z)/2 with z = 1 - 2 p1.
-  const Mat rho_ss = (eye(2) + y * pauli_y() + (1 - 2 * p1) * pauli_z()) / 2.0;
+  const Mat rho_ss = (eye(2) + y * pauli('Y') + (1 - 2 * p1) * pauli('Z')) / 2.0;
   m.target_mat = rho_ss;
   // Cross-check of the closed form: rho_ss spans the null space of the reference Liouvillian.
-  EXPECT_LT((liouvillian(omega * pauli_x() / 2.0, m.jumps, {gamma}) * vec(rho_ss)).norm(), 1e-14);
+  EXPECT_LT((liouvillian(omega * pauli('X') / 2.0, m.jumps, {gamma}) * vec(rho_ss)).norm(), 1e-14);
   const auto prog = qfleet::compile(build(m));
-  Batch b;
+  TaskBatch b;
   b.amps.assign(30, omega);
   b.rates = {gamma};
   const auto q = qforward<double>(prog, m, b, want_all(m));
@@ -259,7 +259,7 @@ TEST(OpenAnalytic, DrivenDampedQubitReachesTheBlochSteadyState) {
   EXPECT_NEAR(q.exp[last], p1, 1e-9);
   EXPECT_NEAR(q.exp[last + 1], 0.0, 1e-9);
   EXPECT_NEAR(q.exp[last + 2], y, 1e-9);
-  EXPECT_TRUE(all_close(q.fin, rm(rho_ss), 1e-9));
+  EXPECT_TRUE(all_close(q.fin, row_major(rho_ss), 1e-9));
   EXPECT_NEAR(q.fid[0], 1.0, 1e-8);  // Uhlmann fidelity with itself
 }
 
@@ -268,30 +268,30 @@ TEST(OpenAnalytic, PiPulseIsAnXGate) {
   const double omega = 1.7;
   for (qfleet::Solver s : kAllSolvers) {
     Model m(2);
-    m.controls = {pauli_x() / 2.0};
+    m.controls = {pauli('X') / 2.0};
     m.durations.assign(4, kPi / omega / 4);
     m.init = Init::Gate;
     m.target = Target::Unitary;
-    m.target_mat = pauli_x();
+    m.target_mat = pauli('X');
     const auto prog = qfleet::compile(build(m), opts(s));
-    Batch b;
+    TaskBatch b;
     b.amps.assign(4, omega);
     const auto q = qforward<double>(prog, m, b, want_all(m));
     EXPECT_NEAR(q.fid[0], 1.0, tol_of(s));
-    EXPECT_TRUE(all_close(q.fin, rm(Mat(-kI * pauli_x())), tol_of(s)));
+    EXPECT_TRUE(all_close(q.fin, row_major(Mat(-kI * pauli('X'))), tol_of(s)));
     // Against Y: F = (|tr(Y^dag (-iX))|^2 + 2) / 6 = 1/3.
-    m.target_mat = pauli_y();
+    m.target_mat = pauli('Y');
     const auto prog_y = qfleet::compile(build(m), opts(s));
     EXPECT_NEAR(qforward<double>(prog_y, m, b, want_all(m)).fid[0], 1.0 / 3, tol_of(s));
     // The same as an open system with a jump operator at rate 0: S = conj(U) kron U.
-    m.target_mat = pauli_x();
+    m.target_mat = pauli('X');
     m.jumps = {ket_bra(2, 0, 1)};
     const auto prog_open = qfleet::compile(build(m), opts(s));
     b.rates = {0.0};
     const auto qo = qforward<double>(prog_open, m, b, want_all(m));
     EXPECT_NEAR(qo.fid[0], 1.0, tol_of(s));
-    const Mat u = -kI * pauli_x();
-    EXPECT_TRUE(all_close(qo.fin, rm(kron(u.conjugate(), u)), tol_of(s)));
+    const Mat u = -kI * pauli('X');
+    EXPECT_TRUE(all_close(qo.fin, row_major(kron(u.conjugate(), u)), tol_of(s)));
     // With T1 during the gate the fidelity drops below 1.
     b.rates = {0.3};
     EXPECT_LT(qforward<double>(prog_open, m, b, want_all(m)).fid[0], 0.99);

@@ -1,8 +1,10 @@
-// Sanity checks of the reference simulator itself (reference.hpp), against facts
+// Sanity checks of the reference simulator itself (reference/statevector.hpp), against facts
 // that can be read off by hand, so the other tests stand on something checked.
 #include <gtest/gtest.h>
 
-#include "unit/reference.hpp"
+#include "qfleet/qfleet.hpp"
+#include "reference/random.hpp"
+#include "reference/statevector.hpp"
 
 namespace {
 
@@ -35,7 +37,7 @@ TEST(Reference, RotMatchesPennyLanesExplicitForm) {
   const double f = 0.3, t = -1.1, w = 2.4;
   const cd i = ref::kI;
   const double c = std::cos(t / 2), s = std::sin(t / 2);
-  const Mat want = ref::m2(std::exp(-i * (f + w) / 2.0) * c, -std::exp(i * (f - w) / 2.0) * s,
+  const Mat want = ref::mat2(std::exp(-i * (f + w) / 2.0) * c, -std::exp(i * (f - w) / 2.0) * s,
                            std::exp(-i * (f - w) / 2.0) * s, std::exp(i * (f + w) / 2.0) * c);
   EXPECT_LT(dist(ref::Rot(f, t, w), want), 1e-15);
 }
@@ -75,7 +77,7 @@ TEST(Reference, ControlledGatesActOnTheTargetWhenEveryControlIsOne) {
 
 TEST(Reference, EmbeddingOnAdjacentAscendingWiresIsAKroneckerProduct) {
   std::mt19937_64 rng(5);
-  const Mat u = ref::random_unitary(2, rng);
+  const Mat u = ref::random_unitary(rng, 4);
   // I_2 (x) U (x) I_2 for wires {1, 2} of 4.
   const Mat want = ref::kron(ref::kron(ref::eye(2), u), ref::eye(2));
   EXPECT_LT(dist(ref::embed(u, {1, 2}, 4), want), 1e-15);
@@ -89,7 +91,7 @@ TEST(Reference, MatrixFreeApplicationEqualsTheEmbeddedMatrix) {
   for (int n = 1; n <= 5; ++n) {
     for (int k = 1; k <= std::min(n, 3); ++k) {
       const auto wires = ref::random_wires(rng, n, k);
-      const Mat u = ref::random_unitary(k, rng);
+      const Mat u = ref::random_unitary(rng, ref::Index{1} << k);
       Vec psi = Vec::Random(std::int64_t{1} << n);
       const Vec want = ref::embed(u, wires, n) * psi;
       ref::apply(psi, u, wires, n);
