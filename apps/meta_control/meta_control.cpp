@@ -269,19 +269,9 @@ Tensor Policy::forward(const std::vector<Tensor>& layers, const Tensor& features
   return h * scale_;
 }
 
-void Adam::update(Tensor& param, const Tensor& grad) {
-  torch::NoGradGuard ng;
-  if (!m.defined()) {
-    m = torch::zeros_like(param);
-    v = torch::zeros_like(param);
-  }
-  ++step;
-  m.mul_(beta1).add_(grad, 1 - beta1);
-  v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-  const double bc1 = 1 - std::pow(beta1, double(step));
-  const double bc2 = 1 - std::pow(beta2, double(step));
-  const Tensor denom = (v.sqrt() / std::sqrt(bc2)).add_(eps);
-  param.addcdiv_(m, denom, -lr / bc1);
+void adam_step(torch::optim::Adam& opt, const Tensor& param, const Tensor& grad) {
+  param.mutable_grad() = grad;
+  opt.step();
 }
 
 // ---- files ------------------------------------------------------------------------------
@@ -325,6 +315,27 @@ Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
   return torch::tensor(v, torch::kFloat64).to(dtype);
 }
 
+// Adam's state of `param` as the checkpoint holds it ({"step", "m", "v"}), and back.
+json adam_state_json(const torch::optim::Adam& opt, const Tensor& param) {
+  const auto it = opt.state().find(param.unsafeGetTensorImpl());
+  if (it == opt.state().end()) return {{"step", 0}, {"m", json::array()}, {"v", json::array()}};
+  const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+  return {{"step", st.step()}, {"m", tensor_flat(st.exp_avg())}, {"v", tensor_flat(st.exp_avg_sq())}};
+}
+
+void restore_adam_state(torch::optim::Adam& opt, const Tensor& param, const json& state, torch::ScalarType dtype) {
+  opt.state().erase(param.unsafeGetTensorImpl());
+  const int64_t step = state.at("step");
+  if (step == 0) return;
+  auto st = std::make_unique<torch::optim::AdamParamState>();
+  st->step(step);
+  st->exp_avg(flat_tensor(state.at("m"), dtype).to(param.device()));
+  st->exp_avg_sq(flat_tensor(state.at("v"), dtype).to(param.device()));
+  if (st->exp_avg().numel() != param.numel() || st->exp_avg_sq().numel() != param.numel())
+    throw ConfigError("resume: the checkpoint's optimizer state has the wrong size");
+  opt.state()[param.unsafeGetTensorImpl()] = std::move(st);
+}
+
 json curve_json(const std::vector<CurvePoint>& curve) {
   json a = json::array();
   for (const auto& p : curve)
@@ -356,7 +367,8 @@ class Trainer {
         task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)) {
     auto init_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
     theta_ = policy_.init(init_gen, problem_.dtype());
-    adam_.lr = cfg.meta_lr;
+    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_},
+                                                 torch::optim::AdamOptions(cfg.meta_lr));
     auto val_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 2);
     val_noise_ = sample(val_gen, cfg.validation_tasks);
   }
@@ -470,11 +482,14 @@ class Trainer {
 
   double iteration() {
     auto [fq, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
-    adam_.update(theta_, g);
+    adam_step(*adam_, theta_, g);
     return fq.mean().item<double>();
   }
 
-  void set_theta(const Tensor& theta) { theta_ = theta.detach().clone(); }
+  void set_theta(const Tensor& theta) {
+    theta_ = theta.detach().clone();
+    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
+  }
   // MetaStep's inputs: theta [P] and noise [T, 2] of the configuration's precision, on one device.
   void check_step_inputs(const Tensor& theta, const Tensor& noise) const {
     const std::string dtype = problem_.dtype() == torch::kFloat32 ? "float32" : "float64";
@@ -507,9 +522,7 @@ class Trainer {
             {"config", cfg_.json},
             {"iteration", iteration},
             {"theta", tensor_flat(theta_)},
-            {"adam", {{"step", adam_.step},
-                      {"m", adam_.m.defined() ? tensor_flat(adam_.m) : json::array()},
-                      {"v", adam_.v.defined() ? tensor_flat(adam_.v) : json::array()}}},
+            {"adam", adam_state_json(*adam_, theta_)},
             {"generator_state", std::vector<uint8_t>(bytes, bytes + state.numel())},
             {"curve", curve_json(curve)},
             {"train_seconds", train_s}};
@@ -531,13 +544,13 @@ class Trainer {
     if (it > cfg_.iterations)
       throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
                         std::to_string(cfg_.iterations));
-    theta_ = flat_tensor(ck["theta"], problem_.dtype());
-    if (theta_.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
-    adam_.step = ck["adam"]["step"];
-    if (adam_.step > 0) {
-      adam_.m = flat_tensor(ck["adam"]["m"], problem_.dtype());
-      adam_.v = flat_tensor(ck["adam"]["v"], problem_.dtype());
+    const Tensor theta = flat_tensor(ck["theta"], problem_.dtype());
+    if (theta.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
+    {
+      torch::NoGradGuard ng;
+      theta_.copy_(theta);  // in place: the optimizer holds theta_
     }
+    restore_adam_state(*adam_, theta_, ck["adam"], problem_.dtype());
     const auto bytes = ck["generator_state"].get<std::vector<uint8_t>>();
     task_gen_.set_state(torch::tensor(std::vector<int64_t>(bytes.begin(), bytes.end())).to(torch::kUInt8));
     curve.clear();
@@ -558,7 +571,7 @@ class Trainer {
   torch::TensorOptions opts_;
   at::Generator task_gen_;
   Tensor theta_;
-  Adam adam_;
+  std::unique_ptr<torch::optim::Adam> adam_;  // on theta_
   Tensor val_noise_;
 };
 
@@ -568,14 +581,15 @@ namespace {
 // with a cosine learning-rate decay to 1% and the best pulse per task kept.
 std::pair<Tensor, Tensor> grape(const Problem& problem, Tensor u, const Tensor& noise, int64_t iterations,
                                 double lr) {
-  Adam opt;
+  torch::optim::Adam opt({u}, torch::optim::AdamOptions(lr));
   Tensor best_f, best_u = u.clone();
   {
     torch::NoGradGuard ng;
     best_f = problem.fidelity(u, noise);
   }
   for (int64_t i = 0; i < iterations; ++i) {
-    opt.lr = lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(std::numbers::pi * double(i) / double(iterations))));
+    static_cast<torch::optim::AdamOptions&>(opt.param_groups()[0].options())
+        .lr(lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(std::numbers::pi * double(i) / double(iterations)))));
     const Tensor p = u.detach().requires_grad_(true);
     const Tensor f = problem.fidelity(p, noise);
     const Tensor g = torch::autograd::grad({(1 - f).sum()}, {p})[0];
@@ -585,7 +599,7 @@ std::pair<Tensor, Tensor> grape(const Problem& problem, Tensor u, const Tensor& 
       best_f = torch::where(better, f.detach(), best_f);
       best_u = torch::where(better.view({-1, 1, 1}), u, best_u);
     }
-    opt.update(u, g);
+    adam_step(opt, u, g);
   }
   torch::NoGradGuard ng;
   const Tensor f = problem.fidelity(u, noise);
@@ -724,14 +738,13 @@ RunResult run(const Config& cfg, const RunOptions& options) {
   Tensor robust = (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) *
                        2 - 1) * 2.0;
   {
-    Adam opt;
-    opt.lr = cfg.robust_lr;
+    torch::optim::Adam opt({robust}, torch::optim::AdamOptions(cfg.robust_lr));
     for (int64_t i = 0; i < cfg.robust_iterations; ++i) {
       const Tensor noise = tr.sample(rgen, cfg.meta_batch);
       const Tensor p = robust.detach().requires_grad_(true);
       const Tensor f = pr.fidelity(p, noise);
       const Tensor g = torch::autograd::grad({(1 - f).mean()}, {p})[0];
-      opt.update(robust, g);
+      adam_step(opt, robust, g);
     }
   }
   Tensor f_robust;

@@ -105,13 +105,9 @@ class Policy {
   double scale_;
 };
 
-// Adam with torch.optim.Adam's update formulas, on one flat tensor (its state checkpoints as JSON).
-struct Adam {
-  double lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  int64_t step = 0;
-  torch::Tensor m, v;
-  void update(torch::Tensor& param, const torch::Tensor& grad);
-};
+// One torch::optim::Adam step on `param` (in place) with a gradient computed outside
+// autograd's graph (the meta-gradient, GRAPE's per-task gradients).
+void adam_step(torch::optim::Adam& opt, const torch::Tensor& param, const torch::Tensor& grad);
 
 struct CurvePoint {
   int64_t iteration;
