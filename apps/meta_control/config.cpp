@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "meta_control.hpp"
+#include "qfleet/names.hpp"
 #include "meta_control_config.hpp"  // generated: kConfigJson, the text of config.json
 
 namespace qfleet::meta {
@@ -200,10 +201,13 @@ Config make_config(const json& r) {
 
   const int qubits = c.system == "qubit_x" ? 1 : 2;
   if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
-  if ((c.solver == "rk4" || c.solver == "euler") && c.dt == 0)
-    throw ConfigError("config: solver '" + c.solver + "' needs a step: set dt (e.g. dt = 0.01)");
-  if ((c.solver == "exact" || c.solver == "dopri5") && c.dt != 0)
-    throw ConfigError("config: dt is the step of rk4/euler; solver '" + c.solver + "' takes none (set dt = 0)");
+  if (const auto solver = qfleet::value_in(qfleet::kSolverNames, c.solver)) {  // else the schema's error
+    const bool fixed_step = qfleet::solver_info(*solver).fixed_step;
+    if (fixed_step && c.dt == 0)
+      throw ConfigError("config: solver '" + c.solver + "' needs a step: set dt (e.g. dt = 0.01)");
+    if (!fixed_step && c.dt != 0)
+      throw ConfigError("config: dt is the step of rk4/euler; solver '" + c.solver + "' takes none (set dt = 0)");
+  }
   if (c.fidelity != "state_transfer" && !c.input_states.empty())
     throw ConfigError("config: input_states is used only with fidelity = state_transfer");
   for (const auto& s : c.input_states)

@@ -25,9 +25,18 @@ inline constexpr std::array kPrecisionNames = {EnumName<Precision>{Precision::co
 inline constexpr std::array kDeviceNames = {EnumName<Device>{Device::cpu, "cpu"},
                                             EnumName<Device>{Device::cuda, "cuda"},
                                             EnumName<Device>{Device::automatic, "automatic"}};
-inline constexpr std::array kSolverNames = {
-    EnumName<Solver>{Solver::exact, "exact"}, EnumName<Solver>{Solver::rk4, "rk4"},
-    EnumName<Solver>{Solver::euler, "euler"}, EnumName<Solver>{Solver::dopri5, "dopri5"}};
+// From the solvers' own table (solver.hpp), which holds their other properties too.
+inline constexpr auto kSolverNames = [] {
+  std::array<EnumName<Solver>, std::size(kSolvers)> t{};
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = {kSolvers[i].id, kSolvers[i].name};
+  return t;
+}();
+static_assert([] {
+  for (std::size_t i = 0; i < std::size(kSolvers); ++i) {
+    if (static_cast<std::size_t>(kSolvers[i].id) != i) return false;
+  }
+  return true;
+}(), "kSolvers' rows must be in the enum's order (solver_info indexes them)");
 
 // The name of value v in table t ("?" for a value the table lacks, which a test forbids).
 template <class E, std::size_t N>

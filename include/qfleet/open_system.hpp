@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qfleet/solver.hpp"
 #include "qfleet/program.hpp"
 
 namespace qfleet {
@@ -97,7 +98,6 @@ class OpenSystem {
   std::vector<int> subspace_;
 };
 
-enum class Solver : std::uint8_t { exact, rk4, euler, dopri5 };
 
 struct OpenCompileOptions {
   Precision precision = Precision::complex128;

@@ -96,27 +96,18 @@ CVec projector(int d, const std::vector<int>& levels) {
 
 void check_open_options(const OpenSystem& s, const OpenCompileOptions& o, int n) {
   if (o.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
-  switch (o.solver) {
-    case Solver::exact:
-      if (n > kMaxExactGenerator) {
-        throw Error("the exact solver exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
-                    " generator of this d = " + std::to_string(s.dim()) + " system, above its limit of " +
-                    std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt) or dopri5",
-                    ErrorSubject::solver);
-      }
-      break;
-    case Solver::rk4:
-    case Solver::euler:
-      if (!std::isfinite(o.dt) || o.dt <= 0) {
-        throw Error(std::string(o.solver == Solver::rk4 ? "rk4" : "euler") + " needs a step dt > 0, got " +
-                    std::to_string(o.dt));
-      }
-      break;
-    case Solver::dopri5:
-      if (!std::isfinite(o.rtol) || o.rtol <= 0 || !std::isfinite(o.atol) || o.atol <= 0) {
-        throw Error("dopri5 needs tolerances rtol > 0 and atol > 0");
-      }
-      break;
+  const SolverInfo& solver = solver_info(o.solver);
+  if (solver.stages == 0 && n > kMaxExactGenerator) {
+    throw Error("the exact solver exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
+                " generator of this d = " + std::to_string(s.dim()) + " system, above its limit of " +
+                std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt) or dopri5",
+                ErrorSubject::solver);
+  }
+  if (solver.fixed_step && (!std::isfinite(o.dt) || o.dt <= 0)) {
+    throw Error(std::string(solver.name) + " needs a step dt > 0, got " + std::to_string(o.dt));
+  }
+  if (solver.adaptive && (!std::isfinite(o.rtol) || o.rtol <= 0 || !std::isfinite(o.atol) || o.atol <= 0)) {
+    throw Error(std::string(solver.name) + " needs tolerances rtol > 0 and atol > 0");
   }
 }
 

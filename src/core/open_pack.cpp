@@ -11,9 +11,6 @@
 namespace qfleet::detail {
 
 // The kernels name the public enums' values (kernels/open_view.hpp).
-static_assert(kern::kSolverExact == int(Solver::exact) && kern::kSolverRk4 == int(Solver::rk4) &&
-              kern::kSolverEuler == int(Solver::euler) &&
-              kern::kSolverDopri5 == int(Solver::dopri5));
 static_assert(kern::kTargetNone == int(OpenSystem::Target::None) &&
               kern::kTargetPure == int(OpenSystem::Target::Pure) &&
               kern::kTargetMixed == int(OpenSystem::Target::Mixed) &&
@@ -68,12 +65,13 @@ void pack_open_plan(OpenPlan& p) {
   v.nsub = static_cast<int>(p.subspace.size());
   v.closed = p.closed;
   v.gate = p.gate;
-  v.solver = static_cast<int>(p.options.solver);
+  v.solver = p.options.solver;
   v.target = static_cast<int>(s.target_kind());
   v.dt = p.options.dt;
   v.rtol = p.options.rtol;
   v.atol = p.options.atol;
-  if (p.options.solver == Solver::rk4 || p.options.solver == Solver::euler) {
+  const SolverInfo& solver = solver_info(p.options.solver);
+  if (solver.fixed_step) {
     for (double dur : s.segment_durations()) {
       v.fixed_steps = std::max(v.fixed_steps, static_cast<int>(kern::open_fixed_steps(dur, p.options.dt)));
     }
@@ -83,12 +81,13 @@ void pack_open_plan(OpenPlan& p) {
   const double n = p.n, mm = 8.0 * n * n * n, mx = 8.0 * n * n * p.c;
   p.flops_forward = p.flops_adjoint = 0;
   for (double dur : s.segment_durations()) {
-    if (p.options.solver == Solver::exact) {
+    if (solver.stages == 0) {  // the exact exponential
       p.flops_forward += 10 * mm + mx;
       p.flops_adjoint += 25 * mm + 2 * mx;
     } else {
-      const double steps = p.options.solver == Solver::dopri5 ? 20.0 : double(kern::open_fixed_steps(dur, p.options.dt));
-      const double stages = p.options.solver == Solver::euler ? 1 : p.options.solver == Solver::rk4 ? 4 : 7;
+      // Adaptive solvers: ~20 steps a segment as a guess.
+      const double steps = solver.fixed_step ? double(kern::open_fixed_steps(dur, p.options.dt)) : 20.0;
+      const double stages = solver.stages;
       p.flops_forward += steps * stages * mx;
       p.flops_adjoint += 3 * steps * stages * mx;
     }

@@ -60,8 +60,9 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
     failed = k.run_f64(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   }
   if (failed) {
-    throw Error(plan.options.solver == Solver::dopri5
-                    ? "dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol"
+    throw Error(solver_info(plan.options.solver).adaptive
+                    ? std::string(solver_info(plan.options.solver).name) +
+                          ": step size underflow (more than 10^6 steps in one segment); loosen rtol/atol"
                     : "open-system simulation failed (out of memory?)");
   }
   plan.computed += computed;

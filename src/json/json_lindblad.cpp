@@ -23,6 +23,19 @@ namespace qfleet::json_problem {
 
 namespace {
 
+// "the \"rk4\" and \"euler\" solvers": the solvers whose row (qfleet/solver.hpp) has `property`.
+std::string solvers_where(bool SolverInfo::*property) {
+  std::vector<std::string> names;
+  for (const SolverInfo& s : kSolvers) {
+    if (s.*property) names.push_back("\"" + std::string(s.name) + "\"");
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out + (names.size() == 1 ? " solver" : " solvers");
+}
+
 using nlohmann::json;
 using namespace internal;
 using Cplx = std::complex<double>;
@@ -536,10 +549,10 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
     p.options.solver = *solver;
   }
   const Solver solver = p.options.solver;
-  const bool fixed_step = solver == Solver::rk4 || solver == Solver::euler;
+  const bool fixed_step = solver_info(solver).fixed_step;
   if (const json* v = top.get("dt")) {
     if (!fixed_step) {
-      fail("dt", fmt::format("only used by the \"rk4\" and \"euler\" solvers (solver is \"{}\")",
+      fail("dt", fmt::format("only used by the {} (solver is \"{}\")", solvers_where(&SolverInfo::fixed_step),
                              solver_name(solver)));
     }
     p.options.dt = read_positive(*v, "dt");
@@ -549,8 +562,8 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   }
   for (const char* key : {"rtol", "atol"}) {
     if (const json* v = top.get(key)) {
-      if (solver != Solver::dopri5) {
-        fail(key, fmt::format("only used by the \"dopri5\" solver (solver is \"{}\")",
+      if (!solver_info(solver).adaptive) {
+        fail(key, fmt::format("only used by the {} (solver is \"{}\")", solvers_where(&SolverInfo::adaptive),
                               solver_name(solver)));
       }
       (std::string_view(key) == "rtol" ? p.options.rtol : p.options.atol) =

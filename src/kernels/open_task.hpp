@@ -129,7 +129,7 @@ struct Tableau {
 };
 
 // Dormand & Prince (1980) RK5(4)7M; the 7th stage (FSAL) only feeds the error estimate.
-QFLEET_HD inline const Tableau& tableau(int solver) {
+QFLEET_HD inline const Tableau& tableau(Solver solver) {
   static constexpr Tableau kTab[3] = {
       {4, {{0}, {0.5}, {0, 0.5}, {0, 0, 1}}, {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, {0}},  // rk4
       {1, {{0}}, {1}, {0}},                                                                 // euler
@@ -144,7 +144,7 @@ QFLEET_HD inline const Tableau& tableau(int solver) {
        {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0},
        {35.0 / 384 - 5179.0 / 57600, 0, 500.0 / 1113 - 7571.0 / 16695, 125.0 / 192 - 393.0 / 640,
         -2187.0 / 6784 + 92097.0 / 339200, 11.0 / 84 - 187.0 / 2100, -1.0 / 40}}};
-  return kTab[solver == kSolverRk4 ? 0 : solver == kSolverEuler ? 1 : 2];
+  return kTab[solver == Solver::rk4 ? 0 : solver == Solver::euler ? 1 : 2];
 }
 
 template <class N>
@@ -171,11 +171,11 @@ QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
 template <class R>
 QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   const std::size_t nn = std::size_t(v.n) * v.n, nc = std::size_t(v.n) * v.c, dd = std::size_t(v.d) * v.d;
-  const int steps = v.solver == kSolverDopri5 ? cap : v.fixed_steps;
-  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == kSolverDopri5 ? std::size_t(cap) : 0);
+  const int steps = v.solver == Solver::dopri5 ? cap : v.fixed_steps;
+  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == Solver::dopri5 ? std::size_t(cap) : 0);
   std::size_t w = (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
   w += 7 * nn + 2 * nc + nc * (std::size_t(v.nseg) + 1) + expm_frechet_work(v.n);
-  if (v.solver != kSolverExact) w += 30 * nc + nc * (std::size_t(steps) + 1);
+  if (v.solver != Solver::exact) w += 30 * nc + nc * (std::size_t(steps) + 1);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
   return w;
 }
@@ -186,10 +186,10 @@ template <class R, class N, class G = SoloGroup>
 class OpenTask {
  public:
   QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
-      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == kSolverDopri5 ? cap : v.fixed_steps) {
+      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == Solver::dopri5 ? cap : v.fixed_steps) {
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
-    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == kSolverDopri5 ? std::size_t(cap) : 0);
+    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == Solver::dopri5 ? std::size_t(cap) : 0);
     h_start_ = reinterpret_cast<double*>(work);
     hs_ = h_start_ + v.nseg;
     Cx<R>* p = work + (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
@@ -205,7 +205,7 @@ class OpenTask {
     hist_ = tmp_ + nc_;  // X_0 .. X_N
     ework_ = hist_ + nc_ * (std::size_t(v.nseg) + 1);
     Cx<R>* q = ework_ + expm_frechet_work(v.n);
-    if (v.solver != kSolverExact) {
+    if (v.solver != Solver::exact) {
       rk_ = q;
       xs_ = rk_ + 30 * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
@@ -258,7 +258,7 @@ class OpenTask {
       const R* u = amps(src, k);
       const double dur = v_.durations[k];
       generator(u, a_);
-      if (v_.solver == kSolverExact) {
+      if (v_.solver == Solver::exact) {
         const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
         if (same) {
           ++reused;
@@ -304,7 +304,7 @@ class OpenTask {
       const Cx<R>* xprev = hist_ + nc_ * k;
       const double dur = v_.durations[k];
       generator(amps(src, k), a_);
-      if (v_.solver == kSolverExact) {
+      if (v_.solver == Solver::exact) {
         // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
         for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
         const int n = static_cast<int>(n_);
@@ -460,7 +460,7 @@ class OpenTask {
     copy(x, xa);
     if (keep) copy(x, xs_);
     m_ = 0;
-    if (v_.solver != kSolverDopri5) {
+    if (v_.solver != Solver::dopri5) {
       const long m = open_fixed_steps(duration, v_.dt);
       h_fixed_ = duration / double(m);
       for (long i = 0; i < m; ++i) {
@@ -488,7 +488,7 @@ class OpenTask {
       for (std::size_t e = r0(); e < nc_; e += gs()) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {
-          const double be = open_detail::tableau(3).b_err[i];
+          const double be = open_detail::tableau(Solver::dopri5).b_err[i];
           er += be * double(ks[nc_ * i + e].re);
           ei += be * double(ks[nc_ * i + e].im);
         }
@@ -528,7 +528,7 @@ class OpenTask {
     Cx<R>* ybar = kbar + nc_ * 7;  // rk_: ks, ys, kbar, ybar (7 nc each), xa, xb
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int step = m_; step-- > 0;) {
-      const R h = R(v_.solver == kSolverDopri5 ? hs_[step] : h_fixed_);
+      const R h = R(v_.solver == Solver::dopri5 ? hs_[step] : h_fixed_);
       rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
       for (int i = 0; i < t.s; ++i) {
         for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};

@@ -7,11 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "qfleet/solver.hpp"
+
 namespace qfleet::kern {
 
-// qfleet::Solver and OpenSystem::Target as the kernels name them (the public enums
-// are C++20 headers nvcc does not read; open_pack.cpp static_asserts the values match).
-enum KernSolver : int { kSolverExact = 0, kSolverRk4 = 1, kSolverEuler = 2, kSolverDopri5 = 3 };
+// OpenSystem::Target as the kernels name it (open_system.hpp is a C++20 header nvcc
+// does not read; open_pack.cpp static_asserts the values match). The solver is
+// qfleet::Solver itself (qfleet/solver.hpp is C++17).
 enum KernTarget : int { kTargetNone = 0, kTargetPure = 1, kTargetMixed = 2, kTargetUnitary = 3 };
 
 // Every matrix is row-major complex<double> stored as (re, im) pairs.
@@ -21,7 +23,7 @@ struct OpenView {
   int d = 0, n = 0, c = 0;
   int nseg = 0, nctrl = 0, ndrift = 0, nrate = 0, nobs = 0, nsub = 0;
   bool closed = true, gate = false;
-  int solver = 0;  // a KernSolver (qfleet::Solver's value)
+  Solver solver = Solver::exact;
   int target = 0;  // a KernTarget (OpenSystem::Target's value)
   double dt = 0, rtol = 0, atol = 0;
   int fixed_steps = 0;  // rk4/euler: the most steps one segment takes
