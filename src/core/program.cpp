@@ -279,7 +279,9 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   }
   Circuit probe(plan_->n);
   probe.probs(w);  // validates the wires with the builder's messages
-  if (w.size() > 26) throw Error("sampling supports at most 26 wires at once");
+  if (w.size() > std::size_t(kern::kMaxSampleWires)) {  // the call record holds that many positions
+    throw Error("sampling supports at most " + std::to_string(kern::kMaxSampleWires) + " wires at once");
+  }
   expect_size("samples", out.size(), args.batch * shots, [] { return "([batch, shots])"; });
   const std::size_t no = std::size_t{1} << w.size();
   std::vector<R> probs(args.batch * no);

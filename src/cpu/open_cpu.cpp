@@ -60,8 +60,9 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
     failed = k.run_f64(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   }
   if (failed) {
-    throw Error(solver_info(plan.options.solver).adaptive
-                    ? std::string(solver_info(plan.options.solver).name) +
+    const SolverInfo& solver = solver_info(plan.options.solver);
+    throw Error(solver.adaptive
+                    ? std::string(solver.name) +
                           ": step size underflow (more than 10^6 steps in one segment); loosen rtol/atol"
                     : "open-system simulation failed (out of memory?)");
   }
