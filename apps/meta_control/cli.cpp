@@ -14,59 +14,24 @@
 #include <vector>
 
 #include "meta_control.hpp"
+#include "qfleet/train.hpp"
 
 namespace qfleet::meta {
 
 namespace {
 
-// (printf, not fmt: LibTorch's headers carry their own fmt, which would shadow the system's.)
-std::string clock_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "--:--";
-  const long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
-  }
-  return buf;
-}
-
-// A progress bar with ETA and the running validation fidelity on stderr: redrawn
-// in place on a terminal, one line per 10% otherwise (logs, CI).
+// The runtime's progress bar (qfleet/train.hpp) with the running validation fidelity.
 class Bar : public Progress {
  public:
-  Bar() : tty_(isatty(STDERR_FILENO) != 0), t0_(std::chrono::steady_clock::now()) {}
   void update(int64_t done, int64_t total, double val_after) override {
-    if (first_ < 0) first_ = done - 1;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const double rate = el / double(done - first_);
-    const double eta = rate * double(total - done);
-    const int pct = total > 0 ? int(100 * done / total) : 100;
-    if (!tty_) {
-      if (pct / 10 == last_decile_ && done != total) return;
-      last_decile_ = pct / 10;
-    } else if (el - last_draw_ < 0.1 && done != total) {
-      return;
-    }
-    last_draw_ = el;
-    const int width = 30, filled = width * pct / 100;
-    std::fprintf(stderr, "%s[%s%s] %lld/%lld %3d%% %s<%s val F after adaptation %.5f%s", tty_ ? "\r" : "",
-                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), (long long)done,
-                 (long long)total, pct, clock_text(el).c_str(), clock_text(eta).c_str(), val_after,
-                 tty_ ? "" : "\n");
-    std::fflush(stderr);
+    char note[64];
+    std::snprintf(note, sizeof note, "val F after adaptation %.5f", val_after);
+    bar_.update(done, total, note);
   }
-  void finish() override {
-    if (tty_) std::fprintf(stderr, "\n");
-  }
+  void finish() override { bar_.finish(); }
 
  private:
-  bool tty_;
-  std::chrono::steady_clock::time_point t0_;
-  int64_t first_ = -1;
-  int last_decile_ = -1;
-  double last_draw_ = -1;
+  qfleet::train::ProgressBar bar_;
 };
 
 int cli_body(const std::string& prog, const std::vector<std::string>& args) {

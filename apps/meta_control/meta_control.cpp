@@ -3,9 +3,6 @@
 // configuration is config.cpp, the command line cli.cpp).
 #include "meta_control.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -272,30 +269,6 @@ Tensor Policy::forward(const std::vector<Tensor>& layers, const Tensor& features
 void adam_step(torch::optim::Adam& opt, const Tensor& param, const Tensor& grad) {
   param.mutable_grad() = grad;
   opt.step();
-}
-
-// ---- files ------------------------------------------------------------------------------
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += std::size_t(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  fs::rename(tmp, p);
 }
 
 // ---- training -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "qfleet/torch.hpp"
+#include "qfleet/train.hpp"
 
 namespace qfleet::meta {
 
@@ -177,7 +178,7 @@ torch::Tensor meta_gradient(const Config& cfg, const torch::Tensor& theta, const
 double meta_objective(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
 int64_t policy_size(const Config& cfg);
 
-// Atomic file write: a temporary next to the file, fsync, rename.
-void write_file_atomic(const std::string& path, const std::string& text);
+// Atomic file write (a temporary next to the file, fsync, rename): the runtime's.
+using qfleet::train::write_file_atomic;
 
 }  // namespace qfleet::meta

@@ -1,0 +1,45 @@
+// StepRunner: drives a user's step with a MetricMeter, a ProgressBar and checkpoints
+// (qfleet/train.hpp).
+#include <cmath>
+
+#include "qfleet/train.hpp"
+
+namespace qfleet::train {
+
+StepRunner::StepRunner(RunnerOptions options)
+    : opt_(std::move(options)), meter_(MeterOptions{opt_.sync_every, opt_.log_path}) {
+  if (opt_.steps < 0) throw std::invalid_argument("steps must be >= 0, got " + std::to_string(opt_.steps));
+  if (opt_.checkpoint_every < 0) {
+    throw std::invalid_argument("checkpoint_every must be >= 0, got " + std::to_string(opt_.checkpoint_every));
+  }
+}
+
+void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
+                     const std::function<void(int64_t)>& checkpoint) {
+  if (first < 0 || first > opt_.steps) {
+    throw std::invalid_argument("first step " + std::to_string(first) + " is outside 0.." + std::to_string(opt_.steps));
+  }
+  ProgressBar bar;
+  auto note = [&] {
+    if (meter_.rows().empty()) return std::string();
+    const MetricRow& r = meter_.rows().back();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.5g", meter_.names()[0].c_str(), r.means[0]);
+    return std::string(buf);
+  };
+  for (int64_t i = first; i < opt_.steps; ++i) {
+    const bool synced = meter_.add(step(i));
+    const int64_t done = i + 1;
+    const bool at_checkpoint =
+        checkpoint && ((opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0) || done == opt_.steps);
+    if (at_checkpoint) {
+      meter_.flush();  // the log is complete up to the checkpoint
+      checkpoint(done);
+    }
+    if (opt_.progress && (synced || at_checkpoint || done == opt_.steps)) bar.update(done, opt_.steps, note());
+  }
+  meter_.flush();
+  if (opt_.progress && first < opt_.steps) bar.finish();
+}
+
+}  // namespace qfleet::train
