@@ -122,6 +122,9 @@ std::vector<std::string> available_isas();
 
 // Number of CUDA devices visible to this build (0 when built without CUDA).
 int cuda_device_count();
+// CUDA device `device`'s compute capability as 10 * major + minor (90 for an H100);
+// -1 when the build has no CUDA backend or the device does not exist.
+int cuda_compute_capability(int device = 0);
 
 // Whether this build has the CUDA backend (compiled with nvcc; QFLEET_ENABLE_CUDA).
 // Without it, device 'cuda' is an error and 'automatic' always picks the cpu.

@@ -59,6 +59,7 @@ class DeviceBackend {
   virtual ~DeviceBackend() = default;
   virtual std::string name() const = 0;  // "cuda"
   virtual int device_count() const = 0;
+  virtual int compute_capability(int device) const = 0;  // 10 * major + minor
   virtual bool is_device_pointer(const void* p) const = 0;
 
   // Uploads the plan to the current device; throws qfleet::Error when no device is

@@ -349,9 +349,20 @@ std::vector<std::string> available_isas() {
   return v;
 }
 
+namespace {
+const detail::DeviceBackend* device_backend_or_null_for(int device) {
+  const detail::DeviceBackend* be = detail::device_backend();
+  return be != nullptr && device >= 0 && device < be->device_count() ? be : nullptr;
+}
+}  // namespace
+
 int cuda_device_count() {
   const detail::DeviceBackend* be = detail::device_backend();
   return be != nullptr ? be->device_count() : 0;
+}
+int cuda_compute_capability(int device) {
+  const detail::DeviceBackend* be = device_backend_or_null_for(device);
+  return be != nullptr ? be->compute_capability(device) : -1;
 }
 bool built_with_cuda() { return detail::device_backend() != nullptr; }
 

@@ -188,6 +188,10 @@ class CudaBackend final : public detail::DeviceBackend {
  public:
   std::string name() const override { return "cuda"; }
   int device_count() const override { return gpu::device_count(); }
+  int compute_capability(int device) const override {
+    const DeviceProps p = gpu::device_props(device);
+    return 10 * p.cc_major + p.cc_minor;
+  }
   bool is_device_pointer(const void* p) const override { return gpu::is_device_pointer(p); }
 
   std::shared_ptr<const detail::Resident> prepare(const Plan& plan) const override {

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,5 +119,186 @@ class StepRunner {
   RunnerOptions opt_;
   MetricMeter meter_;
 };
+
+// ---- mixed precision (precision.cpp) ---------------------------------------------
+//
+// The rule: the classical network parts run under autocast where it pays (BF16 on
+// CUDA compute capability >= 8, FP16 with a GradScaler below it, FP32 on the CPU);
+// the quantum engine always runs in its program's precision (complex64 / complex128):
+// under autocast, qfleet's operators cast reduced-precision inputs (bf16, fp16) up to
+// the program's real type and never cast float32/float64 inputs down
+// (adapters/torch/src/autocast.cpp).
+struct PrecisionPolicy {
+  torch::DeviceType device = torch::kCPU;
+  bool autocast = false;                     // autocast on for the classical parts
+  torch::ScalarType dtype = torch::kFloat;   // its dtype when on
+  bool grad_scaler = false;                  // FP16: scale the loss (GradScaler)
+  bool tf32 = false;                         // TF32 matmuls and convolutions (cuBLAS, cuDNN)
+  bool cudnn_benchmark = false;              // cuDNN picks its fastest algorithms per shape
+  std::string rule;                          // one sentence for logs and reports
+};
+// `cc_major` < 0: asked of the device (qfleet::cuda_compute_capability).
+PrecisionPolicy precision_policy(const torch::Device& device, int cc_major = -1);
+// Turns on the TF32 and cuDNN benchmark switches the policy names (process-wide).
+void apply_backend_switches(const PrecisionPolicy& policy);
+
+// Autocast on the policy's device with its dtype for the scope's life (nothing when
+// the policy has autocast off); restores the previous state.
+class AutocastScope {
+ public:
+  explicit AutocastScope(const PrecisionPolicy& policy);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_;
+  torch::DeviceType device_;
+  bool was_enabled_;
+  torch::ScalarType was_dtype_;
+};
+
+// Dynamic loss scaling for FP16 training (the algorithm of torch.amp.GradScaler:
+// multiply the loss by S; unscale the gradients; skip the step and halve S when one
+// is inf or NaN; double S after growth_interval clean steps). Uses ATen's own
+// _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_ kernels.
+struct GradScalerOptions {
+  double init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool enabled = true;  // off: scale() and step() pass through
+};
+class GradScaler {
+ public:
+  explicit GradScaler(GradScalerOptions options = {});
+  torch::Tensor scale(const torch::Tensor& loss);
+  // Unscales the optimizer's gradients in place and steps unless one is inf/NaN; returns
+  // whether it stepped (one host transfer, as torch.amp.GradScaler.step).
+  bool step(torch::optim::Optimizer& optimizer);
+  void update();
+  double scale_value() const;  // the current scale (host transfer)
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
+
+ private:
+  GradScalerOptions opt_;
+  torch::Tensor scale_, growth_tracker_, found_inf_;
+};
+
+// ---- checkpoints (checkpoint.cpp) ------------------------------------------------
+
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a checkpoint holds. The pointers name live objects: save_checkpoint reads
+// them, load_checkpoint restores into them. The default CPU generator and every CUDA
+// device's default generator are always saved and restored besides `generators`.
+struct TrainState {
+  int64_t step = 0;
+  std::string config;  // the run's configuration (any text); its hash is saved, a resume with another is refused
+  std::vector<std::pair<std::string, torch::nn::Module*>> modules;
+  std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers;
+  std::vector<std::pair<std::string, GradScaler*>> scalers;
+  std::vector<std::pair<std::string, at::Generator>> generators;
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;  // restored in place (same shape and dtype)
+};
+
+// FNV-1a 64 of the text, as 16 hex digits.
+std::string config_hash(const std::string& config);
+// One file (torch's archive format) written atomically (write_file_atomic).
+void save_checkpoint(const std::string& path, const TrainState& state);
+// Restores everything `state` names and sets state.step; CheckpointError with the path
+// and the reason for a missing, damaged or foreign file, a configuration hash that
+// differs, or an entry that is missing or does not fit.
+void load_checkpoint(const std::string& path, TrainState& state);
+
+// ---- device and batch choice (resources.cpp) -------------------------------------
+
+// Bytes free for a batch: MemAvailable (capped by the cgroup's limit) on the CPU, the
+// CUDA caching allocator's free figure (cudaMemGetInfo) on a GPU.
+std::size_t free_memory(const torch::Device& device);
+// The most tensor memory `fn` held at once on `device` above what was held before it:
+// a counting CPU allocator on the CPU, the caching allocator's peak statistics on CUDA.
+std::size_t peak_memory(const torch::Device& device, const std::function<void()>& fn);
+
+struct BatchChoice {
+  int64_t batch = 0;
+  std::size_t fixed_bytes = 0, per_sample_bytes = 0, budget_bytes = 0;
+  std::string reason;  // one sentence: the figures behind the choice
+};
+// batch = auto: `peak_bytes(b)` runs one step of batch b and returns its peak memory;
+// it is called at b = 1 and b = 4 to separate the fixed and per-sample parts. The
+// choice is the largest power of two whose estimate fits in fraction * free_bytes,
+// capped at `cap`. Throws std::runtime_error when even one sample does not fit.
+BatchChoice choose_batch(const std::function<std::size_t(int64_t)>& peak_bytes, std::size_t free_bytes,
+                         double fraction = 0.7, int64_t cap = 65536);
+// The same on a device: free_memory and peak_memory of `step(b)` there.
+BatchChoice auto_batch(const std::function<void(int64_t)>& step, const torch::Device& device,
+                       double fraction = 0.7, int64_t cap = 65536);
+
+struct DeviceChoice {
+  torch::Device device = torch::kCPU;
+  std::vector<std::pair<std::string, double>> seconds_per_step;  // each candidate's median
+  std::string reason;
+};
+// device = auto: for each candidate, `make_step(device)` builds the job there and
+// returns a step; `warmup` steps are run, then `steps` timed ones (each step returns a
+// tensor that is read on the host, so the time includes the device's work). Picks the
+// fastest median; a candidate that throws is skipped with the reason in `reason`.
+DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(const torch::Device&)>& make_step,
+                           const std::vector<torch::Device>& candidates, int64_t warmup = 2, int64_t steps = 5);
+// The devices this process can use: the CPU and each visible CUDA device.
+std::vector<torch::Device> available_devices();
+
+// ---- multi-process data parallel (distributed.cpp, launch.cpp) -------------------
+//
+// The processes meet at a c10d TCPStore (torch.distributed's own store, from the
+// PyTorch wheel): rank 0 hosts it, or torchrun's agent does. Gradients are summed
+// through it in rank order, so every rank gets the same bits and a run on N processes
+// differs from one process only by the order of one sum (tests/torch/test_distributed.cpp).
+// Why not ProcessGroupGloo: the wheel ships c10d's headers but not gloo's, so a C++
+// program outside PyTorch's build cannot construct one; the fleets here exchange one
+// gradient vector of a few thousand numbers per step, which the store carries in
+// well under a millisecond on one machine (docs/training.md has the figures).
+
+struct DistOptions {
+  int rank = 0, world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  bool agent_store = false;  // torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE)
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (set by torchrun and by launch_local);
+// nullopt when WORLD_SIZE is unset. std::invalid_argument for values that do not parse.
+std::optional<DistOptions> dist_from_env();
+
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const DistOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+  int rank() const { return opt_.rank; }
+  int size() const { return opt_.world_size; }
+  // Sum over ranks, in place, added in rank order (the same bits on every rank). Any
+  // dtype and device (it travels through host memory). A rank that does not arrive
+  // within the timeout makes this throw std::runtime_error naming it.
+  void all_reduce_sum(torch::Tensor& t);
+  void barrier();
+  // This rank's contiguous share [begin, end) of n items, as even as possible.
+  std::pair<int64_t, int64_t> share(int64_t n) const;
+
+ private:
+  DistOptions opt_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t seq_ = 0;
+};
+
+// Runs `nproc` copies of this process's own command line (/proc/self/cmdline) with
+// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and a free MASTER_PORT set, and waits.
+// When one exits with an error or a signal the others are stopped. Returns 0 when all
+// succeeded, else the first failure's status; `report` gets one line per failed rank.
+int launch_local(int nproc, std::string* report = nullptr);
 
 }  // namespace qfleet::train

@@ -1,0 +1,172 @@
+// Checkpoints of a training run: model, optimizer, loss scaler, RNG states, step and
+// configuration hash in one file of torch's archive format, written atomically
+// (qfleet/train.hpp). A resume restores every generator the run draws from, so it
+// continues bit for bit where an uninterrupted run would be (tests/torch/test_train_state.cpp).
+#include <ATen/Context.h>
+#include <ATen/core/Generator.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include "qfleet/train.hpp"
+
+namespace qfleet::train {
+
+namespace {
+
+constexpr const char* kFormat = "qfleet-train-checkpoint/1";
+
+// The default generators saved besides the user's: the CPU's, and each CUDA device's.
+std::vector<std::pair<std::string, at::Generator>> default_generators() {
+  std::vector<std::pair<std::string, at::Generator>> g{{"default.cpu", at::detail::getDefaultCPUGenerator()}};
+  if (at::hasCUDA()) {
+    const int n = at::detail::getCUDAHooks().deviceCount();
+    for (int i = 0; i < n; ++i)
+      g.emplace_back("default.cuda" + std::to_string(i),
+                     at::globalContext().defaultGenerator(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i))));
+  }
+  return g;
+}
+
+torch::Tensor generator_state(at::Generator& gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+std::string config_hash(const std::string& config) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : config) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void save_checkpoint(const std::string& path, const TrainState& state) {
+  torch::serialize::OutputArchive ar;
+  ar.write("qfleet.format", c10::IValue(std::string(kFormat)));
+  ar.write("qfleet.step", c10::IValue(state.step));
+  ar.write("qfleet.config_hash", c10::IValue(config_hash(state.config)));
+  for (const auto& [name, m] : state.modules) {
+    torch::serialize::OutputArchive sub;
+    m->save(sub);
+    ar.write("module." + name, sub);
+  }
+  for (const auto& [name, o] : state.optimizers) {
+    torch::serialize::OutputArchive sub;
+    o->save(sub);
+    ar.write("optimizer." + name, sub);
+  }
+  for (const auto& [name, s] : state.scalers) {
+    torch::serialize::OutputArchive sub;
+    s->save(sub);
+    ar.write("scaler." + name, sub);
+  }
+  auto gens = default_generators();
+  for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
+  for (auto& [name, g] : gens) ar.write("rng." + name, generator_state(g));
+  for (const auto& [name, t] : state.tensors) ar.write("tensor." + name, t.detach().cpu());
+  std::ostringstream os;
+  ar.save_to(os);
+  write_file_atomic(path, os.str());
+}
+
+void load_checkpoint(const std::string& path, TrainState& state) {
+  auto fail = [&](const std::string& why) { return CheckpointError("checkpoint " + path + ": " + why); };
+  if (!std::filesystem::exists(path)) throw CheckpointError("no checkpoint at " + path);
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path);
+  } catch (const c10::Error& e) {
+    throw fail("cannot be read: not a checkpoint or damaged (" + first_line(e.what()) + ")");
+  }
+  auto ivalue = [&](const std::string& key) {
+    c10::IValue v;
+    if (!ar.try_read(key, v)) throw fail("has no entry '" + key + "'");
+    return v;
+  };
+  const c10::IValue format = ivalue("qfleet.format");
+  if (!format.isString() || format.toStringRef() != kFormat)
+    throw fail("is not a qfleet training checkpoint (format entry)");
+  const c10::IValue step = ivalue("qfleet.step"), hash = ivalue("qfleet.config_hash");
+  if (!step.isInt() || step.toInt() < 0) throw fail("has no valid step");
+  const std::string now = config_hash(state.config);
+  if (!hash.isString() || hash.toStringRef() != now)
+    throw fail("was written by another configuration (hash " + (hash.isString() ? hash.toStringRef() : "?") +
+               ", this run's " + now + "); resume with the configuration that wrote it");
+
+  // Read every tensor entry before changing anything, so a bad file leaves the run as it was.
+  auto read_tensor = [&](const std::string& key) {
+    torch::Tensor t;
+    if (!ar.try_read(key, t)) throw fail("has no entry '" + key + "'");
+    return t;
+  };
+  auto gens = default_generators();
+  for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
+  std::vector<torch::Tensor> gen_states, tensors;
+  for (auto& [name, g] : gens) {
+    // A checkpoint from a machine with fewer CUDA devices: their generators stay as they are.
+    if (name.rfind("default.cuda", 0) == 0) {
+      torch::Tensor t;
+      gen_states.push_back(ar.try_read("rng." + name, t) ? t : torch::Tensor());
+    } else {
+      gen_states.push_back(read_tensor("rng." + name));
+    }
+  }
+  for (const auto& [name, live] : state.tensors) {
+    torch::Tensor t = read_tensor("tensor." + name);
+    if (t.sizes() != live.sizes() || t.scalar_type() != live.scalar_type())
+      throw fail("tensor '" + name + "' is " + c10::str(t.sizes(), " ", t.scalar_type()) + ", the run's is " +
+                 c10::str(live.sizes(), " ", live.scalar_type()));
+    tensors.push_back(t);
+  }
+  auto sub_archive = [&](const std::string& key) {
+    torch::serialize::InputArchive sub;
+    if (!ar.try_read(key, sub)) throw fail("has no entry '" + key + "'");
+    return sub;
+  };
+  std::vector<torch::serialize::InputArchive> mods, opts, scalers;
+  for (const auto& m : state.modules) mods.push_back(sub_archive("module." + m.first));
+  for (const auto& o : state.optimizers) opts.push_back(sub_archive("optimizer." + o.first));
+  for (const auto& s : state.scalers) scalers.push_back(sub_archive("scaler." + s.first));
+
+  std::string what;
+  try {
+    for (std::size_t i = 0; i < state.modules.size(); ++i) {
+      what = "module '" + state.modules[i].first + "'";
+      state.modules[i].second->load(mods[i]);
+    }
+    for (std::size_t i = 0; i < state.optimizers.size(); ++i) {
+      what = "optimizer '" + state.optimizers[i].first + "'";
+      state.optimizers[i].second->load(opts[i]);
+    }
+    for (std::size_t i = 0; i < state.scalers.size(); ++i) {
+      what = "scaler '" + state.scalers[i].first + "'";
+      state.scalers[i].second->load(scalers[i]);
+    }
+    for (std::size_t i = 0; i < gens.size(); ++i) {
+      if (!gen_states[i].defined()) continue;
+      what = "generator '" + gens[i].first + "'";
+      std::lock_guard<std::mutex> lock(gens[i].second.mutex());
+      gens[i].second.set_state(gen_states[i]);
+    }
+  } catch (const std::exception& e) {
+    throw fail(what + " does not fit this run: " + first_line(e.what()));
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < tensors.size(); ++i) state.tensors[i].second.copy_(tensors[i]);
+  state.step = step.toInt();
+}
+
+}  // namespace qfleet::train

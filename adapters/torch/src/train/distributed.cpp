@@ -1,0 +1,141 @@
+// ProcessGroup: ranks meet at a c10d TCPStore and sum tensors through it in rank
+// order (qfleet/train.hpp says why not Gloo).
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+#include "qfleet/train.hpp"
+
+namespace qfleet::train {
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::optional<std::string>(v) : std::nullopt;
+}
+
+int env_int(const char* name, int lo, int hi, int fallback) {
+  const auto v = env(name);
+  if (!v) return fallback;
+  std::size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v->size() || x < lo || x > hi)
+    throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + *v + "'");
+  return x;
+}
+
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+std::optional<DistOptions> dist_from_env() {
+  if (!env("WORLD_SIZE")) return std::nullopt;
+  DistOptions o;
+  o.world_size = env_int("WORLD_SIZE", 1, 1 << 16, 1);
+  o.rank = env_int("RANK", 0, o.world_size - 1, 0);
+  o.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
+  o.master_port = env_int("MASTER_PORT", 1, 65535, 29500);
+  const auto agent = env("TORCHELASTIC_USE_AGENT_STORE");
+  o.agent_store = agent && (*agent == "True" || *agent == "true" || *agent == "1");
+  return o;
+}
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+ProcessGroup::ProcessGroup(const DistOptions& options) : opt_(options), impl_(std::make_unique<Impl>()) {
+  if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size)
+    throw std::invalid_argument("process group: rank " + std::to_string(opt_.rank) + " is outside a world of " +
+                                std::to_string(opt_.world_size));
+  if (opt_.world_size == 1) return;
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(opt_.master_port);
+  so.isServer = opt_.rank == 0 && !opt_.agent_store;
+  if (!opt_.agent_store) so.numWorkers = static_cast<std::size_t>(opt_.world_size);
+  so.waitWorkers = true;
+  so.timeout = opt_.timeout;
+  try {
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(opt_.master_addr, so);
+    // torchrun's store outlives a restart of the workers: keys carry the restart count.
+    impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+        "qfleet/" + env("TORCHELASTIC_RESTART_COUNT").value_or("0"), tcp);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("process group: rank " + std::to_string(opt_.rank) + " could not meet the others at " +
+                             opt_.master_addr + ":" + std::to_string(opt_.master_port) + ": " + first_line(e.what()));
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+std::pair<int64_t, int64_t> ProcessGroup::share(int64_t n) const {
+  const int64_t w = opt_.world_size, r = opt_.rank, base = n / w, extra = n % w;
+  const int64_t begin = r * base + std::min(r, extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+void ProcessGroup::all_reduce_sum(torch::Tensor& t) {
+  if (opt_.world_size == 1) return;
+  const std::string base = "allreduce/" + std::to_string(seq_++) + "/";
+  const torch::Tensor host = t.detach().to(torch::kCPU).contiguous();
+  const auto* bytes = static_cast<const std::uint8_t*>(host.data_ptr());
+  std::vector<std::uint8_t> mine(bytes, bytes + host.nbytes());
+  auto& store = impl_->store;
+  std::vector<std::string> keys;
+  for (int r = 0; r < opt_.world_size; ++r) keys.push_back(base + std::to_string(r));
+  store->set(keys[std::size_t(opt_.rank)], mine);
+  torch::Tensor sum;
+  for (int r = 0; r < opt_.world_size; ++r) {
+    std::vector<std::uint8_t> part;
+    if (r == opt_.rank) {
+      part = mine;
+    } else {
+      try {
+        store->wait({keys[std::size_t(r)]}, opt_.timeout);
+        part = store->get(keys[std::size_t(r)]);
+      } catch (const c10::Error& e) {
+        throw std::runtime_error("all-reduce: rank " + std::to_string(r) + " did not send its part within " +
+                                 std::to_string(opt_.timeout.count() / 1000) + " s (did it stop?): " +
+                                 first_line(e.what()));
+      }
+    }
+    if (part.size() != mine.size())
+      throw std::runtime_error("all-reduce: rank " + std::to_string(r) + " sent " + std::to_string(part.size()) +
+                               " bytes, this rank " + std::to_string(mine.size()) + " (different tensors)");
+    const torch::Tensor x = torch::from_blob(part.data(), host.sizes(), host.options()).clone();
+    sum = r == 0 ? x : sum + x;  // rank order: the same bits everywhere
+  }
+  // The last rank to finish reading removes the keys.
+  if (store->add(base + "read", 1) == opt_.world_size) {
+    for (const auto& k : keys) store->deleteKey(k);
+    store->deleteKey(base + "read");
+  }
+  torch::NoGradGuard no_grad;
+  t.copy_(sum);
+}
+
+void ProcessGroup::barrier() {
+  if (opt_.world_size == 1) return;
+  const std::string key = "barrier/" + std::to_string(seq_++);
+  auto& store = impl_->store;
+  if (store->add(key, 1) == opt_.world_size) store->set(key + "/go", std::vector<std::uint8_t>{1});
+  try {
+    store->wait({key + "/go"}, opt_.timeout);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("barrier: not every rank arrived within " + std::to_string(opt_.timeout.count() / 1000) +
+                             " s (did one stop?): " + first_line(e.what()));
+  }
+}
+
+}  // namespace qfleet::train

@@ -1,0 +1,272 @@
+// qfleet::train's checkpoints, mixed-precision rule, loss scaler and device/batch
+// choice, on the CPU. References: an uninterrupted run (resume), plain arithmetic
+// (the scaler's step against SGD by hand), the layer called without autocast.
+#include <ATen/autocast_mode.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "classifier.hpp"
+#include "qfleet/torch.hpp"
+#include "qfleet/train.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace tr = qfleet::train;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("qfleet_train_state_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A small hybrid model: a linear layer, dropout (it draws from the default CPU
+// generator), a circuit layer, a linear read-out.
+struct Hybrid : torch::nn::Module {
+  explicit Hybrid(uint64_t seed)
+      : pre(register_module("pre", torch::nn::Linear(3, 3))),
+        drop(register_module("drop", torch::nn::Dropout(0.2))),
+        q(register_module("q", qfleet::nn::QuantumLayer(classifier(3, 2), qfleet::nn::QuantumLayerOptions{qfleet::Precision::complex128, 1, seed}))),
+        post(register_module("post", torch::nn::Linear(3, 1))) {
+    to(torch::kFloat64);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return post(q(drop(pre(x)))).squeeze(1); }
+  torch::nn::Linear pre;
+  torch::nn::Dropout drop;
+  qfleet::nn::QuantumLayer q;
+  torch::nn::Linear post;
+};
+
+struct HybridRun {
+  explicit HybridRun(uint64_t seed) : model(seed), opt(model.parameters(), torch::optim::AdamOptions(0.05)),
+                                data(at::make_generator<at::CPUGeneratorImpl>(seed + 100)) {}
+  void step() {
+    const auto x = torch::randn({8, 3}, data, torch::kFloat64);
+    const auto y = x.sum(1).sin();
+    opt.zero_grad();
+    torch::mse_loss(model.forward(x), y).backward();
+    opt.step();
+  }
+  tr::TrainState state(int64_t step) {
+    tr::TrainState s;
+    s.step = step;
+    s.config = "{\"lr\": 0.05}";
+    s.modules = {{"model", &model}};
+    s.optimizers = {{"adam", &opt}};
+    s.generators = {{"data", data}};
+    return s;
+  }
+  Hybrid model;
+  torch::optim::Adam opt;
+  at::Generator data;
+};
+
+TEST(TrainCheckpoint, ResumeIsBitIdenticalToAnUninterruptedRun) {
+  const fs::path dir = temp_dir("resume");
+  torch::manual_seed(7);
+  HybridRun whole(1);
+  for (int i = 0; i < 12; ++i) whole.step();
+
+  torch::manual_seed(7);
+  HybridRun first(1);
+  for (int i = 0; i < 5; ++i) first.step();
+  tr::save_checkpoint((dir / "ck.pt").string(), first.state(5));
+  for (int i = 0; i < 3; ++i) first.step();  // what a killed run did after the checkpoint is lost
+
+  torch::manual_seed(12345);  // a new process: other seeds until the checkpoint is loaded
+  HybridRun resumed(99);
+  auto st = resumed.state(0);
+  tr::load_checkpoint((dir / "ck.pt").string(), st);
+  EXPECT_EQ(st.step, 5);
+  for (int i = 5; i < 12; ++i) resumed.step();
+
+  const auto a = whole.model.parameters(), b = resumed.model.parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
+  fs::remove_all(dir);
+}
+
+TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) {
+  const fs::path dir = temp_dir("errors");
+  HybridRun run(3);
+  const std::string ck = (dir / "ck.pt").string();
+  tr::save_checkpoint(ck, run.state(4));
+  auto expect_error = [&](const std::string& path, tr::TrainState st, const std::string& part) {
+    try {
+      tr::load_checkpoint(path, st);
+      ADD_FAILURE() << "no error for " << part;
+    } catch (const tr::CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error((dir / "absent.pt").string(), run.state(0), "no checkpoint at");
+  {
+    std::ofstream(dir / "junk.pt") << "not a checkpoint";
+  }
+  expect_error((dir / "junk.pt").string(), run.state(0), "cannot be read");
+  {
+    std::ifstream in(ck, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "cut.pt", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  expect_error((dir / "cut.pt").string(), run.state(0), "cannot be read");
+
+  HybridRun other(4);
+  const auto before = other.model.parameters()[0].clone();
+  auto changed = other.state(0);
+  changed.config = "{\"lr\": 0.1}";
+  expect_error(ck, changed, "another configuration");
+  auto extra = other.state(0);
+  torch::Tensor buffer = torch::zeros({2});
+  extra.tensors = {{"buffer", buffer}};
+  expect_error(ck, extra, "no entry 'tensor.buffer'");
+  EXPECT_TRUE(torch::equal(other.model.parameters()[0], before)) << "a refused checkpoint changed the model";
+  fs::remove_all(dir);
+}
+
+TEST(TrainCheckpoint, TensorsRoundTripAndAWrongShapeIsNamed) {
+  const fs::path dir = temp_dir("tensors");
+  const std::string ck = (dir / "ck.pt").string();
+  tr::TrainState s;
+  torch::Tensor t = torch::arange(6, torch::kFloat64).view({2, 3});
+  s.tensors = {{"t", t}};
+  s.step = 9;
+  tr::save_checkpoint(ck, s);
+  torch::Tensor back = torch::zeros({2, 3}, torch::kFloat64);
+  tr::TrainState r;
+  r.tensors = {{"t", back}};
+  tr::load_checkpoint(ck, r);
+  EXPECT_TRUE(torch::equal(back, t));
+  EXPECT_EQ(r.step, 9);
+  torch::Tensor wrong = torch::zeros({3}, torch::kFloat64);
+  r.tensors = {{"t", wrong}};
+  EXPECT_THROW(tr::load_checkpoint(ck, r), tr::CheckpointError);
+  fs::remove_all(dir);
+}
+
+TEST(TrainPrecision, ThePolicyFollowsTheDeviceAndComputeCapability) {
+  const auto cpu = tr::precision_policy(torch::kCPU);
+  EXPECT_FALSE(cpu.autocast);
+  EXPECT_FALSE(cpu.grad_scaler);
+  const auto hopper = tr::precision_policy(torch::Device(torch::kCUDA, 0), 9);
+  EXPECT_TRUE(hopper.autocast);
+  EXPECT_EQ(hopper.dtype, torch::kBFloat16);
+  EXPECT_FALSE(hopper.grad_scaler);
+  EXPECT_TRUE(hopper.tf32);
+  const auto volta = tr::precision_policy(torch::Device(torch::kCUDA, 0), 7);
+  EXPECT_EQ(volta.dtype, torch::kHalf);
+  EXPECT_TRUE(volta.grad_scaler);
+  EXPECT_FALSE(volta.tf32);
+}
+
+// The rule: autocast never downcasts the engine's inputs; bf16 inputs are cast up.
+TEST(TrainPrecision, AutocastLeavesTheEngineInItsProgramsPrecision) {
+  const auto c = classifier(3, 2);
+  auto p128 = c10::make_intrusive<qfleet::nn::CircuitProgram>(c);
+  auto p64 = c10::make_intrusive<qfleet::nn::CircuitProgram>(c, qfleet::CompileOptions{qfleet::Precision::complex64});
+  const auto x = torch::rand({4, 3}, torch::kFloat64);
+  const auto w = torch::rand({p128->n_weights()}, torch::kFloat64);
+  const auto plain128 = qfleet::nn::circuit_forward(p128, x, w);
+  const auto xb = x.to(torch::kBFloat16), wb = w.to(torch::kBFloat16);
+  const auto plain64 = qfleet::nn::circuit_forward(p64, xb.to(torch::kFloat), wb.to(torch::kFloat));
+
+  tr::PrecisionPolicy cpu_bf16;
+  cpu_bf16.autocast = true;
+  cpu_bf16.dtype = torch::kBFloat16;
+  {
+    tr::AutocastScope scope(cpu_bf16);
+    torch::nn::Linear lin(3, 3);
+    ASSERT_EQ(lin(x.to(torch::kFloat)).scalar_type(), torch::kBFloat16) << "autocast is not on";
+    const auto y128 = qfleet::nn::circuit_forward(p128, x, w);
+    EXPECT_EQ(y128.scalar_type(), torch::kFloat64);
+    EXPECT_TRUE(torch::equal(y128, plain128));
+    const auto y64 = qfleet::nn::circuit_forward(p64, xb, wb);
+    EXPECT_EQ(y64.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(torch::equal(y64, plain64));
+  }
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(torch::kCPU));
+  // Without autocast a bf16 input is still an error, not a silent cast.
+  EXPECT_THROW(qfleet::nn::circuit_forward(p64, xb, wb), c10::Error);
+}
+
+TEST(TrainPrecision, GradScalerStepsOnCleanGradientsAndBacksOffOnInf) {
+  auto p = torch::tensor({1.0, -2.0}, torch::kFloat).requires_grad_();
+  torch::optim::SGD sgd({p}, torch::optim::SGDOptions(0.1));
+  tr::GradScaler scaler({.init_scale = 8.0, .growth_factor = 2.0, .backoff_factor = 0.5, .growth_interval = 2});
+  auto loss_of = [&] { return (p * torch::tensor({3.0f, 5.0f})).sum(); };  // gradient (3, 5)
+  sgd.zero_grad();
+  scaler.scale(loss_of()).backward();
+  EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), 24.0f);
+  EXPECT_TRUE(scaler.step(sgd));
+  scaler.update();
+  EXPECT_FLOAT_EQ(p[0].item<float>(), 1.0f - 0.1f * 3.0f);
+  EXPECT_FLOAT_EQ(p[1].item<float>(), -2.0f - 0.1f * 5.0f);
+  EXPECT_DOUBLE_EQ(scaler.scale_value(), 8.0);
+  sgd.zero_grad();
+  scaler.scale(loss_of()).backward();
+  EXPECT_TRUE(scaler.step(sgd));
+  scaler.update();
+  EXPECT_DOUBLE_EQ(scaler.scale_value(), 16.0);  // two clean steps: grown
+  const auto before = p.detach().clone();
+  sgd.zero_grad();
+  scaler.scale(loss_of()).backward();
+  p.mutable_grad()[1] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(scaler.step(sgd));
+  scaler.update();
+  EXPECT_TRUE(torch::equal(p.detach(), before));
+  EXPECT_DOUBLE_EQ(scaler.scale_value(), 8.0);
+}
+
+TEST(TrainResources, BatchProbeOnAFakeMemoryBudget) {
+  auto linear = [](int64_t b) { return std::size_t(1000 + 300 * b); };
+  const auto c = tr::choose_batch(linear, 10000, 0.7, 65536);  // (7000 - 1000) / 300 = 20 -> 16
+  EXPECT_EQ(c.batch, 16);
+  EXPECT_EQ(c.fixed_bytes, 1000u);
+  EXPECT_EQ(c.per_sample_bytes, 300u);
+  EXPECT_EQ(tr::choose_batch(linear, 10000, 0.7, 8).batch, 8);
+  EXPECT_EQ(tr::choose_batch([](int64_t) { return std::size_t(100); }, 10000, 0.7, 1024).batch, 1024);
+  try {
+    tr::choose_batch(linear, 1500, 0.7);
+    ADD_FAILURE() << "no error when one sample does not fit";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("even one sample does not fit"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(tr::choose_batch(linear, 10000, 1.5), std::invalid_argument);
+}
+
+TEST(TrainResources, CpuPeakMemoryCountsTheStepsTensors) {
+  const std::size_t mib = 1 << 20;
+  const std::size_t peak = tr::peak_memory(torch::kCPU, [&] {
+    auto a = torch::empty({int64_t(mib / 8)}, torch::kFloat64);
+    auto b = torch::empty({int64_t(mib / 8)}, torch::kFloat64);
+  });
+  EXPECT_GE(peak, 2 * mib);
+  EXPECT_LT(peak, 2 * mib + mib / 8);
+  EXPECT_GT(tr::free_memory(torch::kCPU), 0u);
+  // A step whose memory is 1 MiB per sample: the probe finds it.
+  const auto c = tr::auto_batch([&](int64_t b) { torch::ones({b, int64_t(mib / 8)}, torch::kFloat64).sum(); },
+                                torch::kCPU, 0.5, 4096);
+  EXPECT_GE(c.per_sample_bytes, mib);
+  EXPECT_LT(c.per_sample_bytes, mib + mib / 8);
+  EXPECT_GE(c.batch, 1);
+}
+
+TEST(TrainResources, DeviceChoiceTimesEachCandidateAndSkipsOnesThatFail) {
+  const auto devs = tr::available_devices();
+  ASSERT_FALSE(devs.empty());
+  EXPECT_TRUE(devs[0].is_cpu());
+  auto make = [](const torch::Device& d) -> std::function<torch::Tensor()> {
+    if (d.is_cuda()) throw std::runtime_error("no such device here");
+    return [] { return torch::ones({64, 64}).matmul(torch::ones({64, 64})).sum(); };
+  };
+  const auto c = tr::choose_device(make, {torch::kCPU, torch::Device(torch::kCUDA, 3)}, 1, 3);
+  EXPECT_TRUE(c.device.is_cpu());
+  ASSERT_EQ(c.seconds_per_step.size(), 1u);
+  EXPECT_GT(c.seconds_per_step[0].second, 0.0);
+  EXPECT_NE(c.reason.find("skipped (no such device here)"), std::string::npos) << c.reason;
+}
+
+}  // namespace
