@@ -280,9 +280,12 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
   int rank() const { return opt_.rank; }
   int size() const { return opt_.world_size; }
-  // Sum over ranks, in place, added in rank order (the same bits on every rank). Any
-  // dtype and device (it travels through host memory). A rank that does not arrive
-  // within the timeout makes this throw std::runtime_error naming it.
+  // Every rank's tensor concatenated along dim 0 in rank order (dim 0 may differ
+  // between ranks; the other dims and the dtype may not). Any device (it travels
+  // through host memory). A rank that does not arrive within the timeout makes this
+  // throw std::runtime_error naming it.
+  torch::Tensor all_gather(const torch::Tensor& mine);
+  // Sum over ranks, in place, added in rank order (the same bits on every rank).
   void all_reduce_sum(torch::Tensor& t);
   void barrier();
   // This rank's contiguous share [begin, end) of n items, as even as possible.
@@ -294,6 +297,16 @@ class ProcessGroup {
   std::unique_ptr<Impl> impl_;
   int64_t seq_ = 0;
 };
+
+// Data-parallel backward with a fixed reduction order: the global batch is cut into
+// `n_shards` shards (the same number on any number of ranks); each rank runs
+// `shard_loss(k)`'s backward for its share of them, one at a time, and the parameters'
+// gradients become the sum over all shards, taken as one sum over the gathered
+// [n_shards, P] gradients. So 1 and N processes give the same bits whenever the
+// per-shard gradients are (tests/torch/test_distributed.cpp). Returns the sum of the
+// shard losses (on every rank).
+torch::Tensor data_parallel_backward(ProcessGroup& group, const std::vector<torch::Tensor>& parameters,
+                                     int64_t n_shards, const std::function<torch::Tensor(int64_t)>& shard_loss);
 
 // Runs `nproc` copies of this process's own command line (/proc/self/cmdline) with
 // RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and a free MASTER_PORT set, and waits.

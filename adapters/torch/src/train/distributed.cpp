@@ -85,44 +85,92 @@ std::pair<int64_t, int64_t> ProcessGroup::share(int64_t n) const {
   return {begin, begin + base + (r < extra ? 1 : 0)};
 }
 
-void ProcessGroup::all_reduce_sum(torch::Tensor& t) {
-  if (opt_.world_size == 1) return;
-  const std::string base = "allreduce/" + std::to_string(seq_++) + "/";
-  const torch::Tensor host = t.detach().to(torch::kCPU).contiguous();
+torch::Tensor ProcessGroup::all_gather(const torch::Tensor& mine) {
+  if (!mine.defined() || mine.dim() < 1) throw std::invalid_argument("all_gather: needs a tensor of at least one dimension");
+  if (opt_.world_size == 1) return mine;
+  const std::string base = "gather/" + std::to_string(seq_++) + "/";
+  const torch::Tensor host = mine.detach().to(torch::kCPU).contiguous();
+  const int64_t row_numel = host.size(0) > 0 ? host.numel() / host.size(0) : 1;
+  const int64_t row_bytes = row_numel * int64_t(host.element_size());
   const auto* bytes = static_cast<const std::uint8_t*>(host.data_ptr());
-  std::vector<std::uint8_t> mine(bytes, bytes + host.nbytes());
+  std::vector<std::uint8_t> own(bytes, bytes + host.nbytes());
   auto& store = impl_->store;
   std::vector<std::string> keys;
   for (int r = 0; r < opt_.world_size; ++r) keys.push_back(base + std::to_string(r));
-  store->set(keys[std::size_t(opt_.rank)], mine);
-  torch::Tensor sum;
+  store->set(keys[std::size_t(opt_.rank)], own);
+  std::vector<torch::Tensor> parts;
   for (int r = 0; r < opt_.world_size; ++r) {
     std::vector<std::uint8_t> part;
     if (r == opt_.rank) {
-      part = mine;
+      part = own;
     } else {
       try {
         store->wait({keys[std::size_t(r)]}, opt_.timeout);
         part = store->get(keys[std::size_t(r)]);
       } catch (const c10::Error& e) {
-        throw std::runtime_error("all-reduce: rank " + std::to_string(r) + " did not send its part within " +
+        throw std::runtime_error("all_gather: rank " + std::to_string(r) + " did not send its part within " +
                                  std::to_string(opt_.timeout.count() / 1000) + " s (did it stop?): " +
                                  first_line(e.what()));
       }
     }
-    if (part.size() != mine.size())
-      throw std::runtime_error("all-reduce: rank " + std::to_string(r) + " sent " + std::to_string(part.size()) +
-                               " bytes, this rank " + std::to_string(mine.size()) + " (different tensors)");
-    const torch::Tensor x = torch::from_blob(part.data(), host.sizes(), host.options()).clone();
-    sum = r == 0 ? x : sum + x;  // rank order: the same bits everywhere
+    if (row_bytes == 0 || int64_t(part.size()) % row_bytes != 0)
+      throw std::runtime_error("all_gather: rank " + std::to_string(r) + " sent " + std::to_string(part.size()) +
+                               " bytes, not whole rows of this rank's " + std::to_string(row_bytes) +
+                               " (different tensors)");
+    std::vector<int64_t> shape = host.sizes().vec();
+    shape[0] = int64_t(part.size()) / row_bytes;
+    parts.push_back(torch::from_blob(part.data(), shape, host.options()).clone());
   }
   // The last rank to finish reading removes the keys.
   if (store->add(base + "read", 1) == opt_.world_size) {
     for (const auto& k : keys) store->deleteKey(k);
     store->deleteKey(base + "read");
   }
+  return torch::cat(parts).to(mine.device());
+}
+
+void ProcessGroup::all_reduce_sum(torch::Tensor& t) {
+  if (opt_.world_size == 1) return;
+  const torch::Tensor all = all_gather(t.detach().reshape({1, -1}));
+  if (all.size(0) != opt_.world_size) throw std::runtime_error("all_reduce_sum: the ranks sent tensors of different sizes");
+  torch::Tensor sum = all[0];
+  for (int r = 1; r < opt_.world_size; ++r) sum = sum + all[r];  // rank order: the same bits everywhere
   torch::NoGradGuard no_grad;
-  t.copy_(sum);
+  t.copy_(sum.view_as(t));
+}
+
+torch::Tensor data_parallel_backward(ProcessGroup& group, const std::vector<torch::Tensor>& parameters,
+                                     int64_t n_shards, const std::function<torch::Tensor(int64_t)>& shard_loss) {
+  if (n_shards < group.size())
+    throw std::invalid_argument("data parallel: " + std::to_string(n_shards) + " shards cannot feed " +
+                                std::to_string(group.size()) + " ranks");
+  if (parameters.empty()) throw std::invalid_argument("data parallel: no parameters");
+  const auto [first, last] = group.share(n_shards);
+  std::vector<torch::Tensor> rows, losses;
+  for (int64_t k = first; k < last; ++k) {
+    for (const auto& p : parameters)
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    const torch::Tensor loss = shard_loss(k);
+    loss.backward();
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : parameters)
+      flat.push_back(p.grad().defined() ? p.grad().reshape(-1).clone() : torch::zeros({p.numel()}, p.options()));
+    rows.push_back(torch::cat(flat));
+    losses.push_back(loss.detach().reshape({1}));
+  }
+  const torch::Tensor total = group.all_gather(torch::stack(rows)).sum(0);  // [n_shards, P] in shard order, summed
+  int64_t at = 0;
+  torch::NoGradGuard no_grad;
+  for (const auto& p : parameters) {
+    const torch::Tensor part = total.narrow(0, at, p.numel()).view_as(p);
+    at += p.numel();
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(part);
+    } else {
+      p.mutable_grad() = part.clone();
+    }
+  }
+  return group.all_gather(torch::cat(losses)).sum();
 }
 
 void ProcessGroup::barrier() {
