@@ -39,7 +39,7 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   std::string config_path, preset, out_dir;
   std::vector<std::string> sets;
   bool resume = false, quiet = false, print_config = false;
-  int64_t stop_after = -1;
+  int64_t stop_after = -1, nproc = 1;
   app.add_option("--config", config_path, "JSON configuration file (keys: docs/meta_control.md)");
   app.add_option("--preset", preset, "fast (default), paper or accurate; a file's \"preset\" key wins");
   app.add_option("--set", sets, "override one key: --set key=value (value as JSON, or a bare word)");
@@ -47,6 +47,9 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   app.add_flag("--resume", resume, "continue from <output_dir>/checkpoint.json (same results as an uninterrupted run)");
   app.add_option("--stop-after", stop_after, "stop after this many iterations, with a checkpoint")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--nproc", nproc,
+                 "processes on this machine, each running its share of the meta-batch (or start under torchrun)")
+      ->check(CLI::Range(1, 256));
   app.add_flag("--quiet", quiet, "no progress bar or summary");
   app.add_flag("--print-config", print_config, "print the resolved configuration and exit");
   try {
@@ -71,6 +74,20 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       return 0;
     }
     const auto cfg = make_config(resolved);
+    const auto dist = qfleet::train::dist_from_env();
+    if (nproc > 1 && !dist) {  // the launcher: nproc ranks of this same command line
+      if (cfg.meta_batch < nproc)
+        throw ConfigError("--nproc " + std::to_string(nproc) + ": meta_batch = " + std::to_string(cfg.meta_batch) +
+                          " tasks cannot be shared by that many processes");
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::string report;
+      const int rc = qfleet::train::launch_local(static_cast<int>(nproc), &report);
+      if (rc != 0) std::fprintf(stderr, "%s: error: %s", prog.c_str(), report.c_str());
+      return rc;
+    }
+    const bool lead = !dist || dist->rank == 0;
+    quiet = quiet || !lead;
     Bar bar;
     RunOptions opt;
     opt.resume = resume;
@@ -78,10 +95,12 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
     opt.progress = quiet ? nullptr : &bar;
     opt.app = prog;
     if (!quiet)
-      std::fprintf(stderr, "%s: %s on %s (%lld tasks x %lld inner steps, %lld iterations, %s solver, preset %s)\n",
+      std::fprintf(stderr, "%s: %s on %s (%lld tasks x %lld inner steps, %lld iterations, %s solver, preset %s%s)\n",
                    prog.c_str(), cfg.algorithm.c_str(), cfg.system.c_str(), (long long)cfg.meta_batch, (long long)cfg.inner_steps,
-                   (long long)cfg.iterations, cfg.solver.c_str(), cfg.preset.c_str());
+                   (long long)cfg.iterations, cfg.solver.c_str(), cfg.preset.c_str(),
+                   dist ? (", " + std::to_string(dist->world_size) + " processes").c_str() : "");
     const auto res = run(cfg, opt);
+    if (!lead) return 0;
     if (!res.complete) {
       if (!quiet)
         std::printf("stopped after iteration %lld; checkpoint %s (continue with --resume)\n",

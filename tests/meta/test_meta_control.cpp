@@ -284,6 +284,39 @@ TEST(MetaRun, ResumeRejectsAChangedConfiguration) {
   EXPECT_THROW(qfleet::meta::run(config(none), resume), ConfigError);
 }
 
+// --nproc: the meta-batch split over processes gives one process's parameters (the
+// per-task rows are gathered in task order and reduced as on one process), also when
+// the two-process run is stopped and resumed.
+TEST(MetaRun, TwoProcessesGiveTheOneProcessResult) {
+  for (const std::string algo : {"fomaml", "reptile"}) {
+    SCOPED_TRACE(algo);
+    const std::string one = fresh_dir("one_" + algo), two = fresh_dir("two_" + algo), cut = fresh_dir("cut_" + algo);
+    json c = small(one);
+    c["algorithm"] = algo;
+    c["threads"] = 1;
+    const std::string cfg_path = qfleet_test::write_temp(c.dump());
+    auto r = qfleet_test::run_program(QFLEET_META_PATH, {"--config", cfg_path, "--quiet"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = qfleet_test::run_program(QFLEET_META_PATH, {"--config", cfg_path, "--quiet", "--nproc", "2", "--out", two});
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = qfleet_test::run_program(QFLEET_META_PATH,
+                                 {"--config", cfg_path, "--quiet", "--nproc", "2", "--out", cut, "--stop-after", "7"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = qfleet_test::run_program(QFLEET_META_PATH, {"--config", cfg_path, "--quiet", "--nproc", "2", "--out", cut, "--resume"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json a = read_json(one + "/report.json"), b = read_json(two + "/report.json"), d = read_json(cut + "/report.json");
+    EXPECT_EQ(b["training_run"]["processes"], 2);
+    EXPECT_EQ(a["validation"], b["validation"]);
+    EXPECT_EQ(a["curve"], b["curve"]);
+    EXPECT_EQ(a["validation"], d["validation"]);
+    EXPECT_EQ(read_json(one + "/checkpoint.json")["theta"], read_json(two + "/checkpoint.json")["theta"]);
+    EXPECT_EQ(read_json(one + "/checkpoint.json")["theta"], read_json(cut + "/checkpoint.json")["theta"]);
+  }
+  const auto r = qfleet_test::run_program(QFLEET_META_PATH, {"--set", "meta_batch=2", "--nproc", "3", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--nproc 3: meta_batch = 2 tasks cannot be shared"), std::string::npos) << r.err;
+}
+
 // The binaries end to end: qfleet-meta writes pulses, `qfleet eval` reproduces the report.
 TEST(MetaRun, ExportedPulsesThroughQfleetEvalReproduceTheReport) {
   for (const json& extra : {json{{"algorithm", "fomaml"}},

@@ -1,0 +1,322 @@
+// The meta-training loop's state (class Trainer: policy parameters, Adam, the task
+// generator, the inner loop and the meta-gradient) and its checkpoint helpers. Internal
+// to the app: included by meta_control.cpp only; MetaStep (meta_control.hpp) holds one.
+#pragma once
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "meta_control.hpp"
+
+namespace qfleet::meta {
+
+using nlohmann::json;
+using torch::Tensor;
+
+// ---- training -------------------------------------------------------------------------------
+
+namespace training {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+inline json tensor_flat(const Tensor& t) {
+  const Tensor c = t.detach().to(torch::kFloat64).contiguous().view(-1);
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+inline Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
+  const auto v = a.get<std::vector<double>>();
+  return torch::tensor(v, torch::kFloat64).to(dtype);
+}
+
+// Adam's state of `param` as the checkpoint holds it ({"step", "m", "v"}), and back.
+inline json adam_state_json(const torch::optim::Adam& opt, const Tensor& param) {
+  const auto it = opt.state().find(param.unsafeGetTensorImpl());
+  if (it == opt.state().end()) return {{"step", 0}, {"m", json::array()}, {"v", json::array()}};
+  const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+  return {{"step", st.step()}, {"m", tensor_flat(st.exp_avg())}, {"v", tensor_flat(st.exp_avg_sq())}};
+}
+
+inline void restore_adam_state(torch::optim::Adam& opt, const Tensor& param, const json& state, torch::ScalarType dtype) {
+  opt.state().erase(param.unsafeGetTensorImpl());
+  const int64_t step = state.at("step");
+  if (step == 0) return;
+  auto st = std::make_unique<torch::optim::AdamParamState>();
+  st->step(step);
+  st->exp_avg(flat_tensor(state.at("m"), dtype).to(param.device()));
+  st->exp_avg_sq(flat_tensor(state.at("v"), dtype).to(param.device()));
+  if (st->exp_avg().numel() != param.numel() || st->exp_avg_sq().numel() != param.numel())
+    throw ConfigError("resume: the checkpoint's optimizer state has the wrong size");
+  opt.state()[param.unsafeGetTensorImpl()] = std::move(st);
+}
+
+inline json curve_json(const std::vector<CurvePoint>& curve) {
+  json a = json::array();
+  for (const auto& p : curve)
+    a.push_back({{"iteration", p.iteration},
+                 {"train_fidelity", std::isnan(p.train_fidelity) ? json(nullptr) : json(p.train_fidelity)},
+                 {"val_before", p.val_before},
+                 {"val_after", p.val_after}});
+  return a;
+}
+
+// The keys that may differ between a checkpoint and the run that resumes it.
+inline bool resumable_key(const std::string& k) {
+  return k == "iterations" || k == "output_dir" || k == "checkpoint_every" || k == "threads" || k == "device" ||
+         k == "robust_iterations" || k == "robust_lr" || k == "grape_iterations" || k == "grape_lr";
+}
+
+}  // namespace training
+
+using namespace training;
+
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg)
+      : cfg_(cfg),
+        problem_(cfg),
+        policy_(2, cfg.hidden_width, cfg.hidden_layers, int64_t(problem_.n_segments()) * problem_.n_controls(),
+                cfg.amplitude_scale),
+        opts_(torch::TensorOptions().dtype(problem_.dtype())),
+        task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)) {
+    auto init_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
+    theta_ = policy_.init(init_gen, problem_.dtype());
+    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_},
+                                                 torch::optim::AdamOptions(cfg.meta_lr));
+    auto val_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 2);
+    val_noise_ = sample(val_gen, cfg.validation_tasks);
+  }
+
+  const Problem& problem() const { return problem_; }
+  const Policy& policy() const { return policy_; }
+
+  Tensor sample(at::Generator& gen, int64_t n) const {
+    const Tensor u = torch::rand({n, 2}, gen, opts_);
+    return torch::stack({cfg_.deph_lo + (cfg_.deph_hi - cfg_.deph_lo) * u.select(1, 0),
+                         cfg_.relax_lo + (cfg_.relax_hi - cfg_.relax_lo) * u.select(1, 1)},
+                        1);
+  }
+
+  // Noise rates scaled to [-1, 1] over the training ranges (0 where a range is a point).
+  Tensor features(const Tensor& noise) const {
+    auto z = [](const Tensor& g, double lo, double hi) {
+      return hi > lo ? (g - lo) * (2.0 / (hi - lo)) - 1.0 : torch::zeros_like(g);
+    };
+    return torch::stack({z(noise.select(1, 0), cfg_.deph_lo, cfg_.deph_hi),
+                         z(noise.select(1, 1), cfg_.relax_lo, cfg_.relax_hi)},
+                        1);
+  }
+
+  // Per-task parameters are kept split into layers ([T, n_l] each), see Policy::split.
+  using Layers = std::vector<Tensor>;
+
+  Tensor pulses(const Tensor& params, const Tensor& feats) const { return pulses(policy_.split(params), feats); }
+  Tensor pulses(const Layers& layers, const Tensor& feats) const {
+    return policy_.forward(layers, feats).view({feats.size(0), problem_.n_segments(), problem_.n_controls()});
+  }
+
+  Layers per_task(int64_t T) const {
+    Layers out;
+    for (const auto& l : policy_.split(theta_.detach())) out.push_back(l.expand({T, l.size(0)}).clone());
+    return out;
+  }
+  static Tensor task_norm(const Layers& layers) {  // [T, 1]
+    Tensor s;
+    for (const auto& l : layers) s = s.defined() ? s + l.square().sum(1, true) : l.square().sum(1, true);
+    return s.sqrt();
+  }
+
+  // Per-task fidelity [T] and the gradient of sum_t (1 - F_t) w.r.t. the per-task parameters.
+  std::pair<Tensor, Layers> loss_grad(const Layers& phi, const Tensor& feats, const Tensor& noise) const {
+    Layers leaves;
+    for (const auto& l : phi) leaves.push_back(l.detach().requires_grad_(true));
+    const Tensor f = problem_.fidelity(pulses(leaves, feats), noise);
+    return {f.detach(), torch::autograd::grad({(1 - f).sum()}, leaves)};
+  }
+
+  Tensor fidelity_nograd(const Layers& phi, const Tensor& feats, const Tensor& noise) const {
+    torch::NoGradGuard ng;
+    return problem_.fidelity(pulses(phi, feats), noise);
+  }
+
+  // Hessian-vector products of each task's loss, by central differences of the exact gradients.
+  Layers hvp(const Layers& phi, const Layers& v, const Tensor& feats, const Tensor& noise) const {
+    const double rel = problem_.dtype() == torch::kFloat32 ? 5e-3 : 6e-6;  // ~ cbrt(machine epsilon)
+    const Tensor nv = task_norm(v), nphi = task_norm(phi);
+    const Tensor nonzero = nv > 0;
+    const Tensor eps = torch::where(nonzero, rel * (1 + nphi) / torch::where(nonzero, nv, torch::ones_like(nv)),
+                                    torch::ones_like(nv));
+    Layers plus, minus;
+    for (std::size_t i = 0; i < phi.size(); ++i) {
+      plus.push_back(phi[i] + eps * v[i]);
+      minus.push_back(phi[i] - eps * v[i]);
+    }
+    const Layers gp = loss_grad(plus, feats, noise).second, gm = loss_grad(minus, feats, noise).second;
+    Layers out;
+    for (std::size_t i = 0; i < phi.size(); ++i)
+      out.push_back(torch::where(nonzero, (gp[i] - gm[i]) / (2 * eps), torch::zeros_like(v[i])));
+    return out;
+  }
+
+  // SGD adaptation of theta to each task: the adapted per-task parameters and the
+  // fidelities before adaptation; `trail` receives the parameters each step started from.
+  std::pair<Layers, Tensor> adapt(const Tensor& noise, int64_t steps, std::vector<Layers>* trail = nullptr) const {
+    const Tensor feats = features(noise);
+    Layers phi = per_task(noise.size(0));
+    Tensor f0;
+    for (int64_t k = 0; k < steps; ++k) {
+      auto [f, g] = loss_grad(phi, feats, noise);
+      if (k == 0) f0 = f;
+      if (trail) trail->push_back(phi);
+      for (std::size_t i = 0; i < phi.size(); ++i) phi[i] = torch::sub(phi[i], g[i], cfg_.inner_lr);
+    }
+    if (!f0.defined()) f0 = fidelity_nograd(phi, feats, noise);
+    return {phi, f0};
+  }
+
+  // The meta-batch's fidelities after the inner steps [T], and the meta-gradient. With a
+  // process group each rank runs its share of the tasks; the per-task rows are gathered
+  // in task order and reduced by the same mean as on one process, so 1 and N processes
+  // agree to rounding (qfleet::train::ProcessGroup::all_gather).
+  std::pair<Tensor, Tensor> meta_grad(const Tensor& noise) const {
+    const bool split = group_ != nullptr && group_->size() > 1;
+    Tensor mine = noise;
+    if (split) {
+      const auto [b, e] = group_->share(noise.size(0));
+      mine = noise.narrow(0, b, e - b);
+    }
+    auto [fq, rows] = task_rows(mine);
+    if (split) {
+      fq = group_->all_gather(fq);
+      rows = group_->all_gather(rows);
+    }
+    return {fq, cfg_.algorithm == "reptile" ? theta_ - rows.mean(0) : rows.mean(0)};
+  }
+
+  // Per task: the fidelity after the inner steps and the task's row of the meta-gradient
+  // (maml, fomaml: the gradient; reptile: the adapted parameters), [T] and [T, P].
+  std::pair<Tensor, Tensor> task_rows(const Tensor& noise) const {
+    const Tensor feats = features(noise);
+    std::vector<Layers> trail;
+    const Layers phi = adapt(noise, cfg_.inner_steps, cfg_.algorithm == "maml" ? &trail : nullptr).first;
+    if (cfg_.algorithm == "reptile") return {fidelity_nograd(phi, feats, noise), torch::cat(phi, 1)};
+    auto [fq, v] = loss_grad(phi, feats, noise);
+    if (cfg_.algorithm == "maml")  // d phi_K / d theta = prod_k (I - lr H(phi_k)), applied right to left
+      for (auto k = static_cast<int64_t>(trail.size()) - 1; k >= 0; --k) {
+        const Layers hv = hvp(trail[std::size_t(k)], v, feats, noise);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = torch::sub(v[i], hv[i], cfg_.inner_lr);
+      }
+    return {fq, torch::cat(v, 1)};
+  }
+
+  // One meta-iteration; returns the meta-batch's mean fidelity on theta's device (no
+  // host transfer: the runner's meter takes it).
+  Tensor iteration() {
+    auto [fq, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
+    adam_step(*adam_, theta_, g);
+    return fq.mean();
+  }
+
+  void set_group(qfleet::train::ProcessGroup* group) { group_ = group; }
+
+  void set_theta(const Tensor& theta) {
+    theta_ = theta.detach().clone();
+    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
+  }
+  // MetaStep's inputs: theta [P] and noise [T, 2] of the configuration's precision, on one device.
+  void check_step_inputs(const Tensor& theta, const Tensor& noise) const {
+    const std::string dtype = problem_.dtype() == torch::kFloat32 ? "float32" : "float64";
+    if (theta.dim() != 1 || theta.size(0) != policy_.size())
+      throw ConfigError("meta step: theta must have shape [" + std::to_string(policy_.size()) +
+                        "] (policy_size), got " + c10::str(theta.sizes()));
+    if (noise.dim() != 2 || noise.size(1) != 2 || noise.size(0) < 1)
+      throw ConfigError("meta step: noise must have shape [T, 2] (gamma_deph, gamma_relax) with T >= 1, got " +
+                        c10::str(noise.sizes()));
+    if (theta.scalar_type() != problem_.dtype() || noise.scalar_type() != problem_.dtype())
+      throw ConfigError("meta step: theta and noise must be " + dtype + " (precision = " + cfg_.precision + ")");
+    if (theta.device() != noise.device())
+      throw ConfigError("meta step: theta and noise must be on one device, got " + theta.device().str() + " and " +
+                        noise.device().str());
+  }
+
+  struct Validation {
+    Tensor before, after;
+    Layers adapted;
+  };
+  Validation validate() const {
+    auto [phi, f0] = adapt(val_noise_, cfg_.adapt_steps);
+    return {f0, fidelity_nograd(phi, features(val_noise_), val_noise_), phi};
+  }
+
+  json checkpoint(int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
+    const Tensor state = task_gen_.get_state();
+    const auto* bytes = state.data_ptr<uint8_t>();
+    return {{"format", "qfleet-meta-checkpoint/1"},
+            {"config", cfg_.json},
+            {"iteration", iteration},
+            {"theta", tensor_flat(theta_)},
+            {"adam", adam_state_json(*adam_, theta_)},
+            {"generator_state", std::vector<uint8_t>(bytes, bytes + state.numel())},
+            {"curve", curve_json(curve)},
+            {"train_seconds", train_s}};
+  }
+
+  // Restores a checkpoint: returns the iteration it was taken at.
+  int64_t restore(const json& ck, std::vector<CurvePoint>& curve, double& train_s) {
+    if (ck.value("format", "") != "qfleet-meta-checkpoint/1")
+      throw ConfigError("resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
+    std::string differ;
+    for (const auto& [k, v] : cfg_.json.items())
+      if (!resumable_key(k) && (!ck["config"].contains(k) || ck["config"][k] != v))
+        differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck["config"].contains(k) ? ck["config"][k].dump() : "absent") + ", now " + v.dump() + ")";
+    if (!differ.empty())
+      throw ConfigError("resume: the configuration differs from the checkpoint's in " + differ +
+                        "; only iterations, output_dir, checkpoint_every, threads, device and the baselines' "
+                        "settings may change");
+    const int64_t it = ck["iteration"];
+    if (it > cfg_.iterations)
+      throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
+                        std::to_string(cfg_.iterations));
+    const Tensor theta = flat_tensor(ck["theta"], problem_.dtype());
+    if (theta.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
+    {
+      torch::NoGradGuard ng;
+      theta_.copy_(theta);  // in place: the optimizer holds theta_
+    }
+    restore_adam_state(*adam_, theta_, ck["adam"], problem_.dtype());
+    const auto bytes = ck["generator_state"].get<std::vector<uint8_t>>();
+    task_gen_.set_state(torch::tensor(std::vector<int64_t>(bytes.begin(), bytes.end())).to(torch::kUInt8));
+    curve.clear();
+    for (const auto& p : ck["curve"])
+      curve.push_back({p["iteration"], p["train_fidelity"].is_null() ? std::nan("") : p["train_fidelity"].get<double>(),
+                       p["val_before"], p["val_after"]});
+    train_s = ck["train_seconds"];
+    return it;
+  }
+
+  Tensor theta() const { return theta_; }
+  const Tensor& val_noise() const { return val_noise_; }
+
+ private:
+  const Config& cfg_;
+  Problem problem_;
+  Policy policy_;
+  torch::TensorOptions opts_;
+  at::Generator task_gen_;
+  Tensor theta_;
+  std::unique_ptr<torch::optim::Adam> adam_;  // on theta_
+  Tensor val_noise_;
+  qfleet::train::ProcessGroup* group_ = nullptr;  // set for multi-process runs
+};
+
+
+}  // namespace qfleet::meta
