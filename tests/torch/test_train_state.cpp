@@ -270,3 +270,60 @@ TEST(TrainResources, DeviceChoiceTimesEachCandidateAndSkipsOnesThatFail) {
 }
 
 }  // namespace
+
+namespace {
+
+// The fused, device-state optimizers against torch::optim's on the same gradients.
+TEST(TrainDeviceOptimizer, MatchesTorchOptimOnTheSameGradients) {
+  using Kind = tr::OptimizerKind;
+  for (const Kind kind : {Kind::adam, Kind::adamw, Kind::sgd}) {
+    SCOPED_TRACE(int(kind));
+    auto a = torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64).requires_grad_();
+    auto b = a.detach().clone().requires_grad_();
+    tr::DeviceOptimizerOptions o;
+    o.kind = kind;
+    o.lr = 0.05;
+    o.weight_decay = 0.01;
+    o.momentum = 0.9;
+    tr::DeviceOptimizer mine({a}, o);
+    std::unique_ptr<torch::optim::Optimizer> ref;
+    if (kind == Kind::adam) ref = std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{b}, torch::optim::AdamOptions(0.05).weight_decay(0.01));
+    if (kind == Kind::adamw) ref = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(0.05).weight_decay(0.01));
+    if (kind == Kind::sgd) ref = std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{b}, torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    for (int i = 0; i < 6; ++i) {
+      mine.zero_grad();
+      ref->zero_grad();
+      (a.sin() * a).sum().backward();
+      (b.sin() * b).sum().backward();
+      mine.step();
+      ref->step();
+    }
+    EXPECT_LT((a - b).abs().max().item<double>(), 1e-14);
+    EXPECT_GT((a - torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64)).abs().max().item<double>(), 1e-2);
+  }
+}
+
+TEST(TrainDeviceOptimizer, ItsStateGoesThroughACheckpoint) {
+  const fs::path dir = temp_dir("device_optimizer");
+  auto p = torch::tensor({1.0, 2.0}, torch::kFloat64).requires_grad_();
+  tr::DeviceOptimizer opt({p}, {});
+  auto step = [&] {
+    opt.zero_grad();
+    p.square().sum().backward();
+    opt.step();
+  };
+  step();
+  step();
+  tr::TrainState s;
+  s.tensors = {{"p", p}};
+  s.device_optimizers = {{"opt", &opt}};
+  tr::save_checkpoint((dir / "ck.pt").string(), s);
+  step();
+  const auto want = p.detach().clone();
+  tr::load_checkpoint((dir / "ck.pt").string(), s);  // back to two steps
+  step();
+  EXPECT_TRUE(torch::equal(p.detach(), want));
+  fs::remove_all(dir);
+}
+
+}  // namespace

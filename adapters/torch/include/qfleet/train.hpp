@@ -184,6 +184,35 @@ class GradScaler {
   torch::Tensor scale_, growth_tracker_, found_inf_;
 };
 
+// ---- capturable optimizers (device_optimizer.cpp) --------------------------------
+//
+// Adam, AdamW and SGD whose whole state, step counters included, is tensors on the
+// parameters' device, updated by ATen's fused kernels (_fused_adam_, _fused_adamw_,
+// _fused_sgd_) with no host-side branch or transfer: a step can be captured in a CUDA
+// graph and replayed (qfleet/train_graph.hpp). zero_grad() zeroes the gradients in
+// place, so their addresses stay fixed across replays. The learning rate is a number
+// baked into a captured step (capture again to change it). The update rules are
+// torch.optim's (tests compare them with torch::optim::Adam / AdamW / SGD).
+enum class OptimizerKind { adam, adamw, sgd };
+struct DeviceOptimizerOptions {
+  OptimizerKind kind = OptimizerKind::adam;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  double momentum = 0;  // sgd (dampening 0, no Nesterov)
+};
+class DeviceOptimizer {
+ public:
+  DeviceOptimizer(std::vector<torch::Tensor> parameters, DeviceOptimizerOptions options);
+  void zero_grad();
+  void step();
+  const std::vector<torch::Tensor>& parameters() const { return params_; }
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
+
+ private:
+  DeviceOptimizerOptions opt_;
+  std::vector<torch::Tensor> params_, exp_avg_, exp_avg_sq_, steps_, momentum_;
+};
+
 // ---- checkpoints (checkpoint.cpp) ------------------------------------------------
 
 struct CheckpointError : std::runtime_error {
@@ -199,6 +228,7 @@ struct TrainState {
   std::vector<std::pair<std::string, torch::nn::Module*>> modules;
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers;
   std::vector<std::pair<std::string, GradScaler*>> scalers;
+  std::vector<std::pair<std::string, DeviceOptimizer*>> device_optimizers;
   std::vector<std::pair<std::string, at::Generator>> generators;
   std::vector<std::pair<std::string, torch::Tensor>> tensors;  // restored in place (same shape and dtype)
 };

@@ -73,6 +73,11 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
     s->save(sub);
     ar.write("scaler." + name, sub);
   }
+  for (const auto& [name, o] : state.device_optimizers) {
+    torch::serialize::OutputArchive sub;
+    o->save(sub);
+    ar.write("device_optimizer." + name, sub);
+  }
   auto gens = default_generators();
   for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
   for (auto& [name, g] : gens) ar.write("rng." + name, generator_state(g));
@@ -136,10 +141,11 @@ void load_checkpoint(const std::string& path, TrainState& state) {
     if (!ar.try_read(key, sub)) throw fail("has no entry '" + key + "'");
     return sub;
   };
-  std::vector<torch::serialize::InputArchive> mods, opts, scalers;
+  std::vector<torch::serialize::InputArchive> mods, opts, scalers, dopts;
   for (const auto& m : state.modules) mods.push_back(sub_archive("module." + m.first));
   for (const auto& o : state.optimizers) opts.push_back(sub_archive("optimizer." + o.first));
   for (const auto& s : state.scalers) scalers.push_back(sub_archive("scaler." + s.first));
+  for (const auto& o : state.device_optimizers) dopts.push_back(sub_archive("device_optimizer." + o.first));
 
   std::string what;
   try {
@@ -154,6 +160,10 @@ void load_checkpoint(const std::string& path, TrainState& state) {
     for (std::size_t i = 0; i < state.scalers.size(); ++i) {
       what = "scaler '" + state.scalers[i].first + "'";
       state.scalers[i].second->load(scalers[i]);
+    }
+    for (std::size_t i = 0; i < state.device_optimizers.size(); ++i) {
+      what = "optimizer '" + state.device_optimizers[i].first + "'";
+      state.device_optimizers[i].second->load(dopts[i]);
     }
     for (std::size_t i = 0; i < gens.size(); ++i) {
       if (!gen_states[i].defined()) continue;
