@@ -1,0 +1,116 @@
+// GraphStep: warm-up on a side stream, capture, replay; eager with a reason when
+// capture fails (qfleet/train_graph.hpp). The sequence is the one PyTorch documents
+// for whole-network capture (torch.cuda.graphs, "Whole-network capture").
+#include "qfleet/train_graph.hpp"
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+
+namespace qfleet::train {
+
+namespace {
+
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+struct GraphStep::Graph {
+  at::cuda::CUDAGraph graph;
+};
+
+GraphStep::GraphStep(std::function<Metrics()> step, const torch::Device& device, GraphOptions options)
+    : step_(std::move(step)), device_(device), opt_(options) {
+  if (!step_) throw std::invalid_argument("GraphStep: no step given");
+  if (opt_.warmup < 1) throw std::invalid_argument("GraphStep: warmup must be >= 1 (lazy initialisation must not be captured)");
+  if (!device_.is_cuda()) {
+    fall_back("graph mode needs a CUDA device; the step runs eagerly on " + device_.str());
+  } else if (!torch::cuda::is_available()) {
+    fall_back("no CUDA device is visible; the step runs eagerly");
+  }
+}
+
+GraphStep::~GraphStep() = default;
+
+bool GraphStep::captured() const { return graph_ != nullptr; }
+
+void GraphStep::fall_back(const std::string& why) {
+  reason_ = why;
+  graph_.reset();
+  if (opt_.log) std::fprintf(stderr, "qfleet::train graph mode: %s\n", why.c_str());
+}
+
+// An eager step on a side stream that waits for the current one and is waited for.
+Metrics GraphStep::warm_step() {
+  const c10::DeviceIndex dev = device_.has_index() ? device_.index() : c10::cuda::current_device();
+  auto current = c10::cuda::getCurrentCUDAStream(dev);
+  auto side = c10::cuda::getStreamFromPool(false, dev);
+  at::cuda::CUDAEvent ready;
+  ready.record(current);
+  ready.block(side);
+  Metrics m;
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    m = step_();
+  }
+  at::cuda::CUDAEvent done;
+  done.record(side);
+  done.block(current);
+  return m;
+}
+
+bool GraphStep::capture() {
+  const c10::DeviceIndex dev = device_.has_index() ? device_.index() : c10::cuda::current_device();
+  auto current = c10::cuda::getCurrentCUDAStream(dev);
+  auto side = c10::cuda::getStreamFromPool(false, dev);
+  auto g = std::make_unique<Graph>();
+  try {
+    at::cuda::CUDAEvent ready;
+    ready.record(current);
+    ready.block(side);
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      g->graph.capture_begin();
+      try {
+        outputs_ = step_();
+      } catch (...) {
+        try {
+          g->graph.capture_end();
+        } catch (...) {
+        }
+        throw;
+      }
+      g->graph.capture_end();
+    }
+    at::cuda::CUDAEvent done;
+    done.record(side);
+    done.block(current);
+  } catch (const std::exception& e) {
+    (void)cudaGetLastError();  // an invalidated capture leaves an error behind
+    fall_back("capture failed, the step runs eagerly from now on: " + first_line(e.what()));
+    return false;
+  }
+  graph_ = std::move(g);
+  return true;
+}
+
+Metrics GraphStep::operator()() {
+  if (!reason_.empty()) return step_();
+  if (calls_ < opt_.warmup) {
+    ++calls_;
+    return warm_step();
+  }
+  if (!graph_ && !capture()) return step_();  // the captured step did not run: run it now
+  graph_->graph.replay();
+  ++replays_;
+  return outputs_;
+}
+
+}  // namespace qfleet::train

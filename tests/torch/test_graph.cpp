@@ -1,0 +1,84 @@
+// Graph mode (qfleet/train_graph.hpp). On the CPU: the fallback and its reason, with
+// the step's results unchanged. On a GPU (skipped without one): a hybrid model's
+// training in graph mode against the same training run eagerly from the same seed,
+// and a step that synchronises falling back with the reason.
+#include <gtest/gtest.h>
+
+#include "classifier.hpp"
+#include "qfleet/torch.hpp"
+#include "qfleet/train_graph.hpp"
+
+namespace {
+
+namespace tr = qfleet::train;
+
+TEST(TrainGraph, OnTheCpuTheStepRunsEagerlyAndSaysWhy) {
+  auto x = torch::arange(4, torch::kFloat64);
+  int calls = 0;
+  tr::GraphStep step([&] {
+    ++calls;
+    return tr::Metrics{{"sum"}, {x.sum()}};
+  }, torch::kCPU, {.warmup = 2, .log = false});
+  for (int i = 0; i < 5; ++i) {
+    x.add_(1);
+    EXPECT_EQ(step().values[0].item<double>(), x.sum().item<double>());
+  }
+  EXPECT_EQ(calls, 5);
+  EXPECT_FALSE(step.captured());
+  EXPECT_NE(step.fallback_reason().find("needs a CUDA device"), std::string::npos) << step.fallback_reason();
+  EXPECT_THROW(tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 0}), std::invalid_argument);
+}
+
+// A hybrid model trained with DeviceOptimizer on static inputs, `graph` or eagerly.
+std::vector<double> train_on_gpu(bool graph, int steps) {
+  const torch::Device dev(torch::kCUDA, 0);
+  torch::manual_seed(4);
+  auto pre = torch::nn::Linear(3, 3);
+  pre->to(dev, torch::kFloat64);
+  auto q = qfleet::nn::QuantumLayer(classifier(3, 2), qfleet::nn::QuantumLayerOptions{qfleet::Precision::complex128, 0, 3,
+                                                                                       qfleet::Device::cuda});
+  q->to(dev);
+  std::vector<torch::Tensor> params = pre->parameters();
+  params.push_back(q->weight);
+  tr::DeviceOptimizer opt(params, {.kind = tr::OptimizerKind::adam, .lr = 0.05});
+  auto x = torch::zeros({16, 3}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(8);
+  auto body = [&] {
+    opt.zero_grad();
+    const auto loss = (q(pre(x)) - 0.5).square().mean();
+    loss.backward();
+    opt.step();
+    return tr::Metrics{{"loss"}, {loss.detach()}};
+  };
+  tr::GraphStep graphed(body, dev, {.warmup = 3, .log = true});
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    x.copy_(torch::rand({16, 3}, gen, torch::kFloat64));  // the data loader's copy into the static input
+    const auto m = graph ? graphed() : body();
+    losses.push_back(m.values[0].item<double>());
+  }
+  if (graph) {
+    EXPECT_TRUE(graphed.captured()) << graphed.fallback_reason();
+  }
+  return losses;
+}
+
+TEST(TrainGraph, GpuGraphStepsGiveTheEagerLosses) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
+  const auto eager = train_on_gpu(false, 40), graph = train_on_gpu(true, 40);
+  for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], graph[i], 1e-12) << "step " << i;
+}
+
+TEST(TrainGraph, GpuAStepThatSynchronisesFallsBackWithTheReason) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
+  auto x = torch::ones({4}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+  tr::GraphStep step([&] {
+    const double host = x.sum().item<double>();  // a host sync: not capturable
+    return tr::Metrics{{"v"}, {x.sum() + host}};
+  }, torch::Device(torch::kCUDA, 0), {.warmup = 1, .log = false});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(step().values[0].item<double>(), 8.0);
+  EXPECT_FALSE(step.captured());
+  EXPECT_NE(step.fallback_reason().find("capture failed"), std::string::npos) << step.fallback_reason();
+}
+
+}  // namespace
