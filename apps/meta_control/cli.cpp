@@ -76,9 +76,10 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
     const auto cfg = make_config(resolved);
     const auto dist = qfleet::train::dist_from_env();
     if (nproc > 1 && !dist) {  // the launcher: nproc ranks of this same command line
-      if (cfg.meta_batch < nproc)
-        throw ConfigError("--nproc " + std::to_string(nproc) + ": meta_batch = " + std::to_string(cfg.meta_batch) +
-                          " tasks cannot be shared by that many processes");
+      if (nproc > max_processes(cfg))
+        throw ConfigError("--nproc " + std::to_string(nproc) + ": a run with meta_batch = " +
+                          std::to_string(cfg.meta_batch) + " takes at most " + std::to_string(max_processes(cfg)) +
+                          " processes (min(meta_batch, 8))");
       std::fflush(stdout);
       std::fflush(stderr);
       std::string report;

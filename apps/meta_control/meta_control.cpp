@@ -364,6 +364,8 @@ double meta_objective(const Config& cfg, const Tensor& theta, const Tensor& nois
   return MetaStep(cfg).objective(theta, noise);
 }
 
+int64_t max_processes(const Config& cfg) { return Trainer::reduction_blocks(cfg.meta_batch); }
+
 int64_t policy_size(const Config& cfg) {
   const Problem pr(cfg);
   return Policy(2, cfg.hidden_width, cfg.hidden_layers, int64_t(pr.n_segments()) * pr.n_controls(), 1.0).size();
@@ -377,9 +379,10 @@ RunResult run(const Config& cfg, const RunOptions& options) {
   const auto dist = qfleet::train::dist_from_env();
   std::unique_ptr<qfleet::train::ProcessGroup> group;
   if (dist && dist->world_size > 1) {
-    if (cfg.meta_batch < dist->world_size)
-      throw ConfigError("meta_batch = " + std::to_string(cfg.meta_batch) + " tasks cannot be shared by " +
-                        std::to_string(dist->world_size) + " processes");
+    if (dist->world_size > max_processes(cfg))
+      throw ConfigError(std::to_string(dist->world_size) + " processes: a run with meta_batch = " +
+                        std::to_string(cfg.meta_batch) + " takes at most " + std::to_string(max_processes(cfg)) +
+                        " (min(meta_batch, 8))");
     group = std::make_unique<qfleet::train::ProcessGroup>(*dist);
   }
   const bool lead = group == nullptr || group->rank() == 0;

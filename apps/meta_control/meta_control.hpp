@@ -177,6 +177,9 @@ class MetaStep {
 torch::Tensor meta_gradient(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
 double meta_objective(const Config& cfg, const torch::Tensor& theta, const torch::Tensor& noise);
 int64_t policy_size(const Config& cfg);
+// The most processes a run may use (--nproc, torchrun): min(meta_batch, 8); the
+// meta-gradient's sum runs over that many fixed blocks of tasks whatever the count.
+int64_t max_processes(const Config& cfg);
 
 // Atomic file write (a temporary next to the file, fsync, rename): the runtime's.
 using qfleet::train::write_file_atomic;

@@ -183,24 +183,26 @@ class Trainer {
     return {phi, f0};
   }
 
-  // The meta-batch's fidelities after the inner steps [T], and the meta-gradient. With a
-  // process group each rank runs its share of the tasks; the per-task rows are gathered
-  // in task order and reduced by the same mean as on one process, so 1 and N processes
-  // agree to rounding (qfleet::train::ProcessGroup::all_gather).
+  // The meta-batch's mean fidelity after the inner steps, and the meta-gradient. With a
+  // process group each rank runs whole blocks of the tasks; the blocks' sums are added
+  // in block order on any number of processes, so 1 and N processes give the same bits
+  // (qfleet::train::ProcessGroup::sum_rows).
   std::pair<Tensor, Tensor> meta_grad(const Tensor& noise) const {
-    const bool split = group_ != nullptr && group_->size() > 1;
-    Tensor mine = noise;
-    if (split) {
-      const auto [b, e] = group_->share(noise.size(0));
-      mine = noise.narrow(0, b, e - b);
-    }
-    auto [fq, rows] = task_rows(mine);
-    if (split) {
-      fq = group_->all_gather(fq);
-      rows = group_->all_gather(rows);
-    }
-    return {fq, cfg_.algorithm == "reptile" ? theta_ - rows.mean(0) : rows.mean(0)};
+    const int64_t T = noise.size(0), blocks = reduction_blocks(T);
+    qfleet::train::ProcessGroup single;  // one process: the same blocks, summed in the same order
+    qfleet::train::ProcessGroup& group = group_ != nullptr ? *group_ : single;
+    const auto [b, e] = group.block_rows(T, blocks);
+    auto [fq, rows] = task_rows(noise.narrow(0, b, e - b));
+    // The fidelities ride along as one more column: one exchange per iteration.
+    const int64_t P = rows.size(1);
+    const Tensor sums = group.sum_rows(torch::cat({rows, fq.to(rows.scalar_type()).unsqueeze(1)}, 1), T, blocks);
+    const Tensor mean = sums.narrow(0, 0, P) / double(T);
+    return {sums[P] / double(T), cfg_.algorithm == "reptile" ? theta_ - mean : mean};
   }
+  // The meta-gradient's sum over tasks runs over this many fixed blocks of tasks, so it
+  // is the same on 1 and on up to kMaxProcesses processes.
+  static constexpr int64_t kMaxProcesses = 8;
+  static int64_t reduction_blocks(int64_t tasks) { return std::min<int64_t>(tasks, kMaxProcesses); }
 
   // Per task: the fidelity after the inner steps and the task's row of the meta-gradient
   // (maml, fomaml: the gradient; reptile: the adapted parameters), [T] and [T, P].
@@ -221,9 +223,9 @@ class Trainer {
   // One meta-iteration; returns the meta-batch's mean fidelity on theta's device (no
   // host transfer: the runner's meter takes it).
   Tensor iteration() {
-    auto [fq, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
+    auto [f_mean, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
     adam_step(*adam_, theta_, g);
-    return fq.mean();
+    return f_mean;
   }
 
   void set_group(qfleet::train::ProcessGroup* group) { group_ = group; }

@@ -314,7 +314,7 @@ TEST(MetaRun, TwoProcessesGiveTheOneProcessResult) {
   }
   const auto r = qfleet_test::run_program(QFLEET_META_PATH, {"--set", "meta_batch=2", "--nproc", "3", "--quiet"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--nproc 3: meta_batch = 2 tasks cannot be shared"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--nproc 3: a run with meta_batch = 2 takes at most 2 processes"), std::string::npos) << r.err;
 }
 
 // The binaries end to end: qfleet-meta writes pulses, `qfleet eval` reproduces the report.

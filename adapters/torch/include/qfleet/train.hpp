@@ -304,7 +304,7 @@ std::optional<DistOptions> dist_from_env();
 
 class ProcessGroup {
  public:
-  explicit ProcessGroup(const DistOptions& options);
+  explicit ProcessGroup(const DistOptions& options = {});  // the default: one process
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -320,6 +320,14 @@ class ProcessGroup {
   void barrier();
   // This rank's contiguous share [begin, end) of n items, as even as possible.
   std::pair<int64_t, int64_t> share(int64_t n) const;
+  // Rows cut into `blocks` fixed contiguous blocks (as share() would cut them for
+  // `blocks` ranks), each rank holding whole blocks: this rank's rows [begin, end).
+  std::pair<int64_t, int64_t> block_rows(int64_t n, int64_t blocks) const;
+  // The sum over all n rows of the ranks' `mine` (this rank's block_rows, [rows, ...]):
+  // each block summed on its own, the block sums gathered and added in block order. The
+  // order depends only on n and `blocks`, so 1 and N <= blocks processes give the same
+  // bits; `blocks` sums travel instead of n rows.
+  torch::Tensor sum_rows(const torch::Tensor& mine, int64_t n, int64_t blocks);
 
  private:
   DistOptions opt_;

@@ -51,6 +51,13 @@ std::optional<DistOptions> dist_from_env() {
   return o;
 }
 
+namespace {
+std::pair<int64_t, int64_t> share_of(int64_t n, int64_t parts, int64_t part) {
+  const int64_t base = n / parts, extra = n % parts, begin = part * base + std::min(part, extra);
+  return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+}  // namespace
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
 };
@@ -79,10 +86,29 @@ ProcessGroup::ProcessGroup(const DistOptions& options) : opt_(options), impl_(st
 
 ProcessGroup::~ProcessGroup() = default;
 
-std::pair<int64_t, int64_t> ProcessGroup::share(int64_t n) const {
-  const int64_t w = opt_.world_size, r = opt_.rank, base = n / w, extra = n % w;
-  const int64_t begin = r * base + std::min(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
+std::pair<int64_t, int64_t> ProcessGroup::share(int64_t n) const { return share_of(n, opt_.world_size, opt_.rank); }
+
+
+std::pair<int64_t, int64_t> ProcessGroup::block_rows(int64_t n, int64_t blocks) const {
+  if (blocks < opt_.world_size || blocks > n)
+    throw std::invalid_argument("block_rows: " + std::to_string(blocks) + " blocks of " + std::to_string(n) +
+                                " rows cannot feed " + std::to_string(opt_.world_size) + " ranks");
+  const auto [b0, b1] = share_of(blocks, opt_.world_size, opt_.rank);
+  return {share_of(n, blocks, b0).first, b1 > b0 ? share_of(n, blocks, b1 - 1).second : share_of(n, blocks, b0).first};
+}
+
+torch::Tensor ProcessGroup::sum_rows(const torch::Tensor& mine, int64_t n, int64_t blocks) {
+  const auto [r0, r1] = block_rows(n, blocks);
+  if (mine.dim() < 1 || mine.size(0) != r1 - r0)
+    throw std::invalid_argument("sum_rows: this rank holds rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
+                                "), got a tensor of " + std::to_string(mine.dim() ? mine.size(0) : 0) + " rows");
+  const auto [b0, b1] = share_of(blocks, opt_.world_size, opt_.rank);
+  std::vector<torch::Tensor> sums;
+  for (int64_t b = b0; b < b1; ++b) {
+    const auto [s0, s1] = share_of(n, blocks, b);
+    sums.push_back(mine.narrow(0, s0 - r0, s1 - s0).sum(0));
+  }
+  return all_gather(torch::stack(sums)).sum(0);
 }
 
 torch::Tensor ProcessGroup::all_gather(const torch::Tensor& mine) {
