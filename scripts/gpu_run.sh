@@ -13,7 +13,8 @@
 #                     build-gpu is kept only while the machine stays warm (30 s after a call)
 #   test              every ctest entry but the Python one (GPU tests included), then the
 #                     CUDA-tensor Python tests and the meta-control app's against QuTiP
-#   gtest             only the C++ GPU tests (CudaBackend*, OpenCudaBackend*, CudaGraph*)
+#   gtest             only the C++ GPU tests (CudaBackend*, OpenCudaBackend*, CudaGraph*, and
+#                     qfleet_graph_tests: qfleet::train's graph mode, build:qfleet_graph_tests)
 #   sanitize          compute-sanitizer memcheck and racecheck over the CUDA tests
 #                     (gtest, sanitize and bench take build-gpu's programs, or without a
 #                     build the ones scripts/gpu_prepare.sh --binaries left in .gpu-bin:
@@ -130,6 +131,8 @@ gpu_gtests() {  # the C++ GPU tests, which must run here, not skip
   local t c log rc=0
   t=$(prog qfleet_tests) && c=$(prog qfleet_cuda_tests) || return 1
   log=$("$t" --gtest_filter='CudaBackend*:OpenCudaBackend*:LaunchShape*' 2>&1 && "$c" 2>&1) || rc=1
+  # qfleet::train's graph mode (issue 20): capture and replay against eager, the fallback
+  if g=$(prog qfleet_graph_tests); then log+=$'\n'$("$g" 2>&1) || rc=1; fi
   echo "$log" | grep -E '^\[ +(OK|SKIPPED|FAILED) +\]'
   if echo "$log" | grep -q '^\[  SKIPPED \]'; then echo "GPU tests skipped on a GPU machine"; rc=1; fi
   return $rc
