@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <numbers>
+#include <tuple>
 #include <cstring>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -26,10 +27,6 @@ using nlohmann::json;
 using torch::Tensor;
 namespace fs = std::filesystem;
 
-// The report's device.why for device = auto.
-constexpr const char* kAutoDeviceWhy =
-    "auto: the cpu (the cuda open-system path has not been measured against it on a GPU yet; device = cuda "
-    "asks for it)";
 
 // ---- physics -------------------------------------------------------------------------
 
@@ -371,22 +368,54 @@ int64_t policy_size(const Config& cfg) {
   return Policy(2, cfg.hidden_width, cfg.hidden_layers, int64_t(pr.n_segments()) * pr.n_controls(), 1.0).size();
 }
 
-RunResult run(const Config& cfg, const RunOptions& options) {
+namespace {
+
+// device = auto: with a CUDA device visible, a few meta-gradient steps on each device
+// (qfleet::train::choose_device) pick the faster; the report says why with both figures.
+// Several processes follow rank 0's choice.
+std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::train::ProcessGroup* group) {
+  if (cfg.device != "auto") return {cfg.device, "requested"};
+  if (qfleet::cuda_device_count() == 0) return {"cpu", "auto: cpu, the only device here (no CUDA device visible)"};
+  const int64_t P = policy_size(cfg);
+  auto make_step = [&](const torch::Device& d) -> std::function<Tensor()> {
+    Config c = cfg;
+    c.device = d.is_cuda() ? "cuda" : "cpu";
+    auto step = std::make_shared<MetaStep>(c);
+    const auto opts = torch::TensorOptions().dtype(c.precision == "complex64" ? torch::kFloat32 : torch::kFloat64);
+    const Tensor theta = (torch::rand({P}, opts) - 0.5) * 0.2;
+    const Tensor u = torch::rand({cfg.meta_batch, 2}, opts);
+    const Tensor noise = torch::stack({cfg.deph_lo + (cfg.deph_hi - cfg.deph_lo) * u.select(1, 0),
+                                       cfg.relax_lo + (cfg.relax_hi - cfg.relax_lo) * u.select(1, 1)}, 1);
+    return [step, theta, noise] { return step->gradient(theta, noise); };
+  };
+  const auto choice = qfleet::train::choose_device(make_step, {torch::kCPU, torch::Device(torch::kCUDA, 0)}, 1, 3);
+  Tensor cuda_chosen = torch::full({1}, choice.device.is_cuda() ? 1.0 : 0.0, torch::kFloat64);
+  if (group != nullptr && group->size() > 1) cuda_chosen = group->all_gather(cuda_chosen).narrow(0, 0, 1);
+  const bool cuda = cuda_chosen.item<double>() > 0.5;
+  return {cuda ? "cuda" : "cpu", "auto: " + choice.reason + (cuda == choice.device.is_cuda() ? "" : "; rank 0 chose the other")};
+}
+
+}  // namespace
+
+RunResult run(const Config& requested, const RunOptions& options) {
   const auto t_start = Clock::now();
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  if (requested.threads > 0) torch::set_num_threads(static_cast<int>(requested.threads));
   // Several processes (--nproc, torchrun): each runs its share of the meta-batch's tasks;
   // rank 0 validates, writes checkpoints and reports.
   const auto dist = qfleet::train::dist_from_env();
   std::unique_ptr<qfleet::train::ProcessGroup> group;
   if (dist && dist->world_size > 1) {
-    if (dist->world_size > max_processes(cfg))
+    if (dist->world_size > max_processes(requested))
       throw ConfigError(std::to_string(dist->world_size) + " processes: a run with meta_batch = " +
-                        std::to_string(cfg.meta_batch) + " takes at most " + std::to_string(max_processes(cfg)) +
+                        std::to_string(requested.meta_batch) + " takes at most " + std::to_string(max_processes(requested)) +
                         " (min(meta_batch, 8))");
     group = std::make_unique<qfleet::train::ProcessGroup>(*dist);
   }
   const bool lead = group == nullptr || group->rank() == 0;
   const int processes = group ? group->size() : 1;
+  Config cfg = requested;  // the device resolved; cfg.json keeps what was asked
+  std::string device_why;
+  std::tie(cfg.device, device_why) = resolve_device(requested, group.get());
   Trainer tr(cfg);
   tr.set_group(group.get());
   const fs::path out(cfg.output_dir);
@@ -532,8 +561,7 @@ RunResult run(const Config& cfg, const RunOptions& options) {
       {"solver", {{"name", cfg.solver}, {"dt", cfg.dt}, {"precision", cfg.precision}}},
       {"fidelity_definition", pr.fidelity_definition()},
       {"algorithm", cfg.algorithm},
-      {"device", {{"requested", cfg.device}, {"used", cfg.device == "cuda" ? "cuda" : "cpu"},
-                  {"why", cfg.device == "auto" ? kAutoDeviceWhy : "requested"}}},
+      {"device", {{"requested", requested.device}, {"used", cfg.device}, {"why", device_why}}},
       {"threads", {{"torch", torch::get_num_threads()}, {"engine", cfg.threads}}},
       {"policy_parameters", tr.policy().size()},
       {"training_run", training_run},

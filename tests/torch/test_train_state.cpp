@@ -200,6 +200,7 @@ TEST(TrainPrecision, GradScalerStepsOnCleanGradientsAndBacksOffOnInf) {
   sgd.zero_grad();
   scaler.scale(loss_of()).backward();
   EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), 24.0f);
+  EXPECT_EQ(scaler.scale(loss_of()).dim(), 0);  // the loss's shape is kept
   EXPECT_TRUE(scaler.step(sgd));
   scaler.update();
   EXPECT_FLOAT_EQ(p[0].item<float>(), 1.0f - 0.1f * 3.0f);

@@ -77,13 +77,14 @@ torch::Tensor GradScaler::scale(const torch::Tensor& loss) {
   if (!opt_.enabled) return loss;
   if (!scale_.defined()) {
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(loss.device());
-    scale_ = torch::full({1}, opt_.init_scale, f32);
-    growth_tracker_ = torch::zeros({1}, f32.dtype(torch::kInt));
+    // 0-dim, as torch.amp.GradScaler's: the scaled loss keeps the loss's shape and dtype.
+    scale_ = torch::full({}, opt_.init_scale, f32);
+    growth_tracker_ = torch::zeros({}, f32.dtype(torch::kInt));
   } else if (scale_.device() != loss.device()) {
     scale_ = scale_.to(loss.device());
     growth_tracker_ = growth_tracker_.to(loss.device());
   }
-  return loss * scale_.to(loss.scalar_type());
+  return loss * scale_;
 }
 
 bool GradScaler::step(torch::optim::Optimizer& optimizer) {
@@ -92,7 +93,7 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
     return true;
   }
   if (!scale_.defined()) throw std::logic_error("GradScaler::step before scale(): nothing was scaled");
-  found_inf_ = torch::zeros({1}, scale_.options());
+  found_inf_ = torch::zeros({}, scale_.options());
   const torch::Tensor inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
   for (auto& group : optimizer.param_groups())
     for (auto& p : group.params())
@@ -115,8 +116,8 @@ void GradScaler::update() {
 double GradScaler::scale_value() const { return scale_.defined() ? scale_.item<double>() : opt_.init_scale; }
 
 void GradScaler::save(torch::serialize::OutputArchive& archive) const {
-  archive.write("scale", scale_.defined() ? scale_.cpu() : torch::full({1}, opt_.init_scale, torch::kFloat));
-  archive.write("growth_tracker", growth_tracker_.defined() ? growth_tracker_.cpu() : torch::zeros({1}, torch::kInt));
+  archive.write("scale", scale_.defined() ? scale_.cpu() : torch::full({}, opt_.init_scale, torch::kFloat));
+  archive.write("growth_tracker", growth_tracker_.defined() ? growth_tracker_.cpu() : torch::zeros({}, torch::kInt));
 }
 
 void GradScaler::load(torch::serialize::InputArchive& archive) {
