@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Set up, build (Release) and run the main job on its embedded default: the
-# meta-learned robust quantum-control app (qfleet-meta, docs/meta_control.md),
-# then draw its plots. Output: meta-control-out/ (report.json, pulses.csv/json,
-# eval/, checkpoint.json, *.png).
-# Extra arguments go to qfleet-meta, e.g. `--preset paper` or `--set system=two_qubit_cz`
-# (see `build/apps/meta_control/qfleet-meta --help`).
+# meta-learned robust quantum-control app (qfleet-meta, docs/meta_control.md) on the
+# paper's single-qubit setting, shortened (preset "main": train, then the adaptation
+# gap G_K against K in and out of distribution beside the robust pulse and per-task
+# GRAPE, and the one-paragraph conclusion the numbers support), then draw its plots.
+# Output: meta-control-out/ (report.json, pulses.csv/json, eval/, checkpoint.json, *.png).
+# Extra arguments go to qfleet-meta, e.g. `--preset paper` or `--set iterations=1000`
+# (see `build/apps/meta_control/qfleet-meta --help`); without --preset or --config the
+# preset is "main".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -14,6 +17,10 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TORCH=ON -DPython3
       >/dev/null
 cmake --build build -j"$jobs" --target qfleet_meta_cli
 bin=./build/apps/meta_control/qfleet-meta
+case " $* " in
+  *" --preset"* | *" --config"*) ;;
+  *) set -- --preset main "$@" ;;
+esac
 "$bin" "$@"
 out=$("$bin" "$@" --print-config | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["output_dir"])')
 # (qfleet.meta_control loads the app's library, built beside qfleet-meta, when imported)

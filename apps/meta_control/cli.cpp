@@ -9,10 +9,13 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "experiments.hpp"
 #include "meta_control.hpp"
 #include "qfleet/train.hpp"
 
@@ -34,7 +37,61 @@ class Bar : public Progress {
   qfleet::train::ProgressBar bar_;
 };
 
+// `prog reproduce NAME`: the paper's experiments (experiments.hpp, docs/reproduction.md).
+int reproduce_body(const std::string& prog, const std::vector<std::string>& args) {
+  CLI::App app{prog + " reproduce: arXiv:2601.18973's experiments on this app (docs/reproduction.md)", prog + " reproduce"};
+  std::string name, docs;
+  ReproOptions o;
+  std::string names;
+  for (const auto& n : experiment_names()) names += n + ", ";
+  app.add_option("experiment", name, names + "or all (every one, then <out>/reproduction.md)")->required();
+  app.add_option("--out", o.out_dir, "output directory (default reproduction-out)");
+  app.add_flag("--tiny", o.tiny, "a few seconds each: checks the outputs, not the paper's numbers");
+  app.add_option("--seed", o.seed, "seeds the training, the task draws and the baselines (default 1)");
+  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--docs", docs, "with all: also copy reproduction.md to this file (e.g. docs/reproduction.md)");
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "%s reproduce: error: %s (%s reproduce --help lists the options)\n", prog.c_str(), e.what(),
+                 prog.c_str());
+    return 2;
+  }
+  try {
+    if (name == "all") {
+      const auto r = reproduce_all(o);
+      const std::string md = o.out_dir + "/reproduction.md";
+      if (!docs.empty()) {
+        std::ifstream in(md);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        write_file_atomic(docs, ss.str());
+      }
+      std::printf("reproduce all: %.1f min; %s%s%s\n", r["seconds"].get<double>() / 60, md.c_str(),
+                  docs.empty() ? "" : ", ", docs.c_str());
+    } else {
+      const auto r = run_experiment(name, o);
+      std::printf("%s", experiment_table(r).c_str());
+    }
+    std::printf("plots: python -m qfleet.meta_control.plot_reproduction %s\n", o.out_dir.c_str());
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what());
+    return 2;
+  } catch (const c10::Error& e) {  // torch's message without its C++ backtrace
+    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what());
+    return 1;
+  }
+}
+
 int cli_body(const std::string& prog, const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "reproduce")
+    return reproduce_body(prog, std::vector<std::string>(args.begin() + 1, args.end()));
   CLI::App app{prog + ": meta-learned robust quantum control on qfleet (docs/meta_control.md)", prog};
   std::string config_path, preset, out_dir;
   std::vector<std::string> sets;
@@ -115,12 +172,24 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       std::printf("validation (%zu held-out tasks, %s):\n", v["tasks"].size(),
                   cfg.fidelity == "average_gate" ? "average gate fidelity" : "state-transfer fidelity");
       std::printf("  meta policy, no adaptation      %.5f\n", v["mean_before"].get<double>());
-      std::printf("  meta policy, %3lld SGD steps     %.5f\n", (long long)cfg.adapt_steps,
-                  v["mean_after"].get<double>());
+      std::printf("  meta policy, %3lld %-4s steps    %.5f\n", (long long)cfg.adapt_steps,
+                  cfg.adapt_optimizer == "adam" ? "Adam" : "SGD", v["mean_after"].get<double>());
       std::printf("  robust pulse (one for all)      %.5f\n", v["mean_robust"].get<double>());
       std::printf("  per-task GRAPE optimum          %.5f\n", v["mean_grape"].get<double>());
       std::printf("  optimality gap (mean / max)     %.5f / %.5f\n", v["mean_gap"].get<double>(),
                   v["max_gap"].get<double>());
+      const auto& a = res.report["adaptation"];
+      for (const char* regime : {"in_distribution", "out_of_distribution"}) {
+        if (!a.contains(regime)) continue;
+        const auto& g = a[regime];
+        std::printf("%s: G_K = F_K - F_0 over K =", regime);
+        const auto& gap = g["gap"];
+        const std::size_t n = gap.size(), every = std::max<std::size_t>(1, (n - 1) / 5);
+        for (std::size_t k = 0; k < n; k += every) std::printf(" %zu: %.5f", k, gap[k].get<double>());
+        if ((n - 1) % every != 0) std::printf(" %zu: %.5f", n - 1, gap[n - 1].get<double>());
+        std::printf("\n");
+      }
+      std::printf("conclusion: %s\n", res.report["conclusion"].get<std::string>().c_str());
       std::printf("training %.1f s (%.2f ms per iteration), baselines %.1f s; outputs in %s/\n",
                   t["training"].get<double>(), t["per_iteration_ms"].get<double>(),
                   t["robust_baseline"].get<double>() + t["grape"].get<double>(), cfg.output_dir.c_str());

@@ -87,6 +87,8 @@ void check_value(const std::string& key, const json& spec, const json& v) {
       fail("[lo, hi], two numbers " + range_text());
     const double a = v[0].get<double>(), b = v[1].get<double>();
     if (!(a >= lo && b <= hi && a <= b)) fail("[lo, hi] with lo <= hi, both " + range_text());
+  } else if (type == "boolean") {
+    if (!v.is_boolean()) fail("true or false");
   } else if (type == "states") {
     if (!v.is_array()) fail("a list of state labels such as [\"0\", \"+\"]");
     for (const auto& s : v) {
@@ -103,6 +105,18 @@ json parse_override_value(const std::string& text) {
   } catch (const json::exception&) {
     return json(text);  // a bare word (or a number JSON cannot hold, 1e999) is a string
   }
+}
+
+// A preset's keys over `out`, after those of the preset it names as "base" ("about" is its text).
+void apply_preset(const json& presets, const std::string& name, json& out, int depth) {
+  const json& p = presets.at(name);
+  if (p.contains("base")) {
+    if (depth > 8 || !presets.contains(p["base"].get<std::string>()))
+      throw ConfigError("config: preset '" + name + "' has a bad base");  // (a mistake in config.json itself)
+    apply_preset(presets, p["base"], out, depth + 1);
+  }
+  for (const auto& [k, v] : p.items())
+    if (k != "about" && k != "base") out[k] = v;
 }
 
 }  // namespace
@@ -138,7 +152,7 @@ json resolve_config(const json& file, const std::string& preset, const std::vect
     for (const auto& [k, _] : presets.items()) names += (names.empty() ? "" : ", ") + k;
     throw ConfigError("config: unknown preset '" + name + "' (presets: " + names + ")");
   }
-  for (const auto& [k, v] : presets[name].items()) out[k] = v;
+  apply_preset(presets, name, out, 0);
   const json given = file.is_null() ? json::object() : file;
   for (const auto& [k, v] : given.items()) {
     if (k == "preset") continue;
@@ -198,15 +212,53 @@ Config make_config(const json& r) {
   c.relax_lo = r["gamma_relax"][0];
   c.relax_hi = r["gamma_relax"][1];
   c.input_states = r["input_states"].get<std::vector<std::string>>();
+  c.controls = r["controls"];
+  c.coupling = r["coupling"];
+  c.layer_norm = r["layer_norm"];
+  c.init = r["init"];
+  c.init_gain = r["init_gain"];
+  c.output_init_gain = r["output_init_gain"];
+  c.features = r["features"];
+  c.output = r["output"];
+  c.amplitude_clamp = r["amplitude_clamp"];
+  c.task_noise = r["task_noise"];
+  c.correlation_spread = r["correlation_spread"];
+  c.ood_factor = r["ood_factor"];
+  c.ood_spread = r["ood_spread"];
+  c.dt_rule = r["dt_rule"];
+  c.renormalize_trace = r["renormalize_trace"];
+  c.meta_optimizer = r["meta_optimizer"];
+  c.weight_decay = r["weight_decay"];
+  c.meta_lr_schedule = r["meta_lr_schedule"];
+  c.meta_lr_min = r["meta_lr_min"];
+  c.meta_grad_clip = r["meta_grad_clip"];
+  c.inner_grad_clamp = r["inner_grad_clamp"];
+  c.adapt_optimizer = r["adapt_optimizer"];
+  c.adapt_lr = r["adapt_lr"];
+  if (c.adapt_lr == 0) c.adapt_lr = c.inner_lr;
+  c.adapt_grad_clip = r["adapt_grad_clip"];
+  c.checkpoint_policy = r["checkpoint_policy"];
+  c.select_every = r["select_every"];
 
   const int qubits = c.system == "qubit_x" ? 1 : 2;
   if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
+  if (c.controls == "auto") c.controls = c.system == "two_qubit_cz_paper" ? "pauli" : "half_pauli";
+  if (c.system == "two_qubit_cz_paper" && c.controls != "pauli")
+    throw ConfigError("config: two_qubit_cz_paper's controls are X, Y and Z on each qubit (controls = pauli or auto)");
+  if (c.task_noise == "per_qubit_correlated" && qubits != 2)
+    throw ConfigError("config: task_noise = per_qubit_correlated needs a two-qubit system (system = " + c.system + ")");
+  if (c.renormalize_trace && c.fidelity != "state_transfer")
+    throw ConfigError("config: renormalize_trace divides a state-transfer fidelity by tr(rho(T)); set fidelity = state_transfer");
+  if (c.output == "tanh" && c.amplitude_clamp > 0)
+    throw ConfigError("config: output = tanh bounds the amplitudes by amplitude_scale already; set amplitude_clamp = 0");
   if (const auto solver = qfleet::value_in(qfleet::kSolverNames, c.solver)) {  // else the schema's error
     const bool fixed_step = qfleet::solver_info(*solver).fixed_step;
     if (fixed_step && c.dt == 0)
       throw ConfigError("config: solver '" + c.solver + "' needs a step: set dt (e.g. dt = 0.01)");
     if (!fixed_step && c.dt != 0)
       throw ConfigError("config: dt is the step of rk4/euler; solver '" + c.solver + "' takes none (set dt = 0)");
+    if (!fixed_step && c.dt_rule != "ceil")
+      throw ConfigError("config: dt_rule is the step rule of rk4/euler; solver '" + c.solver + "' takes none");
   }
   if (c.fidelity != "state_transfer" && !c.input_states.empty())
     throw ConfigError("config: input_states is used only with fidelity = state_transfer");
@@ -217,6 +269,8 @@ Config make_config(const json& r) {
   if (c.fidelity == "state_transfer" && c.input_states.empty()) {
     if (qubits == 1) {
       c.input_states = {"0", "1", "+", "-", "r", "l"};
+    } else if (c.system == "two_qubit_cz_paper") {  // the original code's 12 states
+      c.input_states = {"++", "+-", "-+", "--", "rr", "rl", "1+", "1-", "+1", "-1", "00", "11"};
     } else {
       for (char a : std::string("01+r"))
         for (char b : std::string("01+r")) c.input_states.push_back(std::string{a, b});

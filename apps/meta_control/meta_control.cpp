@@ -28,284 +28,15 @@ using torch::Tensor;
 namespace fs = std::filesystem;
 
 
-// ---- physics -------------------------------------------------------------------------
-
 namespace {
-
-using Cx = std::complex<double>;
-using Mat = std::vector<Cx>;  // row-major
-
-Mat kron(const Mat& a, const Mat& b) {
-  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
-  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
-  const int d = da * db;
-  Mat m(std::size_t(d) * d);
-  for (int i = 0; i < da; ++i)
-    for (int j = 0; j < da; ++j)
-      for (int k = 0; k < db; ++k)
-        for (int l = 0; l < db; ++l)
-          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
-  return m;
-}
-
-Mat scale(Mat m, Cx s) {
-  for (auto& z : m) z *= s;
-  return m;
-}
-
-const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
-          kLower = {0, 1, 0, 0};  // |0><1|
-
-json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
-
-json matrix_json(const Mat& m) {
-  const int d = static_cast<int>(std::lround(std::sqrt(double(m.size()))));
-  json rows = json::array();
-  for (int i = 0; i < d; ++i) {
-    json row = json::array();
-    for (int j = 0; j < d; ++j) row.push_back(entry(m[std::size_t(i) * d + j]));
-    rows.push_back(row);
-  }
-  return rows;
-}
-
-std::vector<Cx> one_qubit_state(char c) {
-  const double s = 1 / std::sqrt(2.0);
-  switch (c) {
-    case '0': return {1, 0};
-    case '1': return {0, 1};
-    case '+': return {s, s};
-    case '-': return {s, -s};
-    case 'r': return {s, Cx(0, s)};
-    default: return {s, Cx(0, -s)};  // 'l'
-  }
-}
-
-std::vector<Cx> product_state(const std::string& label) {
-  std::vector<Cx> psi{1};
-  for (char c : label) {
-    const auto q = one_qubit_state(c);
-    std::vector<Cx> next;
-    for (auto a : psi)
-      for (auto b : q) next.push_back(a * b);
-    psi = next;
-  }
-  return psi;
-}
-
-std::vector<Cx> apply(const Mat& u, const std::vector<Cx>& psi) {
-  const std::size_t d = psi.size();
-  std::vector<Cx> out(d);
-  for (std::size_t i = 0; i < d; ++i)
-    for (std::size_t j = 0; j < d; ++j) out[i] += u[i * d + j] * psi[j];
-  return out;
-}
-
-json vector_json(const std::vector<Cx>& v) {
-  json a = json::array();
-  for (auto z : v) a.push_back(entry(z));
-  return a;
-}
-
-// Tensor -> nested JSON arrays of doubles (row-major).
-json tensor_json(const Tensor& t) {
-  const Tensor c = t.detach().to(torch::kFloat64).contiguous();
-  if (c.dim() == 0) return c.item<double>();
-  json a = json::array();
-  for (int64_t i = 0; i < c.size(0); ++i) a.push_back(tensor_json(c[i]));
-  return a;
-}
-
-}  // namespace
-
-Problem::Problem(const Config& cfg)
-    : qubits_(cfg.system == "qubit_x" ? 1 : 2),
-      n_seg_(static_cast<int>(cfg.n_segments)),
-      seg_dt_(cfg.gate_time / double(cfg.n_segments)),
-      dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
-  auto on = [&](const Mat& op, int q) { return qubits_ == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
-  json controls = json::array(), jumps = json::array();
-  const char* names[] = {"x", "y"};
-  for (int q = 0; q < qubits_; ++q)
-    for (int k = 0; k < 2; ++k) {
-      controls.push_back(matrix_json(scale(on(k == 0 ? kX : kY, q), 0.5)));
-      control_names_.push_back(std::string(names[k]) + (qubits_ == 1 ? "" : std::to_string(q)));
-    }
-  if (qubits_ == 2) {
-    controls.push_back(matrix_json(scale(kron(kX, kX), 0.5)));
-    controls.push_back(matrix_json(scale(kron(kZ, kZ), 0.5)));
-    control_names_.push_back("xx");
-    control_names_.push_back("zz");
-  }
-  n_ctrl_ = static_cast<int>(controls.size());
-  for (int q = 0; q < qubits_; ++q) {
-    jumps.push_back(matrix_json(on(kLower, q)));                           // relaxation: rate gamma_relax
-    jumps.push_back(matrix_json(scale(on(kZ, q), std::sqrt(0.5))));        // dephasing: sqrt(gamma_deph / 2) Z
-  }
-  const Mat target = qubits_ == 1 ? kX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
-  json base = {{"kind", "lindblad"},
-               {"dim", dim()},
-               {"controls", controls},
-               {"jumps", jumps},
-               {"segment_duration", seg_dt_},
-               {"n_segments", n_seg_},
-               {"solver", cfg.solver},
-               {"precision", cfg.precision},
-               {"threads", cfg.threads}};
-  if (cfg.dt > 0) base["dt"] = cfg.dt;
-  if (cfg.fidelity == "average_gate") {
-    json m = base;
-    m["gate"] = true;
-    m["target"] = {{"unitary", matrix_json(target)}};
-    models_.push_back(m);
-  } else {
-    for (const auto& label : cfg.input_states) {
-      const auto psi = product_state(label);
-      json m = base;
-      m["psi0"] = vector_json(psi);
-      m["target"] = {{"state", vector_json(apply(target, psi))}};
-      models_.push_back(m);
-    }
-  }
-  // device = cuda: the programs get a GPU copy and every call runs there (the tensors stay
-  // on the CPU and are staged); models_ stay device-free (eval_problems reproduce them anywhere).
-  for (auto m : models_) {
-    if (cfg.device == "cuda") m["device"] = "cuda";
-    programs_.push_back(c10::make_intrusive<nn::OpenSystemProgram>(m.dump()));
-  }
-}
-
-std::string Problem::fidelity_definition() const {
-  if (programs_.size() == 1 && models_[0].contains("gate"))
-    return "average gate fidelity of the simulated channel E against the target unitary V: "
-           "F = (d F_pro + 1) / (d + 1), F_pro = Re tr(S_V^dag S_E) / d^2, S the superoperators (d = " +
-           std::to_string(dim()) + ")";
-  return "state-transfer fidelity: the mean over " + std::to_string(programs_.size()) +
-         " input states psi of <V psi| rho_psi(T) |V psi>, rho_psi(T) the simulated final density matrix";
-}
-
-Tensor Problem::jump_rates(const Tensor& noise) const {
-  // per qubit: (relaxation, dephasing), the order of the jump operators above
-  const Tensor pair = torch::stack({noise.select(1, 1), noise.select(1, 0)}, 1);
-  return qubits_ == 1 ? pair : torch::cat({pair, pair}, 1);
-}
-
-Tensor Problem::fidelity(const Tensor& amplitudes, const Tensor& noise) const {
-  const Tensor rates = jump_rates(noise);
-  Tensor f;
-  for (const auto& p : programs_) {
-    const Tensor fp = nn::open_fidelity(p, amplitudes, Tensor(), rates);
-    f = f.defined() ? f + fp : fp;
-  }
-  return programs_.size() == 1 ? f : f / double(programs_.size());
-}
-
-std::vector<json> Problem::eval_problems(const Tensor& amplitudes, const Tensor& noise) const {
-  std::vector<json> out;
-  for (auto m : models_) {
-    m.erase("n_segments");
-    m["amplitudes"] = tensor_json(amplitudes);
-    m["rates"] = tensor_json(jump_rates(noise));
-    out.push_back(m);
-  }
-  return out;
-}
-
-// ---- policy -------------------------------------------------------------------------
-
-Policy::Policy(int64_t in, int64_t width, int64_t layers, int64_t out, double scale) : scale_(scale) {
-  dims_.push_back(in);
-  for (int64_t l = 0; l < layers; ++l) dims_.push_back(width);
-  dims_.push_back(out);
-  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) size_ += dims_[l] * dims_[l + 1] + dims_[l + 1];
-}
-
-Tensor Policy::init(at::Generator& gen, torch::ScalarType dtype) const {
-  Tensor u = torch::rand({size_}, gen, torch::TensorOptions().dtype(dtype));
-  Tensor p = u * 2 - 1;
-  int64_t off = 0;
-  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
-    const int64_t n = dims_[l] * dims_[l + 1] + dims_[l + 1];
-    p.slice(0, off, off + n).mul_(1.0 / std::sqrt(double(dims_[l])));
-    off += n;
-  }
-  return p;
-}
-
-std::vector<Tensor> Policy::split(const Tensor& params) const {
-  const int64_t dim = params.dim() - 1;
-  std::vector<Tensor> out;
-  int64_t off = 0;
-  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
-    const int64_t in = dims_[l], n = dims_[l + 1];
-    out.push_back(params.slice(dim, off, off + in * n));
-    out.push_back(params.slice(dim, off + in * n, off + in * n + n));
-    off += in * n + n;
-  }
-  return out;
-}
-
-Tensor Policy::forward(const Tensor& params, const Tensor& features) const { return forward(split(params), features); }
-
-Tensor Policy::forward(const std::vector<Tensor>& layers, const Tensor& features) const {
-  const int64_t T = features.size(0);
-  Tensor h = features;
-  for (std::size_t l = 0; l + 1 < dims_.size(); ++l) {
-    const int64_t in = dims_[l], out = dims_[l + 1];
-    const Tensor& W = layers[2 * l];
-    const Tensor& b = layers[2 * l + 1];
-    if (W.dim() == 2) {  // per task: [T, in * out]
-      h = torch::baddbmm(b.unsqueeze(1), h.unsqueeze(1), W.view({T, in, out})).squeeze(1);
-    } else {
-      h = torch::addmm(b, h, W.view({in, out}));
-    }
-    if (l + 2 < dims_.size()) h = torch::tanh(h);
-  }
-  return h * scale_;
-}
-
-void adam_step(torch::optim::Adam& opt, const Tensor& param, const Tensor& grad) {
-  param.mutable_grad() = grad;
-  opt.step();
-}
-
-namespace {
-
-// Adam on per-task pulses (elementwise, so the tasks are optimised independently),
-// with a cosine learning-rate decay to 1% and the best pulse per task kept.
-std::pair<Tensor, Tensor> grape(const Problem& problem, Tensor u, const Tensor& noise, int64_t iterations,
-                                double lr) {
-  torch::optim::Adam opt({u}, torch::optim::AdamOptions(lr));
-  Tensor best_f, best_u = u.clone();
-  {
-    torch::NoGradGuard ng;
-    best_f = problem.fidelity(u, noise);
-  }
-  for (int64_t i = 0; i < iterations; ++i) {
-    static_cast<torch::optim::AdamOptions&>(opt.param_groups()[0].options())
-        .lr(lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(std::numbers::pi * double(i) / double(iterations)))));
-    const Tensor p = u.detach().requires_grad_(true);
-    const Tensor f = problem.fidelity(p, noise);
-    const Tensor g = torch::autograd::grad({(1 - f).sum()}, {p})[0];
-    {
-      torch::NoGradGuard ng;
-      const Tensor better = f.detach() > best_f;
-      best_f = torch::where(better, f.detach(), best_f);
-      best_u = torch::where(better.view({-1, 1, 1}), u, best_u);
-    }
-    adam_step(opt, u, g);
-  }
-  torch::NoGradGuard ng;
-  const Tensor f = problem.fidelity(u, noise);
-  const Tensor better = f > best_f;
-  return {torch::where(better, f, best_f), torch::where(better.view({-1, 1, 1}), u, best_u)};
-}
 
 std::string csv_pulses(const Problem& pr, const std::vector<std::pair<std::string, Tensor>>& sets,
                        const Tensor& noise) {
   std::ostringstream o;
   o.precision(17);
-  o << "task,kind,gamma_deph,gamma_relax,segment,t_start";
+  const bool per_qubit = noise.size(1) == 4;
+  o << (per_qubit ? "task,kind,gamma_deph_0,gamma_relax_0,gamma_deph_1,gamma_relax_1,segment,t_start"
+                  : "task,kind,gamma_deph,gamma_relax,segment,t_start");
   for (const auto& n : pr.control_names()) o << ',' << n;
   o << '\n';
   const Tensor nz = noise.to(torch::kFloat64);
@@ -317,9 +48,11 @@ std::string csv_pulses(const Problem& pr, const std::vector<std::pair<std::strin
       const Tensor ab = shared ? a : a[b];
       for (int64_t s = 0; s < pr.n_segments(); ++s) {
         if (shared) {
-          o << "all," << kind << ",,," << s;
+          o << "all," << kind << (per_qubit ? ",,,,," : ",,,") << s;
         } else {
-          o << b << ',' << kind << ',' << nz[b][0].item<double>() << ',' << nz[b][1].item<double>() << ',' << s;
+          o << b << ',' << kind;
+          for (int64_t j = 0; j < noise.size(1); ++j) o << ',' << nz[b][j].item<double>();
+          o << ',' << s;
         }
         o << ',' << double(s) * pr.segment_duration();
         for (int64_t k = 0; k < pr.n_controls(); ++k) o << ',' << ab[s][k].item<double>();
@@ -331,6 +64,69 @@ std::string csv_pulses(const Problem& pr, const std::vector<std::pair<std::strin
 }
 
 double mean_of(const Tensor& t) { return t.to(torch::kFloat64).mean().item<double>(); }
+
+std::vector<double> doubles(const Tensor& t) {
+  const Tensor c = t.detach().to(torch::kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+// One regime of the adaptation question: the mean fidelity after k = 0..K evaluation
+// adaptation steps, G_k = F_k - F_0, the robust pulse and GRAPE on the same tasks.
+json gap_json(const Tensor& curve, const Tensor& f_robust, const Tensor& f_grape, const Tensor& noise) {
+  const Tensor c = curve.to(torch::kFloat64);
+  const Tensor mean = c.mean(1);
+  const Tensor fk = c[-1], fr = f_robust.to(torch::kFloat64);
+  std::vector<int64_t> K(std::size_t(c.size(0)));
+  for (std::size_t k = 0; k < K.size(); ++k) K[k] = int64_t(k);
+  const Tensor n = noise.to(torch::kFloat64);
+  return {{"tasks", c.size(1)},
+          {"K", K},
+          {"mean_fidelity", doubles(mean)},
+          {"gap", doubles(mean - mean[0])},
+          {"mean_robust", mean_of(fr)},
+          {"mean_grape", mean_of(f_grape)},
+          // the paired difference adapted - robust over tasks, and its standard error
+          {"adapted_minus_robust", mean_of(fk - fr)},
+          {"adapted_minus_robust_se", c.size(1) > 1 ? (fk - fr).std().item<double>() / std::sqrt(double(c.size(1))) : 0.0},
+          {"gamma_deph_range", {n.select(1, 0).min().item<double>(), n.select(1, 0).max().item<double>()}},
+          {"gamma_relax_range", {n.select(1, 1).min().item<double>(), n.select(1, 1).max().item<double>()}}};
+}
+
+std::string fmt(double x, int digits = 4) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+// The paragraph the numbers support (the report's "conclusion", printed by the command line).
+std::string regime_sentence(const std::string& name, const json& g) {
+  const auto& F = g["mean_fidelity"];
+  const double f0 = F.front(), fk = F.back(), r = g["mean_robust"], gr = g["mean_grape"];
+  const double d = g["adapted_minus_robust"], se = g["adapted_minus_robust_se"];
+  const int64_t K = static_cast<int64_t>(F.size()) - 1;
+  std::string s = name + " (" + std::to_string(g["tasks"].get<int64_t>()) + " tasks) the meta policy gives F = " + fmt(f0) +
+                  " before and " + fmt(fk) + " after " + std::to_string(K) + " adaptation steps (G_" + std::to_string(K) +
+                  " = " + fmt(fk - f0, 5) + "), against " + fmt(r) + " for the one robust pulse and " + fmt(gr) +
+                  " for per-task GRAPE";
+  if (gr - f0 > 1e-12 && K > 0)
+    s += "; adaptation closes " + fmt(100 * (fk - f0) / (gr - f0), 1) + "% of the way to GRAPE";
+  if (d > 2 * se && d > 0)
+    s += ", and the adapted policy beats the robust pulse by " + fmt(d, 5) + " (+-" + fmt(se, 5) + ")";
+  else if (d < -2 * se && d < 0)
+    s += ", and the robust pulse beats the adapted policy by " + fmt(-d, 5) + " (+-" + fmt(se, 5) +
+         "): meta-learning does not pay here";
+  else
+    s += ", and the adapted policy and the robust pulse are equal within the spread over tasks (" + fmt(d, 5) +
+         " +- " + fmt(se, 5) + ")";
+  return s + ".";
+}
+
+std::string conclusion(const json& adaptation) {
+  std::string s = regime_sentence("In distribution", adaptation["in_distribution"]);
+  if (adaptation.contains("out_of_distribution"))
+    s += " " + regime_sentence("Out of distribution", adaptation["out_of_distribution"]);
+  return s;
+}
 
 }  // namespace
 
@@ -365,7 +161,7 @@ int64_t max_processes(const Config& cfg) { return Trainer::reduction_blocks(cfg.
 
 int64_t policy_size(const Config& cfg) {
   const Problem pr(cfg);
-  return Policy(2, cfg.hidden_width, cfg.hidden_layers, int64_t(pr.n_segments()) * pr.n_controls(), 1.0).size();
+  return Policy(policy_spec(cfg, pr)).size();
 }
 
 namespace {
@@ -383,9 +179,8 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
     auto step = std::make_shared<MetaStep>(c);
     const auto opts = torch::TensorOptions().dtype(c.precision == "complex64" ? torch::kFloat32 : torch::kFloat64);
     const Tensor theta = (torch::rand({P}, opts) - 0.5) * 0.2;
-    const Tensor u = torch::rand({cfg.meta_batch, 2}, opts);
-    const Tensor noise = torch::stack({cfg.deph_lo + (cfg.deph_hi - cfg.deph_lo) * u.select(1, 0),
-                                       cfg.relax_lo + (cfg.relax_hi - cfg.relax_lo) * u.select(1, 1)}, 1);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
+    const Tensor noise = sample_tasks(cfg, gen, cfg.meta_batch, opts.dtype().toScalarType());
     return [step, theta, noise] { return step->gradient(theta, noise); };
   };
   const auto choice = qfleet::train::choose_device(make_step, {torch::kCPU, torch::Device(torch::kCUDA, 0)}, 1, 3);
@@ -462,9 +257,13 @@ RunResult run(const Config& requested, const RunOptions& options) {
   const int64_t first = it;
   runner.run(
       [&](int64_t i) {
-        const Tensor train_f = tr.iteration();
+        const Tensor train_f = tr.iteration(i);
         const int64_t done = i + 1;
-        if (lead && (done % cfg.validate_every == 0 || done == cfg.iterations)) record(done, train_f.item<double>());
+        const bool validation = done % cfg.validate_every == 0 || done == cfg.iterations;
+        if (lead && validation) record(done, train_f.item<double>());
+        const int64_t select = cfg.select_every > 0 ? cfg.select_every : cfg.validate_every;
+        if (lead && cfg.checkpoint_policy == "best" && (done % select == 0 || done == cfg.iterations))
+          tr.consider_best(done);
         if (lead && options.progress) options.progress->update(done, cfg.iterations, curve.back().val_after);
         return qfleet::train::Metrics{{"train_fidelity"}, {train_f}};
       },
@@ -491,31 +290,27 @@ RunResult run(const Config& requested, const RunOptions& options) {
                              {"host_syncs_of_the_meter", runner.meter().host_syncs()},
                              {"log", "train_log.jsonl"}};
 
-  // ---- validation and baselines
+  // ---- validation and baselines, with the policy checkpoint_policy selects
+  const bool best = cfg.checkpoint_policy == "best" && tr.has_best();
+  const Tensor theta = best ? tr.best_theta() : tr.theta();
+  const json selected = best ? json{{"policy", "best"}, {"selection", tr.best_json()}}
+                             : json{{"policy", "final"}, {"iteration", cfg.iterations}};
   const Problem& pr = tr.problem();
   const Tensor& vn = tr.val_noise();
   const int64_t V = vn.size(0);
   auto t0 = Clock::now();
-  const auto val = tr.validate();
+  const auto val = tr.validate(theta);
   const Tensor feats = tr.features(vn);
-  const Tensor meta_before = tr.pulses(tr.theta().expand({V, tr.theta().size(0)}), feats).detach();
+  const Tensor meta_before = tr.pulses(theta.expand({V, theta.size(0)}), feats).detach();
   const Tensor meta_adapted = tr.pulses(val.adapted, feats).detach();
   const double val_s = seconds_since(t0);
 
   t0 = Clock::now();
   auto rgen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 3);
-  Tensor robust = (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) *
-                       2 - 1) * 2.0;
-  {
-    torch::optim::Adam opt({robust}, torch::optim::AdamOptions(cfg.robust_lr));
-    for (int64_t i = 0; i < cfg.robust_iterations; ++i) {
-      const Tensor noise = tr.sample(rgen, cfg.meta_batch);
-      const Tensor p = robust.detach().requires_grad_(true);
-      const Tensor f = pr.fidelity(p, noise);
-      const Tensor g = torch::autograd::grad({(1 - f).mean()}, {p})[0];
-      adam_step(opt, robust, g);
-    }
-  }
+  const Tensor robust0 =
+      (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) * 2 - 1) * 2.0;
+  const Tensor robust = robust_pulse(
+      pr, tr.policy(), robust0, [&] { return tr.sample(rgen, cfg.meta_batch); }, cfg.robust_iterations, cfg.robust_lr);
   Tensor f_robust;
   {
     torch::NoGradGuard ng;
@@ -526,10 +321,32 @@ RunResult run(const Config& requested, const RunOptions& options) {
   // GRAPE from two starts per task (the robust pulse and the meta-adapted pulse), one batch.
   t0 = Clock::now();
   const Tensor starts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), meta_adapted}, 0).contiguous();
-  auto [gf, gu] = grape(pr, starts, torch::cat({vn, vn}, 0), cfg.grape_iterations, cfg.grape_lr);
+  auto [gf, gu] = grape(pr, tr.policy(), starts, torch::cat({vn, vn}, 0), {cfg.grape_iterations, cfg.grape_lr});
   const Tensor from_meta = gf.slice(0, V, 2 * V) > gf.slice(0, 0, V);
   const Tensor f_grape = torch::where(from_meta, gf.slice(0, V, 2 * V), gf.slice(0, 0, V));
   const Tensor u_grape = torch::where(from_meta.view({-1, 1, 1}), gu.slice(0, V, 2 * V), gu.slice(0, 0, V));
+
+  // ---- the adaptation gap in and out of distribution, against the same baselines
+  json adaptation = {{"adapt", {{"optimizer", cfg.adapt_optimizer}, {"lr", cfg.adapt_lr},
+                                {"grad_clip", cfg.adapt_grad_clip}, {"steps", cfg.adapt_steps}}},
+                     {"in_distribution", gap_json(val.curve, f_robust, f_grape, vn)}};
+  if (cfg.ood_factor > 0) {
+    auto ogen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 5);
+    const Tensor on = tasks_around(cfg, ogen, V, cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi,
+                                   cfg.ood_spread, pr.dtype());
+    const auto oc = tr.adapt_curve(theta, on, tr.eval_adapt());
+    const Tensor o_adapted = tr.pulses(oc.phi, tr.features(on)).detach();
+    Tensor o_robust;
+    {
+      torch::NoGradGuard ng;
+      o_robust = pr.fidelity(robust, on);
+    }
+    const Tensor ostarts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), o_adapted}, 0).contiguous();
+    const Tensor og = grape(pr, tr.policy(), ostarts, torch::cat({on, on}, 0), {cfg.grape_iterations, cfg.grape_lr}).first;
+    adaptation["out_of_distribution"] = gap_json(oc.fidelity, o_robust, torch::maximum(og.slice(0, 0, V), og.slice(0, V, 2 * V)), on);
+    adaptation["out_of_distribution"]["centre"] = {cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi};
+    adaptation["out_of_distribution"]["spread"] = cfg.ood_spread;
+  }
   const double grape_s = seconds_since(t0);
 
   // ---- outputs
@@ -539,6 +356,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
     const double fa = val.after[b].item<double>(), fg = f_grape[b].item<double>();
     tasks.push_back({{"gamma_deph", vn64[b][0].item<double>()},
                      {"gamma_relax", vn64[b][1].item<double>()},
+                     {"noise", doubles(vn64[b])},
                      {"fidelity_before", val.before[b].item<double>()},
                      {"fidelity_after", fa},
                      {"fidelity_robust", f_robust[b].item<double>()},
@@ -572,6 +390,9 @@ RunResult run(const Config& requested, const RunOptions& options) {
                      {"grape", grape_s},
                      {"total_this_run", total_s}}},
       {"curve", curve_json(curve)},
+      {"selected_policy", selected},
+      {"adaptation", adaptation},
+      {"conclusion", conclusion(adaptation)},
       {"validation", {{"tasks", tasks},
                       {"mean_before", mean_of(val.before)},
                       {"mean_after", mean_of(val.after)},

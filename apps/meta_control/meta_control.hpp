@@ -46,11 +46,17 @@ nlohmann::json load_config_file(const std::string& path);  // ConfigError when m
 struct Config {
   std::string system, algorithm, fidelity, solver, precision, device, output_dir, preset;
   int64_t iterations, meta_batch, inner_steps, hidden_width, hidden_layers, n_segments, validation_tasks,
-      validate_every, adapt_steps, robust_iterations, grape_iterations, checkpoint_every, threads;
+      validate_every, select_every, adapt_steps, robust_iterations, grape_iterations, checkpoint_every, threads;
   uint64_t seed;
   double inner_lr, meta_lr, amplitude_scale, gate_time, dt, robust_lr, grape_lr;
   double deph_lo, deph_hi, relax_lo, relax_hi;
   std::vector<std::string> input_states;
+  // The original code's settings (docs/reproduction.md): policy, controls, optimizers, integrator.
+  std::string controls, init, features, output, task_noise, dt_rule, meta_optimizer, meta_lr_schedule,
+      adapt_optimizer, checkpoint_policy;
+  bool layer_norm = false, renormalize_trace = false;
+  double coupling, init_gain, output_init_gain, amplitude_clamp, correlation_spread, weight_decay, meta_lr_min,
+      meta_grad_clip, inner_grad_clamp, adapt_lr, adapt_grad_clip, ood_factor, ood_spread;
   nlohmann::json json;  // the resolved configuration
 };
 Config make_config(const nlohmann::json& resolved);
@@ -64,11 +70,14 @@ class Problem {
   int n_segments() const { return n_seg_; }
   int n_controls() const { return n_ctrl_; }
   int n_jumps() const { return 2 * qubits_; }
+  // A task's noise: (gamma_deph, gamma_relax) shared by every qubit, or per qubit
+  // (task_noise = per_qubit_correlated) (gamma_deph_0, gamma_relax_0, gamma_deph_1, gamma_relax_1).
+  int n_noise() const { return per_qubit_noise_ ? 2 * qubits_ : 2; }
   double segment_duration() const { return seg_dt_; }
   const std::vector<std::string>& control_names() const { return control_names_; }
   torch::ScalarType dtype() const { return dtype_; }
   std::string fidelity_definition() const;
-  // rates [T, 2] = (gamma_deph, gamma_relax) -> the engine's per-task rates [T, n_jumps].
+  // noise [T, n_noise] -> the engine's per-task rates [T, n_jumps].
   torch::Tensor jump_rates(const torch::Tensor& noise) const;
   // Differentiable fidelity [T] of amplitudes [T, n_seg, n_ctrl] (or shared [n_seg, n_ctrl]).
   torch::Tensor fidelity(const torch::Tensor& amplitudes, const torch::Tensor& noise) const;
@@ -77,38 +86,87 @@ class Problem {
 
  private:
   int qubits_, n_seg_, n_ctrl_;
+  bool per_qubit_noise_, renormalize_;
   double seg_dt_;
   torch::ScalarType dtype_;
   std::vector<std::string> control_names_;
   std::vector<nlohmann::json> models_;  // the eval JSON of each program, without per-task arrays
   std::vector<c10::intrusive_ptr<nn::OpenSystemProgram>> programs_;
+  // renormalize_trace: per input state, the populations <i|rho(T)|i> whose sum is tr rho(T).
+  std::vector<std::vector<c10::intrusive_ptr<nn::OpenSystemProgram>>> population_programs_;
 };
 
-// The policy: features [T, 2] -> amplitudes [T, n_seg, n_ctrl], an MLP whose
-// parameters are one flat vector (per layer W [in, out] row-major, then b [out]).
+// Draws n tasks [n, n_noise] of the configuration's distribution (uniform in the rate
+// ranges; per_qubit_correlated: qubit 1 = qubit 0 times U(1 - s, 1 + s) per rate).
+torch::Tensor sample_tasks(const Config& cfg, at::Generator& gen, int64_t n, torch::ScalarType dtype);
+// Tasks around a centre (gamma_deph, gamma_relax), each rate uniform within +-spread relative
+// (the paper's out-of-distribution sets); per-qubit noise: qubit 1 correlated as in sample_tasks.
+torch::Tensor tasks_around(const Config& cfg, at::Generator& gen, int64_t n, double deph, double relax,
+                           double spread, torch::ScalarType dtype);
+// The policy's inputs [T, n_features] for noise [T, n_noise] (features = scaled or paper).
+torch::Tensor task_features(const Config& cfg, const torch::Tensor& noise);
+int64_t n_features(const Config& cfg);
+
+// The policy: features [T, n_features] -> amplitudes [T, n_seg, n_ctrl], an MLP whose
+// parameters are one flat vector: per layer W [in, out] row-major, then b [out], then for a
+// hidden layer with LayerNorm its scale [out] and shift [out].
+struct PolicySpec {
+  int64_t in, width, layers, out;
+  bool layer_norm = false;
+  std::string init = "uniform";  // or "orthogonal"
+  double init_gain = 0.5, output_init_gain = 0.5;
+  std::string output = "linear";  // or "tanh"
+  double scale = 1.0, clamp = 0.0;  // amplitude = scale x linear output (clamped to +-clamp if > 0), or scale x tanh
+};
+PolicySpec policy_spec(const Config& cfg, const Problem& problem);
+
 class Policy {
  public:
-  Policy(int64_t in, int64_t width, int64_t layers, int64_t out, double scale);
+  explicit Policy(PolicySpec spec);
   int64_t size() const { return size_; }
-  // Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every weight and bias (torch.nn.Linear's range).
+  const PolicySpec& spec() const { return spec_; }
+  // uniform: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every weight and bias (torch.nn.Linear's range);
+  // orthogonal: torch.nn.init.orthogonal_'s construction (QR of a Gaussian matrix, signs of R's
+  // diagonal) with the gains, zero biases; LayerNorm scale 1, shift 0.
   torch::Tensor init(at::Generator& gen, torch::ScalarType dtype) const;
   // params [P] (shared) or [T, P] (per task).
   torch::Tensor forward(const torch::Tensor& params, const torch::Tensor& features) const;
-  // The same on the parameters split into layers (W0, b0, W1, b1, ...; views of the flat vector):
-  // autograd then sees one leaf per layer, so a backward pass writes each layer's gradient once
-  // instead of scattering every slice's gradient into a zero-filled copy of the whole vector.
+  // The same on the parameters split into pieces (W0, b0[, g0, s0], W1, ...; views of the flat
+  // vector): autograd then sees one leaf per piece, so a backward pass writes each piece's
+  // gradient once instead of scattering every slice's gradient into a zero-filled copy of the whole vector.
   std::vector<torch::Tensor> split(const torch::Tensor& params) const;
   torch::Tensor forward(const std::vector<torch::Tensor>& layers, const torch::Tensor& features) const;
+  // The output map on raw outputs (the same bound applies to GRAPE's and the robust pulse's amplitudes).
+  torch::Tensor amplitudes(const torch::Tensor& raw) const;
+  // Projects free amplitudes onto the policy's range (tanh: +-scale; clamp: +-clamp).
+  torch::Tensor bound(const torch::Tensor& amplitudes) const;
 
  private:
+  PolicySpec spec_;
   std::vector<int64_t> dims_;
   int64_t size_ = 0;
-  double scale_;
 };
 
 // One torch::optim::Adam step on `param` (in place) with a gradient computed outside
 // autograd's graph (the meta-gradient, GRAPE's per-task gradients).
 void adam_step(torch::optim::Adam& opt, const torch::Tensor& param, const torch::Tensor& grad);
+
+// Per-task GRAPE (baselines.cpp): Adam on each task's own pulse u [T, n_seg, n_ctrl] with the
+// engine's exact gradients, projected onto the policy's amplitude range after each step.
+struct GrapeOptions {
+  int64_t iterations = 0;
+  double lr = 0.02;
+  bool cosine = true;     // learning rate decayed to 1% (false: constant, the paper's appendix)
+  bool keep_best = true;  // return the best pulse seen per task (false: the last)
+};
+// Returns (fidelity [T], pulses [T, n_seg, n_ctrl]).
+std::pair<torch::Tensor, torch::Tensor> grape(const Problem& problem, const Policy& policy, torch::Tensor u,
+                                              const torch::Tensor& noise, const GrapeOptions& options);
+// One pulse [n_seg, n_ctrl] for all tasks: Adam on the mean fidelity over the batches `tasks` draws.
+torch::Tensor robust_pulse(const Problem& problem, const Policy& policy, torch::Tensor u,
+                           const std::function<torch::Tensor()>& tasks, int64_t iterations, double lr);
+// Tensor -> nested JSON arrays of doubles (row-major).
+nlohmann::json tensor_json(const torch::Tensor& t);
 
 struct CurvePoint {
   int64_t iteration;

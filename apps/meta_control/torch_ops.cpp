@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "fit.hpp"
 #include "meta_control.hpp"
 
 namespace qfleet::meta {
@@ -76,6 +77,24 @@ std::tuple<std::string, bool> run_app(const std::string& resolved, bool resume, 
 
 int64_t size(const std::string& resolved) { return policy_size(config_of(resolved)); }
 
+// The reproduction's fits (fit.hpp), for tests against scipy and for scripts.
+std::vector<double> saturation(const std::vector<double>& K, const std::vector<double>& G) {
+  try {
+    const auto f = fit_saturation(K, G);
+    return {f.c, f.beta, f.r2};
+  } catch (const std::invalid_argument& e) {
+    C10_THROW_ERROR(ValueError, e.what());
+  }
+}
+std::vector<double> line(const std::vector<double>& x, const std::vector<double>& y) {
+  try {
+    const auto f = fit_line(x, y);
+    return {f.slope, f.intercept, f.r2};
+  } catch (const std::invalid_argument& e) {
+    C10_THROW_ERROR(ValueError, e.what());
+  }
+}
+
 // MetaStep for Python (torch.classes.qfleet_meta.MetaStep): compiled once, called per step;
 // qfleet.meta_control.meta_gradient / meta_objective are one-off calls of it.
 struct MetaStepHolder : torch::CustomClassHolder {
@@ -102,6 +121,8 @@ TORCH_LIBRARY(qfleet_meta, m) {
   m.def("check_config(str resolved) -> str", &check);
   m.def("run(str resolved, bool resume, int stop_after, bool progress, str app) -> (str, bool)", &run_app);
   m.def("policy_size(str resolved) -> int", &size);
+  m.def("fit_saturation(float[] K, float[] G) -> float[]", &saturation);
+  m.def("fit_line(float[] x, float[] y) -> float[]", &line);
   m.class_<MetaStepHolder>("MetaStep")
       .def(torch::init<std::string>())
       .def("gradient", &MetaStepHolder::gradient)

@@ -1,6 +1,7 @@
-// The meta-training loop's state (class Trainer: policy parameters, Adam, the task
-// generator, the inner loop and the meta-gradient) and its checkpoint helpers. Internal
-// to the app: included by meta_control.cpp only; MetaStep (meta_control.hpp) holds one.
+// The meta-training loop's state (class Trainer: policy parameters, the meta-optimizer,
+// the task generators, the inner loop, the meta-gradient, the evaluation adaptation and
+// the best-policy selection) and its checkpoint helpers. Internal to the app: included by
+// meta_control.cpp and experiments.cpp; MetaStep (meta_control.hpp) holds one.
 #pragma once
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <numbers>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,25 +39,39 @@ inline Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
   return torch::tensor(v, torch::kFloat64).to(dtype);
 }
 
-// Adam's state of `param` as the checkpoint holds it ({"step", "m", "v"}), and back.
-inline json adam_state_json(const torch::optim::Adam& opt, const Tensor& param) {
+// The meta-optimizer's state of `param` as the checkpoint holds it ({"step", "m", "v"}), and
+// back: torch::optim::Adam (AdamParamState) or AdamW (AdamWParamState), the same three fields.
+template <class State>
+json adam_state_json(const torch::optim::Optimizer& opt, const Tensor& param) {
   const auto it = opt.state().find(param.unsafeGetTensorImpl());
   if (it == opt.state().end()) return {{"step", 0}, {"m", json::array()}, {"v", json::array()}};
-  const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+  const auto& st = static_cast<const State&>(*it->second);
   return {{"step", st.step()}, {"m", tensor_flat(st.exp_avg())}, {"v", tensor_flat(st.exp_avg_sq())}};
 }
 
-inline void restore_adam_state(torch::optim::Adam& opt, const Tensor& param, const json& state, torch::ScalarType dtype) {
+template <class State>
+void restore_adam_state(torch::optim::Optimizer& opt, const Tensor& param, const json& state, torch::ScalarType dtype) {
   opt.state().erase(param.unsafeGetTensorImpl());
   const int64_t step = state.at("step");
   if (step == 0) return;
-  auto st = std::make_unique<torch::optim::AdamParamState>();
+  auto st = std::make_unique<State>();
   st->step(step);
   st->exp_avg(flat_tensor(state.at("m"), dtype).to(param.device()));
   st->exp_avg_sq(flat_tensor(state.at("v"), dtype).to(param.device()));
   if (st->exp_avg().numel() != param.numel() || st->exp_avg_sq().numel() != param.numel())
     throw ConfigError("resume: the checkpoint's optimizer state has the wrong size");
   opt.state()[param.unsafeGetTensorImpl()] = std::move(st);
+}
+
+inline std::vector<uint8_t> generator_bytes(const at::Generator& gen) {
+  const Tensor state = gen.get_state();
+  const auto* bytes = state.data_ptr<uint8_t>();
+  return std::vector<uint8_t>(bytes, bytes + state.numel());
+}
+
+inline void set_generator_bytes(at::Generator& gen, const json& bytes) {
+  const auto b = bytes.get<std::vector<uint8_t>>();
+  gen.set_state(torch::tensor(std::vector<int64_t>(b.begin(), b.end())).to(torch::kUInt8));
 }
 
 inline json curve_json(const std::vector<CurvePoint>& curve) {
@@ -81,42 +97,28 @@ using namespace training;
 
 class Trainer {
  public:
-  Trainer(const Config& cfg)
+  explicit Trainer(const Config& cfg)
       : cfg_(cfg),
         problem_(cfg),
-        policy_(2, cfg.hidden_width, cfg.hidden_layers, int64_t(problem_.n_segments()) * problem_.n_controls(),
-                cfg.amplitude_scale),
+        policy_(policy_spec(cfg, problem_)),
         opts_(torch::TensorOptions().dtype(problem_.dtype())),
-        task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)) {
+        task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)),
+        fresh_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 4)) {
     auto init_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
     theta_ = policy_.init(init_gen, problem_.dtype());
-    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_},
-                                                 torch::optim::AdamOptions(cfg.meta_lr));
+    make_optimizer();
     auto val_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 2);
     val_noise_ = sample(val_gen, cfg.validation_tasks);
   }
 
   const Problem& problem() const { return problem_; }
   const Policy& policy() const { return policy_; }
+  const Config& config() const { return cfg_; }
 
-  Tensor sample(at::Generator& gen, int64_t n) const {
-    const Tensor u = torch::rand({n, 2}, gen, opts_);
-    return torch::stack({cfg_.deph_lo + (cfg_.deph_hi - cfg_.deph_lo) * u.select(1, 0),
-                         cfg_.relax_lo + (cfg_.relax_hi - cfg_.relax_lo) * u.select(1, 1)},
-                        1);
-  }
+  Tensor sample(at::Generator& gen, int64_t n) const { return sample_tasks(cfg_, gen, n, problem_.dtype()); }
+  Tensor features(const Tensor& noise) const { return task_features(cfg_, noise); }
 
-  // Noise rates scaled to [-1, 1] over the training ranges (0 where a range is a point).
-  Tensor features(const Tensor& noise) const {
-    auto z = [](const Tensor& g, double lo, double hi) {
-      return hi > lo ? (g - lo) * (2.0 / (hi - lo)) - 1.0 : torch::zeros_like(g);
-    };
-    return torch::stack({z(noise.select(1, 0), cfg_.deph_lo, cfg_.deph_hi),
-                         z(noise.select(1, 1), cfg_.relax_lo, cfg_.relax_hi)},
-                        1);
-  }
-
-  // Per-task parameters are kept split into layers ([T, n_l] each), see Policy::split.
+  // Per-task parameters are kept split into pieces ([T, n_l] each), see Policy::split.
   using Layers = std::vector<Tensor>;
 
   Tensor pulses(const Tensor& params, const Tensor& feats) const { return pulses(policy_.split(params), feats); }
@@ -124,9 +126,10 @@ class Trainer {
     return policy_.forward(layers, feats).view({feats.size(0), problem_.n_segments(), problem_.n_controls()});
   }
 
-  Layers per_task(int64_t T) const {
+  Layers per_task(int64_t T) const { return per_task(theta_, T); }
+  Layers per_task(const Tensor& theta, int64_t T) const {
     Layers out;
-    for (const auto& l : policy_.split(theta_.detach())) out.push_back(l.expand({T, l.size(0)}).clone());
+    for (const auto& l : policy_.split(theta.detach())) out.push_back(l.expand({T, l.size(0)}).clone());
     return out;
   }
   static Tensor task_norm(const Layers& layers) {  // [T, 1]
@@ -167,21 +170,78 @@ class Trainer {
     return out;
   }
 
-  // SGD adaptation of theta to each task: the adapted per-task parameters and the
-  // fidelities before adaptation; `trail` receives the parameters each step started from.
+  // The training inner loop: `steps` SGD steps of inner_lr from theta on each task (each
+  // gradient entry clamped to +-inner_grad_clamp when set, as the paper's CZ code does):
+  // the adapted per-task parameters and the fidelities before adaptation; `trail` receives
+  // the parameters each step started from.
   std::pair<Layers, Tensor> adapt(const Tensor& noise, int64_t steps, std::vector<Layers>* trail = nullptr) const {
+    return adapt_from(theta_, noise, steps, trail);
+  }
+  std::pair<Layers, Tensor> adapt_from(const Tensor& theta, const Tensor& noise, int64_t steps,
+                                       std::vector<Layers>* trail = nullptr) const {
     const Tensor feats = features(noise);
-    Layers phi = per_task(noise.size(0));
+    Layers phi = per_task(theta, noise.size(0));
     Tensor f0;
     for (int64_t k = 0; k < steps; ++k) {
       auto [f, g] = loss_grad(phi, feats, noise);
       if (k == 0) f0 = f;
       if (trail) trail->push_back(phi);
-      for (std::size_t i = 0; i < phi.size(); ++i) phi[i] = torch::sub(phi[i], g[i], cfg_.inner_lr);
+      for (std::size_t i = 0; i < phi.size(); ++i) {
+        const Tensor gi = cfg_.inner_grad_clamp > 0 ? torch::clamp(g[i], -cfg_.inner_grad_clamp, cfg_.inner_grad_clamp)
+                                                    : g[i];
+        phi[i] = torch::sub(phi[i], gi, cfg_.inner_lr);
+      }
     }
     if (!f0.defined()) f0 = fidelity_nograd(phi, feats, noise);
     return {phi, f0};
   }
+
+  // ---- evaluation adaptation (validation, experiments) ---------------------------------
+
+  struct AdaptOptions {
+    std::string method = "sgd";  // or "adam" (torch.optim.Adam's update, betas 0.9, 0.999, eps 1e-8)
+    double lr = 0.01;
+    double clip = 0;  // each task's gradient norm clipped to this first (torch's clip_grad_norm_); 0: none
+    int64_t steps = 0;
+  };
+  AdaptOptions eval_adapt() const { return {cfg_.adapt_optimizer, cfg_.adapt_lr, cfg_.adapt_grad_clip, cfg_.adapt_steps}; }
+
+  struct Curve {
+    Tensor fidelity;  // [steps + 1, T]: F before adaptation, then after each step
+    Layers phi;       // the adapted per-task parameters
+  };
+  // Adapts theta to each task independently (batched: per-task parameters, per-task optimizer
+  // state, per-task clipping), recording the fidelity after every step.
+  Curve adapt_curve(const Tensor& theta, const Tensor& noise, const AdaptOptions& o) const {
+    const Tensor feats = features(noise);
+    Layers phi = per_task(theta, noise.size(0)), m, v;
+    std::vector<Tensor> rows;
+    for (int64_t k = 1; k <= o.steps; ++k) {
+      auto [f, g] = loss_grad(phi, feats, noise);
+      rows.push_back(f);
+      if (o.clip > 0) {
+        const Tensor coef = torch::clamp(o.clip / (task_norm(g) + 1e-6), c10::nullopt, 1.0);
+        for (auto& gi : g) gi = gi * coef;
+      }
+      if (o.method == "adam") {
+        constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+        if (m.empty())
+          for (const auto& gi : g) m.push_back(torch::zeros_like(gi)), v.push_back(torch::zeros_like(gi));
+        const double bc1 = 1 - std::pow(b1, double(k)), bc2 = 1 - std::pow(b2, double(k));
+        for (std::size_t i = 0; i < phi.size(); ++i) {
+          m[i] = m[i] * b1 + g[i] * (1 - b1);
+          v[i] = v[i] * b2 + g[i].square() * (1 - b2);
+          phi[i] = phi[i] - (o.lr / bc1) * m[i] / (v[i].sqrt() / std::sqrt(bc2) + eps);
+        }
+      } else {
+        for (std::size_t i = 0; i < phi.size(); ++i) phi[i] = torch::sub(phi[i], g[i], o.lr);
+      }
+    }
+    rows.push_back(fidelity_nograd(phi, feats, noise));
+    return {torch::stack(rows, 0), phi};
+  }
+
+  // ---- meta-gradient and meta-step -------------------------------------------------------
 
   // The meta-batch's mean fidelity after the inner steps, and the meta-gradient. With a
   // process group each rank runs whole blocks of the tasks; the blocks' sums are added
@@ -220,11 +280,19 @@ class Trainer {
     return {fq, torch::cat(v, 1)};
   }
 
-  // One meta-iteration; returns the meta-batch's mean fidelity on theta's device (no
-  // host transfer: the runner's meter takes it).
-  Tensor iteration() {
+  // Meta-iteration i (0-based); returns the meta-batch's mean fidelity on theta's device (no
+  // host transfer: the runner's meter takes it). The meta-gradient's norm is clipped to
+  // meta_grad_clip (torch's clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1) and
+  // the learning rate follows the schedule (cosine: torch's CosineAnnealingLR over iterations).
+  Tensor iteration(int64_t i) {
     auto [f_mean, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
-    adam_step(*adam_, theta_, g);
+    if (cfg_.meta_grad_clip > 0) g = g * torch::clamp(cfg_.meta_grad_clip / (g.norm() + 1e-6), c10::nullopt, 1.0);
+    if (cfg_.meta_lr_schedule == "cosine")
+      opt_->param_groups()[0].options().set_lr(
+          cfg_.meta_lr_min + (cfg_.meta_lr - cfg_.meta_lr_min) *
+                                 (1 + std::cos(std::numbers::pi * double(i) / double(std::max<int64_t>(cfg_.iterations, 1)))) / 2);
+    theta_.mutable_grad() = g;
+    opt_->step();
     return f_mean;
   }
 
@@ -232,17 +300,19 @@ class Trainer {
 
   void set_theta(const Tensor& theta) {
     theta_ = theta.detach().clone();
-    adam_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
+    make_optimizer();
   }
-  // MetaStep's inputs: theta [P] and noise [T, 2] of the configuration's precision, on one device.
+  // MetaStep's inputs: theta [P] and noise [T, n_noise] of the configuration's precision, on one device.
   void check_step_inputs(const Tensor& theta, const Tensor& noise) const {
     const std::string dtype = problem_.dtype() == torch::kFloat32 ? "float32" : "float64";
     if (theta.dim() != 1 || theta.size(0) != policy_.size())
       throw ConfigError("meta step: theta must have shape [" + std::to_string(policy_.size()) +
                         "] (policy_size), got " + c10::str(theta.sizes()));
-    if (noise.dim() != 2 || noise.size(1) != 2 || noise.size(0) < 1)
-      throw ConfigError("meta step: noise must have shape [T, 2] (gamma_deph, gamma_relax) with T >= 1, got " +
-                        c10::str(noise.sizes()));
+    const int n = problem_.n_noise();
+    if (noise.dim() != 2 || noise.size(1) != n || noise.size(0) < 1)
+      throw ConfigError("meta step: noise must have shape [T, " + std::to_string(n) + "] (" +
+                        (n == 2 ? "gamma_deph, gamma_relax" : "gamma_deph_0, gamma_relax_0, gamma_deph_1, gamma_relax_1") +
+                        ") with T >= 1, got " + c10::str(noise.sizes()));
     if (theta.scalar_type() != problem_.dtype() || noise.scalar_type() != problem_.dtype())
       throw ConfigError("meta step: theta and noise must be " + dtype + " (precision = " + cfg_.precision + ")");
     if (theta.device() != noise.device())
@@ -250,26 +320,53 @@ class Trainer {
                         noise.device().str());
   }
 
+  // ---- validation and the best policy ----------------------------------------------------
+
   struct Validation {
-    Tensor before, after;
+    Tensor before, after;  // [V]
+    Tensor curve;          // [adapt_steps + 1, V]: F before, then after each adaptation step
     Layers adapted;
   };
-  Validation validate() const {
-    auto [phi, f0] = adapt(val_noise_, cfg_.adapt_steps);
-    return {f0, fidelity_nograd(phi, features(val_noise_), val_noise_), phi};
+  // The held-out tasks before and after the evaluation adaptation (adapt_optimizer, adapt_lr,
+  // adapt_grad_clip, adapt_steps) of `theta` (default: the current parameters).
+  Validation validate(const Tensor& theta = Tensor()) const {
+    const Curve c = adapt_curve(theta.defined() ? theta : theta_, val_noise_, eval_adapt());
+    return {c.fidelity[0], c.fidelity[-1], c.fidelity, c.phi};
+  }
+
+  // checkpoint_policy = best: the training inner loop's mean fidelity on validation_tasks fresh
+  // tasks (new ones at every call, as the original code drew them); the parameters are kept
+  // when it beats every earlier call's. Returns that fidelity.
+  double consider_best(int64_t iteration) {
+    const Tensor noise = sample(fresh_gen_, cfg_.validation_tasks);
+    const Layers phi = adapt(noise, cfg_.inner_steps).first;
+    const double f = fidelity_nograd(phi, features(noise), noise).to(torch::kFloat64).mean().item<double>();
+    if (!best_theta_.defined() || f > best_fidelity_) {
+      best_theta_ = theta_.detach().clone();
+      best_fidelity_ = f;
+      best_iteration_ = iteration;
+    }
+    return f;
+  }
+  bool has_best() const { return best_theta_.defined(); }
+  const Tensor& best_theta() const { return best_theta_; }
+  json best_json() const {
+    return {{"iteration", best_iteration_}, {"fresh_validation_fidelity", best_fidelity_},
+            {"fresh_tasks", cfg_.validation_tasks}};
   }
 
   json checkpoint(int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
-    const Tensor state = task_gen_.get_state();
-    const auto* bytes = state.data_ptr<uint8_t>();
-    return {{"format", "qfleet-meta-checkpoint/1"},
-            {"config", cfg_.json},
-            {"iteration", iteration},
-            {"theta", tensor_flat(theta_)},
-            {"adam", adam_state_json(*adam_, theta_)},
-            {"generator_state", std::vector<uint8_t>(bytes, bytes + state.numel())},
-            {"curve", curve_json(curve)},
-            {"train_seconds", train_s}};
+    json ck = {{"format", "qfleet-meta-checkpoint/1"},
+               {"config", cfg_.json},
+               {"iteration", iteration},
+               {"theta", tensor_flat(theta_)},
+               {"adam", optimizer_state()},
+               {"generator_state", generator_bytes(task_gen_)},
+               {"fresh_generator_state", generator_bytes(fresh_gen_)},
+               {"curve", curve_json(curve)},
+               {"train_seconds", train_s}};
+    if (best_theta_.defined()) ck["best"] = {{"theta", tensor_flat(best_theta_)}, {"state", best_json()}};
+    return ck;
   }
 
   // Restores a checkpoint: returns the iteration it was taken at.
@@ -278,12 +375,13 @@ class Trainer {
       throw ConfigError("resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
     std::string differ;
     for (const auto& [k, v] : cfg_.json.items())
-      if (!resumable_key(k) && (!ck["config"].contains(k) || ck["config"][k] != v))
+      if ((!resumable_key(k) || (k == "iterations" && cfg_.meta_lr_schedule == "cosine")) &&
+          (!ck["config"].contains(k) || ck["config"][k] != v))
         differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck["config"].contains(k) ? ck["config"][k].dump() : "absent") + ", now " + v.dump() + ")";
     if (!differ.empty())
       throw ConfigError("resume: the configuration differs from the checkpoint's in " + differ +
-                        "; only iterations, output_dir, checkpoint_every, threads, device and the baselines' "
-                        "settings may change");
+                        "; only iterations (not with the cosine schedule, which spans them), output_dir, "
+                        "checkpoint_every, threads, device and the baselines' settings may change");
     const int64_t it = ck["iteration"];
     if (it > cfg_.iterations)
       throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
@@ -294,9 +392,17 @@ class Trainer {
       torch::NoGradGuard ng;
       theta_.copy_(theta);  // in place: the optimizer holds theta_
     }
-    restore_adam_state(*adam_, theta_, ck["adam"], problem_.dtype());
-    const auto bytes = ck["generator_state"].get<std::vector<uint8_t>>();
-    task_gen_.set_state(torch::tensor(std::vector<int64_t>(bytes.begin(), bytes.end())).to(torch::kUInt8));
+    if (cfg_.meta_optimizer == "adamw")
+      restore_adam_state<torch::optim::AdamWParamState>(*opt_, theta_, ck["adam"], problem_.dtype());
+    else
+      restore_adam_state<torch::optim::AdamParamState>(*opt_, theta_, ck["adam"], problem_.dtype());
+    set_generator_bytes(task_gen_, ck["generator_state"]);
+    if (ck.contains("fresh_generator_state")) set_generator_bytes(fresh_gen_, ck["fresh_generator_state"]);
+    if (ck.contains("best")) {
+      best_theta_ = flat_tensor(ck["best"]["theta"], problem_.dtype());
+      best_iteration_ = ck["best"]["state"]["iteration"];
+      best_fidelity_ = ck["best"]["state"]["fresh_validation_fidelity"];
+    }
     curve.clear();
     for (const auto& p : ck["curve"])
       curve.push_back({p["iteration"], p["train_fidelity"].is_null() ? std::nan("") : p["train_fidelity"].get<double>(),
@@ -309,14 +415,29 @@ class Trainer {
   const Tensor& val_noise() const { return val_noise_; }
 
  private:
+  void make_optimizer() {
+    if (cfg_.meta_optimizer == "adamw")
+      opt_ = std::make_unique<torch::optim::AdamW>(
+          std::vector<Tensor>{theta_}, torch::optim::AdamWOptions(cfg_.meta_lr).weight_decay(cfg_.weight_decay));
+    else
+      opt_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
+  }
+  json optimizer_state() const {
+    return cfg_.meta_optimizer == "adamw" ? adam_state_json<torch::optim::AdamWParamState>(*opt_, theta_)
+                                          : adam_state_json<torch::optim::AdamParamState>(*opt_, theta_);
+  }
+
   const Config& cfg_;
   Problem problem_;
   Policy policy_;
   torch::TensorOptions opts_;
-  at::Generator task_gen_;
+  at::Generator task_gen_, fresh_gen_;
   Tensor theta_;
-  std::unique_ptr<torch::optim::Adam> adam_;  // on theta_
+  std::unique_ptr<torch::optim::Optimizer> opt_;  // on theta_
   Tensor val_noise_;
+  Tensor best_theta_;
+  double best_fidelity_ = 0;
+  int64_t best_iteration_ = -1;
   qfleet::train::ProcessGroup* group_ = nullptr;  // set for multi-process runs
 };
 

@@ -67,13 +67,13 @@ TEST(MetaConfig, PresetsAndDefaults) {
   EXPECT_EQ(paper.inner_steps, 5);
   EXPECT_DOUBLE_EQ(paper.inner_lr, 0.01);
   EXPECT_DOUBLE_EQ(paper.meta_lr, 0.001);
-  EXPECT_EQ(config({{"system", "two_qubit_cz"}}).n_segments, 30);
+  EXPECT_EQ(config({{"system", "two_qubit_cz_xx_zz"}}).n_segments, 30);
   // precedence: preset < file < --set
   const auto c = config({{"preset", "paper"}, {"iterations", 7}}, {"iterations=9", "algorithm=reptile"});
   EXPECT_EQ(c.iterations, 9);
   EXPECT_EQ(c.algorithm, "reptile");
   EXPECT_EQ(config({{"fidelity", "state_transfer"}}).input_states.size(), 6u);
-  EXPECT_EQ(config({{"fidelity", "state_transfer"}, {"system", "two_qubit_cz"}}).input_states.size(), 16u);
+  EXPECT_EQ(config({{"fidelity", "state_transfer"}, {"system", "two_qubit_cz_xx_zz"}}).input_states.size(), 16u);
 }
 
 TEST(MetaConfig, ClearErrors) {
@@ -88,7 +88,7 @@ TEST(MetaConfig, ClearErrors) {
   expect_config_error({{"gamma_deph", {0.2, 0.1}}}, {}, "key 'gamma_deph': expected [lo, hi] with lo <= hi");
   expect_config_error({{"gamma_relax", {-0.1, 0.1}}}, {}, "key 'gamma_relax'");
   expect_config_error({{"gamma_relax", 0.1}}, {}, "key 'gamma_relax': expected [lo, hi]");
-  expect_config_error({{"preset", "slow"}}, {}, "unknown preset 'slow' (presets: accurate, fast, paper)");
+  expect_config_error({{"preset", "slow"}}, {}, "unknown preset 'slow' (presets: accurate, cz_paper, fast, main, original, original_rk4, paper)");
   expect_config_error({{"solver", "rk4"}}, {}, "solver 'rk4' needs a step: set dt");
   expect_config_error({{"dt", 0.01}}, {}, "solver 'exact' takes none");
   expect_config_error({{"input_states", {"0"}}}, {}, "input_states is used only with fidelity = state_transfer");
@@ -112,7 +112,7 @@ TEST(MetaConfig, ClearErrors) {
 double reference_fidelity(const qfleet::meta::Config& cfg, const std::vector<double>& u, double deph,
                           double relax) {
   using namespace ref;
-  const bool two = cfg.system == "two_qubit_cz";
+  const bool two = cfg.system == "two_qubit_cz_xx_zz";
   const Index d = two ? 4 : 2;
   auto on = [&](const Mat& m, int q) { return two ? (q == 0 ? kron(m, eye(2)) : kron(eye(2), m)) : m; };
   std::vector<Mat> ctrl, jumps;
@@ -165,8 +165,8 @@ double reference_fidelity(const qfleet::meta::Config& cfg, const std::vector<dou
 TEST(MetaPhysics, FidelityMatchesDenseReference) {
   for (const json& file : {json{{"n_segments", 7}},
                            json{{"n_segments", 5}, {"fidelity", "state_transfer"}},
-                           json{{"system", "two_qubit_cz"}, {"n_segments", 4}},
-                           json{{"system", "two_qubit_cz"}, {"n_segments", 3}, {"fidelity", "state_transfer"}},
+                           json{{"system", "two_qubit_cz_xx_zz"}, {"n_segments", 4}},
+                           json{{"system", "two_qubit_cz_xx_zz"}, {"n_segments", 3}, {"fidelity", "state_transfer"}},
                            json{{"n_segments", 6}, {"gate_time", 2.5}}}) {
     SCOPED_TRACE(file.dump());
     const auto cfg = config(file);
@@ -320,7 +320,7 @@ TEST(MetaRun, TwoProcessesGiveTheOneProcessResult) {
 // The binaries end to end: qfleet-meta writes pulses, `qfleet eval` reproduces the report.
 TEST(MetaRun, ExportedPulsesThroughQfleetEvalReproduceTheReport) {
   for (const json& extra : {json{{"algorithm", "fomaml"}},
-                            json{{"fidelity", "state_transfer"}, {"system", "two_qubit_cz"}, {"iterations", 3}}}) {
+                            json{{"fidelity", "state_transfer"}, {"system", "two_qubit_cz_xx_zz"}, {"iterations", 3}}}) {
     SCOPED_TRACE(extra.dump());
     const std::string out = fresh_dir("cli");
     json c = small(out);

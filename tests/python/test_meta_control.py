@@ -49,7 +49,7 @@ def numbers(report):
     return {k: v for k, v in report.items() if k in ("curve", "validation", "policy_parameters")}
 
 
-@pytest.mark.parametrize("keys", [{}, {"algorithm": "reptile", "system": "two_qubit_cz", "iterations": 3,
+@pytest.mark.parametrize("keys", [{}, {"algorithm": "reptile", "system": "two_qubit_cz_xx_zz", "iterations": 3,
                                        "fidelity": "state_transfer", "precision": "complex64"}])
 def test_python_and_the_binary_give_the_same_report(mc, tmp_path, keys):
     binary = meta_binary()
@@ -123,7 +123,7 @@ def test_configuration_errors_are_the_binarys(mc, tmp_path):
              ({"iterations": -1}, [], "key 'iterations': expected an integer in [0, 1e+07], got -1"),
              ({}, ["inner_lr=1e999"], "key 'inner_lr': expected a number in [0, 1000], got \"1e999\""),
              ({"solver": "rk4"}, [], "solver 'rk4' needs a step: set dt"),
-             ({"preset": "slow"}, [], "unknown preset 'slow' (presets: accurate, fast, paper)")]
+             ({"preset": "slow"}, [], "unknown preset 'slow' (presets: accurate, cz_paper, fast, main, original, original_rk4, paper)")]
     import qfleet
     if qfleet.cuda_device_count() == 0:
         cases.append(({"device": "cuda"}, [], "no CUDA device is visible"))

@@ -20,7 +20,8 @@ from .._lib import load_app
 _ops = load_app("meta")
 
 __all__ = ["ConfigError", "schema", "resolve_config", "load_config_file", "Config", "make_config", "run",
-           "RunResult", "MetaStep", "meta_gradient", "meta_objective", "policy_size", "main"]
+           "RunResult", "MetaStep", "meta_gradient", "meta_objective", "policy_size", "fit_saturation", "fit_line",
+           "main"]
 
 
 class ConfigError(ValueError):
@@ -125,3 +126,16 @@ def main(argv=None, prog: str = "python -m qfleet.meta_control") -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     return int(_ops.main(prog, list(sys.argv[1:] if argv is None else argv)))
+
+
+def fit_saturation(K, G):
+    """The reproduction's least-squares fit G = c (1 - exp(-beta K)) (c in [0, 2], beta in
+    [0.001, 10], as the original code's curve_fit bounds): returns (c, beta, R^2)."""
+    c, beta, r2 = _config_call(_ops.fit_saturation, [float(k) for k in K], [float(g) for g in G])
+    return c, beta, r2
+
+
+def fit_line(x, y):
+    """Least-squares line y = slope x + intercept: returns (slope, intercept, R^2)."""
+    slope, intercept, r2 = _config_call(_ops.fit_line, [float(v) for v in x], [float(v) for v in y])
+    return slope, intercept, r2

@@ -10,6 +10,8 @@ reads OUTDIR/report.json and OUTDIR/pulses.json and writes into OUTDIR
   fidelity_vs_noise.png  per-task fidelity after adaptation, robust and GRAPE vs the
                          dephasing and the relaxation rate
   adaptation_gap.png     per task: GRAPE - before, GRAPE - after, GRAPE - robust
+  gap_vs_k.png           mean fidelity vs adaptation step K in and out of distribution, with the robust and
+                         GRAPE means and the report's conclusion as caption (reports with "adaptation" only)
 Needs matplotlib (pip install matplotlib).
 """
 import argparse
@@ -17,6 +19,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 PROG = "qfleet.meta_control.plot"
 COLORS = {"robust": "tab:gray", "meta_before": "tab:orange", "meta_adapted": "tab:blue", "grape": "tab:green"}
@@ -142,6 +145,38 @@ def adaptation_gap(plt, report, path):
     plt.close(fig)
 
 
+def gap_vs_k(plt, report, path):
+    ad = report["adaptation"]
+    regimes = [(k, t) for k, t in (("in_distribution", "In distribution"),
+                                    ("out_of_distribution", "Out of distribution")) if k in ad]
+    a = ad["adapt"]
+    adapt = f"{a['optimizer']}, lr {a['lr']:g}" + (f", gradient clip {a['grad_clip']:g}" if a.get("grad_clip") else "")
+    width = 5.8 * len(regimes)
+    fig, axes = plt.subplots(1, len(regimes), figsize=(width, 5.2), squeeze=False, layout="constrained")
+    for ax, (key, name) in zip(axes[0], regimes):
+        g = ad[key]
+        K, F = g["K"], g["mean_fidelity"]
+        ax.plot(K, F, "o-", color=COLORS["meta_adapted"], ms=3,
+                label=f"meta policy after K steps (G_{K[-1]} = F_{K[-1]} - F_0 = {g['gap'][-1]:.4g})")
+        for kind, field in (("robust", "mean_robust"), ("grape", "mean_grape")):
+            ax.axhline(g[field], color=COLORS[kind], ls=":", label=f"{LABELS[kind]}: {g[field]:.4f}")
+        where = f" around ({g['centre'][0]:g}, {g['centre'][1]:g}) +-{100 * g['spread']:g}%" if "centre" in g else ""
+        dr, rr = g["gamma_deph_range"], g["gamma_relax_range"]
+        ax.set_title(f"{name}: {g['tasks']} tasks{where}\ngamma_deph in [{dr[0]:.3g}, {dr[1]:.3g}], gamma_relax in "
+                     f"[{rr[0]:.3g}, {rr[1]:.3g}]\nadapted - robust = {g['adapted_minus_robust']:.3g} "
+                     f"+- {g['adapted_minus_robust_se']:.2g} (standard error over tasks)", fontsize=8)
+        ax.set_xlabel(f"adaptation steps K ({adapt})")
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("mean fidelity F over the tasks")
+    if report.get("conclusion"):  # supxlabel: the caption constrained layout makes room for
+        fig.supxlabel(textwrap.fill(report["conclusion"], width=int(15 * width)), x=0.01, ha="left", fontsize=7.5)
+    _title(fig, "Adaptation: mean fidelity vs adaptation step", report)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {PROG}", description="plots of a meta-control run")
     ap.add_argument("outdir", help="the run's output directory (report.json, pulses.json)")
@@ -173,6 +208,9 @@ def main(argv=None) -> int:
     pulses(plt, report, pj, out["pulses.png"])
     fidelity_vs_noise(plt, report, out["fidelity_vs_noise.png"])
     adaptation_gap(plt, report, out["adaptation_gap.png"])
+    if "adaptation" in report:  # reports before the adaptation-gap analysis have none
+        out["gap_vs_k.png"] = os.path.join(a.outdir, "gap_vs_k.png")
+        gap_vs_k(plt, report, out["gap_vs_k.png"])
     for p in out.values():
         print(p)
     return 0

@@ -1,0 +1,39 @@
+// The paper's experiments as commands (docs/reproduction.md): arXiv:2601.18973's adaptation
+// gap G_K = L_0 - L_K against K, against the task distribution's variance, out of
+// distribution, on its two-qubit CZ system, against GRAPE, and numerical checks of its
+// lemmas. Each writes <out>/<name>/result.json (configuration, seeds, our figures beside the
+// paper's) and table.md; `python -m qfleet.meta_control.plot_reproduction OUT` draws the PNGs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qfleet::meta {
+
+struct ReproOptions {
+  std::string out_dir = "reproduction-out";
+  bool tiny = false;  // seconds each (the tests' budget): checks the outputs, not the paper's numbers
+  int64_t threads = 0;
+  uint64_t seed = 1;
+  bool quiet = false;  // no progress lines on stderr
+};
+
+// gap-vs-k, gap-vs-variance, out-of-distribution, cz, vs-grape, lemmas.
+const std::vector<std::string>& experiment_names();
+
+// Runs one experiment (policies it needs are trained once into <out>/models/ and reused by
+// the next experiment that asks for the same configuration). Throws ConfigError for an
+// unknown name.
+nlohmann::json run_experiment(const std::string& name, const ReproOptions& options);
+
+// Every experiment, then <out>/reproduction.md (the tables, the paper's figures beside ours,
+// the ablations that explain the differences, timings and the command).
+nlohmann::json reproduce_all(const ReproOptions& options);
+
+// The Markdown table of one experiment's result (also <out>/<name>/table.md).
+std::string experiment_table(const nlohmann::json& result);
+
+}  // namespace qfleet::meta

@@ -1,0 +1,294 @@
+// Meta-control physics: the systems as engine programs, the task distribution and the
+// policy's input features (meta_control.hpp; docs/meta_control.md, docs/reproduction.md).
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "meta_control.hpp"
+
+namespace qfleet::meta {
+
+using nlohmann::json;
+using torch::Tensor;
+
+namespace {
+
+using Cx = std::complex<double>;
+using Mat = std::vector<Cx>;  // row-major
+
+Mat kron(const Mat& a, const Mat& b) {
+  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
+  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
+  const int d = da * db;
+  Mat m(std::size_t(d) * d);
+  for (int i = 0; i < da; ++i)
+    for (int j = 0; j < da; ++j)
+      for (int k = 0; k < db; ++k)
+        for (int l = 0; l < db; ++l)
+          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
+  return m;
+}
+
+Mat scale(Mat m, Cx s) {
+  for (auto& z : m) z *= s;
+  return m;
+}
+
+const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
+          kLower = {0, 1, 0, 0},  // |0><1|
+    kRaise = {0, 0, 1, 0};        // |1><0|: the original CZ code's "sigma_m" = [[0, 0], [1, 0]]
+
+json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
+
+json matrix_json(const Mat& m) {
+  const int d = static_cast<int>(std::lround(std::sqrt(double(m.size()))));
+  json rows = json::array();
+  for (int i = 0; i < d; ++i) {
+    json row = json::array();
+    for (int j = 0; j < d; ++j) row.push_back(entry(m[std::size_t(i) * d + j]));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<Cx> one_qubit_state(char c) {
+  const double s = 1 / std::sqrt(2.0);
+  switch (c) {
+    case '0': return {1, 0};
+    case '1': return {0, 1};
+    case '+': return {s, s};
+    case '-': return {s, -s};
+    case 'r': return {s, Cx(0, s)};
+    default: return {s, Cx(0, -s)};  // 'l'
+  }
+}
+
+std::vector<Cx> product_state(const std::string& label) {
+  std::vector<Cx> psi{1};
+  for (char c : label) {
+    const auto q = one_qubit_state(c);
+    std::vector<Cx> next;
+    for (auto a : psi)
+      for (auto b : q) next.push_back(a * b);
+    psi = next;
+  }
+  return psi;
+}
+
+std::vector<Cx> apply(const Mat& u, const std::vector<Cx>& psi) {
+  const std::size_t d = psi.size();
+  std::vector<Cx> out(d);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j) out[i] += u[i * d + j] * psi[j];
+  return out;
+}
+
+json vector_json(const std::vector<Cx>& v) {
+  json a = json::array();
+  for (auto z : v) a.push_back(entry(z));
+  return a;
+}
+
+// The segment's step for rk4/euler: dt_rule = floor takes max(1, floor(duration/dt)) equal
+// steps as the original code's int(); the engine takes ceil(duration/dt) steps of the dt it is given.
+double engine_dt(const Config& cfg, double segment) {
+  if (cfg.dt_rule != "floor") return cfg.dt;
+  const double steps = std::max(1.0, std::floor(segment / cfg.dt + 1e-9));
+  return segment / steps;
+}
+
+}  // namespace
+
+json tensor_json(const Tensor& t) {
+  const Tensor c = t.detach().to(torch::kFloat64).contiguous();
+  if (c.dim() == 0) return c.item<double>();
+  json a = json::array();
+  for (int64_t i = 0; i < c.size(0); ++i) a.push_back(tensor_json(c[i]));
+  return a;
+}
+
+Problem::Problem(const Config& cfg)
+    : qubits_(cfg.system == "qubit_x" ? 1 : 2),
+      n_seg_(static_cast<int>(cfg.n_segments)),
+      per_qubit_noise_(cfg.task_noise == "per_qubit_correlated"),
+      renormalize_(cfg.renormalize_trace),
+      seg_dt_(cfg.gate_time / double(cfg.n_segments)),
+      dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
+  const bool paper_cz = cfg.system == "two_qubit_cz_paper";
+  auto on = [&](const Mat& op, int q) { return qubits_ == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
+  const double c = cfg.controls == "pauli" ? 1.0 : 0.5;
+  json controls = json::array(), jumps = json::array();
+  for (int q = 0; q < qubits_; ++q) {
+    controls.push_back(matrix_json(scale(on(kX, q), c)));
+    controls.push_back(matrix_json(scale(on(kY, q), c)));
+    for (const char* axis : {"x", "y"}) {
+      std::string name(axis);
+      if (qubits_ == 2) name += char('0' + q);
+      control_names_.push_back(name);
+    }
+  }
+  if (paper_cz) {  // the paper's order: X1, Y1, X2, Y2, Z1, Z2
+    for (int q = 0; q < 2; ++q) {
+      controls.push_back(matrix_json(on(kZ, q)));
+      control_names_.push_back(q == 0 ? "z0" : "z1");
+    }
+  } else if (qubits_ == 2) {
+    controls.push_back(matrix_json(scale(kron(kX, kX), 0.5)));
+    controls.push_back(matrix_json(scale(kron(kZ, kZ), 0.5)));
+    control_names_.push_back("xx");
+    control_names_.push_back("zz");
+  }
+  n_ctrl_ = static_cast<int>(controls.size());
+  for (int q = 0; q < qubits_; ++q) {
+    jumps.push_back(matrix_json(on(paper_cz ? kRaise : kLower, q)));  // relaxation: rate gamma_relax
+    jumps.push_back(matrix_json(scale(on(kZ, q), std::sqrt(0.5))));   // dephasing: sqrt(gamma_deph / 2) Z
+  }
+  const Mat target = qubits_ == 1 ? kX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
+  json base = {{"kind", "lindblad"},
+               {"dim", dim()},
+               {"controls", controls},
+               {"jumps", jumps},
+               {"segment_duration", seg_dt_},
+               {"n_segments", n_seg_},
+               {"solver", cfg.solver},
+               {"precision", cfg.precision},
+               {"threads", cfg.threads}};
+  if (paper_cz) base["H0"] = matrix_json(scale(kron(kZ, kZ), cfg.coupling));  // always-on J Z1 Z2
+  if (cfg.dt > 0) base["dt"] = engine_dt(cfg, seg_dt_);
+  if (cfg.fidelity == "average_gate") {
+    json m = base;
+    m["gate"] = true;
+    m["target"] = {{"unitary", matrix_json(target)}};
+    models_.push_back(m);
+  } else {
+    for (const auto& label : cfg.input_states) {
+      const auto psi = product_state(label);
+      json m = base;
+      m["psi0"] = vector_json(psi);
+      m["target"] = {{"state", vector_json(apply(target, psi))}};
+      models_.push_back(m);
+    }
+  }
+  // device = cuda: the programs get a GPU copy and every call runs there (the tensors stay
+  // on the CPU and are staged); models_ stay device-free (eval_problems reproduce them anywhere).
+  auto compile = [&](json m) {
+    if (cfg.device == "cuda") m["device"] = "cuda";
+    return c10::make_intrusive<nn::OpenSystemProgram>(m.dump());
+  };
+  for (const auto& m : models_) {
+    programs_.push_back(compile(m));
+    if (!renormalize_) continue;
+    std::vector<c10::intrusive_ptr<nn::OpenSystemProgram>> pops;
+    for (int i = 0; i < dim(); ++i) {
+      std::vector<Cx> e(std::size_t(dim()), 0);
+      e[std::size_t(i)] = 1;
+      json p = m;
+      p["target"] = {{"state", vector_json(e)}};
+      pops.push_back(compile(p));
+    }
+    population_programs_.push_back(std::move(pops));
+  }
+}
+
+std::string Problem::fidelity_definition() const {
+  if (programs_.size() == 1 && models_[0].contains("gate"))
+    return "average gate fidelity of the simulated channel E against the target unitary V: "
+           "F = (d F_pro + 1) / (d + 1), F_pro = Re tr(S_V^dag S_E) / d^2, S the superoperators (d = " +
+           std::to_string(dim()) + ")";
+  return "state-transfer fidelity: the mean over " + std::to_string(programs_.size()) +
+         " input states psi of <V psi| rho_psi(T) |V psi>" + (renormalize_ ? " / tr rho_psi(T)" : "") +
+         ", rho_psi(T) the simulated final density matrix";
+}
+
+Tensor Problem::jump_rates(const Tensor& noise) const {
+  // per qubit: (relaxation, dephasing), the order of the jump operators above
+  if (per_qubit_noise_)
+    return torch::stack({noise.select(1, 1), noise.select(1, 0), noise.select(1, 3), noise.select(1, 2)}, 1);
+  const Tensor pair = torch::stack({noise.select(1, 1), noise.select(1, 0)}, 1);
+  return qubits_ == 1 ? pair : torch::cat({pair, pair}, 1);
+}
+
+Tensor Problem::fidelity(const Tensor& amplitudes, const Tensor& noise) const {
+  const Tensor rates = jump_rates(noise);
+  Tensor f;
+  for (std::size_t i = 0; i < programs_.size(); ++i) {
+    Tensor fp = nn::open_fidelity(programs_[i], amplitudes, Tensor(), rates);
+    if (renormalize_) {  // tr rho(T) as the sum of the populations
+      Tensor trace;
+      for (const auto& p : population_programs_[i]) {
+        const Tensor pop = nn::open_fidelity(p, amplitudes, Tensor(), rates);
+        trace = trace.defined() ? trace + pop : pop;
+      }
+      fp = fp / trace;
+    }
+    f = f.defined() ? f + fp : fp;
+  }
+  return programs_.size() == 1 ? f : f / double(programs_.size());
+}
+
+std::vector<json> Problem::eval_problems(const Tensor& amplitudes, const Tensor& noise) const {
+  std::vector<json> out;
+  for (auto m : models_) {
+    m.erase("n_segments");
+    m["amplitudes"] = tensor_json(amplitudes);
+    m["rates"] = tensor_json(jump_rates(noise));
+    out.push_back(m);
+  }
+  return out;
+}
+
+// ---- tasks and features -----------------------------------------------------------------
+
+Tensor sample_tasks(const Config& cfg, at::Generator& gen, int64_t n, torch::ScalarType dtype) {
+  const bool per_qubit = cfg.task_noise == "per_qubit_correlated";
+  const Tensor u = torch::rand({n, per_qubit ? 4 : 2}, gen, torch::TensorOptions().dtype(dtype));
+  const Tensor deph = cfg.deph_lo + (cfg.deph_hi - cfg.deph_lo) * u.select(1, 0);
+  const Tensor relax = cfg.relax_lo + (cfg.relax_hi - cfg.relax_lo) * u.select(1, 1);
+  if (!per_qubit) return torch::stack({deph, relax}, 1);
+  const double s = cfg.correlation_spread;
+  return torch::stack({deph, relax, deph * (1 - s + 2 * s * u.select(1, 2)), relax * (1 - s + 2 * s * u.select(1, 3))},
+                      1);
+}
+
+Tensor tasks_around(const Config& cfg, at::Generator& gen, int64_t n, double deph, double relax, double spread,
+                    torch::ScalarType dtype) {
+  const bool per_qubit = cfg.task_noise == "per_qubit_correlated";
+  const Tensor u = torch::rand({n, per_qubit ? 4 : 2}, gen, torch::TensorOptions().dtype(dtype));
+  const Tensor d = deph * (1 - spread + 2 * spread * u.select(1, 0));
+  const Tensor r = relax * (1 - spread + 2 * spread * u.select(1, 1));
+  if (!per_qubit) return torch::stack({d, r}, 1);
+  const double s = cfg.correlation_spread;
+  return torch::stack({d, r, d * (1 - s + 2 * s * u.select(1, 2)), r * (1 - s + 2 * s * u.select(1, 3))}, 1);
+}
+
+int64_t n_features(const Config& cfg) {
+  const int64_t noise = cfg.task_noise == "per_qubit_correlated" ? 4 : 2;
+  return cfg.features == "paper" && noise == 2 ? 3 : noise;
+}
+
+Tensor task_features(const Config& cfg, const Tensor& noise) {
+  const bool per_qubit = noise.size(1) == 4;
+  if (cfg.features == "paper") {  // the original code's normalisation (GammaNoiseParameters.to_array)
+    if (per_qubit)
+      return torch::stack({noise.select(1, 0) / 0.1, noise.select(1, 1) / 0.05, noise.select(1, 2) / 0.1,
+                           noise.select(1, 3) / 0.05},
+                          1);
+    return torch::stack({noise.select(1, 0) / 0.1, noise.select(1, 1) / 0.05,
+                         (noise.select(1, 0) + noise.select(1, 1)) / 0.15},
+                        1);
+  }
+  // Each rate scaled to [-1, 1] over its training range (0 where a range is a point).
+  auto z = [](const Tensor& g, double lo, double hi) {
+    return hi > lo ? (g - lo) * (2.0 / (hi - lo)) - 1.0 : torch::zeros_like(g);
+  };
+  std::vector<Tensor> f;
+  for (int64_t q = 0; q < noise.size(1) / 2; ++q) {
+    f.push_back(z(noise.select(1, 2 * q), cfg.deph_lo, cfg.deph_hi));
+    f.push_back(z(noise.select(1, 2 * q + 1), cfg.relax_lo, cfg.relax_hi));
+  }
+  return torch::stack(f, 1);
+}
+
+}  // namespace qfleet::meta

@@ -1,0 +1,216 @@
+"""The paper reproduction (apps/meta_control/experiments.cpp, docs/reproduction.md) from Python: the
+fits the experiments report against scipy, `qfleet-meta reproduce` end to end with
+plot_reproduction's figures (a corrupt result is refused in one line), and plot.py's gap_vs_k.png."""
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def mc(qfleet):
+    from qfleet import meta_control
+    return meta_control
+
+
+def meta_binary():
+    path = os.environ.get("QFLEET_META")
+    if not path:
+        pytest.skip("QFLEET_META (the qfleet-meta binary) is not set: ctest and scripts/test.sh set it")
+    return path
+
+
+def python_env(qfleet):
+    """The environment of a `python -m qfleet...` child: this process's, with the qfleet it imported first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pathlib.Path(qfleet.__file__).resolve().parents[1]),
+                                                    env.get("PYTHONPATH")) if p)
+    return env
+
+
+def is_png(path):
+    return path.is_file() and path.read_bytes()[:8] == PNG and path.stat().st_size > 10_000
+
+
+# ---- the fits ------------------------------------------------------------------------------------
+
+
+def saturation(K, c, beta):
+    import numpy as np
+    return c * (1 - np.exp(-beta * np.asarray(K)))
+
+
+def test_saturation_fit_matches_scipy(mc):
+    """c (1 - e^{-beta K}) with the original code's curve_fit bounds: exact data back to 1e-6,
+    noisy data to scipy's optimum."""
+    np = pytest.importorskip("numpy")
+    optimize = pytest.importorskip("scipy.optimize")
+    K = np.arange(31.0)
+    exact = saturation(K, 0.006, 0.19)
+    c, beta, r2 = mc.fit_saturation(K.tolist(), exact.tolist())
+    assert c == pytest.approx(0.006, rel=1e-6) and beta == pytest.approx(0.19, rel=1e-6)
+    assert r2 == pytest.approx(1.0, abs=1e-10)
+    G = exact + np.random.default_rng(7).normal(0, 3e-4, K.size)
+    (sc, sb), _ = optimize.curve_fit(saturation, K, G, p0=(0.005, 0.2), bounds=([0, 0.001], [2, 10]),
+                                     ftol=1e-14, xtol=1e-14, gtol=1e-14)
+    res = G - saturation(K, sc, sb)
+    s_r2 = 1 - (res @ res) / ((G - G.mean()) @ (G - G.mean()))
+    c, beta, r2 = mc.fit_saturation(K.tolist(), G.tolist())
+    assert c == pytest.approx(sc, rel=1e-4) and beta == pytest.approx(sb, rel=1e-4), ((c, beta), (sc, sb))
+    assert r2 == pytest.approx(s_r2, abs=1e-6)
+    assert 0.9 < r2 < 1
+
+
+def test_line_fit_matches_linregress(mc):
+    np = pytest.importorskip("numpy")
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 3, 15) ** 2
+    y = 0.002 * x - 1e-4 + rng.normal(0, 1e-3, x.size)
+    slope, intercept, r2 = mc.fit_line(x.tolist(), y.tolist())
+    ref = stats.linregress(x, y)
+    assert slope == pytest.approx(ref.slope, rel=1e-10)
+    assert intercept == pytest.approx(ref.intercept, rel=1e-9, abs=1e-15)
+    assert r2 == pytest.approx(ref.rvalue ** 2, rel=1e-10)
+    with pytest.raises(mc.ConfigError, match="every x is the same"):
+        mc.fit_line([1, 1, 1], [0, 1, 2])
+
+
+@pytest.mark.parametrize("x, y, needle", [([0, 1, 2], [0, 1], "differ in length"),
+                                          ([0, 1, float("nan")], [0, 1, 2], "not finite"),
+                                          ([0, 1, 2], [0, float("inf"), 1], "not finite"),
+                                          ([1], [2], "at least 2 points")])
+def test_fits_reject_bad_input(mc, x, y, needle):
+    for fit in (mc.fit_saturation, mc.fit_line):
+        with pytest.raises(mc.ConfigError, match=needle):
+            fit(x, y)
+    assert issubclass(mc.ConfigError, ValueError)
+
+
+# ---- qfleet-meta reproduce, end to end -------------------------------------------------------------
+
+
+def test_reproduce_tiny_and_its_figures(qfleet, mc, tmp_path):
+    binary = meta_binary()
+    out = tmp_path / "repro"
+    for name in ("gap-vs-k", "lemmas"):  # one --out: lemmas reuses the policy gap-vs-k trained
+        r = subprocess.run([binary, "reproduce", name, "--tiny", "--quiet", "--threads", "2", "--out", str(out)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert f"plot_reproduction {out}" in r.stdout and "reproduce:" not in r.stderr, (r.stdout, r.stderr)
+        assert (out / name / "table.md").read_text().startswith("|")
+    results = {n: json.loads((out / n / "result.json").read_text()) for n in ("gap-vs-k", "lemmas")}
+    for name, res in results.items():
+        assert {"experiment", "paper", "ours", "tiny", "seed", "seconds", "command"} <= set(res)
+        assert res["experiment"] == name and res["tiny"] is True and "--tiny" in res["command"]
+    gk = results["gap-vs-k"]
+    assert gk["paper"]["c"] == 0.006 and len(gk["ours"]["models"]) == 2
+    for m in gk["ours"]["models"]:
+        assert set(m["runs"]) == {"adam", "sgd"}
+        for opt, run in m["runs"].items():
+            cv = run["curve"]
+            assert set(cv) == {"K", "mean_fidelity", "std_fidelity", "mean_gap", "std_gap"}
+            assert cv["K"] == list(range(len(cv["K"]))) and len(cv["K"]) > 2
+            assert all(len(v) == len(cv["K"]) for v in cv.values())
+            assert cv["mean_gap"][0] == 0 and run["G_30"] == cv["mean_gap"][run["fit_K30"]["K_max"]]
+            for fit in (run["fit_K30"], run["fit_K50"]):
+                assert set(fit) == {"K_max", "c", "beta", "r2"} and 0 <= fit["c"] <= 2 and 1e-3 <= fit["beta"] <= 10
+            if opt == "sgd":  # null in the JSON is a NaN or an infinity on the C++ side
+                values = cv["mean_gap"] + cv["mean_fidelity"] + cv["std_gap"]
+                assert all(isinstance(v, float) and math.isfinite(v) for v in values), cv
+                assert all(0 <= f <= 1 for f in cv["mean_fidelity"])
+    lem = results["lemmas"]["ours"]
+    assert lem["model"]["key"] == gk["ours"]["models"][0]["model"]["key"] and lem["model"]["cached"] is True
+    pl, lip, cs = lem["pl"], lem["lipschitz"], lem["control_separation"]
+    assert len(pl["suboptimality"]) == len(pl["half_grad_sq"]) == len(pl["task"]) == pl["points"]
+    assert len(lip["task_distance"]) == len(lip["lindbladian_distance"]) > 0
+    assert all(d <= lip["C_L_sup"] * t * (1 + 1e-9) for t, d in zip(lip["task_distance"], lip["lindbladian_distance"]))
+    assert len(cs["delta_gamma"]) == len(cs["delta_u"]) > 0 and math.isfinite(cs["slope"])
+
+    r = subprocess.run([sys.executable, "-m", "qfleet.meta_control.plot_reproduction", str(out)],
+                       env=python_env(qfleet), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for name in ("gap-vs-k", "lemmas"):
+        assert is_png(out / name / "figure.png"), name
+        assert str(out / name / "figure.png") in r.stdout
+
+
+def test_reproduction_plots_refuse_missing_and_corrupt_results(mc, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from qfleet.meta_control import plot_reproduction
+
+    def refused(*needles):
+        assert plot_reproduction.main([str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith("qfleet.meta_control.plot_reproduction: error: ")
+        for needle in needles:
+            assert needle in err, err
+
+    refused("no experiment results in")
+    path = tmp_path / "gap-vs-k" / "result.json"
+    path.parent.mkdir()
+    path.write_text('{"experiment": "gap-vs-k", "ours": {"models": [')  # cut off mid-write
+    refused(str(path), "is not valid JSON")
+    path.write_text(json.dumps({"experiment": "gap-vs-k", "paper": {}, "ours": {"models": [{"runs": {"adam": {}}}]},
+                                "command": "qfleet-meta reproduce gap-vs-k"}))
+    refused(str(path), "lacks the key 'curve'")
+    path.write_text(json.dumps({"experiment": "lemmas", "ours": {}}))
+    refused(str(path), "not the result of the gap-vs-k experiment")
+    assert not (tmp_path / "gap-vs-k" / "figure.png").exists()
+
+
+# ---- plot.py's gap_vs_k.png from a report's "adaptation" -----------------------------------------------
+
+
+def gap_regime(F, robust, grape, tasks=3):
+    return {"tasks": tasks, "K": list(range(len(F))), "mean_fidelity": F, "gap": [f - F[0] for f in F],
+            "mean_robust": robust, "mean_grape": grape, "adapted_minus_robust": F[-1] - robust,
+            "adapted_minus_robust_se": 0.004, "gamma_deph_range": [0.01, 0.14], "gamma_relax_range": [0.002, 0.07]}
+
+
+def write_run(out, adaptation):
+    """A report.json and pulses.json with what plot.py reads (meta_control.cpp writes both)."""
+    V, S = 3, 6
+    tasks = [{"gamma_deph": 0.02 * (b + 1), "gamma_relax": 0.01 * (b + 1), "fidelity_before": 0.90 + 0.01 * b,
+              "fidelity_after": 0.95, "fidelity_robust": 0.93 - 0.01 * b, "fidelity_grape": 0.97} for b in range(V)]
+    report = {"algorithm": "maml", "config": {"fidelity": "state_transfer"}, "system": {"name": "single_qubit"},
+              "solver": {"name": "expm", "dt": 0, "precision": "complex128"},
+              "curve": [{"iteration": i, "train_fidelity": None if i == 0 else 0.9 + 0.005 * i,
+                         "val_before": 0.88 + 0.004 * i, "val_after": 0.9 + 0.005 * i} for i in (0, 4, 8)],
+              "validation": {"tasks": tasks, "adapt_steps": 3, "mean_robust": 0.92, "mean_grape": 0.97}}
+    if adaptation:
+        ood = gap_regime([0.6, 0.64, 0.66, 0.67], 0.7, 0.9)
+        ood.update(centre=[1.05, 0.56], spread=0.15)
+        report["adaptation"] = {"adapt": {"optimizer": "adam", "lr": 1e-4, "grad_clip": 1, "steps": 3},
+                                "in_distribution": gap_regime([0.9, 0.93, 0.94, 0.95], 0.92, 0.97),
+                                "out_of_distribution": ood}
+        report["conclusion"] = ("In distribution (3 tasks) the meta policy gives F = 0.9000 before and 0.9500 after 3 "
+                                "adaptation steps, against 0.9200 for the one robust pulse and 0.9700 for per-task "
+                                "GRAPE. Out of distribution (3 tasks) the robust pulse beats the adapted policy.")
+    row = [[0.1 * k, -0.2 * k] for k in range(S)]
+    pulses = {"segment_duration": 0.25, "controls": ["x", "y"], "robust": row,
+              "tasks": [{"gamma_deph": t["gamma_deph"], "gamma_relax": t["gamma_relax"], "meta_before": row,
+                         "meta_adapted": row, "grape": row} for t in tasks]}
+    out.mkdir()
+    (out / "report.json").write_text(json.dumps(report))
+    (out / "pulses.json").write_text(json.dumps(pulses))
+
+
+def test_run_plots_draw_gap_vs_k_from_the_adaptation(mc, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from qfleet.meta_control import plot
+    for adaptation in (True, False):  # reports written before "adaptation" existed still plot
+        out = tmp_path / f"adaptation_{adaptation}"
+        write_run(out, adaptation)
+        assert plot.main([str(out)]) == 0
+        printed = capsys.readouterr().out
+        for name in ("training_curve", "pulses", "fidelity_vs_noise", "adaptation_gap"):
+            assert is_png(out / f"{name}.png"), name
+        assert is_png(out / "gap_vs_k.png") == adaptation and ("gap_vs_k.png" in printed) == adaptation
