@@ -51,6 +51,9 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--docs", docs, "with all: also copy reproduction.md to this file (e.g. docs/reproduction.md)");
   app.add_flag("--quiet", o.quiet, "no progress lines");
+  app.add_option("--paper-checkpoint", o.paper_checkpoint,
+                 "the paper's trained policy as JSON (python -m qfleet.meta_control.paper_checkpoint FILE.pt OUT.json): "
+                 "gap-vs-k and out-of-distribution evaluate it too");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
@@ -92,6 +95,11 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
 int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "reproduce")
     return reproduce_body(prog, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "reproduce-all") {  // the and the paper's name for `reproduce all`
+    std::vector<std::string> rest = {"all"};
+    rest.insert(rest.end(), args.begin() + 1, args.end());
+    return reproduce_body(prog, rest);
+  }
   CLI::App app{prog + ": meta-learned robust quantum control on qfleet (docs/meta_control.md)", prog};
   std::string config_path, preset, out_dir;
   std::vector<std::string> sets;

@@ -7,6 +7,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -145,6 +146,33 @@ Model short_run(int64_t iterations, const ReproOptions& o) {
   return trained(key, "original", {"iterations=" + std::to_string(it), "checkpoint_policy=\"final\""}, o, from);
 }
 Model paper_checkpoint(const ReproOptions& o) { return short_run(200, o); }
+
+std::vector<Model> with_paper_file(std::vector<Model> models, const ReproOptions& o) {
+  if (o.paper_checkpoint.empty()) return models;
+  json j;
+  try {
+    j = json::parse(std::ifstream(o.paper_checkpoint));
+  } catch (const json::exception& e) {
+    throw ConfigError("--paper-checkpoint: cannot read " + o.paper_checkpoint + ": " + e.what());
+  }
+  if (!j.contains("dims") || !j.contains("theta") || j["dims"].size() < 3)
+    throw ConfigError("--paper-checkpoint: " + o.paper_checkpoint + " needs \"dims\" and \"theta\" (python -m qfleet.meta_control.paper_checkpoint)");
+  const auto dims = j["dims"].get<std::vector<int64_t>>();
+  std::vector<std::string> sets = {"hidden_width=" + std::to_string(dims[1]),
+                                   "hidden_layers=" + std::to_string(dims.size() - 2),
+                                   "n_segments=" + std::to_string(dims.back() / 2), "threads=" + std::to_string(o.threads),
+                                   "seed=" + std::to_string(o.seed)};
+  Model m{"paper_file", make_config(resolve_config(json::object(), "original", sets)), Tensor(), json()};
+  m.theta = training::flat_tensor(j["theta"], torch::kFloat64);
+  const Problem pr(m.cfg);
+  if (dims[0] != 3 || dims.back() % 2 != 0 || Policy(policy_spec(m.cfg, pr)).size() != m.theta.numel())
+    throw ConfigError("--paper-checkpoint: the policy's shape " + j["dims"].dump() + " is not the original preset's (3 inputs, 2 controls per segment)");
+  m.info = {{"key", "paper_file"}, {"preset", "original"}, {"overrides", sets}, {"iterations", j.value("meta", json::object()).value("epoch", -1.0)},
+            {"checkpoint_policy", "the paper's file"}, {"selected", json::object()}, {"source", j.value("source", "")},
+            {"dims", dims}, {"meta", j.value("meta", json::object())}, {"cached", true}};
+  models.push_back(m);
+  return models;
+}
 Model converged(const ReproOptions& o) { return trained("original", "original", {}, o); }
 
 at::Generator gen_for(const ReproOptions& o, uint64_t salt) {
@@ -228,14 +256,17 @@ json gap_vs_k(const ReproOptions& o) {
   const int64_t n = o.tiny ? 4 : 60, k_max = o.tiny ? 4 : 50, k_paper = o.tiny ? 3 : 30;
   json models = json::array();
   json rk4;
-  for (Model m : {short_run(100, o), short_run(150, o), paper_checkpoint(o), converged(o)}) {
+  for (const Model& m : with_paper_file({short_run(100, o), short_run(150, o), paper_checkpoint(o), converged(o)}, o)) {
     Trainer tr(m.cfg);
     auto g = gen_for(o, 11);
     const Tensor tasks = box_tasks(m.cfg, g, n, 1.0, tr.problem().dtype());
     json runs = json::object();
-    for (const auto& a : {adam(1e-4, 1.0, k_max), sgd(m.cfg.inner_lr, k_max)}) {
+    // Adam at 1e-4 (the actual-variance script's default) and at 1e-2 (the checkpoint script's
+    // default: which one made the published curve is not recorded), and SGD at the inner lr.
+    for (const auto& [name, a] : std::vector<std::pair<std::string, Trainer::AdaptOptions>>{
+             {"adam", adam(1e-4, 1.0, k_max)}, {"adam_1e-2", adam(1e-2, 1.0, k_max)}, {"sgd", sgd(m.cfg.inner_lr, k_max)}}) {
       const json stats = curve_stats(tr.adapt_curve(m.theta, tasks, a).fidelity);
-      runs[a.method] = {{"adapt", adapt_json(a)}, {"curve", stats}, {"fit_K30", saturation_json(stats, k_paper)},
+      runs[name] = {{"adapt", adapt_json(a)}, {"curve", stats}, {"fit_K30", saturation_json(stats, k_paper)},
                         {"fit_K50", saturation_json(stats, k_max)}, {"G_30", stats["mean_gap"][std::size_t(k_paper)]}};
     }
     models.push_back({{"model", m.info}, {"tasks", n}, {"F_0", runs["adam"]["curve"]["mean_fidelity"][0]}, {"runs", runs}});
@@ -255,37 +286,76 @@ json gap_vs_k(const ReproOptions& o) {
   return {{"models", models}, {"ablation_integrator", rk4}};
 }
 
+json variance_sweeps(const Model& m, const ReproOptions& o);
+
 // Fig. 3(b) (generate_adaptation_gap_figure_actual_variance.py), on the 150-iteration policy: 15 diversity scales 0.1..3, 60
 // tasks each around the training box's centre, G_20 (Adam 1e-4, clip 1) against the tasks'
 // variance var(gamma_deph) + var(gamma_relax), and against diversity^2 (the publication's x).
 json gap_vs_variance(const ReproOptions& o) {
-  const Model m = short_run(150, o);  // the short run whose G_K curve is closest to the paper's (gap-vs-k)
-  Trainer tr(m.cfg);
-  const int64_t n = o.tiny ? 3 : 60, K = o.tiny ? 2 : 20, scales = o.tiny ? 3 : 15;
-  std::vector<double> ds, var, s2, G, Gstd;
-  for (int64_t i = 0; i < scales; ++i) {
-    const double d = 0.1 + (3.0 - 0.1) * double(i) / double(scales - 1);
-    auto g = gen_for(o, 100 + uint64_t(i));
-    const Tensor tasks = box_tasks(m.cfg, g, n, d, tr.problem().dtype());
-    const Tensor c = tr.adapt_curve(m.theta, tasks, adam(1e-4, 1.0, K)).fidelity.to(torch::kFloat64);
-    const Tensor gap = c[-1] - c[0];
-    ds.push_back(d);
-    s2.push_back(d * d);
-    var.push_back((tasks.select(1, 0).var(false) + tasks.select(1, 1).var(false)).item<double>());
-    G.push_back(mean_of(gap));
-    Gstd.push_back(gap.std(false).item<double>());
+  json r = variance_sweeps(short_run(150, o), o);  // the short run whose G_K curve is closest to the paper's (gap-vs-k)
+  const auto models = with_paper_file({}, o);
+  if (!models.empty()) r["paper_file"] = variance_sweeps(models[0], o);
+  return r;
+}
+
+// How far below 1 R^2 falls from task sampling alone: G exactly on the fitted line (against
+// the variance) plus, per scale, a normal error with that scale's standard error over its n
+// tasks, refitted `draws` times. Its spread is what one figure's R^2 can show of linearity.
+json r2_if_exactly_linear(const json& sweep, int64_t n, at::Generator g, int64_t draws) {
+  const auto x = sweep["variance"].get<std::vector<double>>(), sd = sweep["G_std"].get<std::vector<double>>();
+  const double a = sweep["fit_variance"]["slope"], b = sweep["fit_variance"]["intercept"];
+  const Tensor z = at::randn({draws, int64_t(x.size())}, g, torch::TensorOptions().dtype(torch::kFloat64));
+  const auto zs = z.accessor<double, 2>();
+  std::vector<double> r2;
+  for (int64_t t = 0; t < draws; ++t) {
+    std::vector<double> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      y[i] = a * x[i] + b + sd[i] / std::sqrt(double(n)) * zs[t][int64_t(i)];
+    r2.push_back(fit_line(x, y).r2);
   }
-  const auto fv = fit_line(var, G), fs2 = fit_line(s2, G);
-  return {{"model", m.info},
-          {"tasks_per_scale", n},
-          {"adapt", adapt_json(adam(1e-4, 1.0, K))},
-          {"diversity", ds},
-          {"variance", var},
-          {"sigma2", s2},
-          {"G", G},
-          {"G_std", Gstd},
-          {"fit_variance", {{"slope", fv.slope}, {"intercept", fv.intercept}, {"r2", fv.r2}}},
-          {"fit_sigma2", {{"slope", fs2.slope}, {"intercept", fs2.intercept}, {"r2", fs2.r2}}}};
+  std::sort(r2.begin(), r2.end());
+  auto q = [&](double p) { return r2[std::size_t(p * double(draws - 1))]; };
+  return {{"draws", draws}, {"median", q(0.5)}, {"p05", q(0.05)}, {"p95", q(0.95)}};
+}
+
+json variance_sweeps(const Model& m, const ReproOptions& o) {
+  Trainer tr(m.cfg);
+  const int64_t n = o.tiny ? 3 : 60, K = o.tiny ? 2 : 20, scales = o.tiny ? 3 : 15, draws = o.tiny ? 2 : 4;
+  // One sweep per task draw: draw 0 is the figure; the others show how much R^2 moves with
+  // which 60 tasks a scale gets (the paper's figure is one draw).
+  json sweeps = json::array();
+  for (int64_t draw = 0; draw < draws; ++draw) {
+    std::vector<double> ds, var, s2, G, Gstd;
+    for (int64_t i = 0; i < scales; ++i) {
+      const double d = 0.1 + (3.0 - 0.1) * double(i) / double(scales - 1);
+      auto g = gen_for(o, 100 + 1000 * uint64_t(draw) + uint64_t(i));
+      const Tensor tasks = box_tasks(m.cfg, g, n, d, tr.problem().dtype());
+      const Tensor c = tr.adapt_curve(m.theta, tasks, adam(1e-4, 1.0, K)).fidelity.to(torch::kFloat64);
+      const Tensor gap = c[-1] - c[0];
+      ds.push_back(d);
+      s2.push_back(d * d);
+      var.push_back((tasks.select(1, 0).var(false) + tasks.select(1, 1).var(false)).item<double>());
+      G.push_back(mean_of(gap));
+      Gstd.push_back(gap.std(false).item<double>());
+    }
+    const auto fv = fit_line(var, G), fs2 = fit_line(s2, G);
+    sweeps.push_back({{"diversity", ds},
+                      {"variance", var},
+                      {"sigma2", s2},
+                      {"G", G},
+                      {"G_std", Gstd},
+                      {"fit_variance", {{"slope", fv.slope}, {"intercept", fv.intercept}, {"r2", fv.r2}}},
+                      {"fit_sigma2", {{"slope", fs2.slope}, {"intercept", fs2.intercept}, {"r2", fs2.r2}}}});
+  }
+  json r = sweeps[0];
+  r["r2_if_exactly_linear"] = r2_if_exactly_linear(r, n, gen_for(o, 77), o.tiny ? 50 : 2000);
+  std::vector<double> rv, rs;
+  for (const auto& sw : sweeps) rv.push_back(sw["fit_variance"]["r2"]), rs.push_back(sw["fit_sigma2"]["r2"]);
+  r["model"] = m.info;
+  r["tasks_per_scale"] = n;
+  r["adapt"] = adapt_json(adam(1e-4, 1.0, K));
+  r["draws"] = {{"r2_variance", rv}, {"r2_sigma2", rs}};
+  return r;
 }
 
 // Fig. 4 (adaptation_dynamics_figure_gamma_checkpoint.py): 30 tasks around 7x the training
@@ -296,7 +366,7 @@ json gap_vs_variance(const ReproOptions& o) {
 json out_of_distribution(const ReproOptions& o) {
   const int64_t n = o.tiny ? 3 : 30, K = o.tiny ? 2 : 15, mean_iters = o.tiny ? 3 : 300;
   json models = json::array();
-  for (Model m : {paper_checkpoint(o), converged(o)}) {
+  for (const Model& m : with_paper_file({paper_checkpoint(o), converged(o)}, o)) {
     Trainer tr(m.cfg);
     const auto dtype = tr.problem().dtype();
     auto g = gen_for(o, 21);

@@ -19,6 +19,9 @@ struct ReproOptions {
   int64_t threads = 0;
   uint64_t seed = 1;
   bool quiet = false;  // no progress lines on stderr
+  // The paper's own trained policy as a flat vector (python -m qfleet.meta_control.paper_checkpoint
+  // converts its .pt): gap-vs-k and out-of-distribution evaluate it beside ours. "" = none.
+  std::string paper_checkpoint;
 };
 
 // gap-vs-k, gap-vs-variance, out-of-distribution, cz, vs-grape, lemmas.

@@ -1,5 +1,6 @@
 // The reproduction's Markdown: one table per experiment with the paper's figures beside ours,
 // and reproduce-all's document (experiments.hpp; docs/reproduction.md is its output).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +31,8 @@ double d(const json& j) { return j.get<double>(); }
 
 std::string model_line(const json& m) {
   std::ostringstream o;
+  if (m["key"] == "paper_file")
+    return "`paper_file`: the paper's own policy, " + m["source"].get<std::string>() + " (" + m["meta"].dump() + ")";
   o << "`" << m["key"].get<std::string>() << "`: preset `" << m["preset"].get<std::string>() << "`, "
     << m["iterations"].get<int64_t>() << " iterations, " << m["checkpoint_policy"].get<std::string>() << " parameters";
   if (m["checkpoint_policy"] == "best")
@@ -41,13 +44,14 @@ std::string model_line(const json& m) {
 std::string gap_vs_k(const json& r) {
   const json& p = r["paper"];
   std::ostringstream o;
-  o << "| policy | adaptation | G_30 | c | beta | R^2 (K <= 30) | R^2 (K <= 50) |\n|---|---|---|---|---|---|---|\n";
-  o << "| paper (Fig. 3a) | Adam 1e-4, clip 1 | " << num(d(p["G_30"])) << " | " << num(d(p["c"])) << " | 0.18-0.19 | "
-    << num(d(p["r2"]), 2) << " | |\n";
+  o << "| policy | F_0 | adaptation | G_30 | c | beta | R^2 (K <= 30) | R^2 (K <= 50) |\n|---|---|---|---|---|---|---|---|\n";
+  o << "| paper (Fig. 3a) | 0.947 (its last validation, iteration 150) | Adam 1e-4, clip 1 | " << num(d(p["G_30"])) << " | "
+    << num(d(p["c"])) << " | 0.18-0.19 | " << num(d(p["r2"]), 2) << " | |\n";
   for (const auto& m : r["ours"]["models"])
     for (const auto& [name, run] : m["runs"].items()) {
       const auto& a = run["adapt"];
-      o << "| " << m["model"]["key"].get<std::string>() << " | " << (name == "adam" ? "Adam " : "SGD ") << a["lr"].get<double>()
+      o << "| " << m["model"]["key"].get<std::string>() << " | " << num(d(m["F_0"])) << " | " << (a["optimizer"] == "adam" ? "Adam " : "SGD ")
+        << a["lr"].get<double>()
         << (a["grad_clip"].get<double>() > 0 ? ", clip 1" : "") << " | " << num(d(run["G_30"]), 5) << " | "
         << num(d(run["fit_K30"]["c"]), 5) << " | " << num(d(run["fit_K30"]["beta"]), 3) << " | " << num(d(run["fit_K30"]["r2"]), 3)
         << " | " << num(d(run["fit_K50"]["r2"]), 3) << " |\n";
@@ -71,6 +75,21 @@ std::string gap_vs_variance(const json& r) {
     << num(d(p["r2_variance"]), 2) << " |\n";
   o << "| sigma^2 = diversity^2 | " << sci(d(u["fit_sigma2"]["slope"])) << " | " << sci(d(u["fit_sigma2"]["intercept"])) << " | "
     << num(d(u["fit_sigma2"]["r2"]), 3) << " | " << num(d(p["r2_sigma2"]), 2) << " |\n\n";
+  auto range = [&](const json& v) {
+    const auto x = v.get<std::vector<double>>();
+    return num(*std::min_element(x.begin(), x.end()), 3) + " to " + num(*std::max_element(x.begin(), x.end()), 3);
+  };
+  o << "R^2 over " << u["draws"]["r2_variance"].size() << " draws of the tasks (the same policy): " << range(u["draws"]["r2_variance"])
+    << " (variance), " << range(u["draws"]["r2_sigma2"]) << " (sigma^2); the table's row is the first draw. ";
+  const json& lin = u["r2_if_exactly_linear"];
+  o << "Were G exactly linear in the variance, sampling " << u["tasks_per_scale"].get<int64_t>()
+    << " tasks per scale would alone give R^2 " << num(d(lin["median"]), 2) << " (median; 90% of "
+    << lin["draws"].get<int64_t>() << " redraws in " << num(d(lin["p05"]), 2) << " to " << num(d(lin["p95"]), 2)
+    << "): each scale's G carries its standard error over its tasks.\n\n";
+  if (u.contains("paper_file"))
+    o << "The paper's own policy (`--paper-checkpoint`): R^2 " << num(d(u["paper_file"]["fit_variance"]["r2"]), 3) << " (variance), "
+      << num(d(u["paper_file"]["fit_sigma2"]["r2"]), 3) << " (sigma^2); over its draws " << range(u["paper_file"]["draws"]["r2_variance"])
+      << " and " << range(u["paper_file"]["draws"]["r2_sigma2"]) << ".\n\n";
   o << "G_20 from " << sci(d(u["G"].front())) << " (diversity " << num(d(u["diversity"].front()), 2) << ") to "
     << sci(d(u["G"].back())) << " (diversity " << num(d(u["diversity"].back()), 2) << "); "
     << u["tasks_per_scale"].get<int64_t>() << " tasks per scale; policy " << model_line(u["model"]) << ".\n";

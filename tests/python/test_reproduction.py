@@ -110,9 +110,9 @@ def test_reproduce_tiny_and_its_figures(qfleet, mc, tmp_path):
         assert {"experiment", "paper", "ours", "tiny", "seed", "seconds", "command"} <= set(res)
         assert res["experiment"] == name and res["tiny"] is True and "--tiny" in res["command"]
     gk = results["gap-vs-k"]
-    assert gk["paper"]["c"] == 0.006 and len(gk["ours"]["models"]) == 2
+    assert gk["paper"]["c"] == 0.006 and len(gk["ours"]["models"]) == 4  # 100, 150, 200 iterations, converged
     for m in gk["ours"]["models"]:
-        assert set(m["runs"]) == {"adam", "sgd"}
+        assert set(m["runs"]) == {"adam", "adam_1e-2", "sgd"}
         for opt, run in m["runs"].items():
             cv = run["curve"]
             assert set(cv) == {"K", "mean_fidelity", "std_fidelity", "mean_gap", "std_gap"}
@@ -126,7 +126,7 @@ def test_reproduce_tiny_and_its_figures(qfleet, mc, tmp_path):
                 assert all(isinstance(v, float) and math.isfinite(v) for v in values), cv
                 assert all(0 <= f <= 1 for f in cv["mean_fidelity"])
     lem = results["lemmas"]["ours"]
-    assert lem["model"]["key"] == gk["ours"]["models"][0]["model"]["key"] and lem["model"]["cached"] is True
+    assert lem["model"]["key"] in {m["model"]["key"] for m in gk["ours"]["models"]} and lem["model"]["cached"] is True
     pl, lip, cs = lem["pl"], lem["lipschitz"], lem["control_separation"]
     assert len(pl["suboptimality"]) == len(pl["half_grad_sq"]) == len(pl["task"]) == pl["points"]
     assert len(lip["task_distance"]) == len(lip["lindbladian_distance"]) > 0
@@ -164,6 +164,75 @@ def test_reproduction_plots_refuse_missing_and_corrupt_results(mc, tmp_path, cap
     path.write_text(json.dumps({"experiment": "lemmas", "ours": {}}))
     refused(str(path), "not the result of the gap-vs-k experiment")
     assert not (tmp_path / "gap-vs-k" / "figure.png").exists()
+
+
+# ---- --paper-checkpoint: a policy file of the paper's code, converted and loaded --------------------------
+
+
+class PaperPolicy:
+    """The layout of the paper's policy files (nimalec/meta-quantum-control: a `network`
+    nn.Sequential of Linear/Tanh under "policy_state_dict"), built here with torch."""
+
+    def __init__(self, torch, width, segments, zero_output=False):
+        nn = torch.nn
+        self.module = nn.Module()
+        self.module.network = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh(),
+                                            nn.Linear(width, width), nn.Tanh(), nn.Linear(width, 2 * segments))
+        if zero_output:  # no drive at all: |0> never reaches |1>
+            with torch.no_grad():
+                self.module.network[-1].weight.zero_()
+                self.module.network[-1].bias.zero_()
+
+    def save(self, torch, path, epoch):
+        torch.save({"policy_state_dict": self.module.state_dict(), "epoch": epoch}, path)
+
+
+def test_paper_checkpoint_converts_and_loads(qfleet, mc, tmp_path):
+    import torch
+    from qfleet.meta_control import paper_checkpoint
+
+    torch.manual_seed(3)
+    policy = PaperPolicy(torch, width=8, segments=4)
+    policy.save(torch, tmp_path / "p.pt", epoch=7)
+    out = paper_checkpoint.convert(tmp_path / "p.pt")
+    assert out["dims"] == [3, 8, 8, 8, 8] and out["meta"]["epoch"] == 7
+    # The flat vector, read back by the layout policy.cpp documents (per layer W [in, out]
+    # row-major, then b), is the same network: same outputs as torch's forward.
+    theta, at, x = torch.tensor(out["theta"], dtype=torch.float64), 0, torch.rand(5, 3, dtype=torch.float64)
+    h = x
+    for i, (n_in, n_out) in enumerate(zip(out["dims"][:-1], out["dims"][1:])):
+        w = theta[at:at + n_in * n_out].view(n_in, n_out)
+        b = theta[at + n_in * n_out:at + n_in * n_out + n_out]
+        at += n_in * n_out + n_out
+        h = h @ w + b
+        if i < len(out["dims"]) - 2:
+            h = torch.tanh(h)
+    assert at == theta.numel()
+    torch.testing.assert_close(h, policy.module.network.double()(x), rtol=1e-12, atol=1e-12)
+
+    # Loaded by `reproduce`: a policy with zero output drives nothing, so the state transfer
+    # |0> -> |1> has fidelity 0 (relaxation only pulls towards |0>).
+    PaperPolicy(torch, width=8, segments=4, zero_output=True).save(torch, tmp_path / "zero.pt", epoch=3)
+    r = subprocess.run([sys.executable, "-m", "qfleet.meta_control.paper_checkpoint", str(tmp_path / "zero.pt"),
+                        str(tmp_path / "zero.json")], env=python_env(qfleet), capture_output=True, text=True)
+    assert r.returncode == 0 and "dims [3, 8, 8, 8, 8]" in r.stdout, r.stderr
+    binary, repro = meta_binary(), tmp_path / "repro"
+    r = subprocess.run([binary, "reproduce", "gap-vs-k", "--tiny", "--quiet", "--threads", "2", "--out", str(repro),
+                        "--paper-checkpoint", str(tmp_path / "zero.json")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    models = json.loads((repro / "gap-vs-k" / "result.json").read_text())["ours"]["models"]
+    paper = [m for m in models if m["model"]["key"] == "paper_file"]
+    assert len(paper) == 1 and paper[0]["model"]["iterations"] == 3
+    assert abs(paper[0]["F_0"]) < 1e-12
+
+    # A file of another shape (4 inputs) or not a converted checkpoint: one clear line, status 2.
+    bad = dict(json.loads((tmp_path / "zero.json").read_text()), dims=[4, 8, 8, 8, 8])
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    (tmp_path / "cut.json").write_text('{"dims": [3, 8')
+    for name, needle in (("bad.json", "is not the original preset's"), ("cut.json", "cannot read")):
+        r = subprocess.run([binary, "reproduce", "gap-vs-k", "--tiny", "--quiet", "--out", str(repro),
+                            "--paper-checkpoint", str(tmp_path / name)], capture_output=True, text=True)
+        assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 # ---- plot.py's gap_vs_k.png from a report's "adaptation" -----------------------------------------------
