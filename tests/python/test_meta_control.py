@@ -17,19 +17,6 @@ SMALL = {"iterations": 8, "meta_batch": 5, "hidden_width": 16, "validation_tasks
          "robust_iterations": 10, "grape_iterations": 15, "checkpoint_every": 3, "threads": 2, "meta_lr": 0.01}
 
 
-@pytest.fixture(scope="module")
-def mc(qfleet):
-    from qfleet import meta_control
-    return meta_control
-
-
-def meta_binary():
-    path = os.environ.get("QFLEET_META")
-    if not path:
-        pytest.skip("QFLEET_META (the qfleet-meta binary) is not set: ctest and scripts/test.sh set it")
-    return path
-
-
 def run_py(mc, out, **keys):
     """Runs the app through the Python module; returns its report.json as written."""
     cfg = mc.make_config(mc.resolve_config({**SMALL, **keys, "output_dir": str(out)}))
@@ -51,8 +38,8 @@ def numbers(report):
 
 @pytest.mark.parametrize("keys", [{}, {"algorithm": "reptile", "system": "two_qubit_cz_xx_zz", "iterations": 3,
                                        "fidelity": "state_transfer", "precision": "complex64"}])
-def test_python_and_the_binary_give_the_same_report(mc, tmp_path, keys):
-    binary = meta_binary()
+def test_python_and_the_binary_give_the_same_report(mc, meta_binary, tmp_path, keys):
+    binary = meta_binary
     cfg_file = tmp_path / "run.json"
     cfg_file.write_text(json.dumps({**SMALL, **keys, "output_dir": str(tmp_path / "cpp")}))
     subprocess.run([binary, "--config", str(cfg_file), "--quiet"], check=True)
@@ -64,8 +51,8 @@ def test_python_and_the_binary_give_the_same_report(mc, tmp_path, keys):
         json.loads((tmp_path / "cpp" / "pulses.json").read_text())
 
 
-def test_checkpoints_cross_entry_points(mc, tmp_path):
-    binary = meta_binary()
+def test_checkpoints_cross_entry_points(mc, meta_binary, tmp_path):
+    binary = meta_binary
     whole = run_py(mc, tmp_path / "whole")
     cfg_file = tmp_path / "run.json"
     cfg_file.write_text(json.dumps({**SMALL, "output_dir": str(tmp_path / "parts")}))

@@ -13,19 +13,6 @@ import pytest
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def mc(qfleet):
-    from qfleet import meta_control
-    return meta_control
-
-
-def meta_binary():
-    path = os.environ.get("QFLEET_META")
-    if not path:
-        pytest.skip("QFLEET_META (the qfleet-meta binary) is not set: ctest and scripts/test.sh set it")
-    return path
-
-
 def python_env(qfleet):
     """The environment of a `python -m qfleet...` child: this process's, with the qfleet it imported first."""
     env = dict(os.environ)
@@ -96,8 +83,8 @@ def test_fits_reject_bad_input(mc, x, y, needle):
 # ---- qfleet-meta reproduce, end to end -------------------------------------------------------------
 
 
-def test_reproduce_tiny_and_its_figures(qfleet, mc, tmp_path):
-    binary = meta_binary()
+def test_reproduce_tiny_and_its_figures(qfleet, mc, meta_binary, tmp_path):
+    binary = meta_binary
     out = tmp_path / "repro"
     for name in ("gap-vs-k", "lemmas"):  # one --out: lemmas reuses the policy gap-vs-k trained
         r = subprocess.run([binary, "reproduce", name, "--tiny", "--quiet", "--threads", "2", "--out", str(out)],
@@ -187,7 +174,7 @@ class PaperPolicy:
         torch.save({"policy_state_dict": self.module.state_dict(), "epoch": epoch}, path)
 
 
-def test_paper_checkpoint_converts_and_loads(qfleet, mc, tmp_path):
+def test_paper_checkpoint_converts_and_loads(qfleet, mc, meta_binary, tmp_path):
     import torch
     from qfleet.meta_control import paper_checkpoint
 
@@ -216,7 +203,7 @@ def test_paper_checkpoint_converts_and_loads(qfleet, mc, tmp_path):
     r = subprocess.run([sys.executable, "-m", "qfleet.meta_control.paper_checkpoint", str(tmp_path / "zero.pt"),
                         str(tmp_path / "zero.json")], env=python_env(qfleet), capture_output=True, text=True)
     assert r.returncode == 0 and "dims [3, 8, 8, 8, 8]" in r.stdout, r.stderr
-    binary, repro = meta_binary(), tmp_path / "repro"
+    binary, repro = meta_binary, tmp_path / "repro"
     r = subprocess.run([binary, "reproduce", "gap-vs-k", "--tiny", "--quiet", "--threads", "2", "--out", str(repro),
                         "--paper-checkpoint", str(tmp_path / "zero.json")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
