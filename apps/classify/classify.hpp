@@ -1,0 +1,50 @@
+// qfleet-classify: a hybrid CNN + quantum-circuit image classifier trained on real data
+// (Fashion-MNIST from Debian's dataset-fashion-mnist by default), written once in C++
+// on LibTorch and qfleet::train; `qfleet-classify` and `python -m qfleet.classify` run
+// this code (docs/classify.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data.hpp"
+#include "model.hpp"
+
+namespace qfleet::classify {
+
+struct Config {
+  std::string data = kFashionMnistDir;  // a folder of MNIST-style IDX files
+  std::string mode = "end_to_end";  // end_to_end | features (backbone frozen, its features cached)
+  ModelOptions model;
+  std::string circuit_file;         // --circuit: read into model.circuit_json
+  std::string backbone_from;        // features mode: a backbone.pt of an earlier run ("" = random init, frozen)
+  int64_t epochs = 1, batch = 64;
+  double lr = 1e-3;
+  int64_t train_subset = 0, test_subset = 0;  // first N of each split (0 = all)
+  uint64_t seed = 1;
+  int threads = 0;                  // 0 = all cores
+  std::string device = "cpu";       // cpu | cuda | auto
+  int64_t time_every = 1;           // steps between timed steps (component breakdown)
+  std::string out = "classify-out";
+  std::string cache;                // features cache folder ("" = <out>/cache)
+  bool resume = false, progress = true;
+
+  // Everything that decides the results (not out/progress/resume/threads), for the
+  // report and the checkpoint's configuration hash.
+  nlohmann::json to_json() const;
+};
+
+// Throws std::invalid_argument naming the setting for anything out of range.
+void validate(const Config& c);
+
+// Trains and evaluates; writes <out>/report.json, history.json, checkpoint.pt,
+// backbone.pt, and prints a summary. Returns the report.
+nlohmann::json run(const Config& c);
+
+// The command line (cli.cpp), shared by qfleet-classify and python -m qfleet.classify.
+int cli_main(const std::string& prog, const std::vector<std::string>& args);
+
+}  // namespace qfleet::classify
