@@ -19,13 +19,22 @@ def mc(qfleet):
     return meta_control
 
 
+def app_binary(variable, name):
+    """An app's binary from the build under test (ctest and scripts/test.sh set the variable)."""
+    path = os.environ.get(variable)
+    if not path:
+        pytest.skip(f"{variable} (the {name} binary) is not set: ctest and scripts/test.sh set it")
+    return path
+
+
 @pytest.fixture
 def meta_binary():
-    """The qfleet-meta binary of the build under test (ctest and scripts/test.sh set QFLEET_META)."""
-    path = os.environ.get("QFLEET_META")
-    if not path:
-        pytest.skip("QFLEET_META (the qfleet-meta binary) is not set: ctest and scripts/test.sh set it")
-    return path
+    return app_binary("QFLEET_META", "qfleet-meta")
+
+
+@pytest.fixture
+def classify_binary():
+    return app_binary("QFLEET_CLASSIFY", "qfleet-classify")
 
 
 def pytest_report_header(config):

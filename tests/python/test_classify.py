@@ -18,11 +18,8 @@ FASHION = pathlib.Path("/usr/share/datasets/fashion-mnist")
 
 
 @pytest.fixture
-def binary():
-    path = os.environ.get("QFLEET_CLASSIFY")
-    if not path:
-        pytest.skip("QFLEET_CLASSIFY (the qfleet-classify binary) is not set: ctest and scripts/test.sh set it")
-    return path
+def binary(classify_binary):
+    return classify_binary
 
 
 @pytest.fixture(scope="module")
