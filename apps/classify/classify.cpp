@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include "features.hpp"
@@ -107,6 +108,10 @@ json run(const Config& cfg_in) {
   std::string device_why;
   const torch::Device device = pick_device(cfg.device, device_why);
   cfg.model.cuda = device.is_cuda();
+  // The runtime's rule: the CNN under autocast where it pays (BF16 on GPUs of compute
+  // capability >= 8, FP32 on the CPU); the circuit keeps its program's precision.
+  const train::PrecisionPolicy precision = train::precision_policy(device);
+  train::apply_backend_switches(precision);
   cfg.model.seed = cfg.seed;
   const auto t_start = Clock::now();
 
@@ -188,6 +193,7 @@ json run(const Config& cfg_in) {
     const torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
     const double t_data = clock.lap();
     net->train();
+    std::optional<train::AutocastScope> autocast(std::in_place, precision);
     const torch::Tensor feats = cfg.mode == "features" ? x : net->features(x);
     const torch::Tensor angles = net->angles(feats);
     const double t_backbone = clock.lap();
@@ -195,6 +201,7 @@ json run(const Config& cfg_in) {
     const double t_quantum = clock.lap();
     const torch::Tensor logits = net->head_logits(mid);
     const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+    autocast.reset();
     const double t_head = clock.lap();
     opt.zero_grad();
     Clock::time_point q_in, q_out;  // the quantum layer's backward: between its output's and its input's gradients
@@ -218,7 +225,10 @@ json run(const Config& cfg_in) {
 
   auto end_of_epoch = [&](int64_t done) {
     if (done % per_epoch != 0) return;
-    const Evaluation ev = evaluate(*net, test_x, test_y, data.n_classes, cfg.mode == "features");
+    const Evaluation ev = [&] {
+      train::AutocastScope autocast(precision);
+      return evaluate(*net, test_x, test_y, data.n_classes, cfg.mode == "features");
+    }();
     const double secs = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     const double train_loss = seen ? loss_sum.item<double>() / double(seen) : NAN;
     const double train_acc = seen ? double(correct_sum.item<int64_t>()) / double(seen) : NAN;
@@ -247,7 +257,7 @@ json run(const Config& cfg_in) {
   runner.run(step, first, end_of_epoch);
   torch::save(net->backbone_module().shared_from_this(), (fs::path(cfg.out) / "backbone.pt").string());
 
-  ReportInputs in{cfg, data, train_split, test_split, mean, stdev, device, device_why, cache_info, history, timing,
+  ReportInputs in{cfg, data, train_split, test_split, mean, stdev, device, device_why + "; " + precision.rule, cache_info, history, timing,
                   std::chrono::duration<double>(Clock::now() - t_start).count(), first};
   json report = make_report(*net, in);
   train::write_file_atomic((fs::path(cfg.out) / "report.json").string(), report.dump(1));
