@@ -11,6 +11,7 @@
 
 #include "classify.hpp"
 #include "data.hpp"
+#include "features.hpp"
 #include "idx.hpp"
 #include "model.hpp"
 
@@ -262,8 +263,13 @@ TEST(Train, FeaturesModeCachesAndChecksItsFile) {
   const auto first = run(c);
   EXPECT_FALSE(first["features"]["hit"].get<bool>());
   EXPECT_GT(first["test_accuracy"].get<double>(), 0.9);
-  EXPECT_EQ(first["timing"]["ms"]["backbone_forward"].get<double>() < first["timing"]["ms"]["quantum_forward"].get<double>() + 1,
-            true);
+  // The backbone stayed frozen: its saved weights are the ones it was given.
+  ModelOptions mo;
+  HybridNet given(mo), kept(mo);
+  load_backbone(given->backbone_module(), c.backbone_from);
+  load_backbone(kept->backbone_module(), (d / "feat" / "backbone.pt").string());
+  for (const auto& p : given->backbone_module().named_parameters())
+    EXPECT_TRUE(torch::equal(p.value(), kept->backbone_module().named_parameters()[p.key()])) << p.key();
   const auto second = run(c);  // the cached features, same results
   EXPECT_TRUE(second["features"]["hit"].get<bool>());
   EXPECT_EQ(second["test_loss"].get<double>(), first["test_loss"].get<double>());
