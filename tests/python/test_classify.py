@@ -153,3 +153,14 @@ def test_bad_inputs_are_one_line_errors(binary, tmp_path, case, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("qfleet-classify: error: ") and needle in lines[0], r.stderr
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize("module", ["qfleet.classify.plot", "qfleet.meta_control.plot",
+                                    "qfleet.meta_control.plot_reproduction"])
+def test_plots_without_matplotlib_say_so_in_one_line(qfleet, tmp_path, module):
+    (tmp_path / "matplotlib.py").write_text('raise ImportError("not installed")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(pathlib.Path(qfleet.__file__).resolve().parents[1]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", module, str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"{module}: error: matplotlib is not installed; install it with: pip install matplotlib"

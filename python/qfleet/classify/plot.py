@@ -19,6 +19,8 @@ import os
 import sys
 import textwrap
 
+from .._plotting import pyplot
+
 PROG = "qfleet.classify.plot"
 RUN_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink"]
 EPOCH_KEYS = ("epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "confusion")  # per row
@@ -274,12 +276,8 @@ def main(argv=None) -> int:
                     help="a run's output directory (report.json); the figures go into the first, "
                          "further runs (e.g. the classical ablation) are overlaid")
     a = ap.parse_args(argv)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"{PROG}: error: matplotlib is not installed; install it with: pip install matplotlib", file=sys.stderr)
+    plt = pyplot(PROG)
+    if plt is None:
         return 2
     try:
         runs = [load_run(d) for d in a.outdirs]

@@ -21,6 +21,8 @@ import os
 import sys
 import textwrap
 
+from .._plotting import pyplot
+
 PROG = "qfleet.meta_control.plot"
 COLORS = {"robust": "tab:gray", "meta_before": "tab:orange", "meta_adapted": "tab:blue", "grape": "tab:green"}
 LABELS = {"robust": "robust pulse (one for all)", "meta_before": "meta policy, no adaptation",
@@ -181,12 +183,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {PROG}", description="plots of a meta-control run")
     ap.add_argument("outdir", help="the run's output directory (report.json, pulses.json)")
     a = ap.parse_args(argv)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"{PROG}: error: matplotlib is not installed; install it with: pip install matplotlib", file=sys.stderr)
+    plt = pyplot(PROG)
+    if plt is None:
         return 2
     docs = {}
     for name in ("report.json", "pulses.json"):

@@ -19,6 +19,8 @@ import math
 import os
 import sys
 
+from .._plotting import pyplot
+
 PROG = "qfleet.meta_control.plot_reproduction"
 PAPER = {"color": "0.45", "ls": ":", "lw": 1.6}
 HATCHED = {"facecolor": "white", "edgecolor": "0.4", "hatch": "///"}
@@ -317,13 +319,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {PROG}", description="figures of the paper reproduction")
     ap.add_argument("outdir", help="the reproduction's output directory (qfleet-meta reproduce NAME --out OUTDIR)")
     a = ap.parse_args(argv)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import numpy as np
-    except ImportError:
-        return _error("matplotlib is not installed; install it with: pip install matplotlib")
+    plt = pyplot(PROG)
+    if plt is None:
+        return 2
+    import numpy as np
     paths = {n: os.path.join(a.outdir, n, "result.json") for n in FIGURES}
     paths = {n: p for n, p in paths.items() if os.path.exists(p)}
     if not paths:
