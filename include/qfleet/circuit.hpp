@@ -3,6 +3,7 @@
 // qfleet::compile turns it into a Program that runs whole batches.
 #pragma once
 
+#include <array>
 #include <complex>
 #include <cstdint>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qfleet/channels.hpp"
 #include "qfleet/gates.hpp"
 #include "qfleet/observable.hpp"
 
@@ -40,6 +42,10 @@ struct Operation {
   std::vector<int> wires;
   std::vector<Param> params;
   std::vector<std::complex<double>> matrix;  // QubitUnitary only, row-major 2^k x 2^k
+  // A noise channel instead of a gate (then `gate` is unused): see channels.hpp.
+  Channel channel = Channel::None;
+  std::vector<std::vector<std::complex<double>>> kraus;  // Channel::Kraus: row-major 2^k x 2^k each
+  bool is_channel() const { return channel != Channel::None; }
 };
 
 // Per-sample state preparation from inputs (PennyLane's AmplitudeEmbedding); only
@@ -54,7 +60,8 @@ struct AmplitudeEmbeddingSpec {
 };
 
 struct Measurement {
-  enum class Kind : std::uint8_t { Expval, Probs };
+  // Purity: Tr(rho^2) of the whole register (density-matrix circuits).
+  enum class Kind : std::uint8_t { Expval, Probs, Purity };
   Kind kind;
   Observable observable;   // Expval
   std::vector<int> wires;  // Probs; first wire = most significant bit of the outcome index
@@ -93,18 +100,44 @@ class Circuit {
                                       int first_weight = 0, std::vector<int> ranges = {},
                                       Gate imprimitive = Gate::CNOT);
 
-  // --- measurements, in output order.
+  // --- noise. A circuit with a channel, a readout error or a purity output is
+  // simulated as density matrices (docs/noisy.md); gates and templates act on them
+  // as rho -> U rho U^dag. Channel parameters are Params like gate parameters
+  // (constants, inputs or weights); constants are range-checked here, inputs and
+  // weights at each call. Every call throws qfleet::Error and leaves the circuit
+  // unchanged on bad arguments.
+  Circuit& channel(Channel channel, const std::vector<int>& wires, const std::vector<Param>& params = {});
+  Circuit& channel(std::string_view name, const std::vector<int>& wires, const std::vector<Param>& params = {});
+  // A general channel rho -> sum_k K_k rho K_k^dag on 1 or 2 wires (row-major
+  // 2^k x 2^k operators), checked trace preserving: max |sum K^dag K - I| <= kKrausTolerance.
+  Circuit& kraus(const std::vector<int>& wires, const std::vector<std::vector<std::complex<double>>>& operators);
+  // Readout (assignment) error of one wire: the bit read is flipped 0 -> 1 with
+  // probability p1_given_0 and 1 -> 0 with p0_given_1. It applies to every measured
+  // output (expectation values, probabilities, samples), not to density_matrices().
+  Circuit& readout_error(int wire, double p1_given_0, double p0_given_1);
+  // The same as a column-stochastic matrix A[i][j] = P(read i | true j), row-major
+  // {A00, A01, A10, A11}; a clear error when a column does not sum to 1 (to 1e-9) or
+  // an entry is outside [0, 1].
+  Circuit& readout_matrix(int wire, const std::array<double, 4>& matrix);
+
+  // --- measurements, in output order within each kind: expectation values first,
+  // then probabilities, then purities.
   Circuit& expval(const Observable& obs);
   Circuit& expval(std::string_view pauli_word);
   Circuit& probs(const std::vector<int>& wires);
+  Circuit& purity();  // Tr(rho^2) of the register (makes the circuit a density-matrix one)
 
   int n_qubits() const { return n_qubits_; }
   int n_inputs() const { return n_inputs_; }    // 1 + largest input index used
   int n_weights() const { return n_weights_; }  // 1 + largest weight index used
-  int n_outputs() const;                        // expvals + sum of 2^k over probs
+  int n_outputs() const;                        // expvals + sum of 2^k over probs + purities
   const std::vector<Operation>& operations() const { return ops_; }
   const std::vector<Measurement>& measurements() const { return measurements_; }
   const std::optional<AmplitudeEmbeddingSpec>& amplitude_embedding_spec() const { return amp_; }
+  // Readout matrices per wire (row-major, see readout_matrix); empty when none was set.
+  const std::vector<std::array<double, 4>>& readout() const { return readout_; }
+  // Whether compile() simulates density matrices: a channel, a readout error or a purity.
+  bool is_noisy() const;
 
   // Lets a user declare more inputs/weights than the gates read (unused columns).
   Circuit& reserve_inputs(int n);
@@ -120,6 +153,7 @@ class Circuit {
   std::vector<Operation> ops_;
   std::vector<Measurement> measurements_;
   std::optional<AmplitudeEmbeddingSpec> amp_;
+  std::vector<std::array<double, 4>> readout_;
 };
 
 }  // namespace qfleet

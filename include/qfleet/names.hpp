@@ -25,6 +25,9 @@ inline constexpr std::array kPrecisionNames = {EnumName<Precision>{Precision::co
 inline constexpr std::array kDeviceNames = {EnumName<Device>{Device::cpu, "cpu"},
                                             EnumName<Device>{Device::cuda, "cuda"},
                                             EnumName<Device>{Device::automatic, "automatic"}};
+inline constexpr std::array kSimulatorNames = {EnumName<Simulator>{Simulator::automatic, "automatic"},
+                                               EnumName<Simulator>{Simulator::statevector, "statevector"},
+                                               EnumName<Simulator>{Simulator::density_matrix, "density_matrix"}};
 // From the solvers' own table (solver.hpp), which holds their other properties too.
 inline constexpr auto kSolverNames = [] {
   std::array<EnumName<Solver>, std::size(kSolvers)> t{};
@@ -71,6 +74,7 @@ std::string names_in(const std::array<EnumName<E>, N>& t) {
 
 constexpr std::string_view to_string(Precision p) { return name_in(kPrecisionNames, p); }
 constexpr std::string_view to_string(Device d) { return name_in(kDeviceNames, d); }
+constexpr std::string_view to_string(Simulator s) { return name_in(kSimulatorNames, s); }
 constexpr std::string_view to_string(Solver s) { return name_in(kSolverNames, s); }
 
 }  // namespace qfleet

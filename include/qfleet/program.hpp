@@ -19,6 +19,9 @@ namespace qfleet {
 
 enum class Precision : std::uint8_t { complex64, complex128 };
 enum class Device : std::uint8_t { cpu, cuda, automatic };
+// automatic: density matrices when the circuit is noisy (Circuit::is_noisy), else
+// state vectors. density_matrix runs a noiseless circuit as density matrices too.
+enum class Simulator : std::uint8_t { automatic, statevector, density_matrix };
 
 struct CompileOptions {
   Precision precision = Precision::complex128;
@@ -29,6 +32,7 @@ struct CompileOptions {
   Device device = Device::cpu;
   int num_threads = 0;          // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
   std::string isa = "auto";     // "auto" | "avx512" | "avx2" | "baseline"
+  Simulator simulator = Simulator::automatic;
 };
 
 // Arguments of one batched call. Shapes (row-major):
@@ -89,11 +93,20 @@ class Program {
   template <class R>
   void jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const;
 
-  // Final states [batch, 2^n].
+  // Final states [batch, 2^n] (state-vector programs).
   template <class R>
   void states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const;
 
-  // shots samples per batch element, measured on `wires` (empty = all wires);
+  // Final density matrices [batch, 2^n, 2^n] row-major (density-matrix programs;
+  // readout errors do not apply: they act on measured bits).
+  template <class R>
+  void density_matrices(const BatchArgs<R>& args, std::span<std::complex<R>> out) const;
+
+  // Which simulator compile() chose (never automatic).
+  Simulator simulator() const;
+
+  // shots samples per batch element, measured on `wires` (empty = all wires), with
+  // the circuit's readout errors on those wires;
   // each sample is the outcome index (first wire most significant). Reproducible:
   // element b draws from its own stream derived from (seed, b), whatever the
   // thread count.

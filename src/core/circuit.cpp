@@ -108,7 +108,7 @@ Circuit& Circuit::add(Gate gate, const std::vector<int>& wires, const std::vecto
     }
   }
   for (const Param& p : params) note_param(p);
-  ops_.push_back(Operation{gate, wires, params, {}});
+  ops_.push_back(Operation{gate, wires, params, {}, Channel::None, {}});
   return *this;
 }
 
@@ -146,7 +146,7 @@ Circuit& Circuit::qubit_unitary(const std::vector<int>& wires,
     throw Error("QubitUnitary matrix is not unitary (max |U^dag U - I| = " + std::to_string(worst) +
                 ")");
   }
-  ops_.push_back(Operation{Gate::QubitUnitary, wires, {}, matrix});
+  ops_.push_back(Operation{Gate::QubitUnitary, wires, {}, matrix, Channel::None, {}});
   return *this;
 }
 
@@ -274,7 +274,7 @@ Circuit& Circuit::probs(const std::vector<int>& wires) {
 int Circuit::n_outputs() const {
   long long k = 0;
   for (const auto& m : measurements_) {
-    k += m.kind == Measurement::Kind::Expval ? 1 : (1LL << m.wires.size());
+    k += m.kind == Measurement::Kind::Probs ? (1LL << m.wires.size()) : 1;
   }
   return static_cast<int>(std::min<long long>(k, 1LL << 30));
 }

@@ -22,6 +22,7 @@ struct AmpEmbedPlan {
 };
 
 struct Resident;  // core/backend.hpp
+struct MixedPlan;  // core/mixed_plan.hpp
 
 struct Plan {
   explicit Plan(const Circuit& c) : circuit(c) {}
@@ -46,6 +47,9 @@ struct Plan {
   std::vector<std::byte> blob;
   kern::SvPlan offsets;  // pointers hold byte offsets into blob
   kern::SvPlan view;     // pointers into blob (host)
+  // Density-matrix circuits (Circuit::is_noisy, or CompileOptions::simulator): their
+  // plan; the state-vector fields above other than the sizes are then unused.
+  std::shared_ptr<const MixedPlan> mixed;
 };
 
 Plan build_plan(const Circuit& circuit, const CompileOptions& options);

@@ -12,7 +12,9 @@
 
 #include "core/backend.hpp"
 #include "core/call_checks.hpp"
+#include "core/mixed_plan.hpp"
 #include "core/plan.hpp"
+#include "cpu/mixed_cpu.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/program.hpp"
@@ -64,6 +66,7 @@ Checked check_args(const detail::Plan& p, const BatchArgs<R>& a, bool values_on_
   if (!values_on_host) return c;  // device data: shapes only (see docs/architecture.md)
   expect_finite("inputs", a.inputs, p.n_inputs);
   expect_finite("weights", a.weights, nw);
+  detail::check_channel_args(p, a, c.per_sample_weights);
   if (p.amp.active) {
     for (std::size_t s = 0; s < a.batch; ++s) {
       double nrm = 0;
@@ -155,6 +158,7 @@ const void* data_of(std::span<R> s) {
 
 template <class R>
 void run(const detail::Plan& p, const cpu::Call<R>& c, Route r) {
+  if (p.mixed) return cpu::execute_mixed(p, c);
   if (r == Route::cpu) return cpu::execute(p, c);
   detail::device_backend()->run(p, c, call_buffers(p, c), r == Route::device_staged, t_cuda_stream);
 }
@@ -259,6 +263,10 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
 
 template <class R>
 void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
+  if (plan_->mixed) {
+    throw Error("this program simulates density matrices (the circuit is noisy, or simulator density_matrix was "
+                "asked): use density_matrices(); states() is for state-vector programs");
+  }
   cpu::Call<R> call = base_call(args, Checked{});
   call.states = reinterpret_cast<R*>(out.data());
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
@@ -266,6 +274,19 @@ void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) c
   expect_size("states", out.size(), args.batch * plan_->dim, [] { return "([batch, 2^n])"; });
   call.weights_per_sample = c.per_sample_weights;
   run(*plan_, call, r);
+}
+
+template <class R>
+void Program::density_matrices(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
+  if (!plan_->mixed) {
+    throw Error("this program simulates state vectors: use states(), or compile with simulator density_matrix");
+  }
+  const Checked c = check_args(*plan_, args);
+  expect_size("density_matrices", out.size(), args.batch * plan_->dim * plan_->dim,
+              [] { return "([batch, 2^n, 2^n])"; });
+  cpu::Call<R> call = base_call(args, c);
+  call.states = reinterpret_cast<R*>(out.data());
+  run(*plan_, call, Route::cpu);
 }
 
 template <class R>
@@ -315,13 +336,30 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
                                 std::span<R>) const;                                                  \
   template void Program::jacobian<R>(const BatchArgs<R>&, std::span<R>, std::span<R>) const;          \
   template void Program::states<R>(const BatchArgs<R>&, std::span<std::complex<R>>) const;            \
+  template void Program::density_matrices<R>(const BatchArgs<R>&, std::span<std::complex<R>>) const;  \
   template void Program::sample<R>(const BatchArgs<R>&, const std::vector<int>&, std::size_t,        \
                                    std::uint64_t, std::span<std::uint64_t>) const;
 QFLEET_INSTANTIATE(float)
 QFLEET_INSTANTIATE(double)
 #undef QFLEET_INSTANTIATE
 
+Simulator Program::simulator() const { return plan_->mixed ? Simulator::density_matrix : Simulator::statevector; }
+
 Program compile(const Circuit& circuit, const CompileOptions& options) {
+  const bool noisy = circuit.is_noisy();
+  if (options.simulator == Simulator::statevector && noisy) {
+    throw Error("this circuit is noisy (a channel, a readout error or a purity output) and needs the density-matrix "
+                "simulator: compile with simulator density_matrix or automatic");
+  }
+  if (options.simulator == Simulator::density_matrix || (options.simulator == Simulator::automatic && noisy)) {
+    if (options.device == Device::cuda) {
+      throw Error("density-matrix circuits run on the cpu in this version (their kernel bodies are host/device "
+                  "code, but no CUDA launcher for them is built yet): compile with device cpu or automatic");
+    }
+    detail::Plan plan(circuit);
+    detail::build_mixed_plan(circuit, options, plan);
+    return Program(std::make_shared<detail::Plan>(std::move(plan)));
+  }
   auto plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
   if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
     plan->resident = detail::prepare_on_device(*plan);
@@ -339,6 +377,10 @@ std::string Program::execution(std::size_t batch, bool adjoint) const {
   double cot = 0;
   if (adjoint) probe.cotangents = &cot;
   if (route_of(*plan_, probe, {}) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
+  if (plan_->mixed) {
+    return "cpu " + isa() + ": density matrices, " + std::to_string(plan_->n <= 6 ? lanes() : 1) +
+           " sample(s) per SIMD tile, up to " + std::to_string(cpu_threads(*plan_)) + " threads";
+  }
   return "cpu " + isa() + ": " + std::to_string(lanes()) + " samples per SIMD tile, up to " +
          std::to_string(cpu_threads(*plan_)) + " threads";
 }

@@ -1,0 +1,124 @@
+// Density-matrix execution on the cpu: the instruction set (the circuit backend's),
+// the tile width, the checkpoint segments of the adjoint sweep and the workspace.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cpu/mixed_cpu.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet::cpu {
+
+#if defined(QFLEET_HAVE_AVX512)
+extern const MixedIsaKernels kMixedKernels_avx512;
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+extern const MixedIsaKernels kMixedKernels_avx2;
+#endif
+extern const MixedIsaKernels kMixedKernels_baseline;
+
+namespace {
+
+const MixedIsaKernels& mixed_kernels(int isa) {
+  const std::string name = isa_table()[isa].name;
+#if defined(QFLEET_HAVE_AVX512)
+  if (name == "avx512") return kMixedKernels_avx512;
+#endif
+#if defined(QFLEET_HAVE_AVX2)
+  if (name == "avx2") return kMixedKernels_avx2;
+#endif
+  return kMixedKernels_baseline;
+}
+
+// As in the state-vector backend: ~0.5 MFLOP of work per thread pays for a region.
+constexpr double kMinFlopsPerThread = 0.5e6;
+// Tiles of several samples while a density matrix (4^n amplitudes) fits a core's
+// L2 cache as a tile: n <= 6, like the state vector's 12 qubits.
+constexpr int kMaxLaneQubits = 6;
+
+// Segments with at most `per` parameterised ops each; begin[] holds op indices.
+std::vector<int> cut_segments(const kern::DmPlan& kp, int per) {
+  std::vector<int> begin{0};
+  int in_segment = 0;
+  for (int k = 0; k < kp.n_ops; ++k) {
+    if (kp.ops[k].slot < 0) continue;
+    if (in_segment == per) {
+      begin.push_back(k);
+      in_segment = 0;
+    }
+    ++in_segment;
+  }
+  begin.push_back(kp.n_ops);
+  return begin;
+}
+
+}  // namespace
+
+template <class R>
+void execute_mixed(const detail::Plan& plan, const Call<R>& call) {
+  const detail::MixedPlan& mp = *plan.mixed;
+  kern::DmPlan kp = mp.view;
+  kp.max_probs_k = std::max(kp.max_probs_k, call.extra_k);
+  const MixedIsaKernels& isa = mixed_kernels(plan.isa);
+  const int wide = std::is_same_v<R, float> ? isa.lanes_f32 : isa.lanes_f64;
+  const bool adjoint = call.cotangents != nullptr;
+  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
+  const double flops = double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
+  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
+
+  MixedExec<R> ex;
+  ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
+  ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
+  const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
+  ex.threads = ex.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+  const int slices = ex.amplitude_parallel ? 1 : ex.threads;
+
+  // The adjoint keeps one state per parameterised op when that fits in half of the
+  // memory; otherwise segments of ~sqrt(slots) ops, each rerun once from its checkpoint.
+  const double budget = 0.5 * static_cast<double>(detail::physical_memory_bytes());
+  const double tile_state = std::ldexp(double(sizeof(R)) * 2 * ex.lanes, 2 * plan.n);
+  std::vector<int> begin{0, kp.n_ops};
+  ex.segments.per_segment = kp.n_slots;
+  // QFLEET_DM_MAX_STORED=k caps the states kept per segment (a memory knob, and how
+  // the tests reach the checkpointed path on small circuits).
+  const char* cap_env = std::getenv("QFLEET_DM_MAX_STORED");
+  const int cap = cap_env != nullptr ? std::atoi(cap_env) : 0;
+  if (adjoint && kp.n_slots > 1 &&
+      ((kp.n_slots + 2) * tile_state * slices > budget || (cap > 0 && cap < kp.n_slots))) {
+    int per = static_cast<int>(std::ceil(std::sqrt(double(kp.n_slots))));
+    if (cap > 0) per = std::min(per, cap);
+    begin = cut_segments(kp, per);
+    ex.segments.per_segment = per;
+  }
+  ex.segments.count = static_cast<int>(begin.size()) - 1;
+  ex.segments.begin = begin.data();
+
+  const std::size_t partials =
+      (adjoint && call.grad_weights && call.reduce_weights) ? (n_tiles * plan.n_weights + 15) / 16 * 16 : 0;
+  const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint, ex.segments) + 15) / 16 * 16;
+  const std::size_t total = partials + per_thread * std::size_t(slices);
+  if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
+    throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) + " MiB of workspace (" +
+                std::to_string(slices) + " thread(s) x " + std::to_string(ex.lanes) + " sample(s), " +
+                std::to_string(ex.segments.per_segment + ex.segments.count + 2) +
+                " density matrices each), more than this machine's memory; use fewer threads");
+  }
+  thread_local std::vector<R> workspace;  // grow-only: a warm program allocates nothing
+  if (workspace.size() < total) workspace.resize(total);
+  ex.work = workspace.data();
+  ex.work_per_thread = per_thread;
+  if constexpr (std::is_same_v<R, float>) {
+    isa.run_f32(kp, call, ex);
+  } else {
+    isa.run_f64(kp, call, ex);
+  }
+}
+
+template void execute_mixed<float>(const detail::Plan&, const Call<float>&);
+template void execute_mixed<double>(const detail::Plan&, const Call<double>&);
+
+}  // namespace qfleet::cpu

@@ -1,0 +1,40 @@
+// The cpu executor of density-matrix circuits (kernels/dm_plan.hpp): picks the
+// instruction set (the circuit backend's), the tile width, the checkpoint segments
+// of the adjoint sweep and the workspace. The per-tile work is mixed_cpu_impl.hpp,
+// compiled per ISA (mixed_cpu_{baseline,avx2,avx512}.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/mixed_plan.hpp"
+#include "cpu/statevector_cpu.hpp"
+#include "kernels/dm_plan.hpp"
+
+namespace qfleet::cpu {
+
+template <class R>
+struct MixedExec {
+  int lanes = 1;
+  bool amplitude_parallel = false;  // one large density matrix's groups split across threads
+  int threads = 1;
+  R* work = nullptr;
+  std::size_t work_per_thread = 0;  // reals
+  kern::DmSegments segments;
+};
+
+struct MixedIsaKernels {
+  const char* name;
+  int lanes_f32, lanes_f64;
+  void (*run_f32)(const kern::DmPlan&, const Call<float>&, const MixedExec<float>&);
+  void (*run_f64)(const kern::DmPlan&, const Call<double>&, const MixedExec<double>&);
+  // Per-thread scratch of a tile, in reals (the weight partials come on top).
+  std::size_t (*thread_reals)(const kern::DmPlan&, int lanes, bool adjoint, const kern::DmSegments&);
+};
+
+// Runs a call (the state-vector call record: outputs, cotangents, gradients, states =
+// density matrices [batch, 4^n], extra_probs = sampling probabilities with readout).
+template <class R>
+void execute_mixed(const detail::Plan& plan, const Call<R>& call);
+
+}  // namespace qfleet::cpu

@@ -1,0 +1,570 @@
+// The density-matrix executor, compiled once per instruction set like
+// statevector_cpu_impl.hpp (the including file defines QFLEET_KERN_ISA and the lane
+// widths). It reads kern::DmPlan and the state-vector call record.
+//
+// Per tile of L samples: every op's block (per lane) -> forward sweep -> outputs ->
+// (adjoint) lam = O as a vectorised matrix (O = sum_k cot_k O_k, plus 2 cot rho for a
+// purity) and the reverse sweep over checkpointed segments: the segment is rerun from
+// its stored start keeping the states its parameterised ops need, then
+//   gate:    g += 2 Re <<lam| dU (x) 1 |rho U^dag>>, lam <- U^dag lam U
+//   channel: g += Re <<lam| dS |rho>>,             lam <- S^dag(lam)
+// (the adjoint method for mixed states: the observable propagates backwards through
+// the adjoint channels; channels are not invertible, so states are stored or
+// recomputed instead of uncomputed as in Jones & Gacon, arXiv:2009.02823).
+#pragma once
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cpu/mixed_cpu.hpp"
+#include "kernels/channel_matrix.hpp"
+#include "kernels/dm_ops.hpp"
+#include "kernels/gate_matrix.hpp"
+
+namespace qfleet::cpu::QFLEET_KERN_ISA::mixed {
+
+using kern::DmOp;
+using kern::DmPlan;
+using kern::DmSite;
+
+constexpr int kMaxEntries = 256;  // a two-wire channel's 16 x 16 superoperator
+
+inline std::size_t thread_reals_impl(const DmPlan& kp, int L, bool adjoint, const kern::DmSegments& seg) {
+  const std::size_t st = kp.dim2 * 2 * L;
+  std::size_t r = st;  // rho
+  if (adjoint) {
+    r += st;                                        // lam
+    r += st * std::size_t(seg.per_segment);         // stored states of one segment
+    if (seg.count > 1) r += st * std::size_t(seg.count);  // checkpoints
+  }
+  r += kp.mat_entries * 2 * L;                       // blocks
+  r += std::size_t{kMaxEntries} * 2 * L;             // one derivative block
+  r += std::size_t(kp.n_params) * L;                 // slot gradients
+  r += 2 * std::size_t(L);                           // accumulators
+  r += (std::size_t(kp.amp_len) + 1) * L;            // embedded amplitudes + norms
+  r += (std::size_t{2} << kp.max_probs_k) * L;       // probabilities and their readout transform
+  return r + 64;
+}
+
+template <class F>
+inline void groups_for(std::uint64_t ng, int par, F&& f) {
+  if (par > 0) {
+#pragma omp parallel for schedule(static) num_threads(par)
+    for (long long g = 0; g < static_cast<long long>(ng); ++g) f(static_cast<std::uint64_t>(g));
+  } else {
+    for (std::uint64_t g = 0; g < ng; ++g) f(g);
+  }
+}
+
+template <class R, int L, int D, int Mode>
+inline void apply_d(R* s, const DmSite& site, std::uint64_t dim2, const R* m, int par) {
+  groups_for(dim2 >> site.k_all, par, [&](std::uint64_t g) {
+    const std::uint64_t base = kern::dm_group_base(site, g);
+#pragma omp simd
+    for (int l = 0; l < L; ++l) kern::dm_apply_lane<R, L, D, Mode>(s, site, base, m, l);
+  });
+}
+
+template <class R, int L, int Mode>
+inline void apply_site(R* s, const DmSite& site, int dim, std::uint64_t dim2, const R* m, int par) {
+  switch (dim) {
+    case 2:
+      return apply_d<R, L, 2, Mode>(s, site, dim2, m, par);
+    case 4:
+      return apply_d<R, L, 4, Mode>(s, site, dim2, m, par);
+    default:  // 16: a two-wire channel (the planner makes nothing else)
+      return apply_d<R, L, 16, Mode>(s, site, dim2, m, par);
+  }
+}
+
+template <class R, int L, int D>
+inline void sandwich_d(const R* lam, const R* x, const DmSite& site, std::uint64_t dim2, const R* m, R* acc) {
+  R loc[L];
+  for (int l = 0; l < L; ++l) loc[l] = 0;
+  const std::uint64_t ng = dim2 >> site.k_all;
+  for (std::uint64_t g = 0; g < ng; ++g) {
+    const std::uint64_t base = kern::dm_group_base(site, g);
+#pragma omp simd
+    for (int l = 0; l < L; ++l) loc[l] += kern::dm_sandwich_lane<R, L, D>(lam, x, site, base, m, l);
+  }
+  for (int l = 0; l < L; ++l) acc[l] += loc[l];
+}
+
+template <class R, int L>
+inline void sandwich_site(const R* lam, const R* x, const DmSite& site, int dim, std::uint64_t dim2, const R* m,
+                          R* acc) {
+  switch (dim) {
+    case 2:
+      return sandwich_d<R, L, 2>(lam, x, site, dim2, m, acc);
+    case 4:
+      return sandwich_d<R, L, 4>(lam, x, site, dim2, m, acc);
+    default:
+      return sandwich_d<R, L, 16>(lam, x, site, dim2, m, acc);
+  }
+}
+
+// Value of parameter slot s for sample b (double).
+template <class R>
+inline double param_value(const DmPlan& p, const Call<R>& c, int s, std::size_t b) {
+  const kern::ParamDesc& d = p.params[s];
+  if (d.kind == kern::kParamConstant) return d.value;
+  if (d.kind == kern::kParamInput) return d.scale * double(c.inputs[b * p.n_inputs + d.index]);
+  const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
+  return d.scale * double(w);
+}
+
+template <class R>
+inline bool param_wanted(const DmPlan& p, const Call<R>& c, int s) {
+  const int kind = p.params[s].kind;
+  return (kind == kern::kParamInput && c.grad_inputs != nullptr) ||
+         (kind == kern::kParamWeight && c.grad_weights != nullptr);
+}
+
+// op's block (deriv < 0) or its derivative by parameter deriv for sample b, in double.
+template <class R>
+inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::size_t b, int deriv,
+                     kern::Cx<double>* blk) {
+  const int entries = op.dim * op.dim;
+  if (op.fixed >= 0) {
+    for (int e = 0; e < entries; ++e) blk[e] = {kp.fixed_blocks[2 * (op.fixed + e)], kp.fixed_blocks[2 * (op.fixed + e) + 1]};
+    return;
+  }
+  double q[4] = {0, 0, 0, 0};
+  for (int j = 0; j < op.n_params; ++j) q[j] = param_value(kp, c, op.first_param + j, b);
+  if (op.kind == kern::kDmChannel) {
+    if (deriv < 0) {
+      kern::channel_superop<double>(op.channel, q, blk);
+    } else {
+      kern::channel_superop_derivative<double>(op.channel, q, deriv, blk);
+    }
+  } else if (deriv < 0) {
+    kern::gate_block<double>(op.gate, q, blk);
+  } else {
+    kern::gate_block_derivative<double>(op.gate, q, deriv, blk);
+  }
+}
+
+template <class R, int L>
+inline void scatter_block(R* dst, const kern::Cx<double>* src, int entries, int l) {
+  for (int e = 0; e < entries; ++e) {
+    dst[e * 2 * L + l] = static_cast<R>(src[e].re);
+    dst[e * 2 * L + L + l] = static_cast<R>(src[e].im);
+  }
+}
+
+// p'[.. i ..] = sum_j A[i][j] p[.. j ..] over each measured bit (Transpose: A^T, the
+// adjoint of the readout on cotangents). pos[t] is wire t's n-bit position; outcome
+// bit k-1-t is wire t's.
+inline void readout_transform(const double* readout, const int* pos, int k, int n, double* v, bool transpose) {
+  if (readout == nullptr) return;
+  const std::size_t no = std::size_t{1} << k;
+  for (int t = 0; t < k; ++t) {
+    const double* a = readout + 4 * (n - 1 - pos[t]);
+    const double a00 = a[0], a01 = transpose ? a[2] : a[1], a10 = transpose ? a[1] : a[2], a11 = a[3];
+    const std::size_t bit = std::size_t{1} << (k - 1 - t);
+    for (std::size_t o = 0; o < no; ++o) {
+      if (o & bit) continue;
+      const double p0 = v[o], p1 = v[o | bit];
+      v[o] = a00 * p0 + a01 * p1;
+      v[o | bit] = a10 * p0 + a11 * p1;
+    }
+  }
+}
+
+template <class R, int L>
+struct MixedTile {
+  const DmPlan& kp;
+  const Call<R>& c;
+  const kern::DmSegments& seg;
+  R* partials;  // [n_tiles, n_weights] when reducing weight gradients
+
+  struct Scratch {
+    R* rho;
+    R* lam;
+    R* stored;  // seg.per_segment states
+    R* ckpt;    // seg.count states (seg.count > 1)
+    R* mats;
+    R* dblk;
+    R* gslot;
+    R* acc;
+    R* ampv;
+    R* ampn;
+    double* probs;  // 2 << max_probs_k doubles (carved from reals: R is at most double)
+    std::size_t bl[L];
+  };
+
+  std::size_t st() const { return kp.dim2 * 2 * L; }
+
+  Scratch carve(R* w, std::size_t b0, int nvalid) const {
+    Scratch t;
+    const bool adjoint = c.cotangents != nullptr;
+    // Probabilities in double whatever R is, first so they are 8-byte aligned:
+    // (2 << k) * L reals of R hold 2^k doubles.
+    t.probs = reinterpret_cast<double*>(w);
+    w += (std::size_t{2} << kp.max_probs_k) * L;
+    t.rho = w;
+    w += st();
+    t.lam = t.stored = t.ckpt = nullptr;
+    if (adjoint) {
+      t.lam = w;
+      w += st();
+      t.stored = w;
+      w += st() * std::size_t(seg.per_segment);
+      if (seg.count > 1) {
+        t.ckpt = w;
+        w += st() * std::size_t(seg.count);
+      }
+    }
+    t.mats = w;
+    w += kp.mat_entries * 2 * L;
+    t.dblk = w;
+    w += std::size_t{kMaxEntries} * 2 * L;
+    t.gslot = w;
+    w += std::size_t(kp.n_params) * L;
+    t.acc = w;
+    w += 2 * L;
+    t.ampv = w;
+    t.ampn = w + std::size_t(kp.amp_len) * L;
+    for (int l = 0; l < L; ++l) t.bl[l] = b0 + (l < nvalid ? l : 0);
+    return t;
+  }
+
+  void blocks(Scratch& t) const {
+    kern::Cx<double> blk[kMaxEntries];
+    for (int k = 0; k < kp.n_ops; ++k) {
+      const DmOp& op = kp.ops[k];
+      for (int l = 0; l < L; ++l) {
+        if (l == 0 || op.fixed < 0) op_block(kp, c, op, t.bl[l], -1, blk);
+        scatter_block<R, L>(t.mats + op.mat_entry * 2 * L, blk, op.dim * op.dim, l);
+      }
+    }
+  }
+
+  void initial_state(Scratch& t) const {
+    std::memset(t.rho, 0, st() * sizeof(R));
+    if (!kp.amp) {
+      for (int l = 0; l < L; ++l) t.rho[l] = 1;
+      return;
+    }
+    for (int l = 0; l < L; ++l) {
+      double nrm = 0;
+      for (int j = 0; j < kp.amp_len; ++j) {
+        const double v = j < kp.amp_n_features
+                             ? double(c.inputs[t.bl[l] * kp.n_inputs + kp.amp_first_input + j])
+                             : kp.amp_pad;
+        t.ampv[std::size_t(j) * L + l] = static_cast<R>(v);
+        nrm += v * v;
+      }
+      t.ampn[l] = static_cast<R>(kp.amp_normalize ? std::sqrt(nrm) : 1.0);
+      for (int a = 0; a < kp.amp_len; ++a) {
+        for (int b = 0; b < kp.amp_len; ++b) {
+          const std::uint64_t i = (kp.amp_index[a] << kp.n) | kp.amp_index[b];
+          t.rho[i * 2 * L + l] = t.ampv[std::size_t(a) * L + l] * t.ampv[std::size_t(b) * L + l] / (t.ampn[l] * t.ampn[l]);
+        }
+      }
+    }
+  }
+
+  const R* block(const DmOp& op, const Scratch& t) const { return t.mats + op.mat_entry * 2 * L; }
+
+  // Ops [k0, k1) on rho; with store, the states parameterised ops need go to stored[].
+  void forward_range(Scratch& t, int k0, int k1, bool store, int par) const {
+    int slot = 0;
+    for (int k = k0; k < k1; ++k) {
+      const DmOp& op = kp.ops[k];
+      const R* m = block(op, t);
+      const bool keep = store && op.slot >= 0;
+      if (op.kind == kern::kDmGate) {
+        apply_site<R, L, kern::kDmConj>(t.rho, op.col, op.dim, kp.dim2, m, par);
+        if (keep) std::memcpy(t.stored + st() * std::size_t(slot++), t.rho, st() * sizeof(R));
+        apply_site<R, L, kern::kDmN>(t.rho, op.row, op.dim, kp.dim2, m, par);
+      } else {
+        if (keep) std::memcpy(t.stored + st() * std::size_t(slot++), t.rho, st() * sizeof(R));
+        apply_site<R, L, kern::kDmN>(t.rho, op.sup, op.dim, kp.dim2, m, par);
+      }
+    }
+  }
+
+  void backward_range(Scratch& t, int k0, int k1, int par) const {
+    kern::Cx<double> blk[kMaxEntries];
+    int slot = 0;
+    for (int k = k0; k < k1; ++k) slot += kp.ops[k].slot >= 0 ? 1 : 0;
+    for (int k = k1 - 1; k >= k0; --k) {
+      const DmOp& op = kp.ops[k];
+      const R* m = block(op, t);
+      const bool gate = op.kind == kern::kDmGate;
+      if (op.slot >= 0) {
+        const R* x = t.stored + st() * std::size_t(--slot);
+        for (int j = 0; j < op.n_params; ++j) {
+          const int s = op.first_param + j;
+          if (!param_wanted(kp, c, s)) continue;
+          for (int l = 0; l < L; ++l) {
+            op_block(kp, c, op, t.bl[l], j, blk);
+            scatter_block<R, L>(t.dblk, blk, op.dim * op.dim, l);
+          }
+          for (int l = 0; l < L; ++l) t.acc[l] = 0;
+          sandwich_site<R, L>(t.lam, x, gate ? op.row : op.sup, op.dim, kp.dim2, t.dblk, t.acc);
+          for (int l = 0; l < L; ++l) t.gslot[s * L + l] += (gate ? 2 : 1) * t.acc[l];
+        }
+      }
+      if (gate) {
+        apply_site<R, L, kern::kDmDag>(t.lam, op.row, op.dim, kp.dim2, m, par);
+        apply_site<R, L, kern::kDmTrans>(t.lam, op.col, op.dim, kp.dim2, m, par);
+      } else {
+        apply_site<R, L, kern::kDmDag>(t.lam, op.sup, op.dim, kp.dim2, m, par);
+      }
+    }
+  }
+
+  // Probabilities of lane l over bit positions pos[0..k) (first most significant),
+  // with the readout errors of those wires, into t.probs.
+  void probs_of(const Scratch& t, const int* pos, int k, int l) const {
+    const std::size_t no = std::size_t{1} << k;
+    double* p = t.probs;
+    for (std::size_t o = 0; o < no; ++o) p[o] = 0;
+    for (std::uint64_t i = 0; i < kp.dim; ++i) {
+      p[kern::outcome_index(i, pos, k)] += double(t.rho[((i << kp.n) | i) * 2 * L + l]);
+    }
+    readout_transform(kp.readout, pos, k, kp.n, p, false);
+  }
+
+  void write_results(Scratch& t, std::size_t b0, int nvalid) const {
+    if (c.outputs) {
+      for (int e = 0; e < kp.n_expvals; ++e) {
+        R acc[L];
+        for (int l = 0; l < L; ++l) acc[l] = 0;
+        for (int q = kp.term_begin[e]; q < kp.term_begin[e + 1]; ++q) {
+          const auto& term = kp.terms[q];
+          R part[L];
+          for (int l = 0; l < L; ++l) part[l] = 0;
+          for (std::uint64_t j = 0; j < kp.dim; ++j) {
+#pragma omp simd
+            for (int l = 0; l < L; ++l) part[l] += kern::dm_pauli_term_lane<R, L>(t.rho, term.masks, j, kp.n, l);
+          }
+          for (int l = 0; l < L; ++l) acc[l] += static_cast<R>(term.coef) * part[l];
+        }
+        for (int l = 0; l < nvalid; ++l) c.outputs[(b0 + l) * kp.n_outputs + e] = acc[l];
+      }
+      for (int p = 0; p < kp.n_probs; ++p) {
+        const int* pos = kp.probs_pos + kp.probs_begin[p];
+        const int k = kp.probs_begin[p + 1] - kp.probs_begin[p];
+        for (int l = 0; l < nvalid; ++l) {
+          probs_of(t, pos, k, l);
+          R* row = c.outputs + (b0 + l) * kp.n_outputs + kp.probs_out[p];
+          for (std::size_t o = 0; o < (std::size_t{1} << k); ++o) row[o] = static_cast<R>(t.probs[o]);
+        }
+      }
+      if (kp.n_purity > 0) {
+        R acc[L];
+        for (int l = 0; l < L; ++l) acc[l] = 0;
+        for (std::uint64_t i = 0; i < kp.dim2; ++i) {
+#pragma omp simd
+          for (int l = 0; l < L; ++l) acc[l] += kern::dm_norm2_lane<R, L>(t.rho, i, l);
+        }
+        for (int l = 0; l < nvalid; ++l) {
+          for (int q = 0; q < kp.n_purity; ++q) c.outputs[(b0 + l) * kp.n_outputs + kp.purity_out + q] = acc[l];
+        }
+      }
+    }
+    if (c.extra_probs) {
+      const std::size_t no = std::size_t{1} << c.extra_k;
+      for (int l = 0; l < nvalid; ++l) {
+        probs_of(t, c.extra_pos, c.extra_k, l);
+        for (std::size_t o = 0; o < no; ++o) c.extra_probs[(b0 + l) * no + o] = static_cast<R>(t.probs[o]);
+      }
+    }
+    if (c.states) {
+      for (int l = 0; l < nvalid; ++l) {
+        R* out = c.states + (b0 + l) * kp.dim2 * 2;
+        for (std::uint64_t i = 0; i < kp.dim2; ++i) {
+          out[2 * i] = t.rho[i * 2 * L + l];
+          out[2 * i + 1] = t.rho[i * 2 * L + L + l];
+        }
+      }
+    }
+  }
+
+  // lam = sum_k cot_k O_k as a vectorised matrix (probabilities through the readout's
+  // transpose; a purity Tr(rho^2) contributes 2 cot rho).
+  void seed_adjoint(Scratch& t, int nvalid) const {
+    std::memset(t.lam, 0, st() * sizeof(R));
+    R coef[L];
+    for (int e = 0; e < kp.n_expvals; ++e) {
+      for (int l = 0; l < L; ++l) coef[l] = l < nvalid ? c.cotangents[t.bl[l] * kp.n_outputs + e] : R(0);
+      for (int q = kp.term_begin[e]; q < kp.term_begin[e + 1]; ++q) {
+        const auto& term = kp.terms[q];
+        const R tc = static_cast<R>(term.coef);
+        for (std::uint64_t j = 0; j < kp.dim; ++j) {
+#pragma omp simd
+          for (int l = 0; l < L; ++l) kern::dm_pauli_seed_lane<R, L>(t.lam, term.masks, j, kp.n, tc * coef[l], l);
+        }
+      }
+    }
+    for (int p = 0; p < kp.n_probs; ++p) {
+      const int* pos = kp.probs_pos + kp.probs_begin[p];
+      const int k = kp.probs_begin[p + 1] - kp.probs_begin[p];
+      const std::size_t no = std::size_t{1} << k;
+      for (int l = 0; l < nvalid; ++l) {
+        const R* cot = c.cotangents + t.bl[l] * kp.n_outputs + kp.probs_out[p];
+        for (std::size_t o = 0; o < no; ++o) t.probs[o] = double(cot[o]);
+        readout_transform(kp.readout, pos, k, kp.n, t.probs, true);
+        for (std::uint64_t i = 0; i < kp.dim; ++i) {
+          t.lam[((i << kp.n) | i) * 2 * L + l] += static_cast<R>(t.probs[kern::outcome_index(i, pos, k)]);
+        }
+      }
+    }
+    if (kp.n_purity > 0) {
+      for (int l = 0; l < L; ++l) {
+        R s = 0;
+        for (int q = 0; q < kp.n_purity; ++q) s += l < nvalid ? c.cotangents[t.bl[l] * kp.n_outputs + kp.purity_out + q] : R(0);
+        coef[l] = 2 * s;
+      }
+      for (std::uint64_t i = 0; i < kp.dim2; ++i) {
+#pragma omp simd
+        for (int l = 0; l < L; ++l) {
+          t.lam[i * 2 * L + l] += coef[l] * t.rho[i * 2 * L + l];
+          t.lam[i * 2 * L + L + l] += coef[l] * t.rho[i * 2 * L + L + l];
+        }
+      }
+    }
+  }
+
+  void run(std::size_t tile, std::size_t b0, int nvalid, R* w, int par) const {
+    Scratch t = carve(w, b0, nvalid);
+    blocks(t);
+    initial_state(t);
+    if (c.cotangents == nullptr) {
+      forward_range(t, 0, kp.n_ops, false, par);
+      write_results(t, b0, nvalid);
+      return;
+    }
+    if (seg.count == 1) {
+      forward_range(t, 0, kp.n_ops, true, par);
+    } else {
+      for (int s = 0; s < seg.count; ++s) {
+        std::memcpy(t.ckpt + st() * std::size_t(s), t.rho, st() * sizeof(R));
+        forward_range(t, seg.begin[s], seg.begin[s + 1], false, par);
+      }
+    }
+    write_results(t, b0, nvalid);
+    seed_adjoint(t, nvalid);
+    std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
+    for (int s = seg.count - 1; s >= 0; --s) {
+      if (seg.count > 1) {
+        std::memcpy(t.rho, t.ckpt + st() * std::size_t(s), st() * sizeof(R));
+        forward_range(t, seg.begin[s], seg.begin[s + 1], true, par);
+      }
+      backward_range(t, seg.begin[s], seg.begin[s + 1], par);
+    }
+    scatter_gradients(t, tile, b0, nvalid);
+    embedding_gradient(t, b0, nvalid);
+  }
+
+  void scatter_gradients(const Scratch& t, std::size_t tile, std::size_t b0, int nvalid) const {
+    if (c.grad_inputs) {
+      for (int l = 0; l < nvalid; ++l) {
+        for (int i = 0; i < kp.n_inputs; ++i) c.grad_inputs[(b0 + l) * kp.n_inputs + i] = 0;
+      }
+    }
+    R* part = partials ? partials + tile * kp.n_weights : nullptr;
+    if (part) {
+      for (int i = 0; i < kp.n_weights; ++i) part[i] = 0;
+    }
+    if (c.grad_weights && !c.reduce_weights) {
+      for (int l = 0; l < nvalid; ++l) {
+        for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[(b0 + l) * kp.n_weights + i] = 0;
+      }
+    }
+    for (int s = 0; s < kp.n_params; ++s) {
+      const kern::ParamDesc& p = kp.params[s];
+      if (p.kind == kern::kParamConstant) continue;
+      const R sc = static_cast<R>(p.scale);
+      for (int l = 0; l < nvalid; ++l) {
+        const R g = sc * t.gslot[s * L + l];
+        if (p.kind == kern::kParamInput) {
+          if (c.grad_inputs) c.grad_inputs[(b0 + l) * kp.n_inputs + p.index] += g;
+        } else if (c.grad_weights) {
+          if (part) {
+            part[p.index] += g;
+          } else {
+            c.grad_weights[(b0 + l) * kp.n_weights + p.index] += g;
+          }
+        }
+      }
+    }
+  }
+
+  // rho0 = psi0 psi0^T (psi0 = v / |v| real): d f / d psi0_a = 2 sum_b Re lam0[a, b] psi0_b,
+  // then through the normalisation as in the state-vector executor.
+  void embedding_gradient(const Scratch& t, std::size_t b0, int nvalid) const {
+    if (!kp.amp || !c.grad_inputs) return;
+    for (int l = 0; l < nvalid; ++l) {
+      const double nrm = double(t.ampn[l]);
+      double dot = 0;
+      auto grad_psi = [&](int a) {
+        double s = 0;
+        for (int b = 0; b < kp.amp_len; ++b) {
+          const std::uint64_t i = (kp.amp_index[a] << kp.n) | kp.amp_index[b];
+          s += 2.0 * double(t.lam[i * 2 * L + l]) * double(t.ampv[std::size_t(b) * L + l]) / nrm;
+        }
+        return s;
+      };
+      if (kp.amp_normalize) {
+        for (int a = 0; a < kp.amp_len; ++a) dot += grad_psi(a) * double(t.ampv[std::size_t(a) * L + l]) / nrm;
+      }
+      R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs + kp.amp_first_input;
+      for (int a = 0; a < kp.amp_n_features; ++a) {
+        const double ga = grad_psi(a);
+        gx[a] += static_cast<R>(kp.amp_normalize ? (ga - double(t.ampv[std::size_t(a) * L + l]) / nrm * dot) / nrm : ga);
+      }
+    }
+  }
+};
+
+template <class R, int L>
+void run_lanes(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
+  const bool adjoint = c.cotangents != nullptr;
+  const std::size_t n_tiles = (c.batch + L - 1) / L;
+  R* base = ex.work;
+  R* partials = (adjoint && c.grad_weights && c.reduce_weights) ? base : nullptr;
+  if (partials) base += (n_tiles * kp.n_weights + 15) / 16 * 16;  // keeps the slices 8-byte aligned
+  const MixedTile<R, L> runner{kp, c, ex.segments, partials};
+  if (ex.amplitude_parallel) {
+    for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, base, ex.threads);
+  } else if (ex.threads <= 1) {
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      const std::size_t b0 = t * L;
+      runner.run(t, b0, static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L), base, 0);
+    }
+  } else {
+#pragma omp parallel for schedule(static) num_threads(ex.threads)
+    for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
+      const std::size_t b0 = std::size_t(t) * L;
+      const int nvalid = static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L);
+      runner.run(std::size_t(t), b0, nvalid, base + omp_get_thread_num() * ex.work_per_thread, 0);
+    }
+  }
+  if (partials) {  // in tile order: the sum does not depend on the thread count
+    for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[i] = 0;
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[i] += partials[t * kp.n_weights + i];
+    }
+  }
+}
+
+template <class R, int LW>
+void run(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
+  if (ex.lanes == LW) {
+    run_lanes<R, LW>(kp, c, ex);
+  } else {
+    run_lanes<R, 1>(kp, c, ex);
+  }
+}
+
+inline std::size_t thread_reals(const DmPlan& kp, int L, bool adjoint, const kern::DmSegments& seg) {
+  return thread_reals_impl(kp, L, adjoint, seg);
+}
+
+}  // namespace qfleet::cpu::QFLEET_KERN_ISA::mixed
