@@ -8,7 +8,8 @@
 //   PhaseFlip(p)             (1-p) rho + p Z rho Z
 //   PauliChannel(px,py,pz)   (1-px-py-pz) rho + px X.X + py Y.Y + pz Z.Z
 //   AmplitudeDamping(g)      K0 = diag(1, sqrt(1-g)), K1 = sqrt(g) |0><1|
-//   GeneralizedAmplitudeDamping(g, p)   PennyLane's four Kraus operators
+//   GeneralizedAmplitudeDamping(g, p)   PennyLane's four Kraus operators: relaxation
+//                            with rate g towards the thermal state diag(1-p, p)
 //   PhaseDamping(g)          K0 = diag(1, sqrt(1-g)), K1 = sqrt(g) |1><1|
 //   ThermalRelaxation(pe, t1, t2, tg)   PennyLane's ThermalRelaxationError (t2 <= 2 t1)
 //   TwoQubitDepolarizing(p)  (1-p) rho + p/15 sum_{P != II} P rho P

@@ -28,6 +28,7 @@
 
 #include "qfleet/circuit.hpp"
 #include "qfleet/error.hpp"
+#include "qfleet/noise_model.hpp"
 #include "qfleet/program.hpp"
 
 namespace qfleet::json_problem {
@@ -91,6 +92,9 @@ nlohmann::json evaluate(const nlohmann::json& problem);
 
 // The gate catalogue: [{"name", "wires", "params", "controls"}, ...].
 nlohmann::json gate_catalogue();
+
+// A device noise model (docs/noisy.md) read and validated; errors carry the key's path.
+qfleet::NoiseModel parse_noise_model(const nlohmann::json& model);
 
 // Serialises JSON with full double precision (shortest text that reads back as
 // the same double). indent < 0: one line. indent >= 0: objects and nested arrays

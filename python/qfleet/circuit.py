@@ -99,6 +99,49 @@ class Circuit:
         self._doc["ops"].append(op)
         return self
 
+    # -- noise (docs/noisy.md): a noisy circuit is simulated as density matrices ------
+    def channel(self, name: str, wires: Sequence[int], params: Sequence = ()):
+        """A noise channel of the catalogue (`qfleet.CHANNELS`), e.g. channel("Depolarizing", [0], [0.01]);
+        parameters may be numbers, qfleet.input(i) or qfleet.weight(j) like gate parameters."""
+        op = {"channel": str(name), "wires": [int(w) for w in wires]}
+        if params:
+            op["params"] = [_param(p, f"{name} parameter") for p in params]
+        self._doc["ops"].append(op)
+        return self
+
+    def kraus(self, wires: Sequence[int], operators):
+        """A general channel rho -> sum_k K_k rho K_k^dag on 1 or 2 wires (checked trace preserving)."""
+        ops = [_json.cmatrix(k, f"Kraus operator {i}") for i, k in enumerate(operators)]
+        self._doc["ops"].append({"channel": "Kraus", "wires": [int(w) for w in wires], "kraus": ops})
+        return self
+
+    def readout_error(self, wire: int, p1_given_0: float, p0_given_1: float):
+        """Readout (assignment) error of `wire`: 0 read as 1 with p1_given_0, 1 read as 0 with p0_given_1.
+        It applies to expectation values, probabilities and samples, not to density matrices."""
+        self._doc.setdefault("readout_errors", []).append(
+            {"wire": int(wire), "p1_given_0": _json.real(p1_given_0, "p1_given_0"),
+             "p0_given_1": _json.real(p0_given_1, "p0_given_1")})
+        return self
+
+    def readout_matrix(self, wire: int, matrix):
+        """Readout error as a column-stochastic 2 x 2 matrix A[i][j] = P(read i | true j)."""
+        m = [[_json.real(float(v), "readout matrix entry") for v in row] for row in matrix]
+        self._doc.setdefault("readout_errors", []).append({"wire": int(wire), "matrix": m})
+        return self
+
+    def noise_model(self, model):
+        """Inserts a device noise model's channels and readout errors when compiled (a dict in
+        the format of docs/noisy.md, e.g. from qfleet.noise.from_fake_backend("manila"))."""
+        if not isinstance(model, dict):
+            raise TypeError(f"qfleet: noise_model must be a dict (docs/noisy.md), got {type(model).__name__}")
+        self._doc["noise_model"] = copy.deepcopy(model)
+        return self
+
+    def purity(self):
+        """Tr(rho^2) of the register as an output (after expectation values and probabilities)."""
+        self._doc["purity"] = True
+        return self
+
     # -- measurements ----------------------------------------------------------------
     def expval(self, observable):
         """<O>: a Pauli word ("X0 Z2"), or a list of (coeff, word) terms."""
@@ -115,10 +158,13 @@ class Circuit:
         return self
 
     # -- the description ------------------------------------------------------------
-    def to_json(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu") -> dict:
+    def to_json(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
+                simulator: str = "automatic") -> dict:
         """The circuit as a `qfleet eval` problem (without data). Outputs are the
-        expectation values in order, then the probabilities in order."""
+        expectation values in order, then the probabilities in order, then the purity."""
         doc = copy.deepcopy(self._doc)
+        if simulator != "automatic":
+            doc["simulator"] = simulator
         if self._probs:
             doc["probs"] = [list(p) for p in self._probs]
         doc["precision"] = precision
@@ -127,12 +173,17 @@ class Circuit:
             doc["device"] = device
         return doc
 
-    def compile(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu"):
+    def compile(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
+                simulator: str = "automatic"):
         """Compiles the circuit once: a torch.classes.qfleet.CircuitProgram.
+
+        simulator: "automatic" (density matrices when the circuit has a channel, a readout
+        error, a noise model or a purity output; else state vectors), "statevector" or
+        "density_matrix". Density-matrix programs run on the cpu.
 
         device: "cpu"; "cuda" (the plan is uploaded to the GPU and every call runs
         there, staging CPU tensors; an error where no CUDA device is visible); or
         "automatic" (the GPU when one is visible and the cost model expects it to be
         faster for the call's batch, else the CPU)."""
         _lib.load()
-        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads, device)))
+        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads, device, simulator)))

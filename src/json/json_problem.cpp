@@ -1,7 +1,9 @@
 // The JSON problem format (docs/cli.md): reading, checking, running, writing.
 #include "qfleet/json_problem.hpp"
 
+#include "json_circuit_readers.hpp"
 #include "json_common.hpp"
+#include "json_noise.hpp"
 #include "qfleet/json_lindblad.hpp"
 
 #include <algorithm>
@@ -28,29 +30,11 @@ using namespace internal;
 
 // Readers and messages: json_common.hpp.
 
-// Input/weight indices (and first_input, first_weight) stay below 2^24, layers
-// below 10^4, so no index arithmetic downstream can overflow an int.
-constexpr int kMaxIndex = (1 << 24) - 1;
+// Layers below 10^4 (indices: json_circuit_readers.hpp's kMaxIndex), so no index
+// arithmetic downstream can overflow an int.
 constexpr int kMaxLayers = 10000;
 
 // ----------------------------------------------------------------- readers ---
-
-int read_int32(const json& v, const std::string& path, int lo = std::numeric_limits<int>::min(),
-               int hi = std::numeric_limits<int>::max()) {
-  return static_cast<int>(read_int(v, path, lo, hi));
-}
-
-std::uint64_t read_uint64(const json& v, const std::string& path) {
-  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
-  return static_cast<std::uint64_t>(read_int(v, path, 0, std::numeric_limits<long long>::max()));
-}
-
-std::vector<int> read_wires(const json& v, const std::string& path) {
-  read_array(v, path, "a list of wires");
-  std::vector<int> w;
-  for (std::size_t i = 0; i < v.size(); ++i) w.push_back(read_int32(v[i], index_path(path, i)));
-  return w;
-}
 
 Rotation read_rotation(const json& v, const std::string& path) {
   const std::string s = read_string(v, path);
@@ -58,33 +42,6 @@ Rotation read_rotation(const json& v, const std::string& path) {
   if (s == "Y" || s == "RY") return Rotation::Y;
   if (s == "Z" || s == "RZ") return Rotation::Z;
   fail(path, "unknown rotation " + quote(s) + "; expected \"X\", \"Y\" or \"Z\"");
-}
-
-// [re, im]
-std::complex<double> read_complex(const json& v, const std::string& path) {
-  if (!v.is_array() || v.size() != 2) {
-    fail(path, "expected a complex number as [re, im], got " +
-                   (v.is_array() ? "an array of " + std::to_string(v.size()) + " element(s)"
-                                 : describe(v)));
-  }
-  return {read_number(v[0], index_path(path, 0)), read_number(v[1], index_path(path, 1))};
-}
-
-// A number, {"input": i} or {"weight": j}, optionally with "scale".
-Param read_param(const json& v, const std::string& path) {
-  if (v.is_number()) return Param::constant(read_number(v, path));
-  if (!v.is_object()) {
-    fail(path, "expected a number, {\"input\": i} or {\"weight\": j}, got " + describe(v));
-  }
-  const Object o(v, path, {"input", "weight", "scale"});
-  const bool is_input = o.has("input"), is_weight = o.has("weight");
-  if (is_input == is_weight) {
-    fail(path, "a parameter object needs exactly one of \"input\" or \"weight\"");
-  }
-  const double scale = o.has("scale") ? read_number(*o.get("scale"), o.path("scale")) : 1.0;
-  if (is_input)
-    return Param::input(read_int32(*o.get("input"), o.path("input"), 0, kMaxIndex), scale);
-  return Param::weight(read_int32(*o.get("weight"), o.path("weight"), 0, kMaxIndex), scale);
 }
 
 // ------------------------------------------------------------------- ops ---
@@ -96,19 +53,7 @@ void read_gate_op(Circuit& c, const json& v, const std::string& path) {
   const std::vector<int> wires = read_wires(o.require("wires"), o.path("wires"));
   if (g == Gate::QubitUnitary) {
     if (o.has("params")) fail(path, "QubitUnitary takes a \"matrix\", not \"params\"");
-    const std::string mp = o.path("matrix");
-    const json& m = read_array(o.require("matrix"), mp, "a matrix (a list of rows)");
-    std::vector<std::complex<double>> entries;
-    for (std::size_t r = 0; r < m.size(); ++r) {
-      const std::string rp = index_path(mp, r);
-      const json& row = read_array(m[r], rp, "a row (a list of [re, im] pairs)");
-      if (row.size() != m.size()) {
-        fail(rp, "the matrix must be square: row has " + std::to_string(row.size()) +
-                     " entries, the matrix has " + std::to_string(m.size()) + " rows");
-      }
-      for (std::size_t k = 0; k < row.size(); ++k)
-        entries.push_back(read_complex(row[k], index_path(rp, k)));
-    }
+    const std::vector<std::complex<double>> entries = read_square_cmatrix(o.require("matrix"), o.path("matrix"));
     at(path, [&] { c.qubit_unitary(wires, entries); });
     return;
   }
@@ -184,12 +129,16 @@ void read_template_op(Circuit& c, const json& v, const std::string& path) {
 
 void read_op(Circuit& c, const json& v, const std::string& path) {
   if (!v.is_object()) {
-    fail(path, "expected an operation object ({\"gate\": ...} or {\"template\": ...}), got " +
+    fail(path, "expected an operation object ({\"gate\": ...}, {\"template\": ...} or {\"channel\": ...}), got " +
                    describe(v));
   }
-  const bool gate = v.contains("gate"), tmpl = v.contains("template");
-  if (gate == tmpl) fail(path, "an operation needs exactly one of \"gate\" or \"template\"");
-  if (gate) {
+  const bool gate = v.contains("gate"), tmpl = v.contains("template"), chan = v.contains("channel");
+  if (int(gate) + int(tmpl) + int(chan) != 1) {
+    fail(path, "an operation needs exactly one of \"gate\", \"template\" or \"channel\"");
+  }
+  if (chan) {
+    read_channel_op(c, v, path);
+  } else if (gate) {
     read_gate_op(c, v, path);
   } else {
     read_template_op(c, v, path);
@@ -306,6 +255,13 @@ json run(const CircuitProblem& p) {
     });
   }
 
+  const std::size_t n_purity = no - col;  // purity columns follow the probabilities
+  if (n_purity > 0) {
+    json rows = json::array();
+    for (std::size_t b = 0; b < B; ++b) rows.push_back(static_cast<double>(out[b * no + col]));
+    res["purity"] = std::move(rows);
+  }
+
   if (p.gradients) {
     std::vector<R> ji(B * no * ni), jw(B * no * nw);
     prog.jacobian(args, std::span<R>(ji), std::span<R>(jw));
@@ -322,6 +278,10 @@ json run(const CircuitProblem& p) {
     };
     res["grad_inputs"] = block(ji, ni, 0, K);
     res["grad_weights"] = block(jw, nw, 0, K);
+    if (n_purity > 0) {
+      res["grad_purity_inputs"] = block(ji, ni, col, 1);
+      res["grad_purity_weights"] = block(jw, nw, col, 1);
+    }
     if (!p.probs.empty()) {
       res["grad_probs_inputs"] =
           per_measurement([&](std::size_t m) { return block(ji, ni, offset[m], size[m]); });
@@ -330,7 +290,25 @@ json run(const CircuitProblem& p) {
     }
   }
 
-  if (p.states) {
+  if (p.states && prog.simulator() == Simulator::density_matrix) {
+    const std::size_t dim = std::size_t{1} << prog.n_qubits();
+    std::vector<std::complex<R>> rho(B * dim * dim);
+    prog.density_matrices(args, std::span<std::complex<R>>(rho));
+    json all = json::array();
+    for (std::size_t b = 0; b < B; ++b) {
+      json mat = json::array();
+      for (std::size_t i = 0; i < dim; ++i) {
+        json row = json::array();
+        for (std::size_t j = 0; j < dim; ++j) {
+          const auto z = rho[(b * dim + i) * dim + j];
+          row.push_back(json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+        }
+        mat.push_back(std::move(row));
+      }
+      all.push_back(std::move(mat));
+    }
+    res["density_matrices"] = std::move(all);
+  } else if (p.states) {
     const std::size_t dim = std::size_t{1} << prog.n_qubits();
     std::vector<std::complex<R>> st(B * dim);
     prog.states(args, std::span<std::complex<R>>(st));
@@ -482,7 +460,8 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   }
   const Object top(doc, "",
                    {"kind", "qubits", "ops", "observables", "probs", "inputs", "weights",
-                    "precision", "threads", "isa", "device", "gradients", "states", "shots", "seed"});
+                    "precision", "threads", "isa", "device", "gradients", "states", "shots", "seed",
+                    "readout_errors", "purity", "simulator", "noise_model"});
   CircuitProblem p;
   const int n = read_int32(top.require("qubits"), "qubits");
   p.circuit = at("qubits", [&] { return Circuit(n); });
@@ -523,6 +502,15 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
       // (the library's message starts with "probs: " already)
       at(nested ? index_path("probs", m) : std::string(), [&] { c.probs(p.probs[m]); });
     }
+  }
+
+  if (const json* v = top.get("purity")) {
+    if (read_bool(*v, "purity")) c.purity();
+  }
+  if (const json* v = top.get("readout_errors")) read_readout_errors(c, *v, "readout_errors");
+  if (const json* v = top.get("noise_model")) {
+    const NoiseModel model = read_noise_model(*v, "noise_model");
+    p.circuit = at("noise_model", [&] { return apply_noise_model(c, model); });
   }
 
   // Batch, inputs and weights.
@@ -590,6 +578,12 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
   if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
   if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
+  if (const json* v = top.get("simulator")) {
+    const std::string name = read_string(*v, "simulator");
+    const auto sim = value_in(kSimulatorNames, name);
+    if (!sim) fail("simulator", "unknown simulator " + quote(name) + "; expected " + names_in(kSimulatorNames));
+    p.options.simulator = *sim;
+  }
   if (const json* v = top.get("gradients")) p.gradients = read_bool(*v, "gradients");
   if (const json* v = top.get("states")) p.states = read_bool(*v, "states");
   if (const json* v = top.get("shots"))
@@ -613,7 +607,11 @@ json evaluate(const CircuitProblem& p) {
   const double outputs = static_cast<double>(p.circuit.n_outputs());
   double values = B * outputs;
   if (p.gradients) values += B * outputs * (p.n_inputs + p.n_weights);
-  if (p.states) values += B * std::ldexp(2.0, p.circuit.n_qubits());
+  if (p.states) {
+    const bool dm = p.options.simulator == Simulator::density_matrix ||
+                    (p.options.simulator == Simulator::automatic && p.circuit.is_noisy());
+    values += B * std::ldexp(2.0, (dm ? 2 : 1) * std::min(p.circuit.n_qubits(), 40));
+  }
   if (p.shots) values += B * static_cast<double>(*p.shots);
   expect_result_fits(values, "the batch, shots, qubits with \"states\", or outputs");
   if (p.options.precision == Precision::complex64) return run<float>(p);
@@ -624,6 +622,8 @@ json evaluate(const json& problem) {
   if (check_kind(problem)) return evaluate(parse_lindblad_problem(problem));
   return evaluate(parse_circuit_problem(problem));
 }
+
+NoiseModel parse_noise_model(const json& model) { return read_noise_model(model, ""); }
 
 json gate_catalogue() {
   json all = json::array();

@@ -92,8 +92,9 @@ QFLEET_HD inline void channel_superop(Channel ch, const T* p, Cx<T>* s) {
     case Channel::AmplitudeDamping:
       return relaxation<T>(s, 1, p[0], 0, 1 - p[0], std::sqrt(1 - p[0]));
     case Channel::GeneralizedAmplitudeDamping: {
+      // (gamma, p): relaxation towards the thermal state (1-p, p) (p = excited population).
       const T g = p[0], q = p[1];
-      return relaxation<T>(s, 1 - (1 - q) * g, q * g, (1 - q) * g, 1 - q * g, std::sqrt(1 - g));
+      return relaxation<T>(s, 1 - q * g, (1 - q) * g, q * g, 1 - (1 - q) * g, std::sqrt(1 - g));
     }
     case Channel::PhaseDamping:
       return relaxation<T>(s, 1, 0, 0, 1, std::sqrt(1 - p[0]));
@@ -130,8 +131,8 @@ QFLEET_HD inline void channel_superop_derivative(Channel ch, const T* p, int j, 
       return relaxation<T>(s, 0, 1, 0, -1, -T(0.5) / std::sqrt(1 - p[0]));
     case Channel::GeneralizedAmplitudeDamping: {
       const T g = p[0], q = p[1];
-      if (j == 0) return relaxation<T>(s, -(1 - q), q, 1 - q, -q, -T(0.5) / std::sqrt(1 - g));
-      return relaxation<T>(s, g, g, -g, -g, 0);
+      if (j == 0) return relaxation<T>(s, -q, 1 - q, q, -(1 - q), -T(0.5) / std::sqrt(1 - g));
+      return relaxation<T>(s, -g, -g, g, g, 0);
     }
     case Channel::PhaseDamping:
       return relaxation<T>(s, 0, 0, 0, 0, -T(0.5) / std::sqrt(1 - p[0]));

@@ -30,8 +30,9 @@ inline std::vector<Mat> kraus_of(const std::string& name, const std::vector<doub
   if (name == "PhaseDamping") return {mat2(1, 0, 0, std::sqrt(1 - p[0])), mat2(0, 0, 0, std::sqrt(p[0]))};
   if (name == "GeneralizedAmplitudeDamping") {
     const double g = p[0], q = p[1];
-    return {std::sqrt(q) * mat2(1, 0, 0, std::sqrt(1 - g)), std::sqrt(q) * mat2(0, std::sqrt(g), 0, 0),
-            std::sqrt(1 - q) * mat2(std::sqrt(1 - g), 0, 0, 1), std::sqrt(1 - q) * mat2(0, 0, std::sqrt(g), 0)};
+    // p is the excited population of the thermal state the channel relaxes towards.
+    return {std::sqrt(1 - q) * mat2(1, 0, 0, std::sqrt(1 - g)), std::sqrt(1 - q) * mat2(0, std::sqrt(g), 0, 0),
+            std::sqrt(q) * mat2(std::sqrt(1 - g), 0, 0, 1), std::sqrt(q) * mat2(0, 0, std::sqrt(g), 0)};
   }
   if (name == "ThermalRelaxation") {
     // (pe, t1, t2, tg), t2 <= 2 t1: amplitude damping towards |0> and |1> weighted by
@@ -40,7 +41,7 @@ inline std::vector<Mat> kraus_of(const std::string& name, const std::vector<doub
     const double e1 = std::exp(-tg / t1), e2 = std::exp(-tg / t2), g = 1 - e1;
     // After generalized amplitude damping the coherence is sqrt(e1); dephase the rest.
     const double lam = 1 - (e2 * e2) / e1;  // phase damping with sqrt(1-lam) = e2 / sqrt(e1)
-    std::vector<Mat> gad = kraus_of("GeneralizedAmplitudeDamping", {g, 1 - pe});
+    std::vector<Mat> gad = kraus_of("GeneralizedAmplitudeDamping", {g, pe});
     std::vector<Mat> pd = kraus_of("PhaseDamping", {lam});
     std::vector<Mat> out;
     for (const Mat& a : pd)

@@ -531,6 +531,28 @@ OpenSystemProgram::OpenSystemProgram(const std::string& text)
 
 // ---- calls from C++ ------------------------------------------------------------
 
+Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                const Tensor& weights) {
+  const auto s = check_circuit(*p, "density_matrices", inputs, weights);
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.density_matrices: density-matrix programs run on the cpu; "
+                    "got tensors on ", inputs.device());
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  const int64_t d = int64_t{1} << p->n_qubits();
+  Tensor out = ::torch::empty({s.batch, d, d}, x.options().dtype(x.scalar_type() == ::torch::kFloat64
+                                                                       ? ::torch::kComplexDouble
+                                                                       : ::torch::kComplexFloat));
+  if (s.batch == 0) return out;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_density_matrices", [&] {
+      auto* z = reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr());
+      p->program.density_matrices<scalar_t>(
+          BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+          std::span<std::complex<scalar_t>>(z, static_cast<std::size_t>(out.numel())));
+    });
+  });
+  return out;
+}
+
 Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const Tensor& inputs,
                        const Tensor& weights) {
   static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_kernel)>();
@@ -573,6 +595,15 @@ TORCH_LIBRARY(qfleet, m) {
            })
       .def("isa", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->program.isa(); })
       .def("json", [](const c10::intrusive_ptr<CircuitProgram>& self) { return self->json_text; })
+      .def("simulator",
+           [](const c10::intrusive_ptr<CircuitProgram>& self) {
+             return std::string(qfleet::to_string(self->program.simulator()));
+           })
+      // Final density matrices [B, 2^n, 2^n] (complex; density-matrix programs; not differentiable).
+      .def("density_matrices",
+           [](const c10::intrusive_ptr<CircuitProgram>& self, const torch::Tensor& inputs, const torch::Tensor& weights) {
+             return qfleet::nn::circuit_density_matrices(self, inputs, weights);
+           })
       // Identity (torch's fake-tensor dispatch cache compares its arguments).
       .def("__eq__", [](const c10::intrusive_ptr<CircuitProgram>& self,
                         const c10::intrusive_ptr<CircuitProgram>& other) { return self.get() == other.get(); })

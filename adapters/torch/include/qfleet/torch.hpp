@@ -82,6 +82,11 @@ struct OpenSystemProgram : ::torch::CustomClassHolder {
                               const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
                               const ::torch::Tensor& rates);
 
+// Final density matrices [B, 2^n, 2^n] of a density-matrix program (complex, not
+// differentiable; inputs and weights as circuit_forward's).
+::torch::Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& program,
+                                         const ::torch::Tensor& inputs, const ::torch::Tensor& weights);
+
 // Final states per task (not differentiable; see the op list above).
 ::torch::Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program,
                                  const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
