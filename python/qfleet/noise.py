@@ -80,8 +80,16 @@ def _value(entries, name, path, scale_table=None):
     return None
 
 
-def from_calibration(conf: dict, props: dict, name: str = None, temperature_mk: float = 0.0) -> dict:
-    """A qfleet noise model (docs/noisy.md) from a device's conf and props dictionaries."""
+def from_calibration(conf: dict, props: dict, name: str = None, temperature_mk: float = 0.0,
+                     readout: str = "asymmetric") -> dict:
+    """A qfleet noise model (docs/noisy.md) from a device's conf and props dictionaries.
+
+    readout: "asymmetric" takes prob_meas1_prep0 and prob_meas0_prep1 where the snapshot has
+    them (as Aer's properties-based model does); "symmetric" takes readout_error for both
+    directions (as Aer's NoiseModel.from_backend does for the BackendV2 fake backends, whose
+    Target keeps only that figure)."""
+    if readout not in ("asymmetric", "symmetric"):
+        raise ValueError(f"qfleet.noise: readout must be 'asymmetric' or 'symmetric', got {readout!r}")
     for what, d in (("conf", conf), ("props", props)):
         if not isinstance(d, dict):
             raise CalibrationError(f"qfleet.noise: {what} must be a JSON object, got {type(d).__name__}")
@@ -107,8 +115,8 @@ def from_calibration(conf: dict, props: dict, name: str = None, temperature_mk: 
             d["t2"] = t2
         if f is not None and f > 0:
             d["frequency"] = f
-        p10 = _value(entries, "prob_meas1_prep0", path)
-        p01 = _value(entries, "prob_meas0_prep1", path)
+        p10 = _value(entries, "prob_meas1_prep0", path) if readout == "asymmetric" else None
+        p01 = _value(entries, "prob_meas0_prep1", path) if readout == "asymmetric" else None
         if p10 is None or p01 is None:  # only the symmetric figure: both directions alike
             r = _value(entries, "readout_error", path)
             p10 = p01 = r if r is not None else 0.0
@@ -151,7 +159,7 @@ def from_calibration(conf: dict, props: dict, name: str = None, temperature_mk: 
     return model
 
 
-def from_fake_backend(name: str, temperature_mk: float = 0.0) -> dict:
+def from_fake_backend(name: str, temperature_mk: float = 0.0, readout: str = "asymmetric") -> dict:
     """The noise model of a qiskit-ibm-runtime fake backend by name ("manila", "fake_manila", "FakeManilaV2")."""
     key = _normalise(str(name))
     root = _backends_dir()
@@ -164,7 +172,7 @@ def from_fake_backend(name: str, temperature_mk: float = 0.0) -> dict:
         c, p = json.loads(conf.read_text()), json.loads(props.read_text())
     except json.JSONDecodeError as e:
         raise CalibrationError(f"qfleet.noise: {conf.name} or {props.name} is not valid JSON: {e}") from None
-    return from_calibration(c, p, name=f"fake_{key}", temperature_mk=temperature_mk)
+    return from_calibration(c, p, name=f"fake_{key}", temperature_mk=temperature_mk, readout=readout)
 
 
 def main(argv=None) -> int:
@@ -175,12 +183,13 @@ def main(argv=None) -> int:
     cv.add_argument("backend")
     cv.add_argument("--out", default="-", help="output file (default: stdout)")
     cv.add_argument("--temperature-mk", type=float, default=0.0)
+    cv.add_argument("--readout", choices=["asymmetric", "symmetric"], default="asymmetric")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "list":
             print("\n".join(fake_backends()))
             return 0
-        model = from_fake_backend(a.backend, a.temperature_mk)
+        model = from_fake_backend(a.backend, a.temperature_mk, a.readout)
     except CalibrationError as e:
         print(e, file=sys.stderr)
         return 2
