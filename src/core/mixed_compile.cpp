@@ -79,6 +79,7 @@ kern::DmOp plan_channel(const Operation& op, int n) {
   for (int w : op.wires) bits.push_back(col_bit(n, w));
   d.sup = make_site(bits, 0);
   d.dim = 1 << d.sup.kt;
+  d.population_coherence = op.wires.size() == 1 && op.channel != Channel::Kraus;
   return d;
 }
 
@@ -170,7 +171,7 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   v.dim2 = plan.dim * plan.dim;
   v.n_inputs = plan.n_inputs;
   v.n_weights = plan.n_weights;
-  std::size_t mat_entries = 0;
+  std::size_t mat_entries = 0, dmat_entries = 0;
   int slots = 0;
   const auto& ops = circuit.operations();
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -210,10 +211,16 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
     }
     d.mat_entry = mat_entries;
     mat_entries += std::size_t(entries);
-    // Real flops per sample: a block of dim^2 complex multiply-adds (8 flops) on each
-    // of the 4^n / 2^k_all groups; a gate is two such blocks (rows and columns).
+    d.dmat_entry = dmat_entries;
+    dmat_entries += std::size_t(entries) * std::size_t(d.n_params);
+    d.x_block = !op.is_channel() && (op.gate == Gate::PauliX || op.gate == Gate::CNOT || op.gate == Gate::Toffoli);
+    // Real flops per sample (the thread count reads them): a block of dim^2 complex
+    // multiply-adds (8 flops) on each of the 4^n / 2^k_all groups; a gate is two such
+    // blocks (rows and columns).
     const kern::DmSite& s = op.is_channel() ? d.sup : d.row;
-    const double per = std::ldexp(8.0 * entries, 2 * n - s.k_all) * (op.is_channel() ? 1 : 2);
+    // (a one-wire catalogue channel: 24 flops per group; an X block: a swap, counted as 8)
+    const double per_group = d.population_coherence ? 24.0 : (d.x_block ? 8.0 : 8.0 * entries);
+    const double per = std::ldexp(per_group, 2 * n - s.k_all) * (op.is_channel() ? 1 : 2);
     mp->flops_forward += per;
     mp->flops_adjoint += per * (2 + d.n_params);  // recomputation, lam, a sandwich per parameter
     mp->ops.push_back(d);
@@ -221,6 +228,7 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   }
   v.n_slots = slots;
   v.mat_entries = mat_entries;
+  v.dmat_entries = dmat_entries;
 
   // Outputs: expectation values, then probabilities, then purities.
   mp->readout.clear();

@@ -100,7 +100,8 @@ void execute_mixed(const detail::Plan& plan, const Call<R>& call) {
   const std::size_t partials =
       (adjoint && call.grad_weights && call.reduce_weights) ? (n_tiles * plan.n_weights + 15) / 16 * 16 : 0;
   const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint, ex.segments) + 15) / 16 * 16;
-  const std::size_t total = partials + per_thread * std::size_t(slices);
+  const std::size_t shared = (isa.shared_reals(kp, ex.lanes, adjoint) + 15) / 16 * 16;
+  const std::size_t total = shared + partials + per_thread * std::size_t(slices);
   if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
     throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) + " MiB of workspace (" +
                 std::to_string(slices) + " thread(s) x " + std::to_string(ex.lanes) + " sample(s), " +

@@ -30,6 +30,8 @@ struct MixedIsaKernels {
   void (*run_f64)(const kern::DmPlan&, const Call<double>&, const MixedExec<double>&);
   // Per-thread scratch of a tile, in reals (the weight partials come on top).
   std::size_t (*thread_reals)(const kern::DmPlan&, int lanes, bool adjoint, const kern::DmSegments&);
+  // The call's uniform blocks, shared by the threads, in reals.
+  std::size_t (*shared_reals)(const kern::DmPlan&, int lanes, bool adjoint);
 };
 
 // Runs a call (the state-vector call record: outputs, cotangents, gradients, states =

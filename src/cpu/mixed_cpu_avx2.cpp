@@ -12,6 +12,7 @@ const MixedIsaKernels kMixedKernels_avx2 = {
     &avx2::mixed::run<float, QFLEET_LANES_F32>,
     &avx2::mixed::run<double, QFLEET_LANES_F64>,
     &avx2::mixed::thread_reals,
+    &avx2::mixed::shared_reals,
 };
 
 }  // namespace qfleet::cpu

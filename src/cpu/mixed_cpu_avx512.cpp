@@ -12,6 +12,7 @@ const MixedIsaKernels kMixedKernels_avx512 = {
     &avx512::mixed::run<float, QFLEET_LANES_F32>,
     &avx512::mixed::run<double, QFLEET_LANES_F64>,
     &avx512::mixed::thread_reals,
+    &avx512::mixed::shared_reals,
 };
 
 }  // namespace qfleet::cpu

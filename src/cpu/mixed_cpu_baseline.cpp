@@ -12,6 +12,7 @@ const MixedIsaKernels kMixedKernels_baseline = {
     &baseline::mixed::run<float, QFLEET_LANES_F32>,
     &baseline::mixed::run<double, QFLEET_LANES_F64>,
     &baseline::mixed::thread_reals,
+    &baseline::mixed::shared_reals,
 };
 
 }  // namespace qfleet::cpu

@@ -48,20 +48,38 @@ inline std::size_t thread_reals_impl(const DmPlan& kp, int L, bool adjoint, cons
   return r + 64;
 }
 
+// f(base) for every group of a site: base = the group's index with zeros at the site's
+// bits, plus its control bits. Consecutive bases come from the "increment over the free
+// bits" step next = ((cur | M) + 1) & ~M (M = the site's bits): three instructions per
+// group instead of inserting k zero bits (the inner work of a small block is only a
+// few loads and multiplies). par > 0 splits the groups across that many threads.
 template <class F>
-inline void groups_for(std::uint64_t ng, int par, F&& f) {
+inline void site_groups(const DmSite& site, std::uint64_t dim2, int par, F&& f) {
+  std::uint64_t mask = 0;
+  for (int i = 0; i < site.k_all; ++i) mask |= std::uint64_t{1} << site.pos[i];
+  const std::uint64_t ng = dim2 >> site.k_all;
+  auto run = [&](std::uint64_t g0, std::uint64_t g1) {
+    std::uint64_t cur = kern::insert_zero_bits(g0, site.pos, site.k_all);
+    for (std::uint64_t g = g0; g < g1; ++g) {
+      f(cur | site.ctrl);
+      cur = ((cur | mask) + 1) & ~mask;
+    }
+  };
   if (par > 0) {
-#pragma omp parallel for schedule(static) num_threads(par)
-    for (long long g = 0; g < static_cast<long long>(ng); ++g) f(static_cast<std::uint64_t>(g));
+#pragma omp parallel num_threads(par)
+    {
+      const std::uint64_t nt = static_cast<std::uint64_t>(omp_get_num_threads());
+      const std::uint64_t t = static_cast<std::uint64_t>(omp_get_thread_num());
+      run(ng * t / nt, ng * (t + 1) / nt);
+    }
   } else {
-    for (std::uint64_t g = 0; g < ng; ++g) f(g);
+    run(0, ng);
   }
 }
 
 template <class R, int L, int D, int Mode>
 inline void apply_d(R* s, const DmSite& site, std::uint64_t dim2, const R* m, int par) {
-  groups_for(dim2 >> site.k_all, par, [&](std::uint64_t g) {
-    const std::uint64_t base = kern::dm_group_base(site, g);
+  site_groups(site, dim2, par, [&](std::uint64_t base) {
 #pragma omp simd
     for (int l = 0; l < L; ++l) kern::dm_apply_lane<R, L, D, Mode>(s, site, base, m, l);
   });
@@ -79,16 +97,49 @@ inline void apply_site(R* s, const DmSite& site, int dim, std::uint64_t dim2, co
   }
 }
 
+template <class R, int L>
+inline void apply_swap(R* s, const DmSite& site, std::uint64_t dim2, int par) {
+  site_groups(site, dim2, par, [&](std::uint64_t base) {
+#pragma omp simd
+    for (int l = 0; l < L; ++l) kern::dm_swap_lane<R, L>(s, site, base, l);
+  });
+}
+
+// A gate's row or column side in mode Mode (X blocks by swaps).
+template <class R, int L, int Mode>
+inline void apply_gate_side(R* s, const DmOp& op, const DmSite& site, std::uint64_t dim2, const R* m, int par) {
+  if (op.x_block) return apply_swap<R, L>(s, site, dim2, par);
+  apply_site<R, L, Mode>(s, site, op.dim, dim2, m, par);
+}
+
+// A one-wire catalogue channel (DmOp::population_coherence): 8 real entries.
+template <class R, int L, bool Transpose>
+inline void apply_channel1(R* s, const DmSite& site, std::uint64_t dim2, const R* m, int par) {
+  site_groups(site, dim2, par, [&](std::uint64_t base) {
+#pragma omp simd
+    for (int l = 0; l < L; ++l) kern::dm_channel1_lane<R, L, Transpose>(s, site, base, m, l);
+  });
+}
+
+template <class R, int L>
+inline void sandwich_channel1(const R* lam, const R* x, const DmSite& site, std::uint64_t dim2, const R* m, R* acc) {
+  R loc[L];
+  for (int l = 0; l < L; ++l) loc[l] = 0;
+  site_groups(site, dim2, 0, [&](std::uint64_t base) {
+#pragma omp simd
+    for (int l = 0; l < L; ++l) loc[l] += kern::dm_channel1_sandwich_lane<R, L>(lam, x, site, base, m, l);
+  });
+  for (int l = 0; l < L; ++l) acc[l] += loc[l];
+}
+
 template <class R, int L, int D>
 inline void sandwich_d(const R* lam, const R* x, const DmSite& site, std::uint64_t dim2, const R* m, R* acc) {
   R loc[L];
   for (int l = 0; l < L; ++l) loc[l] = 0;
-  const std::uint64_t ng = dim2 >> site.k_all;
-  for (std::uint64_t g = 0; g < ng; ++g) {
-    const std::uint64_t base = kern::dm_group_base(site, g);
+  site_groups(site, dim2, 0, [&](std::uint64_t base) {
 #pragma omp simd
     for (int l = 0; l < L; ++l) loc[l] += kern::dm_sandwich_lane<R, L, D>(lam, x, site, base, m, l);
-  }
+  });
   for (int l = 0; l < L; ++l) acc[l] += loc[l];
 }
 
@@ -173,12 +224,45 @@ inline void readout_transform(const double* readout, const int* pos, int k, int 
   }
 }
 
+// Whether op's block differs between samples: it reads inputs, or per-sample weights.
+template <class R>
+inline bool per_sample(const DmOp& op, const Call<R>& c) {
+  return (op.reads & kern::kReadsInputs) != 0 || (c.weights_per_sample && (op.reads & kern::kReadsWeights) != 0);
+}
+
+inline std::size_t shared_reals_impl(const DmPlan& kp, int L, bool adjoint) {
+  return (kp.mat_entries + (adjoint ? kp.dmat_entries : 0)) * 2 * L;
+}
+
+// Blocks (and derivative blocks) the same for every sample of the call, computed
+// once per call and broadcast into the L lanes the kernels read.
+template <class R, int L>
+void prepare_uniform(const DmPlan& kp, const Call<R>& c, R* mats, R* dmats) {
+  kern::Cx<double> blk[kMaxEntries];
+  for (int k = 0; k < kp.n_ops; ++k) {
+    const DmOp& op = kp.ops[k];
+    if (per_sample(op, c)) continue;
+    const int entries = op.dim * op.dim;
+    op_block(kp, c, op, 0, -1, blk);
+    for (int l = 0; l < L; ++l) scatter_block<R, L>(mats + op.mat_entry * 2 * L, blk, entries, l);
+    if (dmats == nullptr || op.fixed >= 0) continue;
+    for (int j = 0; j < op.n_params; ++j) {
+      if (kp.params[op.first_param + j].kind == kern::kParamConstant) continue;
+      op_block(kp, c, op, 0, j, blk);
+      R* d = dmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
+      for (int l = 0; l < L; ++l) scatter_block<R, L>(d, blk, entries, l);
+    }
+  }
+}
+
 template <class R, int L>
 struct MixedTile {
   const DmPlan& kp;
   const Call<R>& c;
   const kern::DmSegments& seg;
-  R* partials;  // [n_tiles, n_weights] when reducing weight gradients
+  R* partials;       // [n_tiles, n_weights] when reducing weight gradients
+  const R* umats;    // uniform blocks
+  const R* udmats;   // uniform derivative blocks (adjoint only)
 
   struct Scratch {
     R* rho;
@@ -235,8 +319,9 @@ struct MixedTile {
     kern::Cx<double> blk[kMaxEntries];
     for (int k = 0; k < kp.n_ops; ++k) {
       const DmOp& op = kp.ops[k];
+      if (!per_sample(op, c)) continue;
       for (int l = 0; l < L; ++l) {
-        if (l == 0 || op.fixed < 0) op_block(kp, c, op, t.bl[l], -1, blk);
+        op_block(kp, c, op, t.bl[l], -1, blk);
         scatter_block<R, L>(t.mats + op.mat_entry * 2 * L, blk, op.dim * op.dim, l);
       }
     }
@@ -267,7 +352,9 @@ struct MixedTile {
     }
   }
 
-  const R* block(const DmOp& op, const Scratch& t) const { return t.mats + op.mat_entry * 2 * L; }
+  const R* block(const DmOp& op, const Scratch& t) const {
+    return (per_sample(op, c) ? t.mats : umats) + op.mat_entry * 2 * L;
+  }
 
   // Ops [k0, k1) on rho; with store, the states parameterised ops need go to stored[].
   void forward_range(Scratch& t, int k0, int k1, bool store, int par) const {
@@ -277,12 +364,16 @@ struct MixedTile {
       const R* m = block(op, t);
       const bool keep = store && op.slot >= 0;
       if (op.kind == kern::kDmGate) {
-        apply_site<R, L, kern::kDmConj>(t.rho, op.col, op.dim, kp.dim2, m, par);
+        apply_gate_side<R, L, kern::kDmConj>(t.rho, op, op.col, kp.dim2, m, par);
         if (keep) std::memcpy(t.stored + st() * std::size_t(slot++), t.rho, st() * sizeof(R));
-        apply_site<R, L, kern::kDmN>(t.rho, op.row, op.dim, kp.dim2, m, par);
+        apply_gate_side<R, L, kern::kDmN>(t.rho, op, op.row, kp.dim2, m, par);
       } else {
         if (keep) std::memcpy(t.stored + st() * std::size_t(slot++), t.rho, st() * sizeof(R));
-        apply_site<R, L, kern::kDmN>(t.rho, op.sup, op.dim, kp.dim2, m, par);
+        if (op.population_coherence) {
+          apply_channel1<R, L, false>(t.rho, op.sup, kp.dim2, m, par);
+        } else {
+          apply_site<R, L, kern::kDmN>(t.rho, op.sup, op.dim, kp.dim2, m, par);
+        }
       }
     }
   }
@@ -300,18 +391,28 @@ struct MixedTile {
         for (int j = 0; j < op.n_params; ++j) {
           const int s = op.first_param + j;
           if (!param_wanted(kp, c, s)) continue;
-          for (int l = 0; l < L; ++l) {
-            op_block(kp, c, op, t.bl[l], j, blk);
-            scatter_block<R, L>(t.dblk, blk, op.dim * op.dim, l);
+          const R* d = udmats + (op.dmat_entry + std::size_t(j) * op.dim * op.dim) * 2 * L;
+          if (per_sample(op, c)) {
+            for (int l = 0; l < L; ++l) {
+              op_block(kp, c, op, t.bl[l], j, blk);
+              scatter_block<R, L>(t.dblk, blk, op.dim * op.dim, l);
+            }
+            d = t.dblk;
           }
           for (int l = 0; l < L; ++l) t.acc[l] = 0;
-          sandwich_site<R, L>(t.lam, x, gate ? op.row : op.sup, op.dim, kp.dim2, t.dblk, t.acc);
+          if (op.population_coherence) {
+            sandwich_channel1<R, L>(t.lam, x, op.sup, kp.dim2, d, t.acc);
+          } else {
+            sandwich_site<R, L>(t.lam, x, gate ? op.row : op.sup, op.dim, kp.dim2, d, t.acc);
+          }
           for (int l = 0; l < L; ++l) t.gslot[s * L + l] += (gate ? 2 : 1) * t.acc[l];
         }
       }
       if (gate) {
-        apply_site<R, L, kern::kDmDag>(t.lam, op.row, op.dim, kp.dim2, m, par);
-        apply_site<R, L, kern::kDmTrans>(t.lam, op.col, op.dim, kp.dim2, m, par);
+        apply_gate_side<R, L, kern::kDmDag>(t.lam, op, op.row, kp.dim2, m, par);
+        apply_gate_side<R, L, kern::kDmTrans>(t.lam, op, op.col, kp.dim2, m, par);
+      } else if (op.population_coherence) {
+        apply_channel1<R, L, true>(t.lam, op.sup, kp.dim2, m, par);
       } else {
         apply_site<R, L, kern::kDmDag>(t.lam, op.sup, op.dim, kp.dim2, m, par);
       }
@@ -528,9 +629,13 @@ void run_lanes(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
   const bool adjoint = c.cotangents != nullptr;
   const std::size_t n_tiles = (c.batch + L - 1) / L;
   R* base = ex.work;
+  R* umats = base;
+  R* udmats = adjoint ? base + kp.mat_entries * 2 * L : nullptr;
+  prepare_uniform<R, L>(kp, c, umats, udmats);
+  base += (shared_reals_impl(kp, L, adjoint) + 15) / 16 * 16;
   R* partials = (adjoint && c.grad_weights && c.reduce_weights) ? base : nullptr;
   if (partials) base += (n_tiles * kp.n_weights + 15) / 16 * 16;  // keeps the slices 8-byte aligned
-  const MixedTile<R, L> runner{kp, c, ex.segments, partials};
+  const MixedTile<R, L> runner{kp, c, ex.segments, partials, umats, udmats};
   if (ex.amplitude_parallel) {
     for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, base, ex.threads);
   } else if (ex.threads <= 1) {
@@ -566,5 +671,6 @@ void run(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
 inline std::size_t thread_reals(const DmPlan& kp, int L, bool adjoint, const kern::DmSegments& seg) {
   return thread_reals_impl(kp, L, adjoint, seg);
 }
+inline std::size_t shared_reals(const DmPlan& kp, int L, bool adjoint) { return shared_reals_impl(kp, L, adjoint); }
 
 }  // namespace qfleet::cpu::QFLEET_KERN_ISA::mixed

@@ -71,9 +71,59 @@ QFLEET_HD inline R dm_sandwich_lane(const R* lam, const R* x, const DmSite& site
   return acc;
 }
 
-// Base index of group g of a site.
-QFLEET_HD inline std::uint64_t dm_group_base(const DmSite& site, std::uint64_t g) {
-  return insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+// A gate block that is exactly X on one group: the amplitudes at local indices 0 and
+// 1 swap (in every mode: X is real and symmetric).
+template <class R, int L>
+QFLEET_HD inline void dm_swap_lane(R* s, const DmSite& site, std::uint64_t base, int l) {
+  R* a = s + (base + site.off[0]) * 2 * L;
+  R* b = s + (base + site.off[1]) * 2 * L;
+  const R ar = a[l], ai = a[L + l];
+  a[l] = b[l];
+  a[L + l] = b[L + l];
+  b[l] = ar;
+  b[L + l] = ai;
+}
+
+// A one-wire catalogue channel on one group (DmOp::population_coherence): the real
+// entries S[0][0], S[0][3], S[3][0], S[3][3] mix the populations (local indices 0 = rho00,
+// 3 = rho11) and S[1][1], S[1][2], S[2][1], S[2][2] the coherences (1 = rho01, 2 = rho10);
+// Transpose applies S^T (= S^dag: the entries are real), the adjoint sweep's form.
+template <class R, int L, bool Transpose, int ML = L>
+QFLEET_HD inline void dm_channel1_lane(R* s, const DmSite& site, std::uint64_t base, const R* m, int l) {
+  const int ml = ML == 1 ? 0 : l;
+  auto e = [&](int r, int c) { return Transpose ? m[(c * 4 + r) * 2 * ML + ml] : m[(r * 4 + c) * 2 * ML + ml]; };
+  R* a0 = s + (base + site.off[0]) * 2 * L;
+  R* a1 = s + (base + site.off[1]) * 2 * L;
+  R* a2 = s + (base + site.off[2]) * 2 * L;
+  R* a3 = s + (base + site.off[3]) * 2 * L;
+  const R p0r = a0[l], p0i = a0[L + l], p3r = a3[l], p3i = a3[L + l];
+  const R c1r = a1[l], c1i = a1[L + l], c2r = a2[l], c2i = a2[L + l];
+  const R s00 = e(0, 0), s03 = e(0, 3), s30 = e(3, 0), s33 = e(3, 3);
+  const R s11 = e(1, 1), s12 = e(1, 2), s21 = e(2, 1), s22 = e(2, 2);
+  a0[l] = s00 * p0r + s03 * p3r;
+  a0[L + l] = s00 * p0i + s03 * p3i;
+  a3[l] = s30 * p0r + s33 * p3r;
+  a3[L + l] = s30 * p0i + s33 * p3i;
+  a1[l] = s11 * c1r + s12 * c2r;
+  a1[L + l] = s11 * c1i + s12 * c2i;
+  a2[l] = s21 * c1r + s22 * c2r;
+  a2[L + l] = s21 * c1i + s22 * c2i;
+}
+
+// Re <lam| S |x> on one group for such a channel's (derivative) superoperator S.
+template <class R, int L, int ML = L>
+QFLEET_HD inline R dm_channel1_sandwich_lane(const R* lam, const R* x, const DmSite& site, std::uint64_t base,
+                                             const R* m, int l) {
+  const int ml = ML == 1 ? 0 : l;
+  auto e = [&](int r, int c) { return m[(r * 4 + c) * 2 * ML + ml]; };
+  auto re = [&](const R* v, int r) { return v[(base + site.off[r]) * 2 * L + l]; };
+  auto im = [&](const R* v, int r) { return v[(base + site.off[r]) * 2 * L + L + l]; };
+  const R y0r = e(0, 0) * re(x, 0) + e(0, 3) * re(x, 3), y0i = e(0, 0) * im(x, 0) + e(0, 3) * im(x, 3);
+  const R y3r = e(3, 0) * re(x, 0) + e(3, 3) * re(x, 3), y3i = e(3, 0) * im(x, 0) + e(3, 3) * im(x, 3);
+  const R y1r = e(1, 1) * re(x, 1) + e(1, 2) * re(x, 2), y1i = e(1, 1) * im(x, 1) + e(1, 2) * im(x, 2);
+  const R y2r = e(2, 1) * re(x, 1) + e(2, 2) * re(x, 2), y2i = e(2, 1) * im(x, 1) + e(2, 2) * im(x, 2);
+  return re(lam, 0) * y0r + im(lam, 0) * y0i + re(lam, 3) * y3r + im(lam, 3) * y3i + re(lam, 1) * y1r +
+         im(lam, 1) * y1i + re(lam, 2) * y2r + im(lam, 2) * y2i;
 }
 
 // Term j of Tr(P rho) = sum_j phase(j) rho[j, j^x] (P|j> = phase(j) |j^x>), real part,

@@ -40,12 +40,19 @@ struct DmOp {
   DmSite row, col;  // gates: U on the row bits, conj(U) on the column bits
   DmSite sup;       // channels: the superoperator on row and column bits together
   int dim = 0;      // block dimension: 2^kt of a gate's U, 4 or 16 for a superoperator
+  // A one-wire catalogue channel: its superoperator is real and only mixes the
+  // populations (rho00, rho11) and the coherences (rho01, rho10) among themselves
+  // (kernels/channel_matrix.hpp), so 8 of its 16 entries are applied.
+  bool population_coherence = false;
   int n_params = 0;
   int first_param = 0;     // into DmPlan::params
   int fixed = -1;          // entry offset into DmPlan::fixed_blocks when the block is constant
   std::uint8_t reads = 0;  // ParamReads of its parameters
   int slot = -1;           // index among the ops with a non-constant parameter (stored states)
-  std::size_t mat_entry = 0;  // entry offset of this op's block in a tile's block buffer
+  std::size_t mat_entry = 0;   // entry offset of this op's block in a tile's block buffer
+  std::size_t dmat_entry = 0;  // entry offset of its derivative blocks (one per parameter)
+  // The block is exactly X (PauliX, CNOT, Toffoli): applied as a swap of amplitudes.
+  bool x_block = false;
 };
 
 struct DmPlan {
@@ -76,7 +83,8 @@ struct DmPlan {
   bool amp_normalize = false;
   double amp_pad = 0.0;
   const std::uint64_t* amp_index = nullptr;  // n-bit basis index of embedded amplitude j
-  std::size_t mat_entries = 0;  // size of a tile's block buffer (entries)
+  std::size_t mat_entries = 0;   // size of a tile's block buffer (entries)
+  std::size_t dmat_entries = 0;  // size of the derivative blocks' buffer (entries)
 };
 
 // Stored states for the adjoint sweep: the ops of a call are cut into segments of at
