@@ -97,7 +97,7 @@ TEST(CliErrors, BadProblems) {
       {"gate type", [](json& p) { p["ops"][1]["gate"] = 1; },
        "ops[1].gate: expected a string, got the number 1"},
       {"gate and template", [](json& p) { p["ops"][1]["template"] = "AngleEmbedding"; },
-       "ops[1]: an operation needs exactly one of \"gate\" or \"template\""},
+       "ops[1]: an operation needs exactly one of \"gate\", \"template\" or \"channel\""},
       {"neither gate nor template", [](json& p) { p["ops"][1] = json::object(); },
        "exactly one of"},
       {"op unknown key",
@@ -354,6 +354,47 @@ TEST(CliErrors, BadProblems) {
          p["states"] = true;
        },
        "more than the limit"},
+      // noise (docs/noisy.md)
+      {"unknown channel", [](json& p) { p["ops"].push_back({{"channel", "Depol"}, {"wires", {0}}, {"params", {0.1}}}); },
+       "ops[3].channel: unknown channel 'Depol'; known channels: Depolarizing"},
+      {"channel strength", [](json& p) { p["ops"].push_back({{"channel", "BitFlip"}, {"wires", {1}}, {"params", {1.5}}}); },
+       "ops[3]: BitFlip on wires [1]: p = 1.5 is outside [0, 1]"},
+      {"gate and channel",
+       [](json& p) { p["ops"].push_back({{"channel", "BitFlip"}, {"gate", "RX"}, {"wires", {1}}}); },
+       "ops[3]: an operation needs exactly one of \"gate\", \"template\" or \"channel\""},
+      {"kraus not trace preserving",
+       [](json& p) {
+         p["ops"].push_back(json::parse(R"({"channel": "Kraus", "wires": [0],
+                                            "kraus": [[[[1, 0], [0, 0]], [[0, 0], [0.5, 0]]]]})"));
+       },
+       "ops[3]: Kraus operators are not trace preserving"},
+      {"readout not stochastic",
+       [](json& p) { p["readout_errors"] = json::parse(R"([{"wire": 1, "matrix": [[0.9, 0.1], [0.2, 0.8]]}])"); },
+       "readout_errors[0]: readout error of wire 1: column 0 sums to 1.1"},
+      {"unknown simulator", [](json& p) { p["simulator"] = "dm"; },
+       "simulator: unknown simulator \"dm\"; expected \"automatic\", \"statevector\" or \"density_matrix\""},
+      {"noise model qubits",
+       [](json& p) {
+         p["noise_model"] = json::parse(R"({"qubits": 1, "qubit_properties": [{"t1": 100}]})");
+       },
+       "noise_model: the circuit has 2 qubits but the noise model has 1"},
+      {"noise model t2",
+       [](json& p) {
+         p["noise_model"] = json::parse(R"({"qubits": 2, "qubit_properties": [{"t1": 100}, {"t2": -1}]})");
+       },
+       "noise_model: noise model, qubit 1: t2 must be > 0 ns"},
+      {"noise model gate name",
+       [](json& p) {
+         p["noise_model"] = json::parse(R"({"qubits": 2, "qubit_properties": [{}, {}],
+                                            "gates": [{"gate": "cx", "wires": [0, 1]}]})");
+       },
+       "noise_model.gates[0].gate: unknown gate 'cx'"},
+      {"noise model basis",
+       [](json& p) {
+         p["noise_model"] = json::parse(R"({"name": "dev", "qubits": 2, "qubit_properties": [{}, {}],
+                                            "basis_gates": ["CNOT", "RZ"]})");
+       },
+       "operation 0 (RX on [0]): not a basis gate of device 'dev' (CNOT, RZ)"},
   };
   for (const Case& c : cases) {
     json p = base();

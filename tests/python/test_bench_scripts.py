@@ -1,4 +1,4 @@
-"""The benchmark scripts stay runnable: bench/device_compare.py's smoke run checks
+"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py): bench/device_compare.py's smoke run checks
 qfleet's outputs and gradients against its hand-batched PyTorch implementations
 (an independent reference: batched 2x2 products and CNOT gathers for circuits,
 torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -17,3 +17,13 @@ def test_device_compare_smoke_run_agrees_on_the_cpu():
     for workload in ("target n10 g30 B100 complex128 fwd+bwd", "layer n4 B100 complex64 fwd",
                      "open d2 60seg B100 complex128 fwd+bwd"):
         assert workload in r.stdout, r.stdout
+
+
+def test_noisy_compare_checks_outputs_before_timing():
+    # bench/noisy_compare.py checks qfleet's noisy classifier against default.mixed (outputs
+    # and gradients to 1e-10) and Aer (outputs to 1e-9) and exits 1 on a disagreement.
+    script = SCRIPT.parent / "noisy_compare.py"
+    r = subprocess.run([sys.executable, str(script), "--quick", "--part", "classifier"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "default.mixed / qfleet" in r.stdout
