@@ -1,7 +1,7 @@
-"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py): bench/device_compare.py's smoke run checks
-qfleet's outputs and gradients against its hand-batched PyTorch implementations
-(an independent reference: batched 2x2 products and CNOT gathers for circuits,
-torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
+"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py).
+bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
+hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
+CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
 times anything, and exits non-zero where they disagree."""
 import pathlib
 import subprocess
