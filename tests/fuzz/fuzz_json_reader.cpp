@@ -23,7 +23,9 @@ namespace {
 // Small enough to run in well under a millisecond or so: the fuzzer's time goes to new
 // inputs, and a legitimately long simulation (60 qubits, 10^9 rk4 steps) is not a hang.
 bool small(const qj::CircuitProblem& p, const nlohmann::json& /*doc*/) {
-  return p.circuit.n_qubits() <= 8 && p.batch <= 16 && p.circuit.operations().size() <= 512 &&
+  // Density matrices (noisy circuits) hold 4^n amplitudes: half the qubits.
+  const int max_qubits = p.circuit.is_noisy() || p.options.simulator == qfleet::Simulator::density_matrix ? 4 : 8;
+  return p.circuit.n_qubits() <= max_qubits && p.batch <= 16 && p.circuit.operations().size() <= 512 &&
          (!p.shots || *p.shots <= 4096);
 }
 
