@@ -101,7 +101,7 @@ class Circuit:
 
     # -- noise (docs/noisy.md): a noisy circuit is simulated as density matrices ------
     def channel(self, name: str, wires: Sequence[int], params: Sequence = ()):
-        """A noise channel of the catalogue (`qfleet.CHANNELS`), e.g. channel("Depolarizing", [0], [0.01]);
+        """A noise channel of the catalogue (docs/noisy.md), e.g. channel("Depolarizing", [0], [0.01]);
         parameters may be numbers, qfleet.input(i) or qfleet.weight(j) like gate parameters."""
         op = {"channel": str(name), "wires": [int(w) for w in wires]}
         if params:
