@@ -304,6 +304,7 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   v.amp_index = mp->amp_index.empty() ? nullptr : mp->amp_index.data();
   plan.flops_forward = mp->flops_forward;
   plan.flops_adjoint = mp->flops_adjoint;
+  pack_mixed_plan(*mp);
   plan.mixed = std::move(mp);
 }
 

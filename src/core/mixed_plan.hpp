@@ -2,6 +2,7 @@
 // the arrays it points into), built once by build_mixed_plan (mixed_compile.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,7 +30,20 @@ struct MixedPlan {
   double flops_forward = 0, flops_adjoint = 0;  // real flops per sample
   double state_bytes = 0;  // one density matrix in the program's precision
   kern::DmPlan view;  // points into the vectors above (they move with the plan)
+  // The same plan as one relocatable blob (core/blob.hpp), for a device upload:
+  // `offsets` holds byte offsets into `blob` until dm_view_at relocates them.
+  std::vector<std::byte> blob;
+  kern::DmPlan offsets;
 };
+
+// Op indices where the checkpoint segments of an adjoint sweep begin (and n_ops at the
+// end): segments of at most `per` parameterised ops (kern::DmSegments).
+std::vector<int> cut_dm_segments(const kern::DmPlan& plan, int per);
+
+// Packs mp.view's arrays into mp.blob / mp.offsets (mixed_pack.cpp).
+void pack_mixed_plan(MixedPlan& mp);
+// The plan with its pointers relocated to a copy of the blob at base.
+kern::DmPlan dm_view_at(const kern::DmPlan& offsets, const std::byte* base);
 
 struct Plan;
 // Fills plan's density-matrix part (plan.mixed) and its sizes (n, n_outputs, ...).

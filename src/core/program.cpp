@@ -110,8 +110,9 @@ struct Extents {
 template <class R>
 Extents extents(const detail::Plan& p, const cpu::Call<R>& c) {
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
+  const std::size_t state = p.mixed ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
   return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
-           B * p.dim * 2, c.extra_probs ? B << c.extra_k : 0}};
+           B * state * 2, c.extra_probs ? B << c.extra_k : 0}};
 }
 
 template <class R>
@@ -158,8 +159,7 @@ const void* data_of(std::span<R> s) {
 
 template <class R>
 void run(const detail::Plan& p, const cpu::Call<R>& c, Route r) {
-  if (p.mixed) return cpu::execute_mixed(p, c);
-  if (r == Route::cpu) return cpu::execute(p, c);
+  if (r == Route::cpu) return p.mixed ? cpu::execute_mixed(p, c) : cpu::execute(p, c);
   detail::device_backend()->run(p, c, call_buffers(p, c), r == Route::device_staged, t_cuda_stream);
 }
 
@@ -281,12 +281,14 @@ void Program::density_matrices(const BatchArgs<R>& args, std::span<std::complex<
   if (!plan_->mixed) {
     throw Error("this program simulates state vectors: use states(), or compile with simulator density_matrix");
   }
-  const Checked c = check_args(*plan_, args);
+  cpu::Call<R> call = base_call(args, Checked{});
+  call.states = reinterpret_cast<R*>(out.data());
+  const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
+  const Checked c = check_args(*plan_, args, r != Route::device_buffers);
   expect_size("density_matrices", out.size(), args.batch * plan_->dim * plan_->dim,
               [] { return "([batch, 2^n, 2^n])"; });
-  cpu::Call<R> call = base_call(args, c);
-  call.states = reinterpret_cast<R*>(out.data());
-  run(*plan_, call, Route::cpu);
+  call.weights_per_sample = c.per_sample_weights;
+  run(*plan_, call, r);
 }
 
 template <class R>
@@ -352,13 +354,19 @@ Program compile(const Circuit& circuit, const CompileOptions& options) {
                 "simulator: compile with simulator density_matrix or automatic");
   }
   if (options.simulator == Simulator::density_matrix || (options.simulator == Simulator::automatic && noisy)) {
-    if (options.device == Device::cuda) {
-      throw Error("density-matrix circuits run on the cpu in this version (their kernel bodies are host/device "
-                  "code, but no CUDA launcher for them is built yet): compile with device cpu or automatic");
+    auto plan = std::make_shared<detail::Plan>(circuit);
+    detail::build_mixed_plan(circuit, options, *plan);
+    // The GPU body starts from |0...0><0...0| (kernels/dm_group.hpp): an amplitude-embedded
+    // circuit stays on the cpu (and device cuda says so).
+    if (options.device == Device::cuda && plan->amp.active) {
+      throw Error("density-matrix circuits with AmplitudeEmbedding run on the cpu only; compile with device cpu "
+                  "or automatic");
     }
-    detail::Plan plan(circuit);
-    detail::build_mixed_plan(circuit, options, plan);
-    return Program(std::make_shared<detail::Plan>(std::move(plan)));
+    if (options.device == Device::cuda ||
+        (options.device == Device::automatic && !plan->amp.active && cuda_device_count() > 0)) {
+      plan->resident = detail::prepare_on_device(*plan);
+    }
+    return Program(std::move(plan));
   }
   auto plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
   if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {

@@ -40,22 +40,6 @@ constexpr double kMinFlopsPerThread = 0.5e6;
 // L2 cache as a tile: n <= 6, like the state vector's 12 qubits.
 constexpr int kMaxLaneQubits = 6;
 
-// Segments with at most `per` parameterised ops each; begin[] holds op indices.
-std::vector<int> cut_segments(const kern::DmPlan& kp, int per) {
-  std::vector<int> begin{0};
-  int in_segment = 0;
-  for (int k = 0; k < kp.n_ops; ++k) {
-    if (kp.ops[k].slot < 0) continue;
-    if (in_segment == per) {
-      begin.push_back(k);
-      in_segment = 0;
-    }
-    ++in_segment;
-  }
-  begin.push_back(kp.n_ops);
-  return begin;
-}
-
 }  // namespace
 
 template <class R>
@@ -91,7 +75,7 @@ void execute_mixed(const detail::Plan& plan, const Call<R>& call) {
       ((kp.n_slots + 2) * tile_state * slices > budget || (cap > 0 && cap < kp.n_slots))) {
     int per = static_cast<int>(std::ceil(std::sqrt(double(kp.n_slots))));
     if (cap > 0) per = std::min(per, cap);
-    begin = cut_segments(kp, per);
+    begin = detail::cut_dm_segments(kp, per);
     ex.segments.per_segment = per;
   }
   ex.segments.count = static_cast<int>(begin.size()) - 1;

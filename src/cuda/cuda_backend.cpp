@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/mixed_plan.hpp"
 #include "core/open_plan.hpp"
 #include "core/plan.hpp"
 #include "core/sv_pack.hpp"
 #include "cuda/cuda_staging.hpp"
+#include "cuda/mixed_cuda.hpp"
 #include "cuda/open_cuda.hpp"
 #include "cuda/sv_cuda.hpp"
 #include "qfleet/error.hpp"
@@ -41,6 +43,9 @@ struct SvResident : CudaResident {
 };
 struct OpenResident : CudaResident {
   kern::OpenView view;
+};
+struct MixedResident : CudaResident {
+  kern::DmPlan view;  // the density-matrix plan with device pointers
 };
 
 const SvResident& resident_of(const Plan& p) { return static_cast<const SvResident&>(*p.resident); }
@@ -121,6 +126,51 @@ void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& 
   staged_call.finish();
 }
 
+// ---- density-matrix circuits
+
+// The checkpoint segments of a call on the device: one segment unless one sample's
+// stored states would pass an eighth of the device memory.
+std::vector<int> device_segments(const kern::DmPlan& v, bool adjoint, int real_bytes, const DeviceProps& props,
+                                 kern::DmSegments& seg) {
+  seg.per_segment = v.n_slots;
+  std::vector<int> begin{0, v.n_ops};
+  const double state = 2.0 * double(v.dim2) * real_bytes;
+  if (adjoint && v.n_slots > 1 && (v.n_slots + 2) * state > 0.125 * double(props.total_mem)) {
+    seg.per_segment = static_cast<int>(std::ceil(std::sqrt(double(v.n_slots))));
+    begin = detail::cut_dm_segments(v, seg.per_segment);
+  }
+  seg.count = static_cast<int>(begin.size()) - 1;
+  return begin;
+}
+
+template <class R>
+void run_mixed_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buffers, bool staged, void* stream) {
+  const MixedResident& res = static_cast<const MixedResident&>(*p.resident);
+  DeviceGuard guard(res.device);
+  kern::DmSegments seg;
+  const std::vector<int> begin = device_segments(res.view, c.cotangents != nullptr, int(sizeof(R)), res.props, seg);
+  seg.begin = begin.data();
+  const MixedLaunch shape =
+      mixed_launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, seg, c.extra_k, res.props);
+  expect_fits(shape.work_bytes + (staged ? buffers.total_bytes() + 16 * 8 : 0), res);
+  kern::SvCall<R> k = c;
+  if (!staged) {
+    run_mixed(res.view, k, seg, shape, stream);
+    return;
+  }
+  StagedCall staged_call(stream, buffers);
+  k.inputs = static_cast<const R*>(staged_call.device(0));
+  k.weights = static_cast<const R*>(staged_call.device(1));
+  k.outputs = static_cast<R*>(staged_call.device(2));
+  k.cotangents = static_cast<const R*>(staged_call.device(3));
+  k.grad_inputs = static_cast<R*>(staged_call.device(4));
+  k.grad_weights = static_cast<R*>(staged_call.device(5));
+  k.states = static_cast<R*>(staged_call.device(6));
+  k.extra_probs = static_cast<R*>(staged_call.device(7));
+  run_mixed(res.view, k, seg, shape, stream);
+  staged_call.finish();
+}
+
 // ---- open systems
 
 constexpr int kFirstCap = 64, kMaxCap = 1 << 16;  // dopri5 steps per segment the GPU backward pass holds
@@ -196,6 +246,12 @@ class CudaBackend final : public detail::DeviceBackend {
 
   std::shared_ptr<const detail::Resident> prepare(const Plan& plan) const override {
     const DeviceProps props = visible_device();
+    if (plan.mixed) {
+      auto r = std::make_shared<MixedResident>();
+      upload(*r, plan.mixed->blob, props);
+      r->view = detail::dm_view_at(plan.mixed->offsets, static_cast<const std::byte*>(r->blob));
+      return r;
+    }
     const double real_bytes = plan.precision == Precision::complex64 ? 4.0 : 8.0;
     const double per_circuit = std::ldexp(2.0 * 2.0 * real_bytes, plan.n);  // psi and lam
     if (per_circuit > 0.9 * static_cast<double>(props.total_mem)) {
@@ -224,9 +280,11 @@ class CudaBackend final : public detail::DeviceBackend {
   }
 
   void run(const Plan& p, const cpu::Call<float>& c, const CallBuffers& b, bool staged, void* s) const override {
+    if (p.mixed) return run_mixed_call(p, c, b, staged, s);
     run_circuits_call(p, c, b, staged, s);
   }
   void run(const Plan& p, const cpu::Call<double>& c, const CallBuffers& b, bool staged, void* s) const override {
+    if (p.mixed) return run_mixed_call(p, c, b, staged, s);
     run_circuits_call(p, c, b, staged, s);
   }
   void run(const OpenPlan& p, const cpu::OpenCall<float>& c, const CallBuffers& b, bool staged,
@@ -239,6 +297,16 @@ class CudaBackend final : public detail::DeviceBackend {
   }
 
   std::string describe(const Plan& p, std::size_t batch, bool adjoint) const override {
+    if (p.mixed) {
+      const MixedResident& res = static_cast<const MixedResident&>(*p.resident);
+      const int real = p.precision == Precision::complex64 ? 4 : 8;
+      kern::DmSegments seg;
+      const std::vector<int> begin = device_segments(res.view, adjoint, real, res.props, seg);
+      const MixedLaunch s = mixed_launch_shape(res.view, batch, real, adjoint, seg, 0, res.props);
+      return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
+             std::to_string(s.blocks) + " blocks, " + std::to_string(s.work_bytes >> 20) +
+             " MiB global scratch on " + res.device_name;
+    }
     const SvResident& res = resident_of(p);
     const LaunchShape s = launch_shape(res.view, batch, p.precision == Precision::complex64 ? 4 : 8, adjoint,
                                        res.props, requested_strategy());

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_groups.cuh"
 #include "cuda/sv_cuda.hpp"
 #include "kernels/sv_group.hpp"
 #include "kernels/sv_lanes.hpp"
@@ -66,24 +67,6 @@ struct LaneGroup {  // 2^n consecutive lanes of a warp holding one circuit (kern
   }
 };
 
-template <class R>
-struct BlockGroup {  // the whole block (blockDim.x a multiple of 32)
-  int r, n;
-  R* scratch;  // 32 entries of shared memory
-  __device__ int rank() const { return r; }
-  __device__ int size() const { return n; }
-  __device__ void sync() const { __syncthreads(); }
-  __device__ R sum(R v) const {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if ((r & 31) == 0) scratch[r >> 5] = v;
-    __syncthreads();
-    R t = 0;
-    for (int w = 0; w < (n >> 5); ++w) t += scratch[w];  // fixed order: deterministic
-    __syncthreads();
-    return t;
-  }
-  __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
-};
 
 template <class R>
 __global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::size_t n_blocks) {

@@ -1,0 +1,33 @@
+// The cuda seam of density-matrix circuits (C++17, like sv_cuda.hpp): a thread block
+// per sample runs kernels/dm_group.hpp's body, with each block's scratch (rho, lambda,
+// the stored and checkpointed states) in global memory. Throws qfleet::Error with the
+// CUDA error's text on failure.
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/sv_cuda.hpp"
+#include "kernels/dm_plan.hpp"
+#include "kernels/sv_plan.hpp"
+
+namespace qfleet::gpu {
+
+struct MixedLaunch {
+  int threads = 128;                 // per block (whole warps: BlockGroup's sums)
+  std::size_t blocks = 1;            // concurrent samples (a grid-stride loop covers the batch)
+  std::size_t per_block_reals = 0;   // scratch of one block
+  std::size_t work_bytes = 0;        // all blocks' scratch + the segment table
+};
+
+// Blocks: the batch, capped so the scratch stays within a quarter of the device memory
+// and at 4 blocks per SM. Throws when one sample's scratch does not fit.
+MixedLaunch mixed_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
+                               const kern::DmSegments& seg, int extra_k, const DeviceProps& dev);
+
+// Enqueues one call on `stream` (device pointers; reduced weight gradients zeroed
+// here). seg.begin is a host array: it is copied into the call's workspace.
+template <class R>
+void run_mixed(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const kern::DmSegments& seg,
+               const MixedLaunch& shape, void* stream);
+
+}  // namespace qfleet::gpu
