@@ -79,4 +79,17 @@ TEST(MixedCuda, AmplitudeEmbeddingStaysOnTheCpu) {
   EXPECT_EQ(qfleet::compile(c, o).cuda_device(), -1);
 }
 
+TEST(MixedCuda, WithoutAGpuCudaIsAClearErrorAndAutomaticIsTheCpu) {
+  if (qfleet::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible; MixedCuda.MatchesTheCpuExecutor runs";
+  qfleet::CompileOptions o;
+  o.device = qfleet::Device::cuda;
+  const std::string e = qfleet_test::error_of([&] { qfleet::compile(noisy(), o); });
+  EXPECT_TRUE(e.find("no CUDA device is visible") != std::string::npos || e.find("no CUDA backend") != std::string::npos)
+      << e;
+  o.device = qfleet::Device::automatic;
+  const qfleet::Program p = qfleet::compile(noisy(), o);
+  EXPECT_EQ(p.cuda_device(), -1);
+  EXPECT_EQ(p.execution(100, true).rfind("cpu ", 0), 0u) << p.execution(100, true);
+}
+
 }  // namespace

@@ -534,8 +534,8 @@ OpenSystemProgram::OpenSystemProgram(const std::string& text)
 Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                                 const Tensor& weights) {
   const auto s = check_circuit(*p, "density_matrices", inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.density_matrices: density-matrix programs run on the cpu; "
-                    "got tensors on ", inputs.device());
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.density_matrices: takes CPU tensors (the result is "
+                    "4^n values per sample; move inputs and weights to the cpu), got tensors on ", inputs.device());
   const Tensor x = inputs.contiguous(), w = weights.contiguous();
   const int64_t d = int64_t{1} << p->n_qubits();
   Tensor out = ::torch::empty({s.batch, d, d}, x.options().dtype(x.scalar_type() == ::torch::kFloat64
