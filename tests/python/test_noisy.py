@@ -272,3 +272,16 @@ def test_noise_model_cli_and_errors(qfleet, tmp_path):
     prog = qfleet.Circuit(1).channel("BitFlip", [0], [qfleet.input(0)]).probs([0]).compile()
     with pytest.raises(RuntimeError, match="sample 1: BitFlip on wires \\[0\\]"):
         qfleet.circuit_forward(prog, torch.tensor([[0.1], [float("1.2")]], dtype=F64), torch.zeros(0, dtype=F64))
+
+
+def test_docs_python_snippet_runs(qfleet):
+    # docs/noisy.md's Python example, run as written (so the page cannot drift).
+    import pathlib
+    import re
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "noisy.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    env = {}
+    exec(code, env)  # noqa: S102 - our own documentation
+    layer = env["layer"]
+    out = layer(torch.zeros(3, 0, dtype=F64))
+    assert out.shape == (3, 4) and abs(out.sum().item() - 3.0) < 1e-12  # probabilities of 3 samples
