@@ -30,6 +30,26 @@ std::string gib(double bytes) {
   return buf;
 }
 
+AmpEmbedPlan plan_amplitude_embedding(const Circuit& circuit) {
+  AmpEmbedPlan amp;
+  const auto& a = circuit.amplitude_embedding_spec();
+  if (!a) return amp;
+  amp.active = true;
+  amp.first_input = a->first_input;
+  amp.n_features = a->n_features;
+  amp.normalize = a->normalize;
+  amp.pad = a->pad_with;
+  const int n = circuit.n_qubits(), k = static_cast<int>(a->wires.size());
+  for (std::uint64_t j = 0; j < (std::uint64_t{1} << k); ++j) {
+    std::uint64_t idx = 0;  // amplitude j: bit t of j (from the top) on wire a->wires[t]
+    for (int t = 0; t < k; ++t) {
+      if ((j >> (k - 1 - t)) & 1) idx |= std::uint64_t{1} << kern::bit_of_wire(n, a->wires[std::size_t(t)]);
+    }
+    amp.index.push_back(idx);
+  }
+  return amp;
+}
+
 namespace {
 
 kern::OpDesc plan_op(const Operation& op, int n, SvPlanParts& parts) {
@@ -160,21 +180,7 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   parts.probs_begin.push_back(static_cast<int>(parts.probs_pos.size()));
   plan.n_outputs = static_cast<int>(col);
 
-  if (const auto& a = circuit.amplitude_embedding_spec()) {
-    plan.amp.active = true;
-    plan.amp.first_input = a->first_input;
-    plan.amp.n_features = a->n_features;
-    plan.amp.normalize = a->normalize;
-    plan.amp.pad = a->pad_with;
-    const int k = static_cast<int>(a->wires.size());
-    for (std::uint64_t j = 0; j < (std::uint64_t{1} << k); ++j) {
-      std::uint64_t idx = 0;
-      for (int t = 0; t < k; ++t) {
-        if ((j >> (k - 1 - t)) & 1) idx |= std::uint64_t{1} << kern::bit_of_wire(plan.n, a->wires[t]);
-      }
-      plan.amp.index.push_back(idx);
-    }
-  }
+  plan.amp = plan_amplitude_embedding(circuit);
   pack_sv_plan(plan, parts);
   return plan;
 }

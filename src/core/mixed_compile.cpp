@@ -266,25 +266,13 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   plan.n_outputs = col;
   plan.n_expvals = v.n_expvals;
 
+  plan.amp = plan_amplitude_embedding(circuit);
   if (const auto& a = circuit.amplitude_embedding_spec()) {
-    plan.amp.active = true;
-    plan.amp.first_input = a->first_input;
-    plan.amp.n_features = a->n_features;
-    plan.amp.normalize = a->normalize;
-    plan.amp.pad = a->pad_with;
-    const int k = static_cast<int>(a->wires.size());
-    for (std::uint64_t j = 0; j < (std::uint64_t{1} << k); ++j) {
-      std::uint64_t idx = 0;
-      for (int t = 0; t < k; ++t) {
-        if ((j >> (k - 1 - t)) & 1) idx |= std::uint64_t{1} << kern::bit_of_wire(n, a->wires[std::size_t(t)]);
-      }
-      plan.amp.index.push_back(idx);
-    }
     mp->amp_index = plan.amp.index;
     v.amp = true;
     v.amp_first_input = a->first_input;
     v.amp_n_features = a->n_features;
-    v.amp_len = 1 << k;
+    v.amp_len = static_cast<int>(plan.amp.index.size());
     v.amp_normalize = a->normalize;
     v.amp_pad = a->pad_with;
   }

@@ -53,6 +53,9 @@ struct Plan {
 };
 
 Plan build_plan(const Circuit& circuit, const CompileOptions& options);
+// The AmplitudeEmbedding's basis indices (n-bit, wire 0 most significant), shared by
+// the state-vector and density-matrix planners.
+AmpEmbedPlan plan_amplitude_embedding(const Circuit& circuit);
 
 // Bytes of physical memory (for "will it fit" checks).
 std::size_t physical_memory_bytes();
