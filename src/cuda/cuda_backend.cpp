@@ -99,6 +99,20 @@ Strategy requested_strategy() {
   return env == nullptr || *env == 0 ? Strategy::automatic : parse_strategy(env);
 }
 
+// A circuit call's buffers swapped for their staged device copies (CallBuffers order:
+// program.cpp's call_buffers), for state-vector and density-matrix calls alike.
+template <class R>
+void on_staged_buffers(kern::SvCall<R>& k, StagedCall& staged_call) {
+  k.inputs = static_cast<const R*>(staged_call.device(0));
+  k.weights = static_cast<const R*>(staged_call.device(1));
+  k.outputs = static_cast<R*>(staged_call.device(2));
+  k.cotangents = static_cast<const R*>(staged_call.device(3));
+  k.grad_inputs = static_cast<R*>(staged_call.device(4));
+  k.grad_weights = static_cast<R*>(staged_call.device(5));
+  k.states = static_cast<R*>(staged_call.device(6));
+  k.extra_probs = static_cast<R*>(staged_call.device(7));
+}
+
 template <class R>
 void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buffers, bool staged,
                        void* stream) {
@@ -114,14 +128,7 @@ void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& 
   }
   // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync.
   StagedCall staged_call(stream, buffers);
-  k.inputs = static_cast<const R*>(staged_call.device(0));
-  k.weights = static_cast<const R*>(staged_call.device(1));
-  k.outputs = static_cast<R*>(staged_call.device(2));
-  k.cotangents = static_cast<const R*>(staged_call.device(3));
-  k.grad_inputs = static_cast<R*>(staged_call.device(4));
-  k.grad_weights = static_cast<R*>(staged_call.device(5));
-  k.states = static_cast<R*>(staged_call.device(6));
-  k.extra_probs = static_cast<R*>(staged_call.device(7));
+  on_staged_buffers(k, staged_call);
   run_circuits(res.view, k, shape, stream);
   staged_call.finish();
 }
@@ -159,14 +166,7 @@ void run_mixed_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buf
     return;
   }
   StagedCall staged_call(stream, buffers);
-  k.inputs = static_cast<const R*>(staged_call.device(0));
-  k.weights = static_cast<const R*>(staged_call.device(1));
-  k.outputs = static_cast<R*>(staged_call.device(2));
-  k.cotangents = static_cast<const R*>(staged_call.device(3));
-  k.grad_inputs = static_cast<R*>(staged_call.device(4));
-  k.grad_weights = static_cast<R*>(staged_call.device(5));
-  k.states = static_cast<R*>(staged_call.device(6));
-  k.extra_probs = static_cast<R*>(staged_call.device(7));
+  on_staged_buffers(k, staged_call);
   run_mixed(res.view, k, seg, shape, stream);
   staged_call.finish();
 }
