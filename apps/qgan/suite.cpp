@@ -1,0 +1,99 @@
+// The benchmark suite end to end (suite.hpp).
+#include "suite.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "json_io.hpp"
+#include "qfleet/json_problem.hpp"
+#include "qfleet/train.hpp"
+
+extern char** environ;
+
+namespace qfleet::qgan {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+SuiteConfig default_suite() {
+  SuiteConfig s;
+  s.qgan.target.name = "gaussian2d";
+  s.qgan.epochs = 1000;
+  s.tournament.qubits = 6;
+  return s;
+}
+
+namespace {
+
+// Runs `python -m qfleet.qgan.plot out`; returns its exit status (127: could not start).
+int run_figures(const std::string& python, const std::string& out) {
+  std::vector<std::string> args = {python, "-m", "qfleet.qgan.plot", out};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 127;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+json run_suite(const SuiteConfig& cfg) {
+  const auto t0 = Clock::now();
+  SuiteConfig c = cfg;
+  c.qgan.out = (fs::path(c.out) / "qgan").string();
+  c.qgan.progress = c.progress;
+  c.tournament.out = (fs::path(c.out) / "tournament").string();
+  c.tournament.generator_report = (fs::path(c.qgan.out) / "report.json").string();
+  c.tournament.progress = c.progress;
+  validate(c.qgan);
+  validate(c.tournament);
+  json summary;
+  summary["app"] = "qfleet-qgan suite";
+  summary["config"] = {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}};
+
+  if (c.progress) std::fprintf(stderr, "[1/3] qGAN: %s, %lld epochs\n", c.qgan.target.name.c_str(), static_cast<long long>(c.qgan.epochs));
+  const auto t1 = Clock::now();
+  const json r = train(c.qgan);
+  const double s_qgan = std::chrono::duration<double>(Clock::now() - t1).count();
+  if (c.progress) std::fprintf(stderr, "[2/3] tournament\n");
+  const auto t2 = Clock::now();
+  const json t = run_tournament(c.tournament);
+  const double s_tour = std::chrono::duration<double>(Clock::now() - t2).count();
+  double s_fig = 0;
+  int fig_status = -1;
+  if (c.figures) {
+    if (c.progress) std::fprintf(stderr, "[3/3] figures: %s -m qfleet.qgan.plot %s\n", c.python.c_str(), c.out.c_str());
+    const auto t3 = Clock::now();
+    fig_status = run_figures(c.python, c.out);
+    s_fig = std::chrono::duration<double>(Clock::now() - t3).count();
+  }
+  summary["qgan"] = {{"report", (fs::path(c.qgan.out) / "report.json").string()},
+                     {"target", r["target"]["name"]},
+                     {"epochs", r["final"]["epochs"]},
+                     {"kl", r["final"]["kl"]},
+                     {"ks", r["final"]["ks"]},
+                     {"best_kl", r["final"]["best_kl"]},
+                     {"seconds", s_qgan}};
+  summary["tournament"] = {{"report", (fs::path(c.tournament.out) / "tournament.json").string()},
+                           {"devices", t["devices"].size()},
+                           {"circuits", t["circuits"].size()},
+                           {"pairs", t["pairs"].size()},
+                           {"ranking", t["ranking"]},
+                           {"seconds", s_tour}};
+  summary["figures"] = {{"command", c.python + " -m qfleet.qgan.plot " + c.out},
+                        {"ran", c.figures},
+                        {"exit_status", fig_status},
+                        {"seconds", s_fig}};
+  summary["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  train::write_file_atomic((fs::path(c.out) / "summary.json").string(), json_problem::dump(summary, 1));
+  return summary;
+}
+
+}  // namespace qfleet::qgan
