@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the JSON readers' libFuzzer targets (tests/fuzz) for a bounded time each:
+# Runs the JSON readers' and the PGM reader's libFuzzer targets (tests/fuzz) for a bounded time each:
 #   scripts/fuzz.sh BUILD_DIR [SECONDS=60]
 # BUILD_DIR is a clang build with -DQFLEET_FUZZ=ON (scripts/test.sh makes build-fuzz).
 # Each reader starts from its seeds (tests/fuzz/seeds/<kind>) and keeps what it
@@ -13,12 +13,13 @@ build=${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 build=$(cd "$build" && pwd)
 rc=0
-for kind in circuit lindblad; do
+for target in circuit_json lindblad_json pgm; do
+  kind=${target%_json}
   corpus="$build/corpus-$kind"
   mkdir -p "$corpus"
   log="$build/fuzz-$kind.log"
   if (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        "$build/tests/fuzz/fuzz_${kind}_json" "$corpus" "$root/tests/fuzz/seeds/$kind" \
+        "$build/tests/fuzz/fuzz_${target}" "$corpus" "$root/tests/fuzz/seeds/$kind" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=8192 -print_final_stats=1 \
         >"$log" 2>&1); then
     echo "fuzz $kind: no crash in $seconds s; $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs run, corpus $(ls "$corpus" | wc -l) files"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "circuits.hpp"
+#include "qfleet/program.hpp"
 #include "targets.hpp"
 
 namespace qfleet::qgan {
@@ -48,6 +49,13 @@ void validate(const TrainConfig& c);
 
 // The discriminator widths used for a target when none are given.
 std::vector<int64_t> default_hidden(const Target& t);
+
+// The gradient of sum_x p_w(x) reward(x) for the generator program `prog` (weights w,
+// each driving one RY or RZ gate with scale 1) by the parameter-shift rule, every
+// expectation estimated from `shots` seeded samples: all 2P shifted circuits in one
+// batched sampling call (what the shots mode's generator step uses).
+std::vector<double> parameter_shift_gradient(const Program& prog, const std::vector<double>& w,
+                                             const std::vector<double>& reward, int64_t shots, uint64_t seed);
 
 // Trains; writes <out>/report.json, history.json, checkpoint.pt and prints progress.
 // Returns the report (schema in docs/qgan.md).

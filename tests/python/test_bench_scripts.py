@@ -1,4 +1,4 @@
-"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py).
+"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py).
 bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -27,3 +27,14 @@ def test_noisy_compare_checks_outputs_before_timing():
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "default.mixed / qfleet" in r.stdout
+
+
+def test_qgan_compare_checks_generators_before_timing():
+    # bench/qgan_compare.py checks every generator's probabilities and loss_G gradient against
+    # qfleet's (PennyLane and Qiskit ML's SamplerQNN to 1e-10 / 1e-8; TorchConnector to float32
+    # rounding) and exits 1 on a disagreement; a missing PennyLane or Qiskit only skips its rows.
+    script = SCRIPT.parent / "qgan_compare.py"
+    r = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "qGAN epoch" in r.stdout and "epoch ms" in r.stdout, r.stdout
+    assert any(line.startswith("qfleet ") and " 1.0x" in line for line in r.stdout.splitlines()), r.stdout

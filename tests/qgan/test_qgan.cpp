@@ -335,6 +335,28 @@ TEST(QganTrain, ShotsAndANoiseModel) {
   fs::remove_all(d);
 }
 
+TEST(QganTrain, ParameterShiftFromShotsMatchesTheAdjointGradient) {
+  // The shots mode's generator gradient against the engine's exact vector-Jacobian product,
+  // noiseless and on a device (the weights then drive RZ gates followed by channels).
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<double> u(-M_PI, M_PI), r(-1, 0);
+  const Circuit g = generator_circuit({3, 2});
+  const LoweredCircuit low = lower_to_device(g, device("fake_lagos"));
+  for (const auto& prog : {qfleet::compile(g), qfleet::compile(qfleet::apply_noise_model(low.circuit, low.model))}) {
+    std::vector<double> w(std::size_t(prog.n_weights())), reward(std::size_t(prog.n_outputs()));
+    for (double& v : w) v = u(rng);
+    for (double& v : reward) v = r(rng);  // log D is negative
+    std::vector<double> exact(w.size());
+    prog.vjp(qfleet::BatchArgs<double>{1, {}, w}, std::span<const double>(reward),
+             qfleet::Gradients<double>{{}, std::span<double>(exact)});
+    const int64_t shots = int64_t{1} << 18;
+    const auto est = parameter_shift_gradient(prog, w, reward, shots, 5);
+    // Each expectation's standard deviation is at most max|reward| / sqrt(shots); the
+    // difference of two, halved, at most 1 / sqrt(2 shots) = 0.0014: allow 5 of them.
+    for (std::size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(est[j], exact[j], 5 / std::sqrt(2.0 * double(shots))) << j;
+  }
+}
+
 // ---- tournament ------------------------------------------------------------------
 
 TEST(QganTournament, PairsAreSymmetricAndTheIdealDeviceIsExact) {
