@@ -77,17 +77,6 @@ struct StepClock {
   }
 };
 
-torch::Device pick_device(const std::string& d, std::string& why) {
-  const bool has_cuda = torch::cuda::is_available();
-  if (d == "cuda" && !has_cuda) throw std::invalid_argument("device = cuda, but torch sees no CUDA device");
-  if (d == "cuda" || (d == "auto" && has_cuda)) {
-    why = d == "auto" ? "auto: a CUDA device is visible" : "asked for";
-    return torch::Device(torch::kCUDA, 0);
-  }
-  why = d == "auto" ? "auto: no CUDA device is visible" : "asked for";
-  return torch::kCPU;
-}
-
 // Images as the network's input: [N, 1, H, W] float32, standardised with the training
 // split's mean and standard deviation (computed once, reported).
 torch::Tensor as_input(const torch::Tensor& u8, double mean, double std) {
@@ -106,7 +95,7 @@ json run(const Config& cfg_in) {
     cfg.model.circuit_json.assign(std::istreambuf_iterator<char>(f), {});
   }
   std::string device_why;
-  const torch::Device device = pick_device(cfg.device, device_why);
+  const torch::Device device = train::device_from_setting(cfg.device, &device_why);
   cfg.model.cuda = device.is_cuda();
   // The runtime's rule: the CNN under autocast where it pays (BF16 on GPUs of compute
   // capability >= 8, FP32 on the CPU); the circuit keeps its program's precision.

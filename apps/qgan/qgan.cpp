@@ -101,17 +101,6 @@ torch::nn::Sequential make_discriminator(int64_t in, const std::vector<int64_t>&
   return d;
 }
 
-torch::Device pick_device(const std::string& d, std::string& why) {
-  const bool has_cuda = torch::cuda::is_available();
-  if (d == "cuda" && !has_cuda) throw std::invalid_argument("device = cuda, but torch sees no CUDA device");
-  if (d == "cuda" || (d == "auto" && has_cuda)) {
-    why = d == "auto" ? "auto: a CUDA device is visible" : "asked for";
-    return torch::Device(torch::kCUDA, 0);
-  }
-  why = d == "auto" ? "auto: no CUDA device is visible" : "asked for";
-  return torch::kCPU;
-}
-
 // Seeded shots of the generator at each row of `weights` [rows, P], as histograms [rows, K].
 torch::Tensor shot_histograms(const Program& prog, const torch::Tensor& weights, int64_t shots, uint64_t seed, int64_t k) {
   const torch::Tensor w = weights.to(torch::kFloat64).contiguous();
@@ -158,7 +147,7 @@ json train(const TrainConfig& cfg_in) {
   if (cfg.reps < 0) cfg.reps = std::max(2, target.n_qubits - 2);
   if (cfg.precision == "complex64" && cfg.shots > 0) throw std::invalid_argument("shots mode samples in complex128; leave precision at complex128");
   std::string device_why;
-  const torch::Device device = pick_device(cfg.device, device_why);
+  const torch::Device device = train::device_from_setting(cfg.device, &device_why);
   const train::PrecisionPolicy precision = train::precision_policy(device);
   train::apply_backend_switches(precision);
 

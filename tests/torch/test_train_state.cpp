@@ -270,6 +270,24 @@ TEST(TrainResources, DeviceChoiceTimesEachCandidateAndSkipsOnesThatFail) {
   EXPECT_NE(c.reason.find("skipped (no such device here)"), std::string::npos) << c.reason;
 }
 
+TEST(TrainResources, DeviceFromSettingNamesItsReason) {
+  std::string why;
+  EXPECT_TRUE(tr::device_from_setting("cpu", &why).is_cpu());
+  EXPECT_EQ(why, "asked for");
+  const bool gpu = torch::cuda::is_available();
+  EXPECT_EQ(tr::device_from_setting("auto", &why).is_cuda(), gpu);
+  EXPECT_EQ(why, gpu ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible");
+  if (!gpu) {
+    EXPECT_THROW(tr::device_from_setting("cuda"), std::invalid_argument);
+  }
+  try {
+    tr::device_from_setting("gpu");
+    FAIL() << "an unknown device name was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu, cuda or auto"), std::string::npos);
+  }
+}
+
 }  // namespace
 
 namespace {

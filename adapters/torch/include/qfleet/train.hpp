@@ -279,6 +279,11 @@ DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(co
                            const std::vector<torch::Device>& candidates, int64_t warmup = 2, int64_t steps = 5);
 // The devices this process can use: the CPU and each visible CUDA device.
 std::vector<torch::Device> available_devices();
+// The device an app's `device` setting names: "cpu", "cuda" (CUDA device 0) or "auto"
+// (CUDA device 0 when torch sees one, else the CPU); `why` (if given) gets the reason in
+// words for the report. std::invalid_argument for "cuda" where torch sees no CUDA device,
+// and for any other name.
+torch::Device device_from_setting(const std::string& setting, std::string* why = nullptr);
 
 // ---- multi-process data parallel (distributed.cpp, launch.cpp) -------------------
 //

@@ -179,6 +179,17 @@ std::vector<torch::Device> available_devices() {
   return d;
 }
 
+torch::Device device_from_setting(const std::string& setting, std::string* why) {
+  if (setting != "cpu" && setting != "cuda" && setting != "auto")
+    throw std::invalid_argument("device \"" + setting + "\": cpu, cuda or auto");
+  const bool has_cuda = torch::cuda::is_available();
+  if (setting == "cuda" && !has_cuda) throw std::invalid_argument("device = cuda, but torch sees no CUDA device");
+  const bool cuda = setting == "cuda" || (setting == "auto" && has_cuda);
+  if (why != nullptr)
+    *why = setting != "auto" ? "asked for" : cuda ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible";
+  return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+}
+
 DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(const torch::Device&)>& make_step,
                            const std::vector<torch::Device>& candidates, int64_t warmup, int64_t steps) {
   if (candidates.empty()) throw std::invalid_argument("device = auto: no candidate devices");
