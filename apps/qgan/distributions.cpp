@@ -225,11 +225,12 @@ Estimate bootstrap(const std::vector<uint64_t>& a, const std::vector<uint64_t>& 
   if (!(level > 0 && level < 1)) throw std::invalid_argument("bootstrap: level must be in (0, 1)");
   const Distribution ha = histogram(a, k), hb = histogram(b, k);
   Estimate e;
-  e.value = f(ha, hb);
+  e.plug_in = f(ha, hb);
   e.level = level;
   e.resamples = resamples;
   std::vector<double> stats(static_cast<std::size_t>(resamples));
-  for (auto& s : stats) s = f(resample(ha, a.size(), rng), resample(hb, b.size(), rng));
+  double mean = 0;
+  for (auto& s : stats) mean += (s = f(resample(ha, a.size(), rng), resample(hb, b.size(), rng))) / double(resamples);
   std::sort(stats.begin(), stats.end());
   auto quantile = [&](double u) {  // linear interpolation between order statistics (numpy's default)
     const double pos = u * double(stats.size() - 1);
@@ -237,8 +238,9 @@ Estimate bootstrap(const std::vector<uint64_t>& a, const std::vector<uint64_t>& 
     const double frac = pos - double(i);
     return i + 1 < stats.size() ? stats[i] * (1 - frac) + stats[i + 1] * frac : stats[i];
   };
-  e.low = quantile((1 - level) / 2);
-  e.high = quantile((1 + level) / 2);
+  e.value = std::max(0.0, 2 * e.plug_in - mean);
+  e.low = std::max(0.0, 2 * e.plug_in - quantile((1 + level) / 2));
+  e.high = std::max(0.0, 2 * e.plug_in - quantile((1 - level) / 2));
   return e;
 }
 

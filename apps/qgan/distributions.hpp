@@ -69,16 +69,23 @@ std::pair<double, double> lr_test_error_rates(const Distribution& p, const Distr
 // Empirical distribution of outcome indices (each < k).
 Distribution histogram(const std::vector<uint64_t>& outcomes, std::size_t k);
 
-// A statistic estimated from finite shots, with a percentile bootstrap interval.
+// A statistic estimated from finite shots, with a bootstrap interval. Plug-in distances
+// between histograms are biased upwards (sampling noise alone makes two histograms of
+// one distribution differ), the more so the closer the distributions and the more
+// outcomes, so the estimate and interval are the bootstrap's bias-corrected ones:
+// value = 2 t - mean(t*), and the basic ("reverse percentile") interval
+// [2 t - q_hi, 2 t - q_lo], with t the plug-in statistic, t* its resamples and q their
+// (1 +- level) / 2 quantiles (Davison & Hinkley 1997, sec. 5.2); both clamped at 0.
 struct Estimate {
-  double value = 0;          // the statistic of the observed samples
-  double low = 0, high = 0;  // the (1 - level) / 2 and (1 + level) / 2 bootstrap quantiles
+  double value = 0;          // bias-corrected
+  double plug_in = 0;        // the statistic of the observed histograms
+  double low = 0, high = 0;  // the basic bootstrap interval
   double level = 0.95;
   int resamples = 0;
 };
-// The statistic f(hist_a, hist_b) of two samples, with the percentile bootstrap: each
-// sample resampled with replacement (its own size), `resamples` times, from `rng`.
-// Resampling a sample of n outcomes is a multinomial draw from its histogram.
+// The statistic f(hist_a, hist_b) of two samples, bootstrapped: each sample resampled
+// with replacement (its own size), `resamples` times, from `rng`. Resampling a sample of
+// n outcomes is a multinomial draw from its histogram.
 Estimate bootstrap(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, std::size_t k,
                    double (*f)(const Distribution&, const Distribution&), int resamples, double level,
                    std::mt19937_64& rng);

@@ -385,6 +385,14 @@ TEST(QganTournament, PairsAreSymmetricAndTheIdealDeviceIsExact) {
     EXPECT_EQ(shots_to_distinguish(b, a).shots, p["shots_to_distinguish"]["shots"].get<int64_t>());
     EXPECT_EQ(from_number(p["kl_ab"], "kl_ab"), kl_divergence(a, b));
   }
+  // Each device's shots sample its exact distribution, outcome for outcome (the routed
+  // devices measure a permutation of their wires).
+  for (const auto& circuit : tournament_circuits(c))
+    for (const auto& dv : tournament_devices(c)) {
+      const DeviceRun run = run_on_device(circuit, dv, 8192, 3, 2);
+      EXPECT_LT(total_variation(histogram(run.samples, run.probabilities.size()), run.probabilities), 0.04)
+          << circuit.name << " on " << dv.name;
+    }
   const auto& m = t["matrix"]["js_distance"];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) EXPECT_EQ(m[i][j], m[j][i]);

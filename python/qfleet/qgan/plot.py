@@ -375,7 +375,7 @@ def _validation(plt, r, out_dir):
     shots = ", ".join(map(str, sorted({p["shots"] for p in sampled})))
     levels = ", ".join(sorted({f"{100 * p['level']:.0f}%" for p in sampled}))
     fig.suptitle(_wrap(f"Finite-shot estimates ({shots} shots per device) against the exact values, every pair of "
-                       f"devices on every circuit; error bars: {levels} percentile-bootstrap intervals", fig),
+                       f"devices on every circuit; points and error bars: bias-corrected estimates and {levels} basic-bootstrap intervals", fig),
                  fontsize=9)
     return _save(plt, fig, out_dir, "tournament_validation.png")
 
