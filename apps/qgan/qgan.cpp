@@ -106,8 +106,10 @@ torch::Tensor shot_histograms(const Program& prog, const torch::Tensor& weights,
   const torch::Tensor w = weights.to(torch::kFloat64).contiguous();
   const auto rows = std::size_t(w.size(0));
   std::vector<uint64_t> outcomes(rows * std::size_t(shots));
-  prog.sample<double>(BatchArgs<double>{rows, {}, std::span<const double>(w.data_ptr<double>(), std::size_t(w.numel()))}, {},
-                      std::size_t(shots), seed, std::span<uint64_t>(outcomes));
+  // On the measured wires in their order: on a device they are a permutation of its wires.
+  const auto& measured = prog.circuit().measurements().at(0).wires;
+  prog.sample<double>(BatchArgs<double>{rows, {}, std::span<const double>(w.data_ptr<double>(), std::size_t(w.numel()))},
+                      measured, std::size_t(shots), seed, std::span<uint64_t>(outcomes));
   torch::Tensor h = torch::zeros({int64_t(rows), k}, torch::kFloat64);
   auto acc = h.accessor<double, 2>();
   for (std::size_t r = 0; r < rows; ++r)

@@ -340,8 +340,10 @@ TEST(QganTrain, ParameterShiftFromShotsMatchesTheAdjointGradient) {
   // noiseless and on a device (the weights then drive RZ gates followed by channels).
   std::mt19937_64 rng(2);
   std::uniform_real_distribution<double> u(-M_PI, M_PI), r(-1, 0);
-  const Circuit g = generator_circuit({3, 2});
+  // 5 qubits: the CNOT chain needs SWAPs on the heavy-hex device, so its wires end permuted.
+  const Circuit g = generator_circuit({5, 2});
   const LoweredCircuit low = lower_to_device(g, device("fake_lagos"));
+  ASSERT_GT(low.swaps, 0);
   for (const auto& prog : {qfleet::compile(g), qfleet::compile(qfleet::apply_noise_model(low.circuit, low.model))}) {
     std::vector<double> w(std::size_t(prog.n_weights())), reward(std::size_t(prog.n_outputs()));
     for (double& v : w) v = u(rng);
@@ -349,10 +351,10 @@ TEST(QganTrain, ParameterShiftFromShotsMatchesTheAdjointGradient) {
     std::vector<double> exact(w.size());
     prog.vjp(qfleet::BatchArgs<double>{1, {}, w}, std::span<const double>(reward),
              qfleet::Gradients<double>{{}, std::span<double>(exact)});
-    const int64_t shots = int64_t{1} << 18;
+    const int64_t shots = int64_t{1} << 17;
     const auto est = parameter_shift_gradient(prog, w, reward, shots, 5);
     // Each expectation's standard deviation is at most max|reward| / sqrt(shots); the
-    // difference of two, halved, at most 1 / sqrt(2 shots) = 0.0014: allow 5 of them.
+    // difference of two, halved, at most 1 / sqrt(2 shots) = 0.002: allow 5 of them.
     for (std::size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(est[j], exact[j], 5 / std::sqrt(2.0 * double(shots))) << j;
   }
 }
