@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "device_lowering.hpp"
@@ -110,10 +111,12 @@ torch::Tensor shot_histograms(const Program& prog, const torch::Tensor& weights,
   const auto& measured = prog.circuit().measurements().at(0).wires;
   prog.sample<double>(BatchArgs<double>{rows, {}, std::span<const double>(w.data_ptr<double>(), std::size_t(w.numel()))},
                       measured, std::size_t(shots), seed, std::span<uint64_t>(outcomes));
-  torch::Tensor h = torch::zeros({int64_t(rows), k}, torch::kFloat64);
-  auto acc = h.accessor<double, 2>();
-  for (std::size_t r = 0; r < rows; ++r)
-    for (int64_t s = 0; s < shots; ++s) acc[int64_t(r)][int64_t(outcomes[r * std::size_t(shots) + std::size_t(s)])] += 1.0 / double(shots);
+  torch::Tensor h = torch::empty({int64_t(rows), k}, torch::kFloat64);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto first = outcomes.begin() + std::ptrdiff_t(r * std::size_t(shots));
+    const Distribution row = histogram(std::vector<uint64_t>(first, first + shots), std::size_t(k));
+    std::copy(row.begin(), row.end(), h[int64_t(r)].data_ptr<double>());
+  }
   return h;
 }
 
@@ -199,23 +202,27 @@ json train(const TrainConfig& cfg_in) {
   std::vector<json> pending_rows;
   double generator_ms = 0;
   int64_t ran = 0;
-  torch::Tensor p_gen_last;
 
   auto d_logits = [&] { return disc->forward(features).squeeze(1).to(torch::kFloat64); };
   auto step = [&](int64_t epoch) -> train::Metrics {
     const auto t0 = Clock::now();
-    // The generator's exact distribution (for the metrics, and the step in exact mode).
-    torch::Tensor pg = nn::circuit_forward(gen.program, no_inputs, w).squeeze(0).to(torch::kFloat64);
+    // The generator's exact distribution (for the metrics, and the step in exact mode; the
+    // shots mode's gradient comes from the parameter shift, so no graph is kept there).
+    torch::Tensor pg = [&] {
+      std::optional<torch::NoGradGuard> no_graph;
+      if (cfg.shots > 0) no_graph.emplace();
+      return nn::circuit_forward(gen.program, no_inputs, w).squeeze(0).to(torch::kFloat64);
+    }();
     double gen_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     torch::Tensor fake = pg.detach(), real_p = p_target_dev;
     const uint64_t epoch_seed = cfg.seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch);
     if (cfg.shots > 0) {
       fake = shot_histograms(prog, w.detach().unsqueeze(0), cfg.shots, epoch_seed, K).squeeze(0);
       std::mt19937_64 rng(epoch_seed ^ 0xD1B54A32D192ED03ull);  // the "real data": shots of the target
-      std::discrete_distribution<int64_t> draw(target.probabilities.begin(), target.probabilities.end());
-      torch::Tensor r = torch::zeros({K}, f64);
-      for (int64_t s = 0; s < cfg.shots; ++s) r[draw(rng)] += 1.0 / double(cfg.shots);
-      real_p = r.to(device);
+      std::discrete_distribution<uint64_t> draw(target.probabilities.begin(), target.probabilities.end());
+      std::vector<uint64_t> drawn(std::size_t(cfg.shots));
+      for (auto& x : drawn) x = draw(rng);
+      real_p = torch::tensor(histogram(drawn, std::size_t(K)), f64).to(device);
     }
     const torch::Tensor fake_dev = fake.to(device);
     torch::Tensor loss_d;
@@ -257,7 +264,6 @@ json train(const TrainConfig& cfg_in) {
     ++ran;
     // Metrics of the exact distribution, on the host (the generator runs there).
     const Distribution pv(pg.detach().data_ptr<double>(), pg.detach().data_ptr<double>() + K);
-    p_gen_last = pg.detach();
     const double kl = kl_divergence(pv, target.probabilities), klr = kl_divergence(target.probabilities, pv);
     const double ks = ks_distance(pv, target.probabilities, target.rows);
     const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <random>
 
 #include "circuits.hpp"
@@ -182,8 +181,6 @@ json run_tournament(const TournamentConfig& c) {
 
   // Pairs: exact statistics, shots to distinguish, finite-shot estimates.
   std::mt19937_64 rng(c.seed ^ 0x5851F42D4C957F2Dull);
-  // per circuit, per pair: JS distance and its bootstrap interval (for the ranking)
-  std::map<std::pair<std::size_t, std::size_t>, std::vector<double>> js_sum;  // (a, b) -> per circuit
   std::vector<std::vector<std::vector<double>>> js(C, std::vector<std::vector<double>>(D, std::vector<double>(D, 0.0)));
   std::vector<std::vector<std::vector<Estimate>>> js_est(C, std::vector<std::vector<Estimate>>(D, std::vector<Estimate>(D)));
   std::vector<std::vector<double>> tv_mean(D, std::vector<double>(D, 0.0)), js_mean(D, std::vector<double>(D, 0.0)),
