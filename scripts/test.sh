@@ -26,8 +26,8 @@ python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
 expect_cuda=0
 grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
 tmp=$(mktemp -d)
-(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
-   QFLEET_CLASSIFY="$root/build/apps/classify/qfleet-classify" QFLEET_QGAN="$root/build/apps/qgan/qfleet-qgan" \
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
+   QFLEET_CLASSIFY="$root/build/apps/classify/qfleet-classify" QFLEET_QGAN="$root/build/apps/qgan/qfleet-qgan" QFLEET_RL="$root/build/apps/rl/qfleet-rl" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider "$root/tests/python")
 rm -rf "$tmp"

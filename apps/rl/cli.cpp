@@ -1,0 +1,174 @@
+// qfleet-rl's command line (cli.hpp; docs/rl.md):
+//   train      PPO on a vector of environments (the default command, embedded default config)
+//   bench-env  environment throughput with random actions (median of repeats)
+//   compare    PPO beside the meta-control app's per-task GRAPE and meta-learned policy on
+//              the same validation tasks, with the `qfleet eval` check of PPO's pulses
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "compare.hpp"
+#include "ppo.hpp"
+#include "qfleet/train.hpp"
+
+namespace qfleet::rl {
+
+using nlohmann::json;
+
+namespace {
+
+// The embedded default: the qubit X task under the meta-control noise distribution, long
+// enough for PPO to come within 0.002 of per-task GRAPE (docs/rl.md has the measurement).
+PpoConfig default_config() {
+  PpoConfig c;
+  c.env.task = "qubit_x";
+  c.env.num_envs = 64;
+  c.total_steps = 64 * 60 * 150;
+  c.num_minibatches = 8;
+  c.update_epochs = 4;
+  c.gamma = 1.0;
+  c.learning_rate = 1e-3;
+  c.eval_every = 10;
+  c.checkpoint_every = 50;
+  return c;
+}
+
+PpoConfig load(const std::string& file, const std::vector<std::string>& sets) {
+  PpoConfig c = default_config();
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) throw std::invalid_argument(file + ": cannot open");
+    const json j = json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::invalid_argument(file + ": not valid JSON");
+    json base = c.to_json();
+    for (const auto& [k, v] : j.items()) {
+      if (k == "env") {
+        if (!v.is_object()) throw std::invalid_argument("env: expected an object");
+        for (const auto& [ek, evv] : v.items()) base["env"][ek] = evv;
+      } else {
+        base[k] = v;
+      }
+    }
+    c = PpoConfig::from_json(base);
+  }
+  for (const auto& s : sets) c.set(s);
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench_env(const EnvConfig& ec, int64_t steps, int64_t repeats, bool as_json) {
+  VecEnv env(ec);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(ec.seed + 11);
+  std::vector<torch::Tensor> acts;
+  for (int k = 0; k < 16; ++k) {
+    if (env.discrete()) acts.push_back(torch::randint(env.n_actions(), {ec.num_envs}, gen, torch::kLong));
+    else acts.push_back(torch::rand({ec.num_envs, env.n_controls()}, gen, torch::kFloat32) * 2 - 1);
+  }
+  for (int k = 0; k < 3; ++k) env.step(acts[std::size_t(k)]);
+  std::vector<double> per_step;
+  for (int64_t r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t k = 0; k < steps; ++k) env.step(acts[std::size_t(k % 16)]);
+    per_step.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps));
+  }
+  const double m = median(per_step);
+  const json out = {{"environment", env.describe()}, {"num_envs", ec.num_envs}, {"median_step_s", m},
+                    {"env_steps_per_s", double(ec.num_envs) / m}, {"repeats", repeats}, {"steps", steps}};
+  if (as_json) std::cout << out.dump() << "\n";
+  else std::cout << env.describe() << "\n  median " << m * 1e3 << " ms per step, " << double(ec.num_envs) / m / 1e6
+                 << " million env-steps/s (" << repeats << " repeats of " << steps << " steps)\n";
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
+  CLI::App app{"qfleet-rl: vectorized quantum-control environments and PPO (docs/rl.md)", prog};
+  app.require_subcommand(0, 1);
+  std::string config_file, out;
+  std::vector<std::string> sets;
+  bool resume = false, quiet = false;
+  int64_t stop_after = -1;
+  int nproc = 1;
+  auto add_train_opts = [&](CLI::App* s) {
+    s->add_option("--config", config_file, "JSON file of PPO keys (and an \"env\" object)");
+    s->add_option("--set", sets, "key=value (PPO key, or env.KEY for the environment)");
+    s->add_option("--out", out, "output directory (default rl-out)");
+    s->add_flag("--quiet", quiet, "no progress bar or summary");
+  };
+  add_train_opts(&app);
+  app.add_flag("--resume", resume, "continue from <out>/checkpoint.pt");
+  app.add_option("--stop-after", stop_after, "stop (with a checkpoint) after this many rollouts");
+  app.add_option("--nproc", nproc, "processes (each steps num_envs / nproc environments)")->check(CLI::Range(1, 64));
+  auto* train_cmd = app.add_subcommand("train", "PPO (the default)");
+  add_train_opts(train_cmd);
+  train_cmd->add_flag("--resume", resume, "continue from <out>/checkpoint.pt");
+  train_cmd->add_option("--stop-after", stop_after, "stop (with a checkpoint) after this many rollouts");
+  train_cmd->add_option("--nproc", nproc, "processes")->check(CLI::Range(1, 64));
+  auto* bench_cmd = app.add_subcommand("bench-env", "environment throughput with random actions");
+  std::vector<std::string> env_sets;
+  int64_t steps = 100, repeats = 5;
+  bool as_json = false;
+  bench_cmd->add_option("--env", env_sets, "key=value environment keys (default task qubit_x, num_envs 4096)");
+  bench_cmd->add_option("--steps", steps, "steps per repeat")->check(CLI::Range(1, 100000000));
+  bench_cmd->add_option("--repeats", repeats, "repeats (the median is reported)")->check(CLI::Range(1, 1000));
+  bench_cmd->add_flag("--json", as_json, "one JSON line");
+  auto* cmp_cmd = app.add_subcommand("compare", "PPO beside per-task GRAPE and the meta-learned policy on the same tasks");
+  add_train_opts(cmp_cmd);
+  int64_t meta_iterations = 300;
+  std::string ppo_dir;
+  cmp_cmd->add_option("--meta-iterations", meta_iterations, "meta-training iterations")->check(CLI::Range(0, 10000000));
+  cmp_cmd->add_option("--ppo", ppo_dir, "an existing PPO run's directory (else PPO is trained first)");
+  std::vector<std::string> argv(args_in.rbegin(), args_in.rend());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (bench_cmd->parsed()) {
+      EnvConfig ec;
+      ec.num_envs = 4096;
+      for (const auto& s : env_sets) ec.set(s);
+      return bench_env(ec, steps, repeats, as_json);
+    }
+    PpoConfig cfg = load(config_file, sets);
+    if (!out.empty()) cfg.output_dir = out;
+    if (nproc > 1 && !std::getenv("WORLD_SIZE")) {
+      std::string report;
+      const int rc = train::launch_local(nproc, &report);
+      if (rc != 0) std::cerr << prog << ": " << report;
+      return rc == 0 ? 0 : 1;
+    }
+    TrainOptions o;
+    o.resume = resume;
+    o.progress = !quiet;
+    o.quiet = quiet;
+    o.stop_after = stop_after;
+    if (auto d = train::dist_from_env()) {
+      o.nproc_rank = d->rank;
+      o.nproc_world = d->world_size;
+    }
+    if (cmp_cmd->parsed()) return compare_main(cfg, ppo_dir, meta_iterations, o) ? 0 : 1;
+    train_ppo(cfg, o);
+    return 0;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << prog << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace qfleet::rl

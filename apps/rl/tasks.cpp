@@ -1,0 +1,160 @@
+// The environments' tasks (tasks.hpp; docs/rl.md).
+#include "tasks.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+namespace qfleet::rl {
+
+namespace {
+
+Mat kron(const Mat& a, const Mat& b) {
+  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
+  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
+  const int d = da * db;
+  Mat m(std::size_t(d) * d);
+  for (int i = 0; i < da; ++i)
+    for (int j = 0; j < da; ++j)
+      for (int k = 0; k < db; ++k)
+        for (int l = 0; l < db; ++l)
+          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
+  return m;
+}
+
+Mat scaled(Mat m, Cx s) {
+  for (auto& z : m) z *= s;
+  return m;
+}
+
+const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
+          kLower = {0, 1, 0, 0};  // |0><1|
+
+std::pair<double, double> range_of(const std::vector<double>& given, std::pair<double, double> fallback,
+                                   const char* key) {
+  if (given.empty()) return fallback;
+  if (given.size() != 2 || !(given[0] <= given[1]) || !std::isfinite(given[0]) || !std::isfinite(given[1]))
+    throw std::invalid_argument(std::string(key) + ": expected [lo, hi] with lo <= hi, both finite");
+  return {given[0], given[1]};
+}
+
+// The meta-control app's noise (config.json: gamma_deph [0.02, 0.15], gamma_relax [0.01, 0.08]).
+void add_qubit_noise(TaskSpec& t, const EnvConfig& cfg, int qubits) {
+  t.param_names = {"gamma_deph", "gamma_relax"};
+  t.ranges = {range_of(cfg.gamma_deph, {0.02, 0.15}, "gamma_deph"),
+              range_of(cfg.gamma_relax, {0.01, 0.08}, "gamma_relax")};
+  for (const auto& r : t.ranges)
+    if (r.first < 0) throw std::invalid_argument("gamma_deph, gamma_relax: rates must be >= 0");
+  if (cfg.noise == "none") return;
+  auto on = [&](const Mat& op, int q) { return qubits == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
+  for (int q = 0; q < qubits; ++q) {
+    t.jumps.push_back(on(kLower, q));  // relaxation: rate gamma_relax
+    t.rate_param.push_back(1);
+    t.jumps.push_back(scaled(on(kZ, q), std::sqrt(0.5)));  // dephasing: sqrt(gamma_deph / 2) Z
+    t.rate_param.push_back(0);
+  }
+}
+
+TaskSpec qubit_x(const EnvConfig& cfg) {
+  TaskSpec t;
+  t.name = "qubit_x";
+  t.dim = 2;
+  t.qubits = 1;
+  t.controls = {scaled(kX, 0.5), scaled(kY, 0.5)};
+  t.control_names = {"x", "y"};
+  t.target_unitary = kX;
+  t.gate_time = 1.0;
+  t.n_steps = 60;
+  t.max_amplitude = 2 * std::numbers::pi;
+  add_qubit_noise(t, cfg, 1);
+  return t;
+}
+
+TaskSpec cz(const EnvConfig& cfg) {
+  TaskSpec t;
+  t.name = "cz";
+  t.dim = 4;
+  t.qubits = 2;
+  for (int q = 0; q < 2; ++q) {
+    const Mat x = q == 0 ? kron(kX, kI2) : kron(kI2, kX), y = q == 0 ? kron(kY, kI2) : kron(kI2, kY);
+    t.controls.push_back(scaled(x, 0.5));
+    t.controls.push_back(scaled(y, 0.5));
+    t.control_names.push_back(q == 0 ? "x0" : "x1");
+    t.control_names.push_back(q == 0 ? "y0" : "y1");
+  }
+  t.controls.push_back(scaled(kron(kX, kX), 0.5));
+  t.controls.push_back(scaled(kron(kZ, kZ), 0.5));
+  t.control_names.push_back("xx");
+  t.control_names.push_back("zz");
+  t.target_unitary = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
+  t.gate_time = 1.0;
+  t.n_steps = 30;
+  t.max_amplitude = 2 * std::numbers::pi;
+  add_qubit_noise(t, cfg, 2);
+  return t;
+}
+
+TaskSpec ladder(const EnvConfig& cfg) {
+  if (cfg.levels < 2 || cfg.levels > 16) throw std::invalid_argument("levels: expected 2..16, got " + std::to_string(cfg.levels));
+  const int d = static_cast<int>(cfg.levels);
+  TaskSpec t;
+  t.name = "ladder";
+  t.dim = d;
+  t.gate = false;
+  const double alpha = -2 * std::numbers::pi;
+  Mat a(std::size_t(d) * d), n(std::size_t(d) * d);
+  t.h0.assign(std::size_t(d) * d, 0);
+  for (int k = 0; k < d; ++k) {
+    n[std::size_t(k) * d + k] = k;
+    t.h0[std::size_t(k) * d + k] = alpha / 2 * k * (k - 1);
+    if (k + 1 < d) a[std::size_t(k) * d + k + 1] = std::sqrt(double(k + 1));
+  }
+  Mat xq(a.size()), yq(a.size());
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      const Cx aij = a[std::size_t(i) * d + j], aji = a[std::size_t(j) * d + i];  // a^dag_ij = conj(a_ji)
+      xq[std::size_t(i) * d + j] = 0.5 * (aij + std::conj(aji));
+      yq[std::size_t(i) * d + j] = Cx(0, 0.5) * (std::conj(aji) - aij);
+    }
+  t.controls = {xq, yq};
+  t.control_names = {"x", "y"};
+  t.drift_terms = {n};
+  t.initial_state.assign(std::size_t(d), 0);
+  t.initial_state[0] = 1;
+  t.target_state.assign(std::size_t(d), 0);
+  t.target_state[std::size_t(d) - 1] = 1;
+  t.gate_time = 0.5 * (d - 1);
+  t.n_steps = 20 * (d - 1);
+  t.max_amplitude = 4 * std::numbers::pi;
+  t.param_names = {"gamma_deph", "gamma_relax", "detuning"};
+  t.ranges = {range_of(cfg.gamma_deph, {0.01, 0.05}, "gamma_deph"), range_of(cfg.gamma_relax, {0.01, 0.05}, "gamma_relax"),
+              range_of(cfg.detuning, {-0.5, 0.5}, "detuning")};
+  if (t.ranges[0].first < 0 || t.ranges[1].first < 0) throw std::invalid_argument("gamma_deph, gamma_relax: rates must be >= 0");
+  t.drift_param = {2};
+  if (cfg.noise != "none") {
+    t.jumps = {a, n};
+    t.rate_param = {1, 0};
+  }
+  return t;
+}
+
+}  // namespace
+
+const std::vector<std::string>& task_names() {
+  static const std::vector<std::string> names = {"qubit_x", "cz", "ladder"};
+  return names;
+}
+
+TaskSpec make_task(const EnvConfig& cfg) {
+  TaskSpec t;
+  if (cfg.task == "qubit_x") t = qubit_x(cfg);
+  else if (cfg.task == "cz") t = cz(cfg);
+  else if (cfg.task == "ladder") t = ladder(cfg);
+  else throw std::invalid_argument("task: unknown '" + cfg.task + "', expected qubit_x, cz or ladder");
+  if (cfg.n_steps > 0) t.n_steps = static_cast<int>(cfg.n_steps);
+  if (cfg.gate_time > 0) t.gate_time = cfg.gate_time;
+  if (cfg.max_amplitude > 0) t.max_amplitude = cfg.max_amplitude;
+  return t;
+}
+
+}  // namespace qfleet::rl
