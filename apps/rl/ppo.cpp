@@ -101,7 +101,7 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
       return l.detach();
     });
   }, why_upd);
-  const train::PrecisionPolicy prec = train::precision_policy(upd_dev);
+  const train::PrecisionPolicy prec = train::precision_policy(upd_dev), roll_prec = train::precision_policy(roll_dev);
   train::apply_backend_switches(prec);
   agent->to(upd_dev);
   Agent roller = agent;  // the same module unless the phases run on different devices
@@ -195,10 +195,11 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
       Tensor a, lp, v;
       {
         torch::NoGradGuard ng;
+        train::AutocastScope ac(roll_prec);  // BF16 policy where the runtime's rule says so
         auto [a_, lp_, ent_, v_] = roller->act(next_obs.to(roll_dev), Tensor(), &gen);
-        a = a_.to(torch::kCPU);
-        lp = lp_.to(torch::kCPU);
-        v = v_.to(torch::kCPU);
+        a = a_.to(torch::kCPU, torch::kFloat);
+        lp = lp_.to(torch::kCPU, torch::kFloat);
+        v = v_.to(torch::kCPU, torch::kFloat);
       }
       double t1 = now_s();
       ph.policy += t1 - t0;
@@ -349,7 +350,7 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
                  {"processes", world},
                  {"environment", env.describe()},
                  {"devices", {{"rollout", roll_dev.str()}, {"rollout_why", why_roll}, {"update", upd_dev.str()},
-                              {"update_why", why_upd}, {"precision", prec.rule}}},
+                              {"update_why", why_upd}, {"precision", prec.rule}, {"rollout_precision", roll_prec.rule}}},
                  {"timings_s", {{"wall", wall}, {"phases", ph.to_json()}}},
                  {"curve", curve}};
   json tasks = json::array();
