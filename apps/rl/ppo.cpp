@@ -197,7 +197,7 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
         torch::NoGradGuard ng;
         train::AutocastScope ac(roll_prec);  // BF16 policy where the runtime's rule says so
         auto [a_, lp_, ent_, v_] = roller->act(next_obs.to(roll_dev), Tensor(), &gen);
-        a = a_.to(torch::kCPU, torch::kFloat);
+        a = discrete ? a_.to(torch::kCPU) : a_.to(torch::kCPU, torch::kFloat);
         lp = lp_.to(torch::kCPU, torch::kFloat);
         v = v_.to(torch::kCPU, torch::kFloat);
       }
