@@ -43,9 +43,20 @@ torch::Device pick(const std::string& setting, const std::function<std::function
   return c.device;
 }
 
+// The policy, its buffers and the environments' observations are float32 whatever the
+// caller's default dtype (Python's tests set float64): the default is float32 for the run.
+struct Float32Default {
+  caffe2::TypeMeta saved = torch::get_default_dtype();
+  Float32Default() { torch::set_default_dtype(caffe2::TypeMeta::Make<float>()); }
+  ~Float32Default() { torch::set_default_dtype(saved); }
+  Float32Default(const Float32Default&) = delete;
+  Float32Default& operator=(const Float32Default&) = delete;
+};
+
 }  // namespace
 
 json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
+  const Float32Default float32_default;
   PpoConfig cfg = cfg_in;
   namespace fs = std::filesystem;
   const int rank = opt.nproc_rank, world = opt.nproc_world;

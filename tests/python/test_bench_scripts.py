@@ -38,3 +38,28 @@ def test_qgan_compare_checks_generators_before_timing():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "qGAN epoch" in r.stdout and "epoch ms" in r.stdout, r.stdout
     assert any(line.startswith("qfleet ") and " 1.0x" in line for line in r.stdout.splitlines()), r.stdout
+
+
+def test_rl_env_compare_checks_environments_before_timing(tmp_path):
+    # bench/rl_env_compare.py runs the same actions on the same fixed tasks through qfleet's
+    # VectorEnv, a NumPy/SciPy and a QuTiP environment under Gymnasium's SyncVectorEnv and a
+    # JAX + dynamiqs batched environment, checks observations, rewards and final fidelities to
+    # 1e-6 and exits 1 on a disagreement; a missing QuTiP or JAX only skips its rows.
+    import json
+
+    import pytest
+    from qfleet._lib import app_library_path
+    try:
+        app_library_path("rl")
+    except ImportError as e:
+        pytest.skip(f"qfleet-rl's library is not available ({e})")
+    script = SCRIPT.parent / "rl_env_compare.py"
+    out = tmp_path / "rl.json"
+    r = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "agree with qfleet: numpy SyncVectorEnv" in r.stdout and "env-steps/s" in r.stdout, r.stdout
+    assert any(line.startswith("qfleet VectorEnv ") and " 1.0x" in line for line in r.stdout.splitlines()), r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["check"]["max_abs_diff"]["numpy SyncVectorEnv"]["obs"] <= 1e-6
+    assert {row["tool"] for row in doc["rows"]} >= {"qfleet VectorEnv", "numpy SyncVectorEnv"}
