@@ -13,7 +13,7 @@ build=${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 build=$(cd "$build" && pwd)
 rc=0
-for target in circuit_json lindblad_json pgm; do
+for target in circuit_json lindblad_json pgm rl_config; do
   kind=${target%_json}
   corpus="$build/corpus-$kind"
   mkdir -p "$corpus"
