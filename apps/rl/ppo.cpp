@@ -176,13 +176,11 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
     return t;
   };
 
-  auto evaluate_now = [&](int64_t it) {
+  auto evaluate_now = [&] {
     const double t0 = now_s();
     const Evaluation ev = evaluate(roller, cfg.env, val_tasks, roll_dev);
     ph.evaluate += now_s() - t0;
     last_val = ev.fidelity.mean().item<double>();
-    (void)it;
-    return ev;
   };
 
   int64_t it = first;
@@ -313,7 +311,7 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
     Tensor tot = all_sum(torch::tensor({ep_fid, ep_ret_sum, double(ep_count)}, torch::kFloat64));
     const double episodes = tot[2].item<double>();
     const bool eval_now = (it + 1) % cfg.eval_every == 0 || it + 1 == iterations;
-    if (eval_now) evaluate_now(it + 1);
+    if (eval_now) evaluate_now();
     json row = {{"rollout", it + 1},
                 {"env_steps", (it + 1) * n_total * T},
                 {"wall_s", wall_before + now_s() - t_start},

@@ -144,12 +144,9 @@ torch::Tensor VecEnv::reset(std::optional<uint64_t> seed, const torch::Tensor& t
     const torch::Tensor c = tasks.detach().to(torch::kCPU, torch::kFloat64).contiguous();
     fixed.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
     for (std::size_t k = 0; k < fixed.size(); ++k) {
-      const auto [lo, hi] = task_.ranges[k % std::size_t(n_params())];
-      (void)hi;
       if (!std::isfinite(fixed[k])) throw std::invalid_argument("reset: tasks has a non-finite value");
       const bool is_rate = task_.param_names[k % std::size_t(n_params())].rfind("gamma", 0) == 0;
       if (is_rate && fixed[k] < 0) throw std::invalid_argument("reset: tasks has a negative rate");
-      (void)lo;
     }
   }
   fixed_tasks_ = std::move(fixed);
