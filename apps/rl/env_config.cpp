@@ -9,19 +9,10 @@ namespace qfleet::rl {
 using nlohmann::json;
 
 namespace {
-
 [[noreturn]] void bad(const std::string& key, const std::string& why) { throw std::invalid_argument(key + ": " + why); }
+}  // namespace
 
-std::string choice(const json& v, const std::string& key, std::initializer_list<const char*> choices) {
-  if (!v.is_string()) bad(key, "expected a string");
-  const auto s = v.get<std::string>();
-  std::string list;
-  for (const char* c : choices) {
-    if (s == c) return s;
-    list += list.empty() ? c : std::string(", ") + c;
-  }
-  bad(key, "unknown '" + s + "', expected one of " + list);
-}
+namespace config_value {
 
 int64_t integer(const json& v, const std::string& key, int64_t lo, int64_t hi) {
   if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()))
@@ -36,6 +27,38 @@ double number(const json& v, const std::string& key, double lo, double hi) {
   const double x = v.get<double>();
   if (!std::isfinite(x) || x < lo || x > hi) bad(key, "expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
   return x;
+}
+
+bool boolean(const json& v, const std::string& key) {
+  if (!v.is_boolean()) throw std::invalid_argument(key + ": expected true or false");
+  return v.get<bool>();
+}
+
+std::pair<std::string, json> assignment(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw std::invalid_argument("expected key=value, got '" + text + "'");
+  json v = json::parse(text.substr(eq + 1), nullptr, false);
+  if (v.is_discarded()) v = text.substr(eq + 1);
+  return {text.substr(0, eq), v};
+}
+
+}  // namespace config_value
+
+using config_value::boolean;
+using config_value::integer;
+using config_value::number;
+
+namespace {
+
+std::string choice(const json& v, const std::string& key, std::initializer_list<const char*> choices) {
+  if (!v.is_string()) bad(key, "expected a string");
+  const auto s = v.get<std::string>();
+  std::string list;
+  for (const char* c : choices) {
+    if (s == c) return s;
+    list += list.empty() ? c : std::string(", ") + c;
+  }
+  bad(key, "unknown '" + s + "', expected one of " + list);
 }
 
 std::vector<double> range(const json& v, const std::string& key) {
@@ -67,10 +90,8 @@ EnvConfig EnvConfig::from_json(const json& j) {
     else if (key == "max_amplitude") c.max_amplitude = number(v, key, 0, 1e6);
     else if (key == "levels") c.levels = integer(v, key, 2, 16);
     else if (key == "action") c.action = choice(v, key, {"continuous", "discrete"});
-    else if (key == "clip_actions") {
-      if (!v.is_boolean()) bad(key, "expected true or false");
-      c.clip_actions = v.get<bool>();
-    } else if (key == "pulse_library") {
+    else if (key == "clip_actions") c.clip_actions = boolean(v, key);
+    else if (key == "pulse_library") {
       if (!v.is_array()) bad(key, "expected a list of rows of n_ctrl numbers in [-1, 1]");
       c.pulse_library.clear();
       for (const auto& row : v) {
@@ -81,10 +102,8 @@ EnvConfig EnvConfig::from_json(const json& j) {
       }
     } else if (key == "observation") c.observation = choice(v, key, {"expectations", "density", "measurements"});
     else if (key == "shots") c.shots = integer(v, key, 1, int64_t(1) << 30);
-    else if (key == "observe_noise") {
-      if (!v.is_boolean()) bad(key, "expected true or false");
-      c.observe_noise = v.get<bool>();
-    } else if (key == "reward") c.reward = choice(v, key, {"final", "step"});
+    else if (key == "observe_noise") c.observe_noise = boolean(v, key);
+    else if (key == "reward") c.reward = choice(v, key, {"final", "step"});
     else if (key == "noise") c.noise = choice(v, key, {"distribution", "none"});
     else if (key == "gamma_deph") c.gamma_deph = range(v, key);
     else if (key == "gamma_relax") c.gamma_relax = range(v, key);
@@ -100,12 +119,8 @@ EnvConfig EnvConfig::from_json(const json& j) {
   return c;
 }
 
-void EnvConfig::set(const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) throw std::invalid_argument("expected key=value, got '" + assignment + "'");
-  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  json v = json::parse(text, nullptr, false);
-  if (v.is_discarded()) v = text;
+void EnvConfig::set(const std::string& text) {
+  const auto [key, v] = config_value::assignment(text);
   json j = to_json();
   j[key] = v;
   *this = from_json(j);

@@ -39,4 +39,13 @@ struct EnvConfig {
   void set(const std::string& assignment);
 };
 
+// The readers both configurations share (env_config.cpp): each throws std::invalid_argument
+// naming `key`; `assignment` splits "key=value" (value parsed as JSON, else taken as a string).
+namespace config_value {
+double number(const nlohmann::json& v, const std::string& key, double lo, double hi);
+int64_t integer(const nlohmann::json& v, const std::string& key, int64_t lo, int64_t hi);
+bool boolean(const nlohmann::json& v, const std::string& key);
+std::pair<std::string, nlohmann::json> assignment(const std::string& text);
+}  // namespace config_value
+
 }  // namespace qfleet::rl

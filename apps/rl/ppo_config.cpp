@@ -22,20 +22,9 @@ json PpoConfig::to_json() const {
 PpoConfig PpoConfig::from_json(const json& j) {
   if (!j.is_object()) throw std::invalid_argument("PPO configuration: expected a JSON object");
   PpoConfig c;
-  auto num = [](const json& v, const std::string& k, double lo, double hi) {
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
-      throw std::invalid_argument(k + ": expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
-    return v.get<double>();
-  };
-  auto integer = [&](const json& v, const std::string& k, int64_t lo, int64_t hi) {
-    const double x = num(v, k, double(lo), double(hi));
-    if (std::floor(x) != x) throw std::invalid_argument(k + ": expected an integer, got " + v.dump());
-    return int64_t(x);
-  };
-  auto boolean = [](const json& v, const std::string& k) {
-    if (!v.is_boolean()) throw std::invalid_argument(k + ": expected true or false");
-    return v.get<bool>();
-  };
+  using config_value::boolean;
+  using config_value::integer;
+  const auto num = config_value::number;
   for (const auto& [k, v] : j.items()) {
     if (k == "env") c.env = EnvConfig::from_json(v);
     else if (k == "total_steps") c.total_steps = integer(v, k, 1, int64_t(1) << 50);
@@ -76,16 +65,12 @@ PpoConfig PpoConfig::from_json(const json& j) {
   return c;
 }
 
-void PpoConfig::set(const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) throw std::invalid_argument("expected key=value, got '" + assignment + "'");
-  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+void PpoConfig::set(const std::string& text) {
+  const auto [key, v] = config_value::assignment(text);
   if (key.rfind("env.", 0) == 0) {
-    env.set(key.substr(4) + "=" + text);
+    env.set(text.substr(4));
     return;
   }
-  json v = json::parse(text, nullptr, false);
-  if (v.is_discarded()) v = text;
   json j = to_json();
   j[key] = v;
   *this = from_json(j);
