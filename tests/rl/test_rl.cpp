@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "evaluation.hpp"
+#include "meta_control.hpp"
 #include "ppo.hpp"
 #include "qfleet/json_problem.hpp"
 #include "reference/lindblad.hpp"
@@ -121,6 +122,32 @@ TEST(RlEnv, QubitXChannelFeaturesAndFidelityMatchTheDenseReference) {
     // After the episode, the autoreset started a new one: identity channel, time 0.
     EXPECT_EQ(e.last_obs[0][env.obs_dim() - 1].item<float>(), 0.0f);
     EXPECT_EQ(env.elapsed()[0].item<int64_t>(), 0);
+  }
+}
+
+// qubit_x and cz are written in tasks.cpp and, as the meta-control systems they are, in
+// apps/meta_control/problem.cpp: the two definitions must give the same fidelity for the same
+// pulses and rates (GRAPE and the meta-learned policy are compared with PPO on this basis).
+TEST(RlEnv, QubitXAndCzAreTheMetaControlSystems) {
+  for (const char* name : {"qubit_x", "cz"}) {
+    EnvConfig c;
+    c.task = name;
+    c.num_envs = 3;
+    VecEnv env(c);
+    const torch::Tensor tasks = torch::tensor({{0.11, 0.07}, {0.02, 0.01}, {0.15, 0.08}}, torch::kFloat64);
+    env.reset(1, tasks);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+    std::vector<torch::Tensor> amps;
+    torch::Tensor final_f;
+    for (int64_t s = 0; s < env.n_steps(); ++s) {
+      const torch::Tensor a = torch::rand({3, env.n_controls()}, gen, torch::kFloat64) * 2 - 1;
+      amps.push_back(env.amplitudes(a));
+      final_f = env.step(a).final_fidelity;
+    }
+    const auto mc = qfleet::meta::make_config(qfleet::meta::resolve_config(meta_config_json(c, 3, 1), "fast", {}));
+    const qfleet::meta::Problem problem(mc);
+    const torch::Tensor f = problem.fidelity(torch::stack(amps, 1), tasks);
+    EXPECT_TRUE(torch::allclose(final_f, f.to(torch::kFloat64), 0, 1e-12)) << name << "\n" << final_f << f;
   }
 }
 
