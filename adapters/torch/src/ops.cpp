@@ -553,6 +553,70 @@ Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, con
   return out;
 }
 
+Tensor circuit_states(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
+  const auto s = check_circuit(*p, "states", inputs, weights);
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.states: takes CPU tensors, got tensors on ", inputs.device());
+  TORCH_CHECK_VALUE(p->program.simulator() == qfleet::Simulator::statevector,
+                    "qfleet.states: a density-matrix program has no state vectors; use density_matrices");
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  const int64_t d = int64_t{1} << p->n_qubits();
+  Tensor out = ::torch::empty({s.batch, d}, x.options().dtype(x.scalar_type() == ::torch::kFloat64
+                                                                ? ::torch::kComplexDouble
+                                                                : ::torch::kComplexFloat));
+  if (s.batch == 0) return out;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_states", [&] {
+      auto* z = reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr());
+      p->program.states<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                  std::span<std::complex<scalar_t>>(z, static_cast<std::size_t>(out.numel())));
+    });
+  });
+  return out;
+}
+
+Tensor circuit_sample(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights,
+                      const std::vector<int64_t>& wires, int64_t shots, int64_t seed) {
+  const auto s = check_circuit(*p, "sample", inputs, weights);
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.sample: takes CPU tensors, got tensors on ", inputs.device());
+  TORCH_CHECK_VALUE(shots > 0, "qfleet.sample: shots must be positive, got ", shots);
+  TORCH_CHECK_VALUE(seed >= 0, "qfleet.sample: seed must be non-negative, got ", seed);
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  std::vector<int> wire_list;
+  for (const auto q : wires) {
+    TORCH_CHECK_VALUE(q >= 0 && q < p->n_qubits(), "qfleet.sample: wire ", q, " is not in [0, ", p->n_qubits(), ")");
+    wire_list.push_back(static_cast<int>(q));
+  }
+  // Outcome indices fit int64 (at most 30 wires); the engine writes uint64 of the same width.
+  Tensor out = ::torch::empty({s.batch, shots}, x.options().dtype(::torch::kInt64));
+  if (s.batch == 0) return out;
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_sample", [&] {
+      auto* o = reinterpret_cast<std::uint64_t*>(out.mutable_data_ptr<int64_t>());
+      p->program.sample<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                  wire_list, static_cast<std::size_t>(shots), static_cast<std::uint64_t>(seed),
+                                  std::span<std::uint64_t>(o, static_cast<std::size_t>(out.numel())));
+    });
+  });
+  return out;
+}
+
+std::tuple<Tensor, Tensor> circuit_jacobian(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                            const Tensor& weights) {
+  const auto s = check_circuit(*p, "jacobian", inputs, weights);
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.jacobian: takes CPU tensors, got tensors on ", inputs.device());
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  Tensor jx = ::torch::zeros({s.batch, p->n_outputs(), p->n_inputs()}, x.options());
+  Tensor jw = ::torch::zeros({s.batch, p->n_outputs(), p->n_weights()}, x.options());
+  if (s.batch == 0) return {jx, jw};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_jacobian", [&] {
+      p->program.jacobian<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                    mspan<scalar_t>(jx), mspan<scalar_t>(jw));
+    });
+  });
+  return {jx, jw};
+}
+
 Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const Tensor& inputs,
                        const Tensor& weights) {
   static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_kernel)>();
@@ -604,6 +668,13 @@ TORCH_LIBRARY(qfleet, m) {
            [](const c10::intrusive_ptr<CircuitProgram>& self, const torch::Tensor& inputs, const torch::Tensor& weights) {
              return qfleet::nn::circuit_density_matrices(self, inputs, weights);
            })
+      // Final state vectors [B, 2^n] (complex; state-vector programs; not differentiable).
+      .def("states", &qfleet::nn::circuit_states)
+      // Outcome indices [B, shots] (int64, first wire most significant) on `wires` ([] = all),
+      // with the circuit's readout errors; reproducible for a seed.
+      .def("sample", &qfleet::nn::circuit_sample)
+      // Per-sample Jacobians ([B, n_outputs, n_inputs], [B, n_outputs, n_weights]) by adjoint sweeps.
+      .def("jacobian", &qfleet::nn::circuit_jacobian)
       // Identity (torch's fake-tensor dispatch cache compares its arguments).
       .def("__eq__", [](const c10::intrusive_ptr<CircuitProgram>& self,
                         const c10::intrusive_ptr<CircuitProgram>& other) { return self.get() == other.get(); })

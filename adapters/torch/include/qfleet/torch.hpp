@@ -87,6 +87,18 @@ struct OpenSystemProgram : ::torch::CustomClassHolder {
 ::torch::Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& program,
                                          const ::torch::Tensor& inputs, const ::torch::Tensor& weights);
 
+// Final state vectors [B, 2^n] of a state-vector program (complex, not differentiable).
+::torch::Tensor circuit_states(const c10::intrusive_ptr<CircuitProgram>& program, const ::torch::Tensor& inputs,
+                               const ::torch::Tensor& weights);
+// Samples [B, shots] (int64 outcome indices on `wires`, [] = all; readout errors applied), seeded.
+::torch::Tensor circuit_sample(const c10::intrusive_ptr<CircuitProgram>& program, const ::torch::Tensor& inputs,
+                               const ::torch::Tensor& weights, const std::vector<int64_t>& wires, int64_t shots,
+                               int64_t seed);
+// Per-sample Jacobians w.r.t. inputs [B, n_outputs, n_inputs] and weights [B, n_outputs, n_weights].
+std::tuple<::torch::Tensor, ::torch::Tensor> circuit_jacobian(const c10::intrusive_ptr<CircuitProgram>& program,
+                                                              const ::torch::Tensor& inputs,
+                                                              const ::torch::Tensor& weights);
+
 // Final states per task (not differentiable; see the op list above).
 ::torch::Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program,
                                  const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,

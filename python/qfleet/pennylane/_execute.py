@@ -1,0 +1,256 @@
+"""Running a batch of tapes: tapes of one structure become one engine call.
+
+A tape's rows are its broadcast batch (1 row when it is not broadcast). Tapes whose
+plans share a key are stacked row-wise into per-sample weights and run together;
+results are cut back per tape in PennyLane's result format.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pennylane as qml
+import torch
+
+from ._translate import plan_tape
+
+
+class Job:
+    """One tape in a batch: its plan, parameters, rows and wire order."""
+
+    def __init__(self, tape, plan, wire_order):
+        self.tape = tape
+        self.plan = plan
+        self.wire_order = wire_order
+        self.params = tape.get_parameters(trainable_only=False)
+        self.batch = tape.batch_size
+        self.rows = self.batch or 1
+        self.weights = plan.weights(self.params, self.rows)
+
+
+def make_jobs(device, tapes, analytic_only=False):
+    jobs = []
+    for tape in tapes:
+        wire_order = device.wires if device.wires is not None else tape.wires
+        analytic = analytic_only or not tape.shots
+        plan = device._plan(tape, wire_order, analytic)
+        jobs.append(Job(tape, plan, wire_order))
+    return jobs
+
+
+def groups(jobs):
+    """Indices of jobs grouped by plan key (insertion order)."""
+    out = {}
+    for i, j in enumerate(jobs):
+        out.setdefault(j.plan.key, []).append(i)
+    return out.values()
+
+
+def _stack(jobs, idx):
+    w = np.concatenate([jobs[i].weights for i in idx], axis=0)
+    weights = torch.from_numpy(np.ascontiguousarray(w))
+    inputs = torch.empty((weights.shape[0], 0), dtype=torch.float64)
+    bounds = np.cumsum([0] + [jobs[i].rows for i in idx])
+    return inputs, weights, bounds
+
+
+def _unbatch(x, batch):
+    """Drops the row axis of an unbroadcast tape's result."""
+    return x if batch is not None else x[0]
+
+
+def _pack(tape, per_mp):
+    return per_mp[0] if len(tape.measurements) == 1 else tuple(per_mp)
+
+
+# ---- analytic execution --------------------------------------------------------
+
+
+def _state_result(job, mp, states, mixed):
+    st = states
+    if job.plan.phase_params and not mixed:
+        st = st * np.exp(-1j * job.plan.phases(job.params, job.rows))[:, None]
+    st = _unbatch(st, job.batch)
+    if mixed:
+        return mp.process_density_matrix(st, job.wire_order)
+    return mp.process_state(st, job.wire_order)
+
+
+def _analytic_results(job, out, states, mixed):
+    res = []
+    for m, mp in zip(job.plan.measures, job.tape.measurements):
+        if m.kind == "expval":
+            r = out[:, m.cols[0]]
+        elif m.kind == "var":
+            r = np.maximum(out[:, m.cols[1]] - out[:, m.cols[0]] ** 2, 0.0)
+        elif m.kind == "probs":
+            r = np.clip(out[:, m.cols[0]:m.cols[1]], 0.0, None)
+        else:
+            res.append(_state_result(job, mp, states, mixed))
+            continue
+        res.append(np.asarray(_unbatch(r, job.batch)))
+    return _pack(job.tape, res)
+
+
+def run_analytic(jobs, idx, mixed, results):
+    plan = jobs[idx[0]].plan
+    program = plan.compile()
+    inputs, weights, bounds = _stack(jobs, idx)
+    out = program_forward(program, inputs, weights) if program.n_outputs() else None
+    states = None
+    if plan.needs_state:
+        states = (program.density_matrices(inputs, weights) if mixed else program.states(inputs, weights)).numpy()
+    for k, i in enumerate(idx):
+        lo, hi = bounds[k], bounds[k + 1]
+        results[i] = _analytic_results(jobs[i], None if out is None else out[lo:hi],
+                                       None if states is None else states[lo:hi], mixed)
+
+
+def program_forward(program, inputs, weights):
+    return torch.ops.qfleet.circuit_forward(program, inputs, weights).numpy()
+
+
+# ---- finite shots ----------------------------------------------------------------
+
+
+def _bits(indices, n):
+    shifts = np.arange(n - 1, -1, -1, dtype=np.int64)
+    return ((indices[..., None] >> shifts) & 1).astype(np.int64)
+
+
+def _shot_results(job, bits):
+    tape = job.tape
+    per_bin = []
+    for lo, hi in tape.shots.bins():
+        res = []
+        for mp in tape.measurements:
+            rows = [mp.process_samples(bits[b], job.wire_order, shot_range=(lo, hi), bin_size=None)
+                    for b in range(job.rows)]
+            if job.batch is None:
+                res.append(rows[0])
+            elif isinstance(rows[0], dict):
+                res.append(tuple(rows))
+            else:
+                res.append(np.stack([np.asarray(r) for r in rows]))
+        per_bin.append(_pack(tape, res))
+    return tuple(per_bin) if tape.shots.has_partitioned_shots else per_bin[0]
+
+
+def run_shots(jobs, idx, seed_source, results):
+    plan = jobs[idx[0]].plan
+    program = plan.compile()
+    n = len(jobs[idx[0]].wire_order)
+    for i in idx:  # each tape has its own shot count: one sampling call per tape
+        job = jobs[i]
+        inputs, weights, _ = _stack(jobs, [i])
+        seed = int(seed_source.integers(0, 2**62))
+        samples = program.sample(inputs, weights, [], int(job.tape.shots.total_shots), seed).numpy()
+        bits = _bits(samples, plan.n_qubits)[..., plan.n_qubits - n:] if n else np.zeros(samples.shape + (0,),
+                                                                                             dtype=np.int64)
+        results[i] = _shot_results(job, bits)
+
+
+def execute(device, tapes, mixed):
+    jobs = make_jobs(device, tapes)
+    results = [None] * len(jobs)
+    for idx in groups(jobs):
+        idx = list(idx)
+        if jobs[idx[0]].tape.shots:
+            run_shots(jobs, idx, device._rng, results)
+        else:
+            run_analytic(jobs, idx, mixed, results)
+    return tuple(results)
+
+
+# ---- adjoint derivatives -----------------------------------------------------------
+
+
+def _columns(job):
+    """Weight column of each trainable parameter (None: a global phase, whose derivative is 0)."""
+    col = {p: j for j, p in enumerate(job.plan.weight_params)}
+    return [col.get(p) for p in job.tape.trainable_params]
+
+
+def _param_batched(job, p):
+    return np.ndim(job.params[p]) > 0
+
+
+def _mp_jacobian(m, out, jw, j):
+    """d result / d weight j for every row: [rows] or [rows, 2^k]."""
+    if j is None:
+        shape = (out.shape[0],) if m.kind != "probs" else (out.shape[0], m.cols[1] - m.cols[0])
+        return np.zeros(shape)
+    if m.kind == "expval":
+        return jw[:, m.cols[0], j]
+    if m.kind == "var":
+        return jw[:, m.cols[1], j] - 2.0 * out[:, m.cols[0]] * jw[:, m.cols[0], j]
+    return jw[:, m.cols[0]:m.cols[1], j]
+
+
+def _format_jacobian(job, out, jw):
+    cols = _columns(job)
+    per_mp = []
+    for m in job.plan.measures:
+        entries = [np.asarray(_unbatch(_mp_jacobian(m, out, jw, j), job.batch)) for j in cols]
+        per_mp.append(entries[0] if len(entries) == 1 else tuple(entries))
+    return _pack(job.tape, per_mp)
+
+
+def jacobians(device, tapes, mixed, with_results):
+    jobs = make_jobs(device, tapes, analytic_only=True)
+    results, jacs = [None] * len(jobs), [None] * len(jobs)
+    for idx in groups(jobs):
+        idx = list(idx)
+        plan = jobs[idx[0]].plan
+        program = plan.compile()
+        inputs, weights, bounds = _stack(jobs, idx)
+        out = program_forward(program, inputs, weights)
+        _, jw = program.jacobian(inputs, weights)
+        jw = jw.numpy()
+        for k, i in enumerate(idx):
+            lo, hi = bounds[k], bounds[k + 1]
+            jacs[i] = _format_jacobian(jobs[i], out[lo:hi], jw[lo:hi])
+            if with_results:
+                results[i] = _analytic_results(jobs[i], out[lo:hi], None, mixed)
+    return (tuple(results), tuple(jacs)) if with_results else tuple(jacs)
+
+
+def _output_cotangents(job, dy, out):
+    """Cotangents on the engine's outputs [rows, n_outputs] from the measurements' cotangents."""
+    per_mp = (dy,) if len(job.tape.measurements) == 1 else tuple(dy)
+    g = np.zeros((job.rows, job.plan.compile().n_outputs()))
+    for m, c in zip(job.plan.measures, per_mp):
+        c = np.asarray(qml.math.unwrap(c), dtype=np.float64)
+        c = c.reshape(job.rows, -1) if m.kind == "probs" else c.reshape(job.rows)
+        if m.kind == "expval":
+            g[:, m.cols[0]] += c
+        elif m.kind == "var":
+            g[:, m.cols[1]] += c
+            g[:, m.cols[0]] -= 2.0 * out[:, m.cols[0]] * c
+        else:
+            g[:, m.cols[0]:m.cols[1]] += c
+    return g
+
+
+def vjps(device, tapes, cotangents):
+    jobs = make_jobs(device, tapes, analytic_only=True)
+    out_vjp = [None] * len(jobs)
+    for idx in groups(jobs):
+        idx = list(idx)
+        plan = jobs[idx[0]].plan
+        program = plan.compile()
+        inputs, weights, bounds = _stack(jobs, idx)
+        out = None
+        if any(m.kind == "var" for m in plan.measures):
+            out = program_forward(program, inputs, weights)
+        g = np.concatenate([
+            _output_cotangents(jobs[i], cotangents[i], None if out is None else out[bounds[k]:bounds[k + 1]])
+            for k, i in enumerate(idx)], axis=0)
+        _, gw = torch.ops.qfleet.circuit_backward(program, inputs, weights, torch.from_numpy(g))
+        gw = gw.numpy()
+        for k, i in enumerate(idx):
+            job, rows = jobs[i], gw[bounds[k]:bounds[k + 1]]
+            grads = []
+            for p, j in zip(job.tape.trainable_params, _columns(job)):
+                col = np.zeros(job.rows) if j is None else rows[:, j]
+                grads.append(np.asarray(col if _param_batched(job, p) else col.sum()))
+            out_vjp[i] = tuple(grads)
+    return tuple(out_vjp)

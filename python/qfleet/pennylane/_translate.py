@@ -1,0 +1,211 @@
+"""A PennyLane tape as a qfleet circuit program: one compiled program per tape *structure*.
+
+Every gate (and channel) parameter of the tape becomes a per-sample weight column, so
+tapes that differ only in their parameter values — a TorchLayer over a batch, a
+broadcast tape, the shifted tapes of a gradient — share one compiled program and run
+as one engine call with one row of weights per sample (docs/pennylane.md).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pennylane as qml
+import torch
+
+from .. import _lib
+
+# The engine's gate catalogue (docs/gates.md) under PennyLane's names.
+GATES = frozenset({
+    "Hadamard", "PauliX", "PauliY", "PauliZ", "S", "Adjoint(S)", "T", "Adjoint(T)", "SX", "Adjoint(SX)",
+    "RX", "RY", "RZ", "PhaseShift", "Rot", "U3", "CNOT", "CY", "CZ", "SWAP", "ISWAP", "CRX", "CRY", "CRZ",
+    "CRot", "ControlledPhaseShift", "IsingXX", "IsingYY", "IsingZZ", "Toffoli", "CSWAP",
+})
+# Gates the device runs without the engine: identities, and the global phase (it only
+# changes returned state vectors, which are multiplied by it after the engine call).
+NO_OPS = frozenset({"Identity", "GlobalPhase", "Snapshot", "Barrier"})
+# The engine's parametrised channels (docs/noisy.md), keyed by PennyLane name.
+CHANNELS = {
+    "DepolarizingChannel": "Depolarizing", "BitFlip": "BitFlip", "PhaseFlip": "PhaseFlip",
+    "AmplitudeDamping": "AmplitudeDamping", "GeneralizedAmplitudeDamping": "GeneralizedAmplitudeDamping",
+    "PhaseDamping": "PhaseDamping", "ThermalRelaxationError": "ThermalRelaxation",
+}
+# Observables with more wires than this go through the final state rather than a Pauli
+# decomposition (4^k terms).
+MAX_DECOMPOSED_WIRES = 4
+
+
+def unitary_supported(op) -> bool:
+    """A fixed 1- or 2-wire matrix: QubitUnitary without broadcasting."""
+    return op.name == "QubitUnitary" and len(op.wires) <= 2 and op.batch_size is None
+
+
+def _cmatrix(m) -> list:
+    m = np.asarray(qml.math.unwrap(m), dtype=complex)
+    return [[[float(z.real), float(z.imag)] for z in row] for row in m]
+
+
+def pauli_terms(obs, index) -> list | None:
+    """obs as [[coeff, "X0 Z2"], ...] on engine wires, or None where it is not a (small) Pauli sum."""
+    ps = obs.pauli_rep
+    if ps is None:
+        if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
+            return None
+        ps = qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
+    return _sentence_terms(ps, index)
+
+
+def _sentence_terms(ps, index) -> list | None:
+    terms = []
+    for word, coeff in ps.items():
+        c = complex(qml.math.unwrap(coeff))
+        if abs(c.imag) > 1e-10 * max(1.0, abs(c.real)):
+            return None  # not Hermitian: PennyLane's own checks report it on the state path
+        text = " ".join(f"{p}{index[w]}" for w, p in word.items() if p != "I")
+        terms.append([c.real, text or "I"])
+    return terms or [[0.0, "I"]]
+
+
+def squared_terms(obs, index) -> list | None:
+    ps = obs.pauli_rep
+    if ps is None:
+        if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
+            return None
+        ps = qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
+    sq = ps @ ps
+    sq.simplify()
+    return _sentence_terms(sq, index)
+
+
+@dataclass
+class Measure:
+    """How one measurement's result is read from the engine's outputs."""
+    kind: str  # "expval", "var", "probs" (engine columns) or "state" (PennyLane's on the final state)
+    cols: tuple = ()
+    mp: object = None
+
+
+@dataclass
+class Plan:
+    """A compiled tape structure: the program, which tape parameters fill which weight
+    columns, and how each measurement is read."""
+    key: tuple
+    doc: dict
+    n_qubits: int
+    weight_params: list  # weight column j <- tape parameter weight_params[j]
+    phase_params: list   # tape parameters that are GlobalPhase angles
+    measures: list = field(default_factory=list)
+    program: object = None
+
+    @property
+    def needs_state(self) -> bool:
+        return any(m.kind == "state" for m in self.measures)
+
+    def compile(self):
+        if self.program is None:
+            _lib.load()
+            self.program = torch.classes.qfleet.CircuitProgram(json.dumps(self.doc))
+        return self.program
+
+    def weights(self, params: list, batch: int) -> np.ndarray:
+        """The per-sample weights [batch, n_weights] of a tape with these parameters."""
+        w = np.empty((batch, len(self.weight_params)), dtype=np.float64)
+        for j, p in enumerate(self.weight_params):
+            w[:, j] = np.real(np.asarray(qml.math.unwrap(params[p])))
+        return w
+
+    def phases(self, params: list, batch: int) -> np.ndarray:
+        phi = np.zeros(batch)
+        for p in self.phase_params:
+            phi = phi + np.real(np.asarray(qml.math.unwrap(params[p])))
+        return phi
+
+
+def plan_tape(tape, wire_order, *, mixed: bool, analytic: bool, readout_prob=None) -> Plan:
+    """The plan of `tape` on `wire_order` (its key decides which tapes share a program)."""
+    index = {w: i for i, w in enumerate(wire_order)}
+    n = max(1, len(wire_order))
+    ops, key_ops, weight_params, phase_params = [], [], [], []
+    p = 0  # index into tape.get_parameters(trainable_only=False)
+    for op in tape.operations:
+        name = op.name
+        wires = [index[w] for w in op.wires]
+        k = op.num_params
+        if name in NO_OPS:
+            if name == "GlobalPhase":
+                phase_params.append(p)
+            key_ops.append((name,))
+        elif name in GATES:
+            cols = list(range(len(weight_params), len(weight_params) + k))
+            weight_params.extend(range(p, p + k))
+            entry = {"gate": name, "wires": wires}
+            if k:
+                entry["params"] = [{"weight": c} for c in cols]
+            ops.append(entry)
+            key_ops.append((name, tuple(wires)))
+        elif name == "QubitUnitary":
+            m = _cmatrix(op.matrix())
+            ops.append({"gate": "QubitUnitary", "wires": wires, "matrix": m})
+            key_ops.append((name, tuple(wires), json.dumps(m)))
+        elif mixed and name in CHANNELS:
+            cols = list(range(len(weight_params), len(weight_params) + k))
+            weight_params.extend(range(p, p + k))
+            ops.append({"channel": CHANNELS[name], "wires": wires, "params": [{"weight": c} for c in cols]})
+            key_ops.append((name, tuple(wires)))
+        elif mixed and isinstance(op, qml.operation.Channel) and len(op.wires) <= 2:
+            kraus = [_cmatrix(km) for km in op.kraus_matrices()]
+            ops.append({"channel": "Kraus", "wires": wires, "kraus": kraus})
+            key_ops.append((name, tuple(wires), json.dumps(kraus)))
+        else:  # preprocessing decomposes everything else; reaching here is a bug
+            raise qml.exceptions.DeviceError(f"qfleet: operation {name} on {len(op.wires)} wire(s) is not supported")
+        p += k
+
+    observables, probs, measures = [], [], []
+    n_cols = 0
+
+    def add_obs(terms):
+        nonlocal n_cols
+        observables.append(terms)
+        n_cols += 1
+        return n_cols - 1
+
+    if analytic:
+        for mp in tape.measurements:
+            obs = mp.obs
+            if isinstance(mp, qml.measurements.ExpectationMP) and obs is not None and mp.mv is None:
+                terms = pauli_terms(obs, index)
+                if terms is not None:
+                    measures.append(Measure("expval", (add_obs(terms),)))
+                    continue
+            if isinstance(mp, qml.measurements.VarianceMP) and obs is not None and mp.mv is None:
+                terms, sq = pauli_terms(obs, index), squared_terms(obs, index)
+                if terms is not None and sq is not None:
+                    measures.append(Measure("var", (add_obs(terms), add_obs(sq))))
+                    continue
+            if (type(mp) is qml.measurements.ProbabilityMP and obs is None and mp.mv is None
+                    and mp.eigvals() is None):
+                wires = [index[w] for w in (mp.wires or wire_order)] or [0]
+                probs.append(wires)
+                measures.append(Measure("probs", (len(probs) - 1,)))
+                continue
+            measures.append(Measure("state", mp=mp))
+    # probs columns come after every expectation value (docs/circuits.md#outputs)
+    start = n_cols
+    for m in measures:
+        if m.kind == "probs":
+            size = 2 ** len(probs[m.cols[0]])
+            m.cols = (start, start + size)
+            start += size
+
+    doc = {"kind": "circuit", "qubits": n, "ops": ops, "observables": observables, "precision": "complex128",
+           "threads": 0, "simulator": "density_matrix" if mixed else "statevector"}
+    if probs:
+        doc["probs"] = probs
+    if readout_prob is not None:  # a bit flip of every measured wire (default.mixed's readout_prob)
+        p_flip = float(readout_prob)
+        doc["readout_errors"] = [{"wire": q, "p1_given_0": p_flip, "p0_given_1": p_flip} for q in range(n)]
+    key = (n, mixed, analytic, readout_prob, tuple(key_ops), json.dumps(observables), json.dumps(probs),
+           tuple(m.kind for m in measures))
+    # state-path measurements are read from the tape itself at execution, not from the plan
+    return Plan(key, doc, n, weight_params, phase_params, measures)

@@ -1,0 +1,247 @@
+"""PennyLane devices `qfleet.qubit` (state vectors) and `qfleet.mixed` (density matrices)
+on PennyLane's device API (pennylane.devices.Device), registered through the
+`pennylane.plugins` entry point of the qfleet package (docs/pennylane.md).
+
+    dev = qml.device("qfleet.qubit", wires=4)
+
+A batch of tapes runs as one engine call per tape structure (same gates on the same
+wires, same measurements; parameters differ), and a broadcast tape is one call with a
+row per broadcast element. Compiled programs are cached by structure. Derivatives are
+the engine's adjoint method (docs/circuits.md#gradients), for density matrices too.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+from pennylane.devices import Device, ExecutionConfig
+from pennylane.devices.modifiers import simulator_tracking, single_tape_support
+from pennylane.devices.preprocess import (decompose, no_sampling, validate_adjoint_trainable_params,
+                                          validate_device_wires, validate_measurements)
+from pennylane.exceptions import DeviceError
+from pennylane.measurements import SampleMeasurement, StateMeasurement
+from pennylane.transforms import defer_measurements
+from pennylane.transforms.core import transform
+
+from . import _execute
+from ._translate import CHANNELS, GATES, NO_OPS, pauli_terms, plan_tape, squared_terms, unitary_supported
+
+_HERE = Path(__file__).parent
+
+
+def _null(results):
+    return results[0]
+
+
+@transform
+def _diagonalize_for_shots(tape):
+    """With shots, measure qubit-wise commuting groups in their eigenbasis: split the
+    tape (split_non_commuting) and append each group's diagonalizing gates."""
+    if not tape.shots or all(mp.obs is None for mp in tape.measurements):
+        return (tape,), _null
+    tapes, combine = qml.transforms.split_non_commuting(tape, grouping_strategy="qwc")
+    out, fns = [], []
+    for t in tapes:
+        ts, f = qml.transforms.diagonalize_measurements(t)
+        out.extend(ts)
+        fns.append((f, len(ts)))
+
+    def post(results):
+        parts, k = [], 0
+        for f, n in fns:
+            parts.append(f(results[k:k + n]))
+            k += n
+        return combine(parts)
+
+    return out, post
+
+
+@transform
+def _adjoint_measurements(tape):
+    """The adjoint method differentiates expectation values, variances and probabilities
+    whose observables the engine takes (Pauli sums, or matrices on at most 4 wires)."""
+    index = {w: w for w in tape.wires}
+    for mp in tape.measurements:
+        ok = mp.mv is None and (
+            (isinstance(mp, qml.measurements.ExpectationMP) and mp.obs is not None
+             and pauli_terms(mp.obs, index) is not None)
+            or (isinstance(mp, qml.measurements.VarianceMP) and mp.obs is not None
+                and squared_terms(mp.obs, index) is not None)
+            or (type(mp) is qml.measurements.ProbabilityMP and mp.obs is None and mp.eigvals() is None))
+        if not ok:
+            raise DeviceError(f"qfleet: adjoint differentiation does not support the measurement {mp}; "
+                              "use diff_method='parameter-shift'")
+    return (tape,), _null
+
+
+class _QfleetDevice(Device):
+    """What qfleet.qubit and qfleet.mixed share; subclasses set `_mixed`."""
+
+    _mixed = False
+    _device_options = ()
+    _cache_size = 256
+
+    def __init__(self, wires=None, shots=None, seed="global"):
+        super().__init__(wires=wires, shots=shots)
+        if isinstance(seed, str):
+            if seed != "global":
+                raise ValueError(f"qfleet: seed must be an int, None or 'global', got {seed!r}")
+            seed = int(np.random.randint(0, 2**31 - 1))
+        self._rng = np.random.default_rng(seed)
+        self._plans = OrderedDict()
+
+    # -- what the engine runs natively ---------------------------------------------
+    def _supports_op(self, op) -> bool:
+        name = op.name
+        if name in GATES or name in NO_OPS:
+            return True
+        if name == "QubitUnitary":
+            return unitary_supported(op)
+        if self._mixed and len(op.wires) <= 2 and op.batch_size is None:
+            return name in CHANNELS or isinstance(op, qml.operation.Channel)
+        return False
+
+    def _adjoint_op(self, op) -> bool:
+        """Operations whose trainable parameters the engine differentiates."""
+        if not self._supports_op(op):
+            return False
+        if op.name in GATES or op.name in NO_OPS or op.name in CHANNELS:
+            return True
+        return not any(qml.math.requires_grad(d) for d in op.data)
+
+    def _plan(self, tape, wire_order, analytic):
+        plan = plan_tape(tape, wire_order, mixed=self._mixed, analytic=analytic,
+                         readout_prob=getattr(self, "_readout_prob", None))
+        cached = self._plans.get(plan.key)
+        if cached is not None:
+            self._plans.move_to_end(plan.key)
+            return cached
+        self._plans[plan.key] = plan
+        if len(self._plans) > self._cache_size:
+            self._plans.popitem(last=False)
+        return plan
+
+    # -- configuration and preprocessing ---------------------------------------------
+    def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None) -> ExecutionConfig:
+        config = config or ExecutionConfig()
+        for option in config.device_options:
+            if option not in self._device_options:
+                raise DeviceError(f"qfleet: device option {option} is not an option of {self.name}")
+        updated = {}
+        method = config.gradient_method
+        if method == "best":
+            method = "adjoint"
+            updated["gradient_method"] = method
+        if config.use_device_gradient is None:
+            updated["use_device_gradient"] = method == "adjoint"
+        if config.use_device_jacobian_product is None:
+            updated["use_device_jacobian_product"] = method == "adjoint"
+        if config.grad_on_execution is None:
+            updated["grad_on_execution"] = False
+        mcm = config.mcm_config
+        if mcm.mcm_method not in (None, "deferred"):
+            raise DeviceError(f"qfleet: mid-circuit measurements are run with mcm_method='deferred' only, "
+                              f"got {mcm.mcm_method!r}")
+        updated["mcm_config"] = replace(mcm, mcm_method="deferred")
+        return replace(config, **updated)
+
+    def preprocess_transforms(self, execution_config: ExecutionConfig | None = None):
+        config = execution_config or ExecutionConfig()
+        pipeline = qml.CompilePipeline()
+        pipeline.add_transform(defer_measurements, allow_postselect=False)
+        pipeline.add_transform(_diagonalize_for_shots)
+        pipeline.add_transform(decompose, stopping_condition=self._supports_op, device_wires=self.wires,
+                               target_gates=self.capabilities.gate_set(), name=self.name)
+        pipeline.add_transform(validate_device_wires, self.wires, name=self.name)
+        pipeline.add_transform(validate_measurements,
+                               analytic_measurements=lambda m: isinstance(m, StateMeasurement),
+                               sample_measurements=lambda m: isinstance(m, SampleMeasurement), name=self.name)
+        if config.gradient_method == "adjoint":
+            self._add_adjoint_transforms(pipeline)
+        return pipeline
+
+    def _add_adjoint_transforms(self, pipeline):
+        name = f"adjoint + {self.name}"
+        pipeline.add_transform(no_sampling, name=name)
+        pipeline.add_transform(decompose, stopping_condition=self._adjoint_op, device_wires=self.wires,
+                               target_gates=self.capabilities.gate_set(), name=name, skip_initial_state_prep=False)
+        pipeline.add_transform(_adjoint_measurements)
+        pipeline.add_transform(validate_adjoint_trainable_params)
+
+    # -- derivatives -----------------------------------------------------------------------
+    def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
+        if execution_config is not None and execution_config.gradient_method not in ("adjoint", "best"):
+            return False
+        if circuit is None:
+            return True
+        pipeline = qml.CompilePipeline()
+        pipeline.add_transform(validate_device_wires, self.wires, name=self.name)
+        self._add_adjoint_transforms(pipeline)
+        try:
+            pipeline((circuit,))
+        except (DeviceError, qml.exceptions.DecompositionUndefinedError, AttributeError):
+            return False
+        return True
+
+    def supports_vjp(self, execution_config=None, circuit=None) -> bool:
+        return self.supports_derivatives(execution_config, circuit)
+
+    # -- execution -----------------------------------------------------------------------
+    def execute(self, circuits, execution_config: ExecutionConfig | None = None):
+        return _execute.execute(self, circuits, self._mixed)
+
+    def compute_derivatives(self, circuits, execution_config=None):
+        return _execute.jacobians(self, circuits, self._mixed, with_results=False)
+
+    def execute_and_compute_derivatives(self, circuits, execution_config=None):
+        return _execute.jacobians(self, circuits, self._mixed, with_results=True)
+
+    def compute_vjp(self, circuits, cotangents, execution_config=None):
+        return _execute.vjps(self, circuits, cotangents)
+
+    def execute_and_compute_vjp(self, circuits, cotangents, execution_config=None):
+        return self.execute(circuits, execution_config), self.compute_vjp(circuits, cotangents, execution_config)
+
+
+@simulator_tracking
+@single_tape_support
+class QubitDevice(_QfleetDevice):
+    """qfleet.qubit: state-vector simulation on qfleet's engine, adjoint derivatives.
+
+    Args:
+        wires: number of wires or their labels (None: the circuit's wires).
+        shots: deprecated by PennyLane on devices; use qml.set_shots on the QNode.
+        seed: int, None (from the OS) or "global" (drawn from numpy's global generator);
+            seeds the sampling of finite-shot executions.
+    """
+
+    name = "qfleet.qubit"
+    config_filepath = _HERE / "qfleet_qubit.toml"
+
+
+@simulator_tracking
+@single_tape_support
+class MixedDevice(_QfleetDevice):
+    """qfleet.mixed: density-matrix simulation with noise channels and readout error,
+    adjoint derivatives of the mixed-state engine (docs/noisy.md).
+
+    Args:
+        wires, shots, seed: as qfleet.qubit.
+        readout_prob: probability that a measured bit is flipped (applied to
+            expectation values, probabilities and samples, as default.mixed's).
+    """
+
+    name = "qfleet.mixed"
+    config_filepath = _HERE / "qfleet_mixed.toml"
+    _mixed = True
+
+    def __init__(self, wires=None, shots=None, seed="global", readout_prob=None):
+        super().__init__(wires=wires, shots=shots, seed=seed)
+        if readout_prob is not None:
+            p = float(readout_prob)
+            if not 0.0 <= p <= 1.0 or np.isnan(p):
+                raise ValueError(f"qfleet: readout_prob must be in [0, 1], got {readout_prob!r}")
+        self._readout_prob = readout_prob
