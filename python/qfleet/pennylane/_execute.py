@@ -68,6 +68,10 @@ def _state_result(job, mp, states, mixed):
     st = states
     if job.plan.phase_params and not mixed:
         st = st * np.exp(-1j * job.plan.phases(job.params, job.rows))[:, None]
+    gates = mp.diagonalizing_gates()
+    if gates:  # PennyLane's process_state reads observables in their eigenbasis (as default.qubit)
+        u = qml.matrix(qml.tape.QuantumScript(gates), wire_order=job.wire_order)
+        st = st @ u.T if not mixed else u @ st @ u.conj().T
     st = _unbatch(st, job.batch)
     if mixed:
         return mp.process_density_matrix(st, job.wire_order)

@@ -46,6 +46,9 @@ def _diagonalize_for_shots(tape):
     out, fns = [], []
     for t in tapes:
         ts, f = qml.transforms.diagonalize_measurements(t)
+        if len(ts) == 1 and any(mp.obs is not None and mp.diagonalizing_gates() for mp in ts[0].measurements):
+            # Hermitian, Projector, ...: diagonalize_measurements leaves them; measure each in its own eigenbasis
+            ts, f = _one_tape_per_measurement(ts[0], f)
         out.extend(ts)
         fns.append((f, len(ts)))
 
@@ -57,6 +60,33 @@ def _diagonalize_for_shots(tape):
         return combine(parts)
 
     return out, post
+
+
+def _one_tape_per_measurement(tape, then):
+    tapes = [qml.tape.QuantumScript(tape.operations + mp.diagonalizing_gates(), [mp], shots=tape.shots)
+             for mp in tape.measurements]
+    if len(tapes) == 1:
+        return tapes, then
+
+    def post(results):
+        if tape.shots.has_partitioned_shots:
+            joined = tuple(tuple(r[b] for r in results) for b in range(len(results[0])))
+        else:
+            joined = tuple(results)
+        return then((joined,))
+
+    return tapes, post
+
+
+@transform
+def _matrix_fallback(tape, supported):
+    """Operations with a matrix but no decomposition (BlockEncode, DoubleExcitationPlus, ...)
+    become QubitUnitary, which the engine runs (1-2 wires) or PennyLane decomposes."""
+    if all(supported(op) or op.has_decomposition or not op.has_matrix for op in tape.operations):
+        return (tape,), _null
+    ops = [op if supported(op) or op.has_decomposition or not op.has_matrix
+           else qml.QubitUnitary(qml.matrix(op), wires=op.wires) for op in tape.operations]
+    return (tape.copy(operations=ops),), _null
 
 
 @transform
@@ -103,6 +133,9 @@ class _QfleetDevice(Device):
         if self._mixed and len(op.wires) <= 2 and op.batch_size is None:
             return name in CHANNELS or isinstance(op, qml.operation.Channel)
         return False
+
+    def _supports_or_matrix(self, op) -> bool:
+        return self._supports_op(op) or (op.has_matrix and not op.has_decomposition)
 
     def _adjoint_op(self, op) -> bool:
         """Operations whose trainable parameters the engine differentiates."""
@@ -153,8 +186,16 @@ class _QfleetDevice(Device):
         pipeline = qml.CompilePipeline()
         pipeline.add_transform(defer_measurements, allow_postselect=False)
         pipeline.add_transform(_diagonalize_for_shots)
+        # Decompose to the catalogue, stopping also at operations with a matrix but no
+        # decomposition (BlockEncode inside QSVT, DoubleExcitationPlus, ...); those become
+        # QubitUnitary, which a second pass leaves alone (1-2 wires) or decomposes.
+        pipeline.add_transform(decompose, stopping_condition=self._supports_or_matrix, device_wires=self.wires,
+                               target_gates=self.capabilities.gate_set(), name=self.name,
+                               skip_initial_state_prep=False)
+        pipeline.add_transform(_matrix_fallback, self._supports_op)
         pipeline.add_transform(decompose, stopping_condition=self._supports_op, device_wires=self.wires,
-                               target_gates=self.capabilities.gate_set(), name=self.name)
+                               target_gates=self.capabilities.gate_set(), name=self.name,
+                               skip_initial_state_prep=False)
         pipeline.add_transform(validate_device_wires, self.wires, name=self.name)
         pipeline.add_transform(validate_measurements,
                                analytic_measurements=lambda m: isinstance(m, StateMeasurement),
