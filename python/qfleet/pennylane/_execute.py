@@ -74,6 +74,8 @@ def _state_result(job, mp, states, mixed):
         st = st @ u.T if not mixed else u @ st @ u.conj().T
     st = _unbatch(st, job.batch)
     if mixed:
+        if type(mp) is qml.measurements.StateMP:  # qml.state() of a mixed-state device: its density matrix
+            return qml.density_matrix(wires=job.wire_order).process_density_matrix(st, job.wire_order)
         return mp.process_density_matrix(st, job.wire_order)
     return mp.process_state(st, job.wire_order)
 
