@@ -132,8 +132,8 @@ def _shot_results(job, bits):
                     for b in range(job.rows)]
             if job.batch is None:
                 res.append(rows[0])
-            elif isinstance(rows[0], dict):
-                res.append(tuple(rows))
+            elif isinstance(rows[0], dict):  # counts: a list per broadcast batch, as PennyLane's
+                res.append(list(rows))      # (tuples nest measurements and shot bins)
             else:
                 res.append(np.stack([np.asarray(r) for r in rows]))
         per_bin.append(_pack(tape, res))

@@ -107,6 +107,20 @@ def _adjoint_measurements(tape):
     return (tape,), _null
 
 
+@transform
+def _expand_trainable_broadcast(tape):
+    """PennyLane's derivative formats (Jacobians, VJPs) hold one scalar per trainable
+    parameter and tape, so a tape whose trainable parameter is broadcast is split into
+    its rows (broadcast_expand, as default.qubit's adjoint does); the rows share one
+    structure and still run as one engine call. Broadcast constants (a TorchLayer's
+    inputs) stay one tape: trainable_params lists every parameter once decompose has
+    rewritten the tape, so the parameters' own requires_grad decides."""
+    if tape.batch_size is None or not any(qml.math.ndim(p) > 0 and qml.math.requires_grad(p)
+                                          for p in tape.get_parameters(trainable_only=True)):
+        return (tape,), _null
+    return qml.transforms.broadcast_expand(tape)
+
+
 class _QfleetDevice(Device):
     """What qfleet.qubit and qfleet.mixed share; subclasses set `_mixed`."""
 
@@ -177,7 +191,7 @@ class _QfleetDevice(Device):
         mcm = config.mcm_config
         if mcm.mcm_method not in (None, "deferred"):
             raise DeviceError(f"qfleet: mid-circuit measurements are run with mcm_method='deferred' only, "
-                              f"got {mcm.mcm_method!r}")
+                              f"got '{mcm.mcm_method}'")  # a StrEnum: its repr is <MCM_METHOD.ONE_SHOT: ...>
         updated["mcm_config"] = replace(mcm, mcm_method="deferred")
         return replace(config, **updated)
 
@@ -210,6 +224,7 @@ class _QfleetDevice(Device):
         pipeline.add_transform(decompose, stopping_condition=self._adjoint_op, device_wires=self.wires,
                                target_gates=self.capabilities.gate_set(), name=name, skip_initial_state_prep=False)
         pipeline.add_transform(_adjoint_measurements)
+        pipeline.add_transform(_expand_trainable_broadcast)
         pipeline.add_transform(validate_adjoint_trainable_params)
 
     # -- derivatives -----------------------------------------------------------------------
