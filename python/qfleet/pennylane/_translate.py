@@ -36,6 +36,14 @@ CHANNELS = {
 MAX_DECOMPOSED_WIRES = 4
 
 
+def _numpy(x):
+    """A parameter as numpy (the device is given numpy parameters; qml.math.unwrap, slow
+    per call, only for the rest)."""
+    if isinstance(x, (np.ndarray, np.generic, float, int)):
+        return np.asarray(x)
+    return np.asarray(qml.math.unwrap(x))
+
+
 def unitary_supported(op) -> bool:
     """A fixed 1- or 2-wire matrix: QubitUnitary without broadcasting."""
     return op.name == "QubitUnitary" and len(op.wires) <= 2 and op.batch_size is None
@@ -112,13 +120,13 @@ class Plan:
         """The per-sample weights [batch, n_weights] of a tape with these parameters."""
         w = np.empty((batch, len(self.weight_params)), dtype=np.float64)
         for j, p in enumerate(self.weight_params):
-            w[:, j] = np.real(np.asarray(qml.math.unwrap(params[p])))
+            w[:, j] = np.real(_numpy(params[p]))
         return w
 
     def phases(self, params: list, batch: int) -> np.ndarray:
         phi = np.zeros(batch)
         for p in self.phase_params:
-            phi = phi + np.real(np.asarray(qml.math.unwrap(params[p])))
+            phi = phi + np.real(_numpy(params[p]))
         return phi
 
 

@@ -115,9 +115,9 @@ def _expand_trainable_broadcast(tape):
     structure and still run as one engine call. Broadcast constants (a TorchLayer's
     inputs) stay one tape: trainable_params lists every parameter once decompose has
     rewritten the tape, so the parameters' own requires_grad decides."""
-    if tape.batch_size is None or not any(qml.math.ndim(p) > 0 and qml.math.requires_grad(p)
+    if tape.batch_size is None or not any(len(getattr(p, "shape", ())) > 0 and qml.math.requires_grad(p)
                                           for p in tape.get_parameters(trainable_only=True)):
-        return (tape,), _null
+        return (tape,), _null  # (shape, not qml.math.ndim: this runs on every QNode call)
     return qml.transforms.broadcast_expand(tape)
 
 
@@ -136,6 +136,7 @@ class _QfleetDevice(Device):
             seed = int(np.random.randint(0, 2**31 - 1))
         self._rng = np.random.default_rng(seed)
         self._plans = OrderedDict()
+        self._adjoint_support = {}
 
     # -- what the engine runs natively ---------------------------------------------
     def _supports_op(self, op) -> bool:
@@ -233,14 +234,27 @@ class _QfleetDevice(Device):
             return False
         if circuit is None:
             return True
+        # PennyLane asks on every QNode call; the answer depends on the circuit's structure,
+        # its trainable parameters and whether it has shots, not on parameter values.
+        key = (tuple((op.name, tuple(op.wires), op.num_params) for op in circuit.operations),
+               tuple((type(mp).__name__, tuple(mp.wires), None if mp.obs is None else mp.obs.hash)
+                     for mp in circuit.measurements),
+               tuple(circuit.trainable_params), bool(circuit.shots))
+        known = self._adjoint_support.get(key)
+        if known is not None:
+            return known
         pipeline = qml.CompilePipeline()
         pipeline.add_transform(validate_device_wires, self.wires, name=self.name)
         self._add_adjoint_transforms(pipeline)
         try:
             pipeline((circuit,))
+            ok = True
         except (DeviceError, qml.exceptions.DecompositionUndefinedError, AttributeError):
-            return False
-        return True
+            ok = False
+        if len(self._adjoint_support) > self._cache_size:
+            self._adjoint_support.clear()
+        self._adjoint_support[key] = ok
+        return ok
 
     def supports_vjp(self, execution_config=None, circuit=None) -> bool:
         return self.supports_derivatives(execution_config, circuit)
