@@ -63,3 +63,21 @@ def test_rl_env_compare_checks_environments_before_timing(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["check"]["max_abs_diff"]["numpy SyncVectorEnv"]["obs"] <= 1e-6
     assert {row["tool"] for row in doc["rows"]} >= {"qfleet VectorEnv", "numpy SyncVectorEnv"}
+
+
+def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
+    # bench/pennylane_device.py runs the classifier TorchLayer on qfleet.qubit, lightning.qubit
+    # and default.qubit (and qfleet.QuantumLayer), checks every row's outputs and gradients
+    # against default.qubit's to 1e-10 and exits with a message on a disagreement.
+    import json
+
+    import pytest
+    pytest.importorskip("pennylane")
+    script = SCRIPT.parent / "pennylane_device.py"
+    out = tmp_path / "pl.json"
+    r = subprocess.run([sys.executable, str(script), "--batch", "8", "--repeats", "1", "--number", "1",
+                        "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "equal to default.qubit's (1e-10)" in r.stdout, r.stdout
+    doc = json.loads(out.read_text())
+    assert set(doc["median_ms"]) >= {"qfleet.qubit (adjoint)", "lightning.qubit (adjoint)", "default.qubit (backprop)"}
