@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the JSON readers' and the PGM reader's libFuzzer targets (tests/fuzz) for a bounded time each:
+# Runs the JSON readers', the .npy reader's and the PGM reader's libFuzzer targets (tests/fuzz) for a bounded time each:
 #   scripts/fuzz.sh BUILD_DIR [SECONDS=60]
 # BUILD_DIR is a clang build with -DQFLEET_FUZZ=ON (scripts/test.sh makes build-fuzz).
 # Each reader starts from its seeds (tests/fuzz/seeds/<kind>) and keeps what it
@@ -13,7 +13,7 @@ build=${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 build=$(cd "$build" && pwd)
 rc=0
-for target in circuit_json lindblad_json pgm rl_config; do
+for target in circuit_json lindblad_json npy pgm rl_config; do
   kind=${target%_json}
   corpus="$build/corpus-$kind"
   mkdir -p "$corpus"

@@ -39,10 +39,10 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== libFuzzer on the JSON readers and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-60} s per reader)"
+echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-60} s per reader)"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQFLEET_FUZZ=ON -DQFLEET_ENABLE_CUDA=OFF \
       -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_BUILD_CLI=OFF -DQFLEET_BUILD_TORCH=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_circuit_json fuzz_lindblad_json fuzz_pgm fuzz_rl_config
+cmake --build build-fuzz -j"$jobs" --target fuzz_circuit_json fuzz_lindblad_json fuzz_npy fuzz_pgm fuzz_rl_config
 ./scripts/fuzz.sh build-fuzz "${QFLEET_FUZZ_SECONDS:-60}"
 
 echo "== all tests passed in $((SECONDS - start)) s"

@@ -134,7 +134,10 @@ void register_eval(CLI::App& app, Action& action) {
     action = [opt] {
       std::string source;
       const std::string text = read_input(opt->file, source);
-      const nlohmann::json problem = qfleet::json_problem::parse_text(text, source);
+      nlohmann::json problem = qfleet::json_problem::parse_text(text, source);
+      // .npy files named in the problem are relative to its file (to the working directory for stdin)
+      if (opt->file != "-")
+        qfleet::json_problem::resolve_npy_paths(problem, std::filesystem::path(opt->file).parent_path().string());
       const nlohmann::json result = qfleet::json_problem::evaluate(problem);
       return print_json(result, opt->indent);
     };

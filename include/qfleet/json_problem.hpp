@@ -71,6 +71,9 @@ struct CircuitProblem {
   bool states = false;
   std::optional<std::uint64_t> shots;  // samples on all wires when set
   std::uint64_t seed = 0;
+  // When set, every array result is written to "<output_npy>.<key>.npy" and the result
+  // holds {"npy": FILE, "shape": [...], "dtype": ...} in its place (docs/cli.md).
+  std::string output_npy;
 };
 
 // Parses JSON text. Rejects malformed JSON (message with line and column) and
@@ -83,6 +86,11 @@ nlohmann::json parse_text(std::string_view text, std::string_view source = "<inp
 // "inputs" and "weights" may be absent (the circuit alone is wanted, e.g. by the
 // PyTorch adapter, whose data come as tensors); given ones are still checked.
 CircuitProblem parse_circuit_problem(const nlohmann::json& problem, bool model_only = false);
+
+// Makes the .npy file names of a circuit problem ("inputs"/"weights" {"npy": FILE},
+// "output_npy") that are relative paths relative to `base_dir` (the problem file's
+// directory); absolute paths, and anything that is not such a name, are left alone.
+void resolve_npy_paths(nlohmann::json& problem, const std::string& base_dir);
 
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const CircuitProblem& problem);

@@ -4,16 +4,19 @@
 #include "json_circuit_readers.hpp"
 #include "json_common.hpp"
 #include "json_noise.hpp"
+#include "npy.hpp"
 #include "qfleet/json_lindblad.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <set>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -188,6 +191,12 @@ std::vector<double> read_matrix(const json& v, const std::string& path, std::siz
   return out;
 }
 
+// {"npy": "FILE"}: an array read from a .npy file (docs/cli.md#arrays-in-npy-files).
+npy::Array read_npy_ref(const json& v, const std::string& path) {
+  const Object o(v, path, {"npy"}, "a list, or {\"npy\": \"FILE.npy\"}");
+  return npy::read(read_string(o.require("npy"), path + ".npy"), path);
+}
+
 // The problem's kind: true for "lindblad" (json_lindblad.cpp), false for "circuit".
 bool check_kind(const json& doc) {
   if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
@@ -203,6 +212,40 @@ bool check_kind(const json& doc) {
 }
 
 // ------------------------------------------------------------------ output ---
+
+// Results as .npy files (CircuitProblem::output_npy): "<prefix>.<key>.npy", and in the
+// JSON result {"npy": FILE, "shape": [...], "dtype": ...} in the array's place.
+template <class T>
+json npy_result(const CircuitProblem& p, const std::string& key, std::vector<std::size_t> shape,
+                const std::vector<T>& values) {
+  std::string descr, dtype;
+  if constexpr (std::is_same_v<T, double>) {
+    descr = "<f8", dtype = "float64";
+  } else if constexpr (std::is_same_v<T, float>) {
+    descr = "<f4", dtype = "float32";
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
+    descr = "<c16", dtype = "complex128";
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    descr = "<c8", dtype = "complex64";
+  } else {
+    static_assert(std::is_same_v<T, std::uint64_t>);
+    descr = "<u8", dtype = "uint64";
+  }
+  const std::string file = p.output_npy + "." + key + ".npy";
+  npy::write(file, "output_npy", descr, shape, values.data(), values.size() * sizeof(T));
+  return json{{"npy", file}, {"shape", shape}, {"dtype", dtype}};
+}
+
+// Columns [c0, c0 + count) of each of the B rows of `src` (row stride `stride`).
+template <class R>
+std::vector<R> columns(const std::vector<R>& src, std::size_t B, std::size_t stride, std::size_t c0,
+                       std::size_t count) {
+  std::vector<R> out(B * count);
+  for (std::size_t b = 0; b < B; ++b)
+    std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(b * stride + c0), count,
+                out.begin() + static_cast<std::ptrdiff_t>(b * count));
+  return out;
+}
 
 template <class R>
 json run(const CircuitProblem& p) {
@@ -226,9 +269,14 @@ json run(const CircuitProblem& p) {
   res["precision"] = precision_name(prog.precision());
   res["isa"] = prog.isa();
 
-  json expvals = json::array();
-  for (std::size_t b = 0; b < B; ++b) expvals.push_back(reals(out.data() + b * no, K));
-  res["expvals"] = std::move(expvals);
+  const bool npy = !p.output_npy.empty();
+  if (npy) {
+    res["expvals"] = npy_result(p, "expvals", {B, K}, columns(out, B, no, 0, K));
+  } else {
+    json expvals = json::array();
+    for (std::size_t b = 0; b < B; ++b) expvals.push_back(reals(out.data() + b * no, K));
+    res["expvals"] = std::move(expvals);
+  }
 
   // Column offset of each probs measurement in the outputs (after the expvals).
   std::vector<std::size_t> offset, size;
@@ -246,7 +294,15 @@ json run(const CircuitProblem& p) {
     for (std::size_t m = 0; m < p.probs.size(); ++m) all.push_back(make(m));
     return all;
   };
-  if (!p.probs.empty()) {
+  // ".probs.npy", or ".probs.M.npy" per measurement when "probs" was a list of wire lists
+  auto probs_key = [&](const std::string& key, std::size_t m) {
+    return p.probs_nested ? key + "." + std::to_string(m) : key;
+  };
+  if (!p.probs.empty() && npy) {
+    res["probs"] = per_measurement([&](std::size_t m) {
+      return npy_result(p, probs_key("probs", m), {B, size[m]}, columns(out, B, no, offset[m], size[m]));
+    });
+  } else if (!p.probs.empty()) {
     res["probs"] = per_measurement([&](std::size_t m) {
       json rows = json::array();
       for (std::size_t b = 0; b < B; ++b)
@@ -256,7 +312,9 @@ json run(const CircuitProblem& p) {
   }
 
   const std::size_t n_purity = no - col;  // purity columns follow the probabilities
-  if (n_purity > 0) {
+  if (n_purity > 0 && npy) {
+    res["purity"] = npy_result(p, "purity", {B}, columns(out, B, no, col, 1));
+  } else if (n_purity > 0) {
     json rows = json::array();
     for (std::size_t b = 0; b < B; ++b) rows.push_back(static_cast<double>(out[b * no + col]));
     res["purity"] = std::move(rows);
@@ -266,7 +324,9 @@ json run(const CircuitProblem& p) {
     std::vector<R> ji(B * no * ni), jw(B * no * nw);
     prog.jacobian(args, std::span<R>(ji), std::span<R>(jw));
     // jac[b][k0 .. k0+count)[n]
-    auto block = [&](const std::vector<R>& jac, std::size_t n, std::size_t k0, std::size_t count) {
+    auto block = [&](const std::vector<R>& jac, std::size_t n, std::size_t k0, std::size_t count,
+                     const std::string& key) -> json {
+      if (npy) return npy_result(p, key, {B, count, n}, columns(jac, B, no * n, k0 * n, count * n));
       json rows = json::array();
       for (std::size_t b = 0; b < B; ++b) {
         json per_output = json::array();
@@ -276,17 +336,17 @@ json run(const CircuitProblem& p) {
       }
       return rows;
     };
-    res["grad_inputs"] = block(ji, ni, 0, K);
-    res["grad_weights"] = block(jw, nw, 0, K);
+    res["grad_inputs"] = block(ji, ni, 0, K, "grad_inputs");
+    res["grad_weights"] = block(jw, nw, 0, K, "grad_weights");
     if (n_purity > 0) {
-      res["grad_purity_inputs"] = block(ji, ni, col, 1);
-      res["grad_purity_weights"] = block(jw, nw, col, 1);
+      res["grad_purity_inputs"] = block(ji, ni, col, 1, "grad_purity_inputs");
+      res["grad_purity_weights"] = block(jw, nw, col, 1, "grad_purity_weights");
     }
     if (!p.probs.empty()) {
-      res["grad_probs_inputs"] =
-          per_measurement([&](std::size_t m) { return block(ji, ni, offset[m], size[m]); });
-      res["grad_probs_weights"] =
-          per_measurement([&](std::size_t m) { return block(jw, nw, offset[m], size[m]); });
+      res["grad_probs_inputs"] = per_measurement(
+          [&](std::size_t m) { return block(ji, ni, offset[m], size[m], probs_key("grad_probs_inputs", m)); });
+      res["grad_probs_weights"] = per_measurement(
+          [&](std::size_t m) { return block(jw, nw, offset[m], size[m], probs_key("grad_probs_weights", m)); });
     }
   }
 
@@ -295,7 +355,7 @@ json run(const CircuitProblem& p) {
     std::vector<std::complex<R>> rho(B * dim * dim);
     prog.density_matrices(args, std::span<std::complex<R>>(rho));
     json all = json::array();
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0; b < B && !npy; ++b) {
       json mat = json::array();
       for (std::size_t i = 0; i < dim; ++i) {
         json row = json::array();
@@ -307,13 +367,13 @@ json run(const CircuitProblem& p) {
       }
       all.push_back(std::move(mat));
     }
-    res["density_matrices"] = std::move(all);
+    res["density_matrices"] = npy ? npy_result(p, "density_matrices", {B, dim, dim}, rho) : std::move(all);
   } else if (p.states) {
     const std::size_t dim = std::size_t{1} << prog.n_qubits();
     std::vector<std::complex<R>> st(B * dim);
     prog.states(args, std::span<std::complex<R>>(st));
     json all = json::array();
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0; b < B && !npy; ++b) {
       json row = json::array();
       for (std::size_t i = 0; i < dim; ++i) {
         const auto z = st[b * dim + i];
@@ -321,7 +381,7 @@ json run(const CircuitProblem& p) {
       }
       all.push_back(std::move(row));
     }
-    res["states"] = std::move(all);
+    res["states"] = npy ? npy_result(p, "states", {B, dim}, st) : std::move(all);
   }
 
   if (p.shots) {
@@ -329,12 +389,12 @@ json run(const CircuitProblem& p) {
     std::vector<std::uint64_t> s(B * shots);
     prog.sample(args, {}, shots, p.seed, std::span<std::uint64_t>(s));
     json all = json::array();
-    for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t b = 0; b < B && !npy; ++b) {
       all.push_back(json(
           std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
                                      s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
     }
-    res["samples"] = std::move(all);
+    res["samples"] = npy ? npy_result(p, "samples", {B, shots}, s) : std::move(all);
   }
   return res;
 }
@@ -461,7 +521,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   const Object top(doc, "",
                    {"kind", "qubits", "ops", "observables", "probs", "inputs", "weights",
                     "precision", "threads", "isa", "device", "gradients", "states", "shots", "seed",
-                    "readout_errors", "purity", "simulator", "noise_model"});
+                    "readout_errors", "purity", "simulator", "noise_model", "output_npy"});
   CircuitProblem p;
   const int n = read_int32(top.require("qubits"), "qubits");
   p.circuit = at("qubits", [&] { return Circuit(n); });
@@ -516,13 +576,32 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   // Batch, inputs and weights.
   std::size_t in_rows = 0, in_cols = 0;
   const bool has_inputs = top.has("inputs");
-  if (has_inputs) {
+  if (has_inputs && top.get("inputs")->is_object()) {
+    npy::Array a = read_npy_ref(*top.get("inputs"), "inputs");
+    if (a.shape.size() != 2 || a.shape[0] == 0)
+      fail("inputs", "the .npy array must be 2-D [batch, n_inputs] with at least one row");
+    in_rows = a.shape[0];
+    in_cols = a.shape[1];
+    p.inputs = std::move(a.values);
+  } else if (has_inputs) {
     const json& v = read_array(*top.get("inputs"), "inputs", "a list of rows (batch x n_inputs)");
     if (v.empty()) fail("inputs", "needs at least one row (the batch size is its number of rows)");
     p.inputs = read_matrix(v, "inputs", in_rows, in_cols);
   }
   std::size_t w_rows = 0, w_cols = 0;
-  if (const json* v = top.get("weights")) {
+  if (const json* v = top.get("weights"); v && v->is_object()) {
+    npy::Array a = read_npy_ref(*v, "weights");
+    if (a.shape.size() == 1) {
+      w_cols = a.shape[0];
+    } else if (a.shape.size() == 2 && a.shape[0] > 0) {
+      w_rows = a.shape[0];
+      w_cols = a.shape[1];
+      p.per_sample_weights = true;
+    } else {
+      fail("weights", "the .npy array must be 1-D [n_weights] (shared) or 2-D [batch, n_weights] (per sample)");
+    }
+    p.weights = std::move(a.values);
+  } else if (v) {
     read_array(*v, "weights", "a list of numbers (shared) or a list of rows (per sample)");
     if (!v->empty() && (*v)[0].is_array()) {
       p.weights = read_matrix(*v, "weights", w_rows, w_cols);
@@ -592,6 +671,10 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     if (!p.shots) fail("seed", "only used with \"shots\" (give \"shots\": N to sample)");
     p.seed = read_uint64(*v, "seed");
   }
+  if (const json* v = top.get("output_npy")) {
+    p.output_npy = read_string(*v, "output_npy");
+    if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
+  }
   if (c.measurements().empty() && !p.states && !p.shots) {
     fail("", "nothing to compute: give \"observables\", \"probs\", \"states\": true or \"shots\"");
   }
@@ -599,6 +682,20 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     fail("gradients", "needs \"observables\" and/or \"probs\" to differentiate");
   }
   return p;
+}
+
+void resolve_npy_paths(json& problem, const std::string& base_dir) {
+  if (!problem.is_object() || base_dir.empty()) return;
+  auto resolve = [&](json& name) {
+    if (!name.is_string()) return;  // the parser reports it
+    const std::filesystem::path f(name.get<std::string>());
+    if (!f.empty() && f.is_relative()) name = (std::filesystem::path(base_dir) / f).string();
+  };
+  for (const char* key : {"inputs", "weights"}) {
+    const auto it = problem.find(key);
+    if (it != problem.end() && it->is_object() && it->contains("npy")) resolve((*it)["npy"]);
+  }
+  if (const auto it = problem.find("output_npy"); it != problem.end()) resolve(*it);
 }
 
 json evaluate(const CircuitProblem& p) {

@@ -81,3 +81,20 @@ def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
     assert "equal to default.qubit's (1e-10)" in r.stdout, r.stdout
     doc = json.loads(out.read_text())
     assert set(doc["median_ms"]) >= {"qfleet.qubit (adjoint)", "lightning.qubit (adjoint)", "default.qubit (backprop)"}
+
+
+def test_cli_npy_bench_checks_results_before_timing(tmp_path):
+    # bench/cli_npy.py runs the same batch through `qfleet eval` with JSON arrays and with .npy
+    # files, checks the two results equal, then times them beside the in-process engine.
+    import json
+    import os
+
+    import pytest
+    if not os.environ.get("QFLEET_CLI"):
+        pytest.skip("QFLEET_CLI not set: run through ctest or scripts/test.sh")
+    out = tmp_path / "cli.json"
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "cli_npy.py"), "--batch", "64", "--repeats", "1",
+                        "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ".npy results equal the JSON results" in r.stdout, r.stdout
+    assert set(json.loads(out.read_text())["median_ms"]) >= {"qfleet eval, .npy arrays", "engine in-process, warm"}

@@ -1,0 +1,101 @@
+"""`qfleet eval` on a big batch with JSON arrays and with .npy arrays (docs/cli.md#arrays-in-npy-files),
+beside the engine's own time for the same forward pass, in one run: the classifier circuit
+(4 qubits, angle embedding, 3 strongly entangling layers, <Z_i>), forward only.
+
+    QFLEET_CLI=build/tools/qfleet PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
+        python bench/cli_npy.py [--batch 32768] [--repeats 15] [--json out.json]
+
+Rows (medians, ms): the CLI with a 1-sample problem (process start, reading, compiling:
+the fixed cost); the CLI with JSON arrays; the CLI with .npy files; the engine in-process
+(qfleet.circuit_forward on the same arrays: warm, and the first call after compiling).
+The .npy results are checked equal to the JSON results (exactly) before timing.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import qfleet
+
+
+def median_ms(fn, repeats):
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=32768)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args()
+    cli = os.environ.get("QFLEET_CLI") or shutil.which("qfleet")
+    if not cli:
+        raise SystemExit("set QFLEET_CLI to the qfleet binary (or install the package)")
+    rng = np.random.default_rng(0)
+    x = rng.random((args.batch, 4)) * np.pi
+    w = rng.random(36) * 2 * np.pi
+    c = qfleet.Circuit(4)
+    c.angle_embedding([0, 1, 2, 3]).strongly_entangling_layers([0, 1, 2, 3], layers=3)
+    for q in range(4):
+        c.expval(f"Z{q}")
+    doc = c.to_json()
+    with tempfile.TemporaryDirectory() as d:
+        np.save(os.path.join(d, "x.npy"), x)
+        np.save(os.path.join(d, "w.npy"), w)
+        files = {
+            "tiny": dict(doc, inputs=x[:1].tolist(), weights=w.tolist()),
+            "json": dict(doc, inputs=x.tolist(), weights=w.tolist()),
+            "npy": dict(doc, inputs={"npy": "x.npy"}, weights={"npy": "w.npy"}, output_npy="r"),
+        }
+        for name, problem in files.items():
+            with open(os.path.join(d, name + ".json"), "w") as f:
+                json.dump(problem, f)
+
+        def cli_run(name):
+            r = subprocess.run([cli, "eval", os.path.join(d, name + ".json")], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(r.stderr)
+            return r.stdout
+
+        via_json = np.array(json.loads(cli_run("json"))["expvals"])
+        via_npy = np.load(json.loads(cli_run("npy"))["expvals"]["npy"])
+        if not np.array_equal(via_json, via_npy):
+            raise SystemExit("the .npy results differ from the JSON results")
+        rows = {
+            "qfleet eval, 1 sample (fixed cost)": median_ms(lambda: cli_run("tiny"), args.repeats),
+            "qfleet eval, JSON arrays": median_ms(lambda: cli_run("json"), args.repeats),
+            "qfleet eval, .npy arrays": median_ms(lambda: cli_run("npy"), args.repeats),
+        }
+    X, W = torch.from_numpy(x), torch.from_numpy(w)
+    t0 = time.perf_counter()
+    program = c.compile()
+    qfleet.circuit_forward(program, X, W)
+    first = (time.perf_counter() - t0) * 1e3
+    rows["engine in-process, warm"] = median_ms(lambda: qfleet.circuit_forward(program, X, W), args.repeats)
+    rows["engine in-process, compile + first call"] = first
+    engine = rows["engine in-process, warm"]
+    print(f"batch {args.batch}, forward of the 4-qubit classifier circuit, OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS', '(all)')}; .npy results equal the JSON results; ms (median of "
+          f"{args.repeats}) and ratio to the warm engine:")
+    for name, ms in rows.items():
+        print(f"  {name:42s} {ms:9.2f}  {ms / engine:6.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"batch": args.batch, "median_ms": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

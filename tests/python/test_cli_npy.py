@@ -1,0 +1,134 @@
+"""`qfleet eval` with arrays in .npy files (docs/cli.md#arrays-in-npy-files): numpy writes the
+inputs and reads the outputs (the independent reference for the file format), and every
+result equals the same problem's JSON-array result exactly; bad files are clear errors."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+CLI = os.environ.get("QFLEET_CLI")
+pytestmark = pytest.mark.skipif(not CLI, reason="QFLEET_CLI not set: run through ctest or scripts/test.sh")
+
+BASE = {"kind": "circuit", "qubits": 2,
+        "ops": [{"gate": "RX", "wires": [0], "params": [{"input": 0}]},
+                {"gate": "RY", "wires": [1], "params": [{"input": 1}]},
+                {"gate": "CRZ", "wires": [0, 1], "params": [{"weight": 0}]},
+                {"gate": "Rot", "wires": [1], "params": [{"weight": 1}, {"weight": 2}, 0.3]}],
+        "observables": [[[1.0, "Z0"]], [[0.5, "X1 Z0"], [-0.2, "Y1"]]]}
+
+
+def run(doc, path, cwd=None):
+    path.write_text(json.dumps(doc))
+    return subprocess.run([CLI, "eval", str(path)], capture_output=True, text=True, cwd=cwd)
+
+
+def evaluate(doc, path):
+    r = run(doc, path)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_npy_results_equal_json_results(tmp_path, per_sample):
+    rng = np.random.default_rng(1)
+    x = rng.random((6, 2))
+    w = rng.random((6, 3)) if per_sample else rng.random(3)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    extra = {"probs": [[0], [0, 1]], "gradients": True, "states": True, "shots": 9, "seed": 4}
+    want = evaluate(dict(BASE, **extra, inputs=x.tolist(), weights=w.tolist()), tmp_path / "j.json")
+    (tmp_path / "out").mkdir()
+    # relative names are relative to the problem file, whatever the working directory
+    got = evaluate(dict(BASE, **extra, inputs={"npy": "x.npy"}, weights={"npy": "w.npy"}, output_npy="out/r"),
+                   tmp_path / "n.json")
+    assert got["batch"] == 6 and got["expvals"]["shape"] == [6, 2] and got["expvals"]["dtype"] == "float64"
+    assert got["expvals"]["npy"] == str(tmp_path / "out" / "r.expvals.npy")
+    np.testing.assert_array_equal(np.load(got["expvals"]["npy"]), np.array(want["expvals"]))
+    for m in range(2):
+        for key in ("probs", "grad_probs_inputs", "grad_probs_weights"):
+            a = np.load(got[key][m]["npy"])
+            assert a.shape == tuple(got[key][m]["shape"])
+            np.testing.assert_array_equal(a, np.array(want[key][m]))
+    for key in ("grad_inputs", "grad_weights"):
+        np.testing.assert_array_equal(np.load(got[key]["npy"]), np.array(want[key]))
+    st = np.array(want["states"])
+    states = np.load(got["states"]["npy"])
+    assert states.dtype == np.complex128
+    np.testing.assert_array_equal(states, st[..., 0] + 1j * st[..., 1])
+    samples = np.load(got["samples"]["npy"])
+    assert samples.dtype == np.uint64
+    np.testing.assert_array_equal(samples, np.array(want["samples"]))
+
+
+def test_float32_and_integer_inputs_and_complex64_outputs(tmp_path):
+    x = np.array([[0.25, -1.5], [2.0, 0.5]], dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", np.array([1, 2, 3], dtype=np.int64))
+    want = evaluate(dict(BASE, inputs=x.astype(float).tolist(), weights=[1, 2, 3], precision="complex64",
+                         states=True), tmp_path / "j.json")
+    got = evaluate(dict(BASE, inputs={"npy": "x.npy"}, weights={"npy": "w.npy"}, precision="complex64",
+                        states=True, output_npy="r"), tmp_path / "n.json")
+    e = np.load(got["expvals"]["npy"])
+    assert e.dtype == np.float32 and got["expvals"]["dtype"] == "float32"
+    np.testing.assert_array_equal(e.astype(float), np.array(want["expvals"]))
+    assert np.load(got["states"]["npy"]).dtype == np.complex64
+
+
+def _bad(tmp_path, data: bytes, name="x.npy"):
+    (tmp_path / name).write_bytes(data)
+    return dict(BASE, inputs={"npy": name}, weights=[0.1, 0.2, 0.3])
+
+
+def _npy_bytes(arr, **kw):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, arr, **kw)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "cannot be opened"),
+    ("not_npy", "not a .npy file"),
+    ("fortran", "Fortran order"),
+    ("complex", "has dtype '<c16'"),
+    ("big_endian", "has dtype '>f8'"),
+    ("one_d", "must be 2-D [batch, n_inputs]"),
+    ("nan", "is not finite"),
+    ("truncated", "truncated file"),
+    ("columns", "has 1 column(s) but the circuit reads 2 input column(s)"),
+    ("key", 'unknown key "file"'),
+])
+def test_bad_files_are_clear_errors(tmp_path, case, message):
+    good = np.ones((3, 2))
+    if case == "missing":
+        doc = dict(BASE, inputs={"npy": "nope.npy"}, weights=[0, 0, 0])
+    elif case == "not_npy":
+        doc = _bad(tmp_path, b"1,2\n3,4\n")
+    elif case == "fortran":
+        doc = _bad(tmp_path, _npy_bytes(np.asfortranarray(np.ones((3, 2)))))
+    elif case == "complex":
+        doc = _bad(tmp_path, _npy_bytes(good.astype(complex)))
+    elif case == "big_endian":
+        doc = _bad(tmp_path, _npy_bytes(good.astype(">f8")))
+    elif case == "one_d":
+        doc = _bad(tmp_path, _npy_bytes(np.ones(4)))
+    elif case == "nan":
+        doc = _bad(tmp_path, _npy_bytes(np.array([[0.0, np.nan]])))
+    elif case == "truncated":
+        doc = _bad(tmp_path, _npy_bytes(good)[:-5])
+    elif case == "columns":
+        doc = _bad(tmp_path, _npy_bytes(np.ones((3, 1))))
+    else:
+        doc = dict(BASE, inputs={"file": "x.npy"}, weights=[0, 0, 0])
+    r = run(doc, tmp_path / "p.json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("qfleet: error: inputs") and message in r.stderr, r.stderr
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path):
+    doc = dict(BASE, inputs=[[0.1, 0.2]], weights=[0, 0, 0], output_npy="no/such/dir/r")
+    r = run(doc, tmp_path / "p.json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "output_npy" in r.stderr and "cannot be written" in r.stderr, r.stderr
