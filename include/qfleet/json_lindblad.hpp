@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,8 @@ struct LindbladProblem {
   // target, otherwise the leakage (a subspace is then required).
   enum class GradientOf : std::uint8_t { none, fidelity, leakage };
   GradientOf gradient_of = GradientOf::none;
+  // When set, the array results are written to "<output_npy>.<key>.npy" (docs/cli.md).
+  std::string output_npy;
 };
 
 // Checks and converts a "kind": "lindblad" problem. Throws ProblemError / qfleet::Error.

@@ -87,9 +87,10 @@ nlohmann::json parse_text(std::string_view text, std::string_view source = "<inp
 // PyTorch adapter, whose data come as tensors); given ones are still checked.
 CircuitProblem parse_circuit_problem(const nlohmann::json& problem, bool model_only = false);
 
-// Makes the .npy file names of a circuit problem ("inputs"/"weights" {"npy": FILE},
-// "output_npy") that are relative paths relative to `base_dir` (the problem file's
-// directory); absolute paths, and anything that is not such a name, are left alone.
+// Makes the .npy file names of a problem ({"npy": FILE} in "inputs", "weights",
+// "amplitudes", "drift_coeffs", "rates"; "output_npy") that are relative paths relative
+// to `base_dir` (the problem file's directory); absolute paths, and anything that is
+// not such a name, are left alone.
 void resolve_npy_paths(nlohmann::json& problem, const std::string& base_dir);
 
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.

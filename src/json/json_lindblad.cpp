@@ -4,8 +4,10 @@
 #include "qfleet/json_lindblad.hpp"
 
 #include "json_common.hpp"
+#include "npy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <complex>
@@ -153,6 +155,23 @@ void read_block(const json& v, const std::string& path, std::span<const std::str
 // "control amplitudes"). Per task when the array is nested one level deeper.
 TaskArray read_task_array(const json& v, const std::string& path,
                           std::initializer_list<std::string_view> names) {
+  if (v.is_object()) {  // {"npy": FILE} (docs/cli.md#arrays-in-npy-files)
+    npy::Array a = npy::read_ref(v, path);
+    TaskArray t;
+    t.per_task = a.shape.size() == names.size() + 1;
+    if (!t.per_task && a.shape.size() != names.size()) {
+      fail(path, fmt::format("the .npy array has {} dimension(s); expected {} (shared) or {} (per task)",
+                             a.shape.size(), names.size(), names.size() + 1));
+    }
+    t.values = std::move(a.values);
+    t.shape = std::move(a.shape);
+    if (t.per_task) {
+      t.batch = t.shape.front();
+      t.shape.erase(t.shape.begin());
+      if (t.batch == 0) fail(path, "needs at least one task");
+    }
+    return t;
+  }
   read_array(v, path, "a list");
   // Depth of the first leaf path.
   std::size_t depth = 0;
@@ -232,6 +251,43 @@ json shaped(const std::vector<R>& v, bool per_task, std::size_t batch, std::size
   return all;
 }
 
+// The results as .npy files ("output_npy"): the same keys and shapes as the JSON
+// result (final states as complex arrays), each written to "<prefix>.<key>.npy".
+template <class R>
+json with_npy_results(const LindbladProblem& p, json res, const std::vector<R>& fidelity,
+                      const std::vector<R>& leakage, const std::vector<R>& expvals,
+                      const std::vector<std::complex<R>>& final_state,
+                      const std::array<std::vector<R>, 3>& grads) {
+  const OpenSystem& s = p.system;
+  const std::size_t B = p.batch;
+  const std::size_t n_seg = static_cast<std::size_t>(s.n_segments());
+  const std::size_t n_obs = static_cast<std::size_t>(s.n_observables());
+  const std::string& out = p.output_npy;
+  if (!fidelity.empty()) res["fidelity"] = npy::write_result(out, "fidelity", {B}, fidelity);
+  if (!leakage.empty()) res["leakage"] = npy::write_result(out, "leakage", {B}, leakage);
+  if (n_obs > 0) res["expvals"] = npy::write_result(out, "expvals", {B, n_seg + 1, n_obs}, expvals);
+  std::size_t fs = 0, cols = 0;
+  bool is_vector = false;
+  final_state_layout(s, fs, cols, is_vector);
+  res["final_state"] = npy::write_result(
+      out, "final_state", is_vector ? std::vector<std::size_t>{B, fs} : std::vector<std::size_t>{B, fs / cols, cols},
+      final_state);
+  if (p.gradient_of != LindbladProblem::GradientOf::none) {
+    auto shape = [&](bool per_task, std::vector<std::size_t> one) {
+      if (per_task) one.insert(one.begin(), B);
+      return one;
+    };
+    const std::size_t n_ctrl = static_cast<std::size_t>(s.n_controls());
+    res["grad_amplitudes"] =
+        npy::write_result(out, "grad_amplitudes", shape(p.per_task_amplitudes, {n_seg, n_ctrl}), grads[0]);
+    res["grad_drift_coeffs"] = npy::write_result(
+        out, "grad_drift_coeffs", shape(p.per_task_drift_coeffs, {std::size_t(s.n_drift_terms())}), grads[1]);
+    res["grad_rates"] =
+        npy::write_result(out, "grad_rates", shape(p.per_task_rates, {std::size_t(s.n_jumps())}), grads[2]);
+  }
+  return res;
+}
+
 template <class R>
 json run(const LindbladProblem& p) {
   const OpenSystem& s = p.system;
@@ -291,6 +347,8 @@ json run(const LindbladProblem& p) {
   res["batch"] = B;
   res["solver"] = solver_name(p.options.solver);
   res["precision"] = precision_name(p.options.precision);
+  if (!p.output_npy.empty()) return with_npy_results(p, res, fidelity, leakage, expvals, final_state,
+                                                     {g_amp, g_drift, g_rates});
   if (has_target) res["fidelity"] = reals(fidelity.data(), B);
   if (has_subspace) res["leakage"] = reals(leakage.data(), B);
   if (n_obs > 0) {
@@ -343,7 +401,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "precision", "threads", "device", "gradients"});
+                    "atol", "precision", "threads", "device", "gradients", "output_npy"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -573,6 +631,10 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
   if (const json* v = top.get("threads")) {
     p.options.num_threads = static_cast<int>(read_int(*v, "threads", 0, 1 << 16));
+  }
+  if (const json* v = top.get("output_npy")) {
+    p.output_npy = read_string(*v, "output_npy");
+    if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
   }
   if (const json* v = top.get("gradients"); v != nullptr && read_bool(*v, "gradients")) {
     if (s.target_kind() != OpenSystem::Target::None) {

@@ -191,12 +191,6 @@ std::vector<double> read_matrix(const json& v, const std::string& path, std::siz
   return out;
 }
 
-// {"npy": "FILE"}: an array read from a .npy file (docs/cli.md#arrays-in-npy-files).
-npy::Array read_npy_ref(const json& v, const std::string& path) {
-  const Object o(v, path, {"npy"}, "a list, or {\"npy\": \"FILE.npy\"}");
-  return npy::read(read_string(o.require("npy"), path + ".npy"), path);
-}
-
 // The problem's kind: true for "lindblad" (json_lindblad.cpp), false for "circuit".
 bool check_kind(const json& doc) {
   if (!doc.is_object()) fail("", "a problem must be a JSON object, got " + describe(doc));
@@ -212,29 +206,6 @@ bool check_kind(const json& doc) {
 }
 
 // ------------------------------------------------------------------ output ---
-
-// Results as .npy files (CircuitProblem::output_npy): "<prefix>.<key>.npy", and in the
-// JSON result {"npy": FILE, "shape": [...], "dtype": ...} in the array's place.
-template <class T>
-json npy_result(const CircuitProblem& p, const std::string& key, std::vector<std::size_t> shape,
-                const std::vector<T>& values) {
-  std::string descr, dtype;
-  if constexpr (std::is_same_v<T, double>) {
-    descr = "<f8", dtype = "float64";
-  } else if constexpr (std::is_same_v<T, float>) {
-    descr = "<f4", dtype = "float32";
-  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
-    descr = "<c16", dtype = "complex128";
-  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
-    descr = "<c8", dtype = "complex64";
-  } else {
-    static_assert(std::is_same_v<T, std::uint64_t>);
-    descr = "<u8", dtype = "uint64";
-  }
-  const std::string file = p.output_npy + "." + key + ".npy";
-  npy::write(file, "output_npy", descr, shape, values.data(), values.size() * sizeof(T));
-  return json{{"npy", file}, {"shape", shape}, {"dtype", dtype}};
-}
 
 // Columns [c0, c0 + count) of each of the B rows of `src` (row stride `stride`).
 template <class R>
@@ -271,7 +242,7 @@ json run(const CircuitProblem& p) {
 
   const bool npy = !p.output_npy.empty();
   if (npy) {
-    res["expvals"] = npy_result(p, "expvals", {B, K}, columns(out, B, no, 0, K));
+    res["expvals"] = npy::write_result(p.output_npy, "expvals", {B, K}, columns(out, B, no, 0, K));
   } else {
     json expvals = json::array();
     for (std::size_t b = 0; b < B; ++b) expvals.push_back(reals(out.data() + b * no, K));
@@ -300,7 +271,8 @@ json run(const CircuitProblem& p) {
   };
   if (!p.probs.empty() && npy) {
     res["probs"] = per_measurement([&](std::size_t m) {
-      return npy_result(p, probs_key("probs", m), {B, size[m]}, columns(out, B, no, offset[m], size[m]));
+      return npy::write_result(p.output_npy, probs_key("probs", m), {B, size[m]},
+                               columns(out, B, no, offset[m], size[m]));
     });
   } else if (!p.probs.empty()) {
     res["probs"] = per_measurement([&](std::size_t m) {
@@ -313,7 +285,7 @@ json run(const CircuitProblem& p) {
 
   const std::size_t n_purity = no - col;  // purity columns follow the probabilities
   if (n_purity > 0 && npy) {
-    res["purity"] = npy_result(p, "purity", {B}, columns(out, B, no, col, 1));
+    res["purity"] = npy::write_result(p.output_npy, "purity", {B}, columns(out, B, no, col, 1));
   } else if (n_purity > 0) {
     json rows = json::array();
     for (std::size_t b = 0; b < B; ++b) rows.push_back(static_cast<double>(out[b * no + col]));
@@ -326,7 +298,10 @@ json run(const CircuitProblem& p) {
     // jac[b][k0 .. k0+count)[n]
     auto block = [&](const std::vector<R>& jac, std::size_t n, std::size_t k0, std::size_t count,
                      const std::string& key) -> json {
-      if (npy) return npy_result(p, key, {B, count, n}, columns(jac, B, no * n, k0 * n, count * n));
+      if (npy) {
+        return npy::write_result(p.output_npy, key, {B, count, n},
+                                 columns(jac, B, no * n, k0 * n, count * n));
+      }
       json rows = json::array();
       for (std::size_t b = 0; b < B; ++b) {
         json per_output = json::array();
@@ -367,7 +342,8 @@ json run(const CircuitProblem& p) {
       }
       all.push_back(std::move(mat));
     }
-    res["density_matrices"] = npy ? npy_result(p, "density_matrices", {B, dim, dim}, rho) : std::move(all);
+    res["density_matrices"] =
+        npy ? npy::write_result(p.output_npy, "density_matrices", {B, dim, dim}, rho) : std::move(all);
   } else if (p.states) {
     const std::size_t dim = std::size_t{1} << prog.n_qubits();
     std::vector<std::complex<R>> st(B * dim);
@@ -381,7 +357,7 @@ json run(const CircuitProblem& p) {
       }
       all.push_back(std::move(row));
     }
-    res["states"] = npy ? npy_result(p, "states", {B, dim}, st) : std::move(all);
+    res["states"] = npy ? npy::write_result(p.output_npy, "states", {B, dim}, st) : std::move(all);
   }
 
   if (p.shots) {
@@ -394,7 +370,7 @@ json run(const CircuitProblem& p) {
           std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
                                      s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
     }
-    res["samples"] = npy ? npy_result(p, "samples", {B, shots}, s) : std::move(all);
+    res["samples"] = npy ? npy::write_result(p.output_npy, "samples", {B, shots}, s) : std::move(all);
   }
   return res;
 }
@@ -577,7 +553,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   std::size_t in_rows = 0, in_cols = 0;
   const bool has_inputs = top.has("inputs");
   if (has_inputs && top.get("inputs")->is_object()) {
-    npy::Array a = read_npy_ref(*top.get("inputs"), "inputs");
+    npy::Array a = npy::read_ref(*top.get("inputs"), "inputs");
     if (a.shape.size() != 2 || a.shape[0] == 0)
       fail("inputs", "the .npy array must be 2-D [batch, n_inputs] with at least one row");
     in_rows = a.shape[0];
@@ -590,7 +566,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   }
   std::size_t w_rows = 0, w_cols = 0;
   if (const json* v = top.get("weights"); v && v->is_object()) {
-    npy::Array a = read_npy_ref(*v, "weights");
+    npy::Array a = npy::read_ref(*v, "weights");
     if (a.shape.size() == 1) {
       w_cols = a.shape[0];
     } else if (a.shape.size() == 2 && a.shape[0] > 0) {
@@ -691,7 +667,7 @@ void resolve_npy_paths(json& problem, const std::string& base_dir) {
     const std::filesystem::path f(name.get<std::string>());
     if (!f.empty() && f.is_relative()) name = (std::filesystem::path(base_dir) / f).string();
   };
-  for (const char* key : {"inputs", "weights"}) {
+  for (const char* key : {"inputs", "weights", "amplitudes", "drift_coeffs", "rates"}) {
     const auto it = problem.find(key);
     if (it != problem.end() && it->is_object() && it->contains("npy")) resolve((*it)["npy"]);
   }

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
+#include "json_common.hpp"
 #include "qfleet/json_problem.hpp"
 
 namespace qfleet::json_problem::npy {
@@ -15,7 +17,8 @@ namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 
-[[noreturn]] void fail(const std::string& path, const std::string& what, const std::string& message) {
+[[noreturn]] void fail(const std::string& path, const std::string& what,
+                       const std::string& message) {
   throw ProblemError(path, what + ": " + message);
 }
 
@@ -54,7 +57,8 @@ class HeaderParser {
       if (peek() != '}') bad("expected ',' or '}' in the header");
     }
     ++i_;
-    if (!have_descr || !have_fortran || !have_shape) bad("the header lacks descr, fortran_order or shape");
+    if (!have_descr || !have_fortran || !have_shape)
+      bad("the header lacks descr, fortran_order or shape");
   }
 
  private:
@@ -151,38 +155,45 @@ Array parse(std::string_view b, const std::string& path, const std::string& what
     start = 10;
   } else if (major == 2 || major == 3) {
     if (b.size() < 12) fail(path, what, "truncated .npy header");
-    for (int k = 3; k >= 0; --k) hlen = (hlen << 8) | static_cast<unsigned char>(b[8 + static_cast<std::size_t>(k)]);
+    for (int k = 3; k >= 0; --k)
+      hlen = (hlen << 8) | static_cast<unsigned char>(b[8 + static_cast<std::size_t>(k)]);
     start = 12;
   } else {
-    fail(path, what, "unsupported .npy format version " + std::to_string(major) + " (1, 2 and 3 are read)");
+    fail(path, what,
+         "unsupported .npy format version " + std::to_string(major) + " (1, 2 and 3 are read)");
   }
   if (hlen > b.size() - start) fail(path, what, "truncated .npy header");
   std::string descr;
   bool fortran = false;
   Array a;
   HeaderParser(b.substr(start, hlen), path, what).parse(descr, fortran, a.shape);
-  if (fortran) fail(path, what, "is in Fortran order; save a C-order array (numpy.ascontiguousarray)");
+  if (fortran)
+    fail(path, what, "is in Fortran order; save a C-order array (numpy.ascontiguousarray)");
   std::size_t item = 0;
   if (descr == "<f8" || descr == "<i8") {
     item = 8;
   } else if (descr == "<f4" || descr == "<i4") {
     item = 4;
   } else {
-    fail(path, what, "has dtype '" + descr + "'; expected little-endian float64, float32, int64 or int32 "
-                     "('<f8', '<f4', '<i8', '<i4')");
+    fail(path, what,
+         "has dtype '" + descr +
+             "'; expected little-endian float64, float32, int64 or int32 "
+             "('<f8', '<f4', '<i8', '<i4')");
   }
   std::size_t count = 1;
   for (const std::size_t d : a.shape) {
     if (d != 0 && count > kMaxValues / d) {
-      fail(path, what, "shape " + shape_text(a.shape) + " holds more than 2^28 values (the limit per array)");
+      fail(path, what,
+           "shape " + shape_text(a.shape) + " holds more than 2^28 values (the limit per array)");
     }
     count *= d;
   }
   const std::string_view data = b.substr(start + hlen);
   if (data.size() != count * item) {
-    fail(path, what, "holds " + std::to_string(data.size()) + " bytes of data, but shape " + shape_text(a.shape) +
-                         " of '" + descr + "' needs " + std::to_string(count * item) +
-                         (data.size() < count * item ? " (truncated file?)" : ""));
+    fail(path, what,
+         "holds " + std::to_string(data.size()) + " bytes of data, but shape " +
+             shape_text(a.shape) + " of '" + descr + "' needs " + std::to_string(count * item) +
+             (data.size() < count * item ? " (truncated file?)" : ""));
   }
   a.values.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -195,12 +206,15 @@ Array parse(std::string_view b, const std::string& path, const std::string& what
     } else if (descr == "<i8") {
       const auto n = load<std::int64_t>(p);
       if (n > (std::int64_t{1} << 53) || n < -(std::int64_t{1} << 53))
-        fail(path, what, "value " + std::to_string(i) + " (" + std::to_string(n) + ") is not exact as a double");
+        fail(
+            path, what,
+            "value " + std::to_string(i) + " (" + std::to_string(n) + ") is not exact as a double");
       v = static_cast<double>(n);
     } else {
       v = static_cast<double>(load<std::int32_t>(p));
     }
-    if (!std::isfinite(v)) fail(path, what, "value " + std::to_string(i) + " (flat index) is not finite");
+    if (!std::isfinite(v))
+      fail(path, what, "value " + std::to_string(i) + " (flat index) is not finite");
     a.values[i] = v;
   }
   return a;
@@ -208,11 +222,15 @@ Array parse(std::string_view b, const std::string& path, const std::string& what
 
 Array read(const std::string& file, const std::string& path) {
   const std::string what = "file " + file;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) fail(path, what, "cannot be opened (no such file)");
+  if (!std::filesystem::is_regular_file(file, ec)) fail(path, what, "is not a regular file");
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(path, what, "cannot be opened");
   in.seekg(0, std::ios::end);
   const auto size = static_cast<std::size_t>(in.tellg());
-  if (size > 64 + kMaxValues * 8) fail(path, what, "is larger than the 2^28 values an array may hold");
+  if (size > 64 + kMaxValues * 8)
+    fail(path, what, "is larger than the 2^28 values an array may hold");
   in.seekg(0, std::ios::beg);
   std::string bytes(size, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(size));
@@ -220,11 +238,17 @@ Array read(const std::string& file, const std::string& path) {
   return parse(bytes, path, what);
 }
 
+Array read_ref(const nlohmann::json& v, const std::string& path) {
+  const internal::Object o(v, path, {"npy"}, "a list, or {\"npy\": \"FILE.npy\"}");
+  return read(internal::read_string(o.require("npy"), path + ".npy"), path);
+}
+
 void write(const std::string& file, const std::string& path, std::string_view descr,
            const std::vector<std::size_t>& shape, const void* data, std::size_t bytes) {
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
-                       shape_text(shape) + ", }";
-  // Magic, version 1.0, header length; the whole preamble padded to a multiple of 64 and ended by '\n'.
+  std::string header = "{'descr': '" + std::string(descr) +
+                       "', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
+  // Magic, version 1.0, header length; the whole preamble padded to a multiple of 64 and ended by
+  // '\n'.
   const std::size_t unpadded = kMagic.size() + 4 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');

@@ -6,11 +6,15 @@
 // Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 #pragma once
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace qfleet::json_problem::npy {
 
@@ -35,5 +39,31 @@ Array read(const std::string& file, const std::string& path);
 // when the file cannot be written.
 void write(const std::string& file, const std::string& path, std::string_view descr,
            const std::vector<std::size_t>& shape, const void* data, std::size_t bytes);
+
+// {"npy": "FILE"} in a problem: the array it names (`path` is the key's JSON path).
+Array read_ref(const nlohmann::json& v, const std::string& path);
+
+// A result array written to "<prefix>.<key>.npy" (the problem's "output_npy"); returns
+// what the JSON result holds in its place: {"npy": FILE, "shape": [...], "dtype": ...}.
+template <class T>
+nlohmann::json write_result(const std::string& prefix, const std::string& key,
+                            const std::vector<std::size_t>& shape, const std::vector<T>& values) {
+  std::string descr, dtype;
+  if constexpr (std::is_same_v<T, double>) {
+    descr = "<f8", dtype = "float64";
+  } else if constexpr (std::is_same_v<T, float>) {
+    descr = "<f4", dtype = "float32";
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
+    descr = "<c16", dtype = "complex128";
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    descr = "<c8", dtype = "complex64";
+  } else {
+    static_assert(std::is_same_v<T, std::uint64_t>);
+    descr = "<u8", dtype = "uint64";
+  }
+  const std::string file = prefix + "." + key + ".npy";
+  write(file, "output_npy", descr, shape, values.data(), values.size() * sizeof(T));
+  return nlohmann::json{{"npy", file}, {"shape", shape}, {"dtype", dtype}};
+}
 
 }  // namespace qfleet::json_problem::npy

@@ -19,7 +19,8 @@ namespace npy = qfleet::json_problem::npy;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   npy::Array a;
   try {
-    a = npy::parse(std::string_view(reinterpret_cast<const char*>(data), size), "inputs", "file fuzz.npy");
+    a = npy::parse(std::string_view(reinterpret_cast<const char*>(data), size), "inputs",
+                   "file fuzz.npy");
   } catch (const qfleet::Error&) {
     return 0;
   }
@@ -29,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const double v : a.values) {
     if (!std::isfinite(v)) std::abort();
   }
-  const std::string file = "fuzz-npy-roundtrip.npy";  // in the working directory (scripts/fuzz.sh: the build)
+  const std::string file =
+      "fuzz-npy-roundtrip.npy";  // in the working directory (scripts/fuzz.sh: the build)
   npy::write(file, "output_npy", "<f8", a.shape, a.values.data(), a.values.size() * sizeof(double));
   const npy::Array b = npy::read(file, "inputs");
   std::remove(file.c_str());

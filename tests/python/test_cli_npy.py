@@ -3,6 +3,7 @@ inputs and reads the outputs (the independent reference for the file format), an
 result equals the same problem's JSON-array result exactly; bad files are clear errors."""
 import json
 import os
+import pathlib
 import subprocess
 
 import numpy as np
@@ -99,6 +100,7 @@ def _npy_bytes(arr, **kw):
     ("truncated", "truncated file"),
     ("columns", "has 1 column(s) but the circuit reads 2 input column(s)"),
     ("key", 'unknown key "file"'),
+    ("directory", "is not a regular file"),
 ])
 def test_bad_files_are_clear_errors(tmp_path, case, message):
     good = np.ones((3, 2))
@@ -120,6 +122,9 @@ def test_bad_files_are_clear_errors(tmp_path, case, message):
         doc = _bad(tmp_path, _npy_bytes(good)[:-5])
     elif case == "columns":
         doc = _bad(tmp_path, _npy_bytes(np.ones((3, 1))))
+    elif case == "directory":
+        (tmp_path / "d.npy").mkdir()
+        doc = dict(BASE, inputs={"npy": "d.npy"}, weights=[0, 0, 0])
     else:
         doc = dict(BASE, inputs={"file": "x.npy"}, weights=[0, 0, 0])
     r = run(doc, tmp_path / "p.json")
@@ -132,3 +137,27 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
     r = run(doc, tmp_path / "p.json")
     assert r.returncode == 2 and r.stdout == ""
     assert "output_npy" in r.stderr and "cannot be written" in r.stderr, r.stderr
+
+
+def test_lindblad_npy_results_equal_json_results(tmp_path):
+    # docs/examples/lindblad.json with per-task amplitudes and shared rates, as arrays and as files
+    doc = json.loads((pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "lindblad.json").read_text())
+    rng = np.random.default_rng(3)
+    amps = rng.normal(size=(3, 4, 2))
+    rates = np.array([0.07])
+    np.save(tmp_path / "a.npy", amps)
+    np.save(tmp_path / "r.npy", rates)
+    doc.update(amplitudes=amps.tolist(), rates=rates.tolist())
+    want = evaluate(doc, tmp_path / "j.json")
+    doc.update(amplitudes={"npy": "a.npy"}, rates={"npy": "r.npy"}, output_npy="lb")
+    got = evaluate(doc, tmp_path / "n.json")
+    assert got["batch"] == 3
+    for key in ("fidelity", "expvals", "grad_amplitudes", "grad_drift_coeffs", "grad_rates"):
+        a = np.load(got[key]["npy"])
+        assert list(a.shape) == got[key]["shape"], key
+        np.testing.assert_array_equal(a, np.array(want[key]), err_msg=key)
+    fs = np.array(want["final_state"])
+    np.testing.assert_array_equal(np.load(got["final_state"]["npy"]), fs[..., 0] + 1j * fs[..., 1])
+    doc.update(amplitudes={"npy": "r.npy"})
+    r = run(doc, tmp_path / "bad.json")
+    assert r.returncode == 2 and "amplitudes: the .npy array has 1 dimension(s); expected 2 (shared) or 3" in r.stderr
