@@ -161,3 +161,15 @@ def test_lindblad_npy_results_equal_json_results(tmp_path):
     doc.update(amplitudes={"npy": "r.npy"})
     r = run(doc, tmp_path / "bad.json")
     assert r.returncode == 2 and "amplitudes: the .npy array has 1 dimension(s); expected 2 (shared) or 3" in r.stderr
+
+
+def test_python_evaluate_reads_npy_relative_to_the_problem_file(tmp_path):
+    qfleet = pytest.importorskip("qfleet")
+    x = np.array([[0.1, 0.2], [0.3, -0.4]])
+    np.save(tmp_path / "x.npy", x)
+    doc = dict(BASE, inputs={"npy": "x.npy"}, weights=[0.5, 0.6, 0.7], output_npy="py")
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    got = qfleet.evaluate(tmp_path / "p.json")
+    assert got == evaluate(doc, tmp_path / "p.json")  # the CLI on the same file
+    want = evaluate(dict(BASE, inputs=x.tolist(), weights=[0.5, 0.6, 0.7]), tmp_path / "j.json")
+    np.testing.assert_array_equal(np.load(got["expvals"]["npy"]), np.array(want["expvals"]))
