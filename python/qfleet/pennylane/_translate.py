@@ -54,36 +54,33 @@ def _cmatrix(m) -> list:
     return [[[float(z.real), float(z.imag)] for z in row] for row in m]
 
 
-def pauli_terms(obs, index) -> list | None:
-    """obs as [[coeff, "X0 Z2"], ...] on engine wires, or None where it is not a (small) Pauli sum."""
-    ps = obs.pauli_rep
-    if ps is None:
-        if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
-            return None
-        ps = qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
-    return _sentence_terms(ps, index)
+def pauli_sentence(obs):
+    """obs as a PauliSentence (PennyLane's own, or decomposed from its matrix on at most
+    MAX_DECOMPOSED_WIRES wires), or None."""
+    if obs.pauli_rep is not None:
+        return obs.pauli_rep
+    if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
+        return None
+    return qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
 
 
-def _sentence_terms(ps, index) -> list | None:
+def pauli_terms(ps, index) -> list | None:
+    """A PauliSentence as [[coeff, "X0 Z2"], ...] on engine wires; None where a coefficient is
+    complex (not Hermitian: PennyLane's own checks report it on the state path)."""
     terms = []
     for word, coeff in ps.items():
         c = complex(qml.math.unwrap(coeff))
         if abs(c.imag) > 1e-10 * max(1.0, abs(c.real)):
-            return None  # not Hermitian: PennyLane's own checks report it on the state path
+            return None
         text = " ".join(f"{p}{index[w]}" for w, p in word.items() if p != "I")
         terms.append([c.real, text or "I"])
     return terms or [[0.0, "I"]]
 
 
-def squared_terms(obs, index) -> list | None:
-    ps = obs.pauli_rep
-    if ps is None:
-        if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
-            return None
-        ps = qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
+def squared(ps):
     sq = ps @ ps
     sq.simplify()
-    return _sentence_terms(sq, index)
+    return sq
 
 
 @dataclass
@@ -181,13 +178,14 @@ def plan_tape(tape, wire_order, *, mixed: bool, analytic: bool, readout_prob=Non
     if analytic:
         for mp in tape.measurements:
             obs = mp.obs
-            if isinstance(mp, qml.measurements.ExpectationMP) and obs is not None and mp.mv is None:
-                terms = pauli_terms(obs, index)
+            ps = pauli_sentence(obs) if obs is not None and mp.mv is None else None
+            if ps is not None and isinstance(mp, qml.measurements.ExpectationMP):
+                terms = pauli_terms(ps, index)
                 if terms is not None:
                     measures.append(Measure("expval", (add_obs(terms),)))
                     continue
-            if isinstance(mp, qml.measurements.VarianceMP) and obs is not None and mp.mv is None:
-                terms, sq = pauli_terms(obs, index), squared_terms(obs, index)
+            if ps is not None and isinstance(mp, qml.measurements.VarianceMP):
+                terms, sq = pauli_terms(ps, index), pauli_terms(squared(ps), index)
                 if terms is not None and sq is not None:
                     measures.append(Measure("var", (add_obs(terms), add_obs(sq))))
                     continue

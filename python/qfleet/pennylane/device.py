@@ -27,7 +27,7 @@ from pennylane.transforms import defer_measurements
 from pennylane.transforms.core import transform
 
 from . import _execute
-from ._translate import CHANNELS, GATES, NO_OPS, pauli_terms, plan_tape, squared_terms, unitary_supported
+from ._translate import CHANNELS, GATES, NO_OPS, pauli_sentence, pauli_terms, plan_tape, squared, unitary_supported
 
 _HERE = Path(__file__).parent
 
@@ -95,11 +95,12 @@ def _adjoint_measurements(tape):
     whose observables the engine takes (Pauli sums, or matrices on at most 4 wires)."""
     index = {w: w for w in tape.wires}
     for mp in tape.measurements:
+        ps = pauli_sentence(mp.obs) if mp.obs is not None and mp.mv is None else None
         ok = mp.mv is None and (
-            (isinstance(mp, qml.measurements.ExpectationMP) and mp.obs is not None
-             and pauli_terms(mp.obs, index) is not None)
-            or (isinstance(mp, qml.measurements.VarianceMP) and mp.obs is not None
-                and squared_terms(mp.obs, index) is not None)
+            (isinstance(mp, qml.measurements.ExpectationMP) and ps is not None
+             and pauli_terms(ps, index) is not None)
+            or (isinstance(mp, qml.measurements.VarianceMP) and ps is not None
+                and pauli_terms(squared(ps), index) is not None)
             or (type(mp) is qml.measurements.ProbabilityMP and mp.obs is None and mp.eigvals() is None))
         if not ok:
             raise DeviceError(f"qfleet: adjoint differentiation does not support the measurement {mp}; "
