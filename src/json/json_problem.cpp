@@ -329,48 +329,62 @@ json run(const CircuitProblem& p) {
     const std::size_t dim = std::size_t{1} << prog.n_qubits();
     std::vector<std::complex<R>> rho(B * dim * dim);
     prog.density_matrices(args, std::span<std::complex<R>>(rho));
-    json all = json::array();
-    for (std::size_t b = 0; b < B && !npy; ++b) {
-      json mat = json::array();
-      for (std::size_t i = 0; i < dim; ++i) {
-        json row = json::array();
-        for (std::size_t j = 0; j < dim; ++j) {
-          const auto z = rho[(b * dim + i) * dim + j];
-          row.push_back(json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+    if (npy) {
+      res["density_matrices"] =
+          npy::write_result(p.output_npy, "density_matrices", {B, dim, dim}, rho);
+    } else {
+      json all = json::array();
+      for (std::size_t b = 0; b < B; ++b) {
+        json mat = json::array();
+        for (std::size_t i = 0; i < dim; ++i) {
+          json row = json::array();
+          for (std::size_t j = 0; j < dim; ++j) {
+            const auto z = rho[(b * dim + i) * dim + j];
+            row.push_back(
+                json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+          }
+          mat.push_back(std::move(row));
         }
-        mat.push_back(std::move(row));
+        all.push_back(std::move(mat));
       }
-      all.push_back(std::move(mat));
+      res["density_matrices"] = std::move(all);
     }
-    res["density_matrices"] =
-        npy ? npy::write_result(p.output_npy, "density_matrices", {B, dim, dim}, rho) : std::move(all);
   } else if (p.states) {
     const std::size_t dim = std::size_t{1} << prog.n_qubits();
     std::vector<std::complex<R>> st(B * dim);
     prog.states(args, std::span<std::complex<R>>(st));
-    json all = json::array();
-    for (std::size_t b = 0; b < B && !npy; ++b) {
-      json row = json::array();
-      for (std::size_t i = 0; i < dim; ++i) {
-        const auto z = st[b * dim + i];
-        row.push_back(json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+    if (npy) {
+      res["states"] = npy::write_result(p.output_npy, "states", {B, dim}, st);
+    } else {
+      json all = json::array();
+      for (std::size_t b = 0; b < B; ++b) {
+        json row = json::array();
+        for (std::size_t i = 0; i < dim; ++i) {
+          const auto z = st[b * dim + i];
+          row.push_back(
+              json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
+        }
+        all.push_back(std::move(row));
       }
-      all.push_back(std::move(row));
+      res["states"] = std::move(all);
     }
-    res["states"] = npy ? npy::write_result(p.output_npy, "states", {B, dim}, st) : std::move(all);
   }
 
   if (p.shots) {
     const std::size_t shots = static_cast<std::size_t>(*p.shots);
     std::vector<std::uint64_t> s(B * shots);
     prog.sample(args, {}, shots, p.seed, std::span<std::uint64_t>(s));
-    json all = json::array();
-    for (std::size_t b = 0; b < B && !npy; ++b) {
-      all.push_back(json(
-          std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
-                                     s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
+    if (npy) {
+      res["samples"] = npy::write_result(p.output_npy, "samples", {B, shots}, s);
+    } else {
+      json all = json::array();
+      for (std::size_t b = 0; b < B; ++b) {
+        all.push_back(json(
+            std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
+                                       s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
+      }
+      res["samples"] = std::move(all);
     }
-    res["samples"] = npy ? npy::write_result(p.output_npy, "samples", {B, shots}, s) : std::move(all);
   }
   return res;
 }
