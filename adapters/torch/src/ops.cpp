@@ -485,8 +485,13 @@ Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, con
   return OpenFunction::apply(p, amplitudes, arg(drift), arg(rates));
 }
 
-std::string evaluate_json(const std::string& text) {
-  return guarded([&] { return json_problem::dump(json_problem::evaluate(json_problem::parse_text(text, "<problem>"))); });
+// base_dir: the problem file's directory, for its relative .npy names ("" = the working directory).
+std::string evaluate_json(const std::string& text, const std::string& base_dir) {
+  return guarded([&] {
+    nlohmann::json doc = json_problem::parse_text(text, "<problem>");
+    json_problem::resolve_npy_paths(doc, base_dir);
+    return json_problem::dump(json_problem::evaluate(doc));
+  });
 }
 
 }  // namespace
@@ -531,47 +536,45 @@ OpenSystemProgram::OpenSystemProgram(const std::string& text)
 
 // ---- calls from C++ ------------------------------------------------------------
 
-Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
-                                const Tensor& weights) {
-  const auto s = check_circuit(*p, "density_matrices", inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.density_matrices: takes CPU tensors (the result is "
-                    "4^n values per sample; move inputs and weights to the cpu), got tensors on ", inputs.device());
+namespace {
+// Final states [B, dim...] (complex, CPU) of a program: density matrices or state vectors.
+Tensor final_states(const c10::intrusive_ptr<CircuitProgram>& p, const char* op, const Tensor& inputs,
+                    const Tensor& weights, bool density) {
+  const auto s = check_circuit(*p, op, inputs, weights);
+  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.", op, ": takes CPU tensors (the result is ",
+                    density ? "4^n" : "2^n", " values per sample; move inputs and weights to the cpu), got tensors on ",
+                    inputs.device());
   const Tensor x = inputs.contiguous(), w = weights.contiguous();
   const int64_t d = int64_t{1} << p->n_qubits();
-  Tensor out = ::torch::empty({s.batch, d, d}, x.options().dtype(x.scalar_type() == ::torch::kFloat64
-                                                                       ? ::torch::kComplexDouble
-                                                                       : ::torch::kComplexFloat));
+  const auto dtype = x.scalar_type() == ::torch::kFloat64 ? ::torch::kComplexDouble : ::torch::kComplexFloat;
+  Tensor out = density ? ::torch::empty({s.batch, d, d}, x.options().dtype(dtype))
+                       : ::torch::empty({s.batch, d}, x.options().dtype(dtype));
   if (s.batch == 0) return out;
   guarded([&] {
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_density_matrices", [&] {
-      auto* z = reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr());
-      p->program.density_matrices<scalar_t>(
-          BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
-          std::span<std::complex<scalar_t>>(z, static_cast<std::size_t>(out.numel())));
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_final_states", [&] {
+      const BatchArgs<scalar_t> args{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)};
+      const std::span<std::complex<scalar_t>> z(reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr()),
+                                                static_cast<std::size_t>(out.numel()));
+      if (density) {
+        p->program.density_matrices<scalar_t>(args, z);
+      } else {
+        p->program.states<scalar_t>(args, z);
+      }
     });
   });
   return out;
 }
+}  // namespace
+
+Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                const Tensor& weights) {
+  return final_states(p, "density_matrices", inputs, weights, true);
+}
 
 Tensor circuit_states(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
-  const auto s = check_circuit(*p, "states", inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.states: takes CPU tensors, got tensors on ", inputs.device());
   TORCH_CHECK_VALUE(p->program.simulator() == qfleet::Simulator::statevector,
                     "qfleet.states: a density-matrix program has no state vectors; use density_matrices");
-  const Tensor x = inputs.contiguous(), w = weights.contiguous();
-  const int64_t d = int64_t{1} << p->n_qubits();
-  Tensor out = ::torch::empty({s.batch, d}, x.options().dtype(x.scalar_type() == ::torch::kFloat64
-                                                                ? ::torch::kComplexDouble
-                                                                : ::torch::kComplexFloat));
-  if (s.batch == 0) return out;
-  guarded([&] {
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_states", [&] {
-      auto* z = reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr());
-      p->program.states<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
-                                  std::span<std::complex<scalar_t>>(z, static_cast<std::size_t>(out.numel())));
-    });
-  });
-  return out;
+  return final_states(p, "states", inputs, weights, false);
 }
 
 Tensor circuit_sample(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights,
@@ -729,7 +732,7 @@ TORCH_LIBRARY(qfleet, m) {
         "Tensor? drift_coeffs, Tensor? rates, Tensor grad_fidelity) -> (Tensor, Tensor, Tensor)");
   m.def("open_final_state(__torch__.torch.classes.qfleet.OpenSystemProgram program, Tensor amplitudes, "
         "Tensor? drift_coeffs, Tensor? rates) -> Tensor");
-  m.def("evaluate_json(str problem) -> str", &qfleet::nn::evaluate_json);
+  m.def("evaluate_json(str problem, str base_dir=\"\") -> str", &qfleet::nn::evaluate_json);
   m.def("cuda_device_count() -> int", [] { return static_cast<int64_t>(qfleet::cuda_device_count()); });
   m.def("built_with_cuda() -> bool", [] { return qfleet::built_with_cuda(); });
 }

@@ -19,7 +19,8 @@
 //   open_final_state(OpenSystemProgram, amplitudes, drift_coeffs, rates) -> complex Tensor
 //       [B, d, d] densities / [B, d] pure states / [B, d^2, d^2] superoperators / [B, d, d] unitaries
 //       (forward only: asking for its gradient raises)
-//   evaluate_json(str problem) -> str                 (the `qfleet eval` contract, docs/cli.md)
+//   evaluate_json(str problem, str base_dir="") -> str  (the `qfleet eval` contract, docs/cli.md;
+//       relative .npy names resolved against base_dir)
 // Real tensors are float64 for complex128 programs and float32 for complex64 ones;
 // they stay where they are (contiguous tensors are read in place, no copies). CUDA
 // tensors need a program compiled with Device::cuda (or automatic where a GPU is
