@@ -173,3 +173,12 @@ def test_python_evaluate_reads_npy_relative_to_the_problem_file(tmp_path):
     assert got == evaluate(doc, tmp_path / "p.json")  # the CLI on the same file
     want = evaluate(dict(BASE, inputs=x.tolist(), weights=[0.5, 0.6, 0.7]), tmp_path / "j.json")
     np.testing.assert_array_equal(np.load(got["expvals"]["npy"]), np.array(want["expvals"]))
+
+
+def test_load_problem_takes_the_segments_from_an_npy_header(tmp_path):
+    qfleet = pytest.importorskip("qfleet")
+    doc = json.loads((pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "lindblad.json").read_text())
+    np.save(tmp_path / "a.npy", np.zeros((3, 4, 2)))  # per task: 3 tasks, 4 segments, 2 controls
+    doc["amplitudes"] = {"npy": "a.npy"}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    assert qfleet.load_problem(tmp_path / "p.json")["program"].n_segments() == 4
