@@ -6,13 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+start=$SECONDS
 ./scripts/setup.sh
 venv=$(./scripts/setup_python.sh)
 export PATH="$venv/bin:$PATH"
 jobs=$(nproc)
-start=$SECONDS
 
-echo "== Release build + tests"
+echo "== Release build + tests ($((SECONDS - start)) s)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
       -DQFLEET_WERROR=ON -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build -j"$jobs"
@@ -20,8 +20,11 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 ./build/bench/bench_circuits --benchmark_filter='BM_Classifier_FwdBwd_c128' --benchmark_min_time=0.05 \
   >/dev/null  # the benchmarks still run
 
-echo "== pip install . and the Python tests against the installed package"
-python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
+echo "== pip install . and the Python tests against the installed package ($((SECONDS - start)) s)"
+# The wheel is built in the Release build's tree (same compiler flags), so pip
+# compiles nothing again; a user's plain `pip install .` builds in build-wheel/.
+python -m pip install -q --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=build \
+  -Ccmake.define.QFLEET_BUILD_TESTS=ON -Ccmake.define.QFLEET_BUILD_BENCH=ON .
 # The wheel configures the CUDA backend as the CMake build did (on when nvcc is found).
 expect_cuda=0
 grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
@@ -29,17 +32,17 @@ tmp=$(mktemp -d)
 (cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
    QFLEET_CLASSIFY="$root/build/apps/classify/qfleet-classify" QFLEET_QGAN="$root/build/apps/qgan/qfleet-qgan" QFLEET_RL="$root/build/apps/rl/qfleet-rl" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
-   python -m pytest -q -p no:cacheprovider "$root/tests/python")
+   python -m pytest -q -p no:cacheprovider --durations=20 "$root/tests/python")
 rm -rf "$tmp"
 
-echo "== ASan + UBSan build + tests"
+echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQFLEET_SANITIZE=ON -DQFLEET_ENABLE_CUDA=OFF \
       -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON -DQFLEET_BUILD_TORCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-60} s per reader)"
+echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-60} s per reader; $((SECONDS - start)) s)"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQFLEET_FUZZ=ON -DQFLEET_ENABLE_CUDA=OFF \
       -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_BUILD_CLI=OFF -DQFLEET_BUILD_TORCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_circuit_json fuzz_lindblad_json fuzz_npy fuzz_pgm fuzz_rl_config
