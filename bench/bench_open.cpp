@@ -167,7 +167,7 @@ void BM_Ladder(benchmark::State& st) {
     }
     benchmark::DoNotOptimize(fid.data());
   }
-  static const char* names[] = {"exact", "rk4", "euler", "dopri5"};
+  static const char* names[] = {"exact", "rk4", "euler", "dopri5", "tsit5"};
   st.SetLabel(std::string(names[st.range(2)]) + (gradient ? " fwd+grad" : " fwd"));
 }
 void ladder_args(benchmark::internal::Benchmark* b) {
@@ -183,6 +183,91 @@ void ladder_args(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_Ladder)->Apply(ladder_args);
+
+// The issue-27 workload: n qubits with local terms (frequencies and a ZZ chain in
+// H0, X and Y drives on every qubit, relaxation and dephasing on every qubit), state
+// transfer |0...0> -> |1...1>, 32 tasks, 60 segments over T = 2, forward + gradient.
+ComplexMatrix on_qubit(const ComplexMatrix& op, int q, int qubits) {
+  ComplexMatrix m = {1};
+  int dm = 1;
+  for (int i = 0; i < qubits; ++i) {
+    m = kron(m, i == q ? op : kI, dm, 2);
+    dm *= 2;
+  }
+  return m;
+}
+
+qfleet::OpenSystem local_qubits(int qubits, int n_seg) {
+  const int d = 1 << qubits;
+  qfleet::OpenSystem s(d);
+  ComplexMatrix h0(std::size_t(d) * d);
+  for (int q = 0; q < qubits; ++q) {
+    const ComplexMatrix z = on_qubit(kZ, q, qubits);
+    for (std::size_t i = 0; i < h0.size(); ++i) h0[i] += (0.3 + 0.1 * q) * z[i];
+    if (q + 1 < qubits) {
+      const ComplexMatrix z2 = on_qubit(kZ, q + 1, qubits);
+      for (int i = 0; i < d; ++i) h0[std::size_t(i) * d + i] += 0.05 * z[std::size_t(i) * d + i] * z2[std::size_t(i) * d + i];
+    }
+  }
+  s.drift(h0);
+  for (int q = 0; q < qubits; ++q) {
+    s.control(scaled(on_qubit(kX, q, qubits), 0.5));
+    s.control(scaled(on_qubit(kY, q, qubits), 0.5));
+  }
+  for (int q = 0; q < qubits; ++q) {
+    s.jump(on_qubit(kLower, q, qubits));
+    s.jump(scaled(on_qubit(kZ, q, qubits), std::sqrt(0.5)));
+  }
+  qfleet::ComplexVector psi0(d), target(d);
+  psi0[0] = 1;
+  target[d - 1] = 1;
+  s.segments(n_seg, 2.0).initial_state(psi0).target_state(target);
+  return s;
+}
+
+// args: qubits, solver (1 rk4 dt = 0.01, 3 dopri5, 4 tsit5; rtol 1e-6, atol 1e-8),
+// form (0 automatic, 1 superoperator, 2 lindblad)
+void BM_LocalQubits(benchmark::State& st) {
+  const int qubits = int(st.range(0)), n_seg = 60;
+  const std::size_t B = 32;
+  const auto sys = local_qubits(qubits, n_seg);
+  qfleet::OpenCompileOptions o;
+  o.solver = static_cast<qfleet::Solver>(st.range(1));
+  o.form = static_cast<qfleet::OpenForm>(st.range(2));
+  o.dt = 0.01;
+  o.rtol = 1e-6;
+  o.atol = 1e-8;
+  const auto prog = qfleet::compile(sys, o);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> amp(-2, 2), relax(0.01, 0.05), deph(0.02, 0.1);
+  std::vector<double> u(B * n_seg * sys.n_controls()), rates(B * sys.n_jumps()), fid(B), cot(B, -1.0), gu(u.size()),
+      gr(rates.size());
+  for (auto& v : u) v = amp(rng);
+  for (std::size_t b = 0; b < B; ++b)
+    for (int j = 0; j < sys.n_jumps(); ++j) rates[b * sys.n_jumps() + j] = j % 2 == 0 ? relax(rng) : deph(rng);
+  const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
+  qfleet::TaskOutputs<double> out;
+  out.fidelity = fid;
+  for (auto _ : st) {
+    prog.vjp(args, std::span<const double>(cot), {}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
+    benchmark::DoNotOptimize(fid.data());
+  }
+  static const char* solvers[] = {"exact", "rk4", "euler", "dopri5", "tsit5"};
+  st.SetLabel(std::string("d=") + std::to_string(1 << qubits) + " " + solvers[st.range(1)] +
+              (prog.form() == qfleet::OpenForm::lindblad ? " lindblad" : " superoperator") + " fwd+grad");
+}
+void local_qubit_args(benchmark::internal::Benchmark* b) {
+  for (int qubits : {1, 2, 3, 4, 5, 6}) {
+    for (int solver : {1, 3, 4}) {
+      for (int form : {1, 2}) {
+        if (form == 1 && qubits > 4) continue;  // the superoperator: 1 GiB per generator at d = 64
+        b->Args({qubits, solver, form});
+      }
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_LocalQubits)->Apply(local_qubit_args);
 
 }  // namespace
 

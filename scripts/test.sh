@@ -21,9 +21,11 @@ ctest --test-dir build --output-on-failure -j"$jobs"
   >/dev/null  # the benchmarks still run
 
 echo "== pip install . and the Python tests against the installed package ($((SECONDS - start)) s)"
-# The wheel is built in the Release build's tree (same compiler flags), so pip
-# compiles nothing again; a user's plain `pip install .` builds in build-wheel/.
-python -m pip install -q --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=build \
+# The wheel is built in the Release build's tree (same generator and compiler
+# flags), so pip compiles nothing again; a user's plain `pip install .` builds in
+# build-wheel/.
+CMAKE_GENERATOR="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)" \
+  python -m pip install -q --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=build \
   -Ccmake.define.QFLEET_BUILD_TESTS=ON -Ccmake.define.QFLEET_BUILD_BENCH=ON .
 # The wheel configures the CUDA backend as the CMake build did (on when nvcc is found).
 expect_cuda=0

@@ -99,11 +99,13 @@ class OpenSystem {
 };
 
 
+enum class OpenForm : std::uint8_t { automatic, superoperator, lindblad };
+
 struct OpenCompileOptions {
   Precision precision = Precision::complex128;
   Solver solver = Solver::exact;
   double dt = 0.0;     // rk4/euler step (each segment takes ceil(duration/dt) equal steps)
-  double rtol = 1e-8;  // dopri5 error control
+  double rtol = 1e-8;  // dopri5/tsit5 error control (Dormand & Prince 1980; Tsitouras 2011)
   double atol = 1e-10;
   int num_threads = 0;
   // cpu; cuda (the plan is uploaded to the current CUDA device now and every call
@@ -111,6 +113,14 @@ struct OpenCompileOptions {
   // GPU is visible, then each call on host data goes where the cost model of
   // docs/architecture.md expects it to be faster; calls on device data run on the GPU).
   Device device = Device::cpu;
+  // How the step solvers (rk4, euler, dopri5, tsit5) apply an open system's generator:
+  // superoperator (the dense d^2 x d^2 Liouvillian: d^4 per product, fastest for a
+  // qubit or a qutrit), lindblad (H and the jump operators as sparse d x d matrices,
+  // L(rho) = G rho + rho G^dag + sum gamma_j L_j rho L_j^dag: nnz * d per product, no
+  // d^4 memory), or automatic (the cheaper by operation count; always lindblad when
+  // the superoperators would not fit in memory). Closed systems and the exact solver
+  // use the dense generator.
+  OpenForm form = OpenForm::automatic;
 };
 
 // Arguments of one batched call (row-major). Each may be per task (leading batch
@@ -157,6 +167,9 @@ class OpenProgram {
   int n_segments() const;
   Precision precision() const;
   Solver solver() const;
+  // How the generator is applied, as compiled (automatic resolved): superoperator
+  // (also every closed system and the exact solver) or lindblad.
+  OpenForm form() const;
   const OpenSystem& system() const;
   std::size_t final_state_size() const;  // per task, in complex numbers
   CacheStats cache_stats() const;  // propagator counts cover calls run on the cpu

@@ -11,7 +11,7 @@
 
 namespace qfleet {
 
-enum class Solver : std::uint8_t { exact, rk4, euler, dopri5 };
+enum class Solver : std::uint8_t { exact, rk4, euler, dopri5, tsit5 };
 
 struct SolverInfo {
   Solver id;
@@ -27,6 +27,7 @@ inline constexpr SolverInfo kSolvers[] = {
     {Solver::rk4, "rk4", 4, true, false},
     {Solver::euler, "euler", 1, true, false},
     {Solver::dopri5, "dopri5", 7, false, true},
+    {Solver::tsit5, "tsit5", 7, false, true},
 };
 
 // Solver s's row. Host code only: the kernels compare against the enum's constants

@@ -11,7 +11,7 @@ import torch
 
 from . import _json, _lib
 
-_SOLVERS = ("exact", "rk4", "euler", "dopri5")
+_SOLVERS = ("exact", "rk4", "euler", "dopri5", "tsit5")
 
 
 class OpenSystem:
@@ -96,7 +96,7 @@ class OpenSystem:
     def to_json(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128",
                 num_threads=0, device="cpu") -> dict:
         """The system as a `qfleet eval` problem (without data). dt: rk4/euler step;
-        rtol/atol: dopri5 tolerances (defaults 1e-8, 1e-10); device: "cpu", "cuda" or
+        rtol/atol: dopri5/tsit5 tolerances (defaults 1e-8, 1e-10); device: "cpu", "cuda" or
         "automatic" (see docs/architecture.md, "Choosing the device")."""
         if solver not in _SOLVERS:
             raise ValueError(f"qfleet: unknown solver {solver!r} (use one of {', '.join(_SOLVERS)})")

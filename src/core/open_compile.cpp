@@ -100,7 +100,7 @@ void check_open_options(const OpenSystem& s, const OpenCompileOptions& o, int n)
   if (solver.stages == 0 && n > kMaxExactGenerator) {
     throw Error("the exact solver exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
                 " generator of this d = " + std::to_string(s.dim()) + " system, above its limit of " +
-                std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt) or dopri5",
+                std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt), dopri5 or tsit5",
                 ErrorSubject::solver);
   }
   if (solver.fixed_step && (!std::isfinite(o.dt) || o.dt <= 0)) {
@@ -127,10 +127,12 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   const bool closed = s.closed();
   const int n = closed ? d : d * d;
   check_open_options(s, o, n);
+  const bool lindblad = choose_lindblad_form(s, o);
 
   // Memory: dense n x n generators (A0, each drift term, rate and control) plus, per
-  // thread, a few n x n work matrices and the state at every segment boundary.
-  {
+  // thread, a few n x n work matrices and the state at every segment boundary. (The
+  // Lindblad form holds d x d matrices, and n x c states as every form does.)
+  if (!lindblad) {
     const double nn = double(n) * n, state = double(n) * (gate ? n : 1);
     const double matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
     const double per_thread = 12 * nn + state * (s.n_segments() + 4);
@@ -139,7 +141,8 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
     if (bytes > 0.8 * phys) {
       throw Error("this d = " + std::to_string(d) + " system needs about " + std::to_string(bytes / (1 << 30)) +
                   " GiB (dense " + std::to_string(n) + "x" + std::to_string(n) + " generators), more than this machine's " +
-                  std::to_string(phys / (1 << 30)) + " GiB");
+                  std::to_string(phys / (1 << 30)) + " GiB" +
+                  (s.closed() ? std::string() : "; form lindblad on a step solver needs no superoperators"));
     }
   }
   auto plan = std::make_unique<OpenPlan>(s);
@@ -151,10 +154,14 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   p.c = gate ? n : 1;
   p.precision = o.precision;
   p.options = o;
-  p.a0 = hamiltonian_generator(d, closed, s.h0());
-  for (const auto& h : s.drift_terms()) p.a_drift.push_back(hamiltonian_generator(d, closed, h));
-  for (const auto& h : s.controls()) p.a_ctrl.push_back(hamiltonian_generator(d, closed, h));
-  for (const auto& l : s.jumps()) p.a_rate.push_back(dissipator(d, l));
+  if (lindblad) {
+    plan_lindblad_form(p);
+  } else {
+    p.a0 = hamiltonian_generator(d, closed, s.h0());
+    for (const auto& h : s.drift_terms()) p.a_drift.push_back(hamiltonian_generator(d, closed, h));
+    for (const auto& h : s.controls()) p.a_ctrl.push_back(hamiltonian_generator(d, closed, h));
+    for (const auto& l : s.jumps()) p.a_rate.push_back(dissipator(d, l));
+  }
 
   // Initial state X0.
   if (gate) {

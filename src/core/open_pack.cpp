@@ -48,6 +48,11 @@ kern::OpenView open_view_at(const kern::OpenView& off, const std::byte* base) {
   v.sqrt_sigma = at(off.sqrt_sigma);
   v.subspace = at(off.subspace);
   v.observables = at(off.observables);
+  v.g_pattern = at(off.g_pattern);
+  v.jump_pattern = at(off.jump_pattern);
+  v.jump_index = at(off.jump_index);
+  v.jump_vstart = at(off.jump_vstart);
+  v.jump_vals = at(off.jump_vals);
   return v;
 }
 
@@ -76,9 +81,18 @@ void pack_open_plan(OpenPlan& p) {
       v.fixed_steps = std::max(v.fixed_steps, static_cast<int>(kern::open_fixed_steps(dur, p.options.dt)));
     }
   }
+  v.lindblad = p.lindblad;
+  v.ng = p.lindblad ? static_cast<int>(p.a0.size()) : p.n * p.n;
+  v.jump_nnz = static_cast<int>(p.jump_vals.size());
   // Work per task, for the cost model: a Pade exponential ~ 10 products of n x n
-  // matrices (its Frechet derivative ~ 2.5x that), or stages x steps products with X.
-  const double n = p.n, mm = 8.0 * n * n * n, mx = 8.0 * n * n * p.c;
+  // matrices (its Frechet derivative ~ 2.5x that), or stages x steps products with X
+  // (Lindblad form: G rho, rho G^dag and each L rho L^dag on their nonzeros, per column block).
+  const double n = p.n, mm = 8.0 * n * n * n;
+  double mx = 8.0 * n * n * p.c;
+  if (p.lindblad) {
+    const double blocks = p.gate ? p.c : 1;
+    mx = 8.0 * blocks * 2.0 * p.d * double(p.a0.size() + p.jump_vals.size());
+  }
   p.flops_forward = p.flops_adjoint = 0;
   for (double dur : s.segment_durations()) {
     if (solver.stages == 0) {  // the exact exponential
@@ -108,6 +122,13 @@ void pack_open_plan(OpenPlan& p) {
   v.sqrt_sigma = add_optional(blob, p.sqrt_sigma);
   v.subspace = blob.add(p.subspace);
   v.observables = add_matrices(blob, p.observables);
+  if (p.lindblad) {
+    v.g_pattern = blob.add(p.g_pattern);
+    v.jump_pattern = blob.add(p.jump_pattern);
+    v.jump_index = blob.add(p.jump_index);
+    v.jump_vstart = blob.add(p.jump_vstart);
+    v.jump_vals = add_matrix(blob, p.jump_vals);
+  }
   p.blob = blob.take();
   p.offsets = v;
   p.view = open_view_at(v, p.blob.data());

@@ -43,6 +43,16 @@ struct OpenPlan {
   std::vector<CVec> a_ctrl;   // per control, n x n
   CVec x0;                    // n x c initial state
 
+  // Lindblad form (options.form; kernels/lindblad_action.hpp): a0, a_drift, a_rate
+  // and a_ctrl hold the G terms (-i H, -1/2 L^dag L) as values on g_pattern's
+  // nonzeros, and each jump operator is a sparse matrix of its own.
+  bool lindblad = false;
+  std::vector<int> g_pattern;     // kern::SparsePattern ints
+  std::vector<int> jump_pattern;  // the jumps' patterns, one after another
+  std::vector<int> jump_index;    // where jump j's pattern starts
+  std::vector<int> jump_vstart;   // where jump j's values start in jump_vals
+  CVec jump_vals;
+
   // Linear figures of merit: value = offset + Re <lam, X_N> (Frobenius, conjugate-linear
   // in lam), whose gradient with respect to X_N is lam. Used for open-system pure and
   // unitary targets and all leakages of open systems.
@@ -76,6 +86,11 @@ void pack_open_plan(OpenPlan& p);
 kern::OpenView open_view_at(const kern::OpenView& offsets, const std::byte* base);
 
 OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o);
+// Whether an open system on a step solver is applied in Lindblad form (options.form;
+// automatic compares operation counts and memory), and if so fills the plan's
+// Lindblad-form arrays (core/open_lindblad.cpp).
+bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o);
+void plan_lindblad_form(OpenPlan& p);
 void finish_open_plan(OpenPlan& p);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.
 void check_density(const CVec& rho, int d, const std::string& what, double tol,

@@ -230,6 +230,7 @@ CacheStats OpenProgram::cache_stats() const {
 }
 
 Device OpenProgram::device() const { return plan_->device; }
+OpenForm OpenProgram::form() const { return plan_->lindblad ? OpenForm::lindblad : OpenForm::superoperator; }
 int OpenProgram::cuda_device() const { return plan_->resident ? plan_->resident->device : -1; }
 
 std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
@@ -239,7 +240,7 @@ std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   probe.adjoint = adjoint;
   if (route_of(*plan_, probe) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
   return "cpu " + std::string(cpu::isa_table()[cpu::select_isa("auto")].name) + ": a task per thread, up to " +
-         std::to_string(cpu_threads(*plan_)) + " threads";
+         std::to_string(cpu_threads(*plan_)) + " threads" + (plan_->lindblad ? ", generator in Lindblad form" : "");
 }
 
 template <class R>

@@ -188,10 +188,10 @@ OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int 
 
 [[noreturn]] void throw_status(int status, int cap) {
   if (status & (1 << kern::kOpenStepCapacity)) {
-    throw Error("dopri5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
+    throw Error("dopri5/tsit5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
                 "workspace holds; loosen rtol/atol, shorten segments or use device 'cpu'");
   }
-  throw Error("dopri5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
+  throw Error("dopri5/tsit5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
 }
 
 template <class R>

@@ -5,8 +5,10 @@
 //           backward: W = lam_k X_{k-1}^dag, (P_k^dag, L) = expm_frechet(dt_k A_k^dag, W)
 //           gives dF/dA_k = dt_k L (the adjoint Frechet derivative, Al-Mohy & Higham
 //           2009) and lam_{k-1} = P_k^dag lam_k;
-//   rk4/euler/dopri5: explicit Runge-Kutta steps and their discrete adjoint (the exact
-//           gradient of the discretised map). dopri5's step controller is re-run from
+//   rk4/euler/dopri5/tsit5: explicit Runge-Kutta steps and their discrete adjoint (the
+//           exact gradient of the discretised map); the generator applied densely or in
+//           Lindblad form (kernels/lindblad_action.hpp). The adaptive solvers' (dopri5,
+//           tsit5) step controller is re-run from
 //           the stored segment start in the backward pass; it is deterministic, so it
 //           accepts the same steps, which are then held fixed.
 // Then dF/dtheta = Re <dF/dA_k, dA/dtheta> for every control (per segment), drift
@@ -35,6 +37,7 @@
 #include "kernels/expm.hpp"
 #include "kernels/group.hpp"
 #include "kernels/hd.hpp"
+#include "kernels/lindblad_action.hpp"
 #include "kernels/open_view.hpp"
 
 namespace qfleet::kern {
@@ -125,12 +128,18 @@ struct Tableau {
   int s;  // stages that build the solution
   double a[7][7];
   double b[7];
-  double b_err[7];  // b - b* (embedded error estimate), dopri5 only
+  double b_err[7];  // b - b* (embedded error estimate), adaptive solvers only
 };
 
-// Dormand & Prince (1980) RK5(4)7M; the 7th stage (FSAL) only feeds the error estimate.
+// The error-controlled solvers: 7 stages, the 7th (FSAL, f at the new state) only
+// feeds the error estimate.
+QFLEET_HD inline bool adaptive(Solver s) { return s == Solver::dopri5 || s == Solver::tsit5; }
+
+// Dormand & Prince (1980) RK5(4)7M and Tsitouras (2011) 5(4) (Comput. Math. Appl. 62,
+// 770; coefficients to double precision as in OrdinaryDiffEq.jl's Tsit5); for both,
+// the 7th stage (FSAL) only feeds the error estimate.
 QFLEET_HD inline const Tableau& tableau(Solver solver) {
-  static constexpr Tableau kTab[3] = {
+  static constexpr Tableau kTab[4] = {
       {4, {{0}, {0.5}, {0, 0.5}, {0, 0, 1}}, {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, {0}},  // rk4
       {1, {{0}}, {1}, {0}},                                                                 // euler
       {6,
@@ -143,8 +152,19 @@ QFLEET_HD inline const Tableau& tableau(Solver solver) {
         {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}},
        {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0},
        {35.0 / 384 - 5179.0 / 57600, 0, 500.0 / 1113 - 7571.0 / 16695, 125.0 / 192 - 393.0 / 640,
-        -2187.0 / 6784 + 92097.0 / 339200, 11.0 / 84 - 187.0 / 2100, -1.0 / 40}}};
-  return kTab[solver == Solver::rk4 ? 0 : solver == Solver::euler ? 1 : 2];
+        -2187.0 / 6784 + 92097.0 / 339200, 11.0 / 84 - 187.0 / 2100, -1.0 / 40}},
+      {6,
+       {{0},
+        {0.161},
+        {-0.008480655492356989, 0.335480655492357},
+        {2.8971530571054935, -6.359448489975075, 4.3622954328695815},
+        {5.325864828439257, -11.748883564062828, 7.4955393428898365, -0.09249506636175525},
+        {5.86145544294642, -12.92096931784711, 8.159367898576159, -0.071584973281401, -0.028269050394068383},
+        {0.09646076681806523, 0.01, 0.4798896504144996, 1.379008574103742, -3.290069515436081, 2.324710524099774}},
+       {0.09646076681806523, 0.01, 0.4798896504144996, 1.379008574103742, -3.290069515436081, 2.324710524099774, 0},
+       {-0.00178001105222577714, -0.0008164344596567469, 0.007880878010261995, -0.1447110071732629,
+        0.5823571654525552, -0.45808210592918697, 1.0 / 66}}};
+  return kTab[solver == Solver::rk4 ? 0 : solver == Solver::euler ? 1 : solver == Solver::dopri5 ? 2 : 3];
 }
 
 template <class N>
@@ -166,16 +186,30 @@ QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
   return m < 1 ? 1L : static_cast<long>(m);
 }
 
+// Scalars (doubles) at the head of a task's workspace: dopri5's first trial step per
+// segment, its accepted steps (backward pass) and, in Lindblad form, the rates' jump
+// gradients.
+QFLEET_HD inline std::size_t open_task_doubles(const OpenView& v, int cap) {
+  return std::size_t(v.nseg) + (open_detail::adaptive(v.solver) ? std::size_t(cap) : 0) +
+         (v.lindblad ? std::size_t(v.nrate) : 0);
+}
+
 // Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
 // per segment the backward pass can hold (rk4/euler use v.fixed_steps instead).
+// The exact solver's n x n work matrices exist only for it; the generator and its
+// gradients take v.ng entries each (n x n, or the Lindblad form's pattern).
 template <class R>
 QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   const std::size_t nn = std::size_t(v.n) * v.n, nc = std::size_t(v.n) * v.c, dd = std::size_t(v.d) * v.d;
-  const int steps = v.solver == Solver::dopri5 ? cap : v.fixed_steps;
-  const std::size_t doubles = std::size_t(v.nseg) + (v.solver == Solver::dopri5 ? std::size_t(cap) : 0);
-  std::size_t w = (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
-  w += 7 * nn + 2 * nc + nc * (std::size_t(v.nseg) + 1) + expm_frechet_work(v.n);
-  if (v.solver != Solver::exact) w += 30 * nc + nc * (std::size_t(steps) + 1);
+  const int steps = open_detail::adaptive(v.solver) ? cap : v.fixed_steps;
+  std::size_t w = (open_task_doubles(v, cap) * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
+  w += 4 * std::size_t(v.ng) + 2 * nc + nc * (std::size_t(v.nseg) + 1);
+  if (v.solver == Solver::exact) {
+    w += 3 * nn + expm_frechet_work(v.n);
+  } else {
+    w += 30 * nc + nc * (std::size_t(steps) + 1);
+  }
+  if (v.lindblad) w += dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
   return w;
 }
@@ -186,29 +220,37 @@ template <class R, class N, class G = SoloGroup>
 class OpenTask {
  public:
   QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
-      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(v.solver == Solver::dopri5 ? cap : v.fixed_steps) {
+      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(open_detail::adaptive(v.solver) ? cap : v.fixed_steps) {
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
-    const std::size_t doubles = std::size_t(v.nseg) + (v.solver == Solver::dopri5 ? std::size_t(cap) : 0);
+    ng_ = std::size_t(v.ng);
     h_start_ = reinterpret_cast<double*>(work);
     hs_ = h_start_ + v.nseg;
-    Cx<R>* p = work + (doubles * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
+    jump_grad_ = hs_ + (open_detail::adaptive(v.solver) ? cap : 0);
+    Cx<R>* p = work + (open_task_doubles(v, cap) * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
     a_static_ = p;
-    a_ = a_static_ + nn_;
-    prop_ = a_ + nn_;
-    w_ = prop_ + nn_;
-    g_ = w_ + nn_;
-    g_sum_ = g_ + nn_;
-    tmp_adj_ = g_sum_ + nn_;
-    lam_ = tmp_adj_ + nn_;
+    a_ = a_static_ + ng_;
+    g_ = a_ + ng_;
+    g_sum_ = g_ + ng_;
+    lam_ = g_sum_ + ng_;
     tmp_ = lam_ + nc_;
     hist_ = tmp_ + nc_;  // X_0 .. X_N
-    ework_ = hist_ + nc_ * (std::size_t(v.nseg) + 1);
-    Cx<R>* q = ework_ + expm_frechet_work(v.n);
-    if (v.solver != Solver::exact) {
+    Cx<R>* q = hist_ + nc_ * (std::size_t(v.nseg) + 1);
+    if (v.solver == Solver::exact) {
+      prop_ = q;
+      w_ = prop_ + nn_;
+      tmp_adj_ = w_ + nn_;
+      ework_ = tmp_adj_ + nn_;
+      q = ework_ + expm_frechet_work(v.n);
+    } else {
       rk_ = q;
       xs_ = rk_ + 30 * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
+    }
+    if (v.lindblad) {
+      lscratch_ = q;
+      jv_ = lscratch_ + std::size_t(v.d) * v.d;
+      q = jv_ + v.jump_nnz;
     }
     fid_ = q;
   }
@@ -226,13 +268,14 @@ class OpenTask {
     grp_.sync();   // the group's previous task is done with the shared workspace
 
     // A_static = A0 + sum c_m A_m + sum gamma_j D_j (each member its own entries).
-    for (std::size_t i = r0(); i < nn_; i += gs()) a_static_[i] = cx<R>(at(v_.a0, i));
+    for (std::size_t i = r0(); i < ng_; i += gs()) a_static_[i] = cx<R>(at(v_.a0, i));
     for (int m = 0; m < v_.ndrift; ++m) {
-      axpy_plan(a_static_, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * nn_ * m);
+      axpy_plan(a_static_, coef(c_.drift, c_.drift_per_task, src, m, v_.ndrift), v_.a_drift + 2 * ng_ * m);
     }
     for (int j = 0; j < v_.nrate; ++j) {
-      axpy_plan(a_static_, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * nn_ * j);
+      axpy_plan(a_static_, coef(c_.rates, c_.rates_per_task, src, j, v_.nrate), v_.a_rate + 2 * ng_ * j);
     }
+    if (v_.lindblad) bind_lindblad(src);
 
     // X_0.
     Cx<R>* x = hist_;
@@ -297,7 +340,9 @@ class OpenTask {
       if (v_.target != kTargetNone && cot_f != 0) fidelity(x, lam_, cot_f, true);
       if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
     }
-    for (std::size_t i = r0(); i < nn_; i += gs()) g_sum_[i] = {0, 0};
+    for (std::size_t i = r0(); i < ng_; i += gs()) g_sum_[i] = {0, 0};
+    if (v_.lindblad && lead)
+      for (int j = 0; j < v_.nrate; ++j) jump_grad_[j] = 0;
     grp_.sync();
 
     for (int k = v_.nseg - 1; k >= 0; --k) {
@@ -320,7 +365,7 @@ class OpenTask {
         gemm_c(prop_, lam_, tmp_);
         open_detail::copy(tmp_, nc_, lam_, grp_);
       } else {
-        for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {0, 0};
+        for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
         h_guess_ = h_start_[k];
         const int st = segment_backward(dur, xprev);
@@ -328,11 +373,11 @@ class OpenTask {
       }
       if (grad_amp) {
         for (int i = 0; i < v_.nctrl; ++i) {
-          const R gi = R(re_inner(g_, v_.a_ctrl + 2 * nn_ * i));
+          const R gi = R(re_inner(g_, v_.a_ctrl + 2 * ng_ * i));
           if (lead) grad_amp[std::size_t(k) * v_.nctrl + i] = gi;
         }
       }
-      for (std::size_t i = r0(); i < nn_; i += gs()) {
+      for (std::size_t i = r0(); i < ng_; i += gs()) {
         g_sum_[i].re += g_[i].re;
         g_sum_[i].im += g_[i].im;
       }
@@ -340,13 +385,14 @@ class OpenTask {
     }
     if (grad_drift) {
       for (int m = 0; m < v_.ndrift; ++m) {
-        const R gm = R(re_inner(g_sum_, v_.a_drift + 2 * nn_ * m));
+        const R gm = R(re_inner(g_sum_, v_.a_drift + 2 * ng_ * m));
         if (lead) grad_drift[m] = gm;
       }
     }
     if (grad_rates) {
       for (int j = 0; j < v_.nrate; ++j) {
-        const R gj = R(re_inner(g_sum_, v_.a_rate + 2 * nn_ * j));
+        // Lindblad form: the rate's L rho L^dag part, gathered during the steps.
+        const R gj = R(re_inner(g_sum_, v_.a_rate + 2 * ng_ * j) + (v_.lindblad ? jump_grad_[j] : 0.0));
         if (lead) grad_rates[j] = gj;
       }
     }
@@ -376,21 +422,21 @@ class OpenTask {
   // y += s m over this member's entries of a plan matrix m (no sync: callers
   // touch only their own entries until they sync).
   QFLEET_HD void axpy_plan(Cx<R>* y, R s, const double* m) const {
-    for (std::size_t i = r0(); i < nn_; i += gs()) {
+    for (std::size_t i = r0(); i < ng_; i += gs()) {
       y[i].re += s * R(m[2 * i]);
       y[i].im += s * R(m[2 * i + 1]);
     }
   }
   // A = A_static + sum u_i A_ctrl_i.
   QFLEET_HD void generator(const R* u, Cx<R>* a) const {
-    for (std::size_t i = r0(); i < nn_; i += gs()) a[i] = a_static_[i];
-    for (int i = 0; i < v_.nctrl; ++i) axpy_plan(a, u[i], v_.a_ctrl + 2 * nn_ * i);
+    for (std::size_t i = r0(); i < ng_; i += gs()) a[i] = a_static_[i];
+    for (int i = 0; i < v_.nctrl; ++i) axpy_plan(a, u[i], v_.a_ctrl + 2 * ng_ * i);
     grp_.sync();
   }
-  // Re <a, m> over the n x n entries, summed over the group (every member gets it).
+  // Re <a, m> over the generator's entries, summed over the group (every member gets it).
   QFLEET_HD double re_inner(const Cx<R>* a, const double* m) const {
     double s = 0;
-    for (std::size_t i = r0(); i < nn_; i += gs()) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
+    for (std::size_t i = r0(); i < ng_; i += gs()) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
     return grp_.sum(s);
   }
 
@@ -411,6 +457,37 @@ class OpenTask {
   }
   QFLEET_HD void copy(const Cx<R>* a, Cx<R>* b) const { open_detail::copy(a, nc_, b, grp_); }
 
+  // The Lindblad form's operators for task src: its rates and the jump values in R.
+  QFLEET_HD void bind_lindblad(std::size_t src) {
+    for (std::size_t i = r0(); i < std::size_t(v_.jump_nnz); i += gs())
+      jv_[i] = open_detail::cx<R>(open_detail::at(v_.jump_vals, i));
+    grp_.sync();
+    ops_.g = sparse_pattern_at(v_.g_pattern, v_.d);
+    ops_.g_val = a_;
+    ops_.njump = v_.nrate;
+    ops_.jump_pat = v_.jump_pattern;
+    ops_.jump_index = v_.jump_index;
+    ops_.jump_val = jv_;
+    ops_.jump_vstart = v_.jump_vstart;
+    ops_.gamma = c_.rates + (c_.rates_per_task ? src * std::size_t(v_.nrate) : 0);
+  }
+  // K = A Y: the generator on the state's columns (dense, or in Lindblad form).
+  QFLEET_HD void apply_gen(const Cx<R>* y, Cx<R>* k) const {
+    if (v_.lindblad) return lindblad_apply<false>(ops_, v_.gate ? v_.c : 1, y, k, lscratch_, grp_);
+    gemm_c(a_, y, k);
+  }
+  // Ybar = A^dag Kbar.
+  QFLEET_HD void apply_gen_adjoint(const Cx<R>* kbar, Cx<R>* ybar) const {
+    if (v_.lindblad) return lindblad_apply<true>(ops_, v_.gate ? v_.c : 1, kbar, ybar, lscratch_, grp_);
+    gemm_c(a_, kbar, ybar, true);
+  }
+  // g += dF/dA for one stage, K = A Y with cotangent Kbar (Lindblad form: on G's
+  // pattern, and the rates' jump parts into jump_grad_).
+  QFLEET_HD void add_gen_gradient(const Cx<R>* kbar, const Cx<R>* y, Cx<R>* g) const {
+    if (v_.lindblad) return lindblad_gradient(ops_, v_.gate ? v_.c : 1, kbar, y, g, jump_grad_, lscratch_, grp_);
+    outer_c(kbar, y, g);
+  }
+
   // One explicit RK step of dX/dt = A X: X' = X + h sum b_i k_i, k_i = A Y_i.
   // Stage states Y_i are kept in ys (s x nc) for the adjoint.
   QFLEET_HD void rk_step(R h, const Cx<R>* x, Cx<R>* xout, Cx<R>* ks, Cx<R>* ys) const {
@@ -429,7 +506,7 @@ class OpenTask {
         }
       }
       grp_.sync();
-      gemm_c(a_, y, ks + nc_ * i);
+      apply_gen(y, ks + nc_ * i);
     }
     for (std::size_t e = r0(); e < nc_; e += gs()) xout[e] = x[e];
     for (int i = 0; i < t.s; ++i) {
@@ -460,7 +537,7 @@ class OpenTask {
     copy(x, xa);
     if (keep) copy(x, xs_);
     m_ = 0;
-    if (v_.solver != Solver::dopri5) {
+    if (!open_detail::adaptive(v_.solver)) {
       const long m = open_fixed_steps(duration, v_.dt);
       h_fixed_ = duration / double(m);
       for (long i = 0; i < m; ++i) {
@@ -483,12 +560,12 @@ class OpenTask {
       if (++guard > 1000000) return kOpenUnderflow;
       h = dmin(h, duration - t);
       rk_step(R(h), xa, xb, ks, ys);
-      gemm_c(a_, xb, ks + nc_ * 6);  // stage 7
+      apply_gen(xb, ks + nc_ * 6);  // stage 7
       double err = 0;
       for (std::size_t e = r0(); e < nc_; e += gs()) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {
-          const double be = open_detail::tableau(Solver::dopri5).b_err[i];
+          const double be = open_detail::tableau(v_.solver).b_err[i];
           er += be * double(ks[nc_ * i + e].re);
           ei += be * double(ks[nc_ * i + e].im);
         }
@@ -528,7 +605,7 @@ class OpenTask {
     Cx<R>* ybar = kbar + nc_ * 7;  // rk_: ks, ys, kbar, ybar (7 nc each), xa, xb
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int step = m_; step-- > 0;) {
-      const R h = R(v_.solver == Solver::dopri5 ? hs_[step] : h_fixed_);
+      const R h = R(open_detail::adaptive(v_.solver) ? hs_[step] : h_fixed_);
       rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
       for (int i = 0; i < t.s; ++i) {
         for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
@@ -537,8 +614,8 @@ class OpenTask {
       for (int i = t.s - 1; i >= 0; --i) {
         Cx<R>* kb = kbar + nc_ * i;
         Cx<R>* yb = ybar + nc_ * i;
-        gemm_c(a_, kb, yb, true);         // Ybar_i = A^dag kbar_i
-        outer_c(kb, ys + nc_ * i, g_);    // dF/dA += kbar_i Y_i^dag
+        apply_gen_adjoint(kb, yb);               // Ybar_i = A^dag kbar_i
+        add_gen_gradient(kb, ys + nc_ * i, g_);  // dF/dA += kbar_i Y_i^dag
         for (int j = 0; j < i; ++j) {
           const R aij = R(t.a[i][j]) * h;
           if (aij == 0) continue;
@@ -754,11 +831,19 @@ class OpenTask {
   G grp_;
   N n_;
   int cap_ = 0, m_ = 0;
-  std::size_t nc_ = 0, nn_ = 0;
+  std::size_t nc_ = 0, nn_ = 0, ng_ = 0;
   double h_guess_ = 0, h_fixed_ = 0;
   double* h_start_ = nullptr;  // [nseg]: dopri5's first trial step per segment
   double* hs_ = nullptr;       // [cap]: accepted step sizes of the segment in the backward pass
-  Cx<R>*a_static_, *a_, *prop_, *w_, *g_, *g_sum_, *tmp_adj_, *lam_, *tmp_, *hist_, *ework_;
+  double* jump_grad_ = nullptr;  // [nrate]: Lindblad form, the rates' L rho L^dag gradients
+  Cx<R>*a_static_, *a_, *g_, *g_sum_, *lam_, *tmp_, *hist_;
+  Cx<R>* prop_ = nullptr;  // exact solver: propagator, scaled generator, its adjoint, expm work
+  Cx<R>* w_ = nullptr;
+  Cx<R>* tmp_adj_ = nullptr;
+  Cx<R>* ework_ = nullptr;
+  Cx<R>* lscratch_ = nullptr;  // Lindblad form: a d x d scratch matrix and the jump values
+  Cx<R>* jv_ = nullptr;
+  LindbladOps<R> ops_{};
   Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
   Cx<R>* xs_ = nullptr;   // (steps + 1) nc: step states of one segment
   Cx<R>* fid_ = nullptr;  // fidelity scratch

@@ -42,6 +42,18 @@ struct OpenView {
   const double* sqrt_sigma = nullptr;  // [d, d]
   const int* subspace = nullptr;       // [nsub] (plain ints)
   const double* observables = nullptr; // [nobs, d, d]
+  // Lindblad form (open systems on a step solver; kernels/lindblad_action.hpp): a0,
+  // a_drift, a_rate and a_ctrl then hold the d x d G terms (-i H, -1/2 L^dag L) as
+  // `ng` values on one sparse pattern instead of n x n superoperators, and the jump
+  // operators come as sparse matrices of their own.
+  bool lindblad = false;
+  int ng = 0;                      // generator entries: n * n, or the pattern's nonzeros
+  const int* g_pattern = nullptr;  // kern::SparsePattern ints
+  const int* jump_pattern = nullptr;   // every jump's pattern, one after another
+  const int* jump_index = nullptr;     // [nrate]: where jump j's pattern starts
+  const int* jump_vstart = nullptr;    // [nrate]: where jump j's values start
+  const double* jump_vals = nullptr;   // [jump_nnz] pairs
+  int jump_nnz = 0;
 };
 
 // One batched call. Complex buffers are (re, im) pairs of R. Shared arguments

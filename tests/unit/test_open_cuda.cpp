@@ -176,6 +176,30 @@ TEST(OpenGpuPaths, ThreadAndGroupsMatchTheReferenceForEveryKindAndSolver) {
   }
 }
 
+// The same paths with the generator in Lindblad form (sparse d x d products split
+// over the group's members by column, the jumps' scratch matrix shared).
+TEST(OpenGpuPaths, LindbladFormOnThreadAndGroupsMatchesTheReference) {
+  std::mt19937_64 rng(507);
+  for (int kind : {3, 5}) {
+    const ProblemKind& k = kProblemKinds[kind];
+    for (Solver s : {Solver::rk4, Solver::dopri5}) {
+      const Model m = kind_model(k, rng, 3);
+      qfleet::OpenCompileOptions o = options_for(s);
+      o.form = qfleet::OpenForm::lindblad;
+      const auto plan = packed_plan(m, o);
+      ASSERT_TRUE(plan->view.lindblad);
+      const TaskBatch b = random_batch(rng, m, 4, true, false, true, k.init != Init::Gate);
+      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0}, cot_l = {1.1, 0.4, -0.3, 0.0};
+      for (int G : {0, 3}) {
+        const std::string what = std::string(k.name) + " " + solver_name(s) + " lindblad, group of " + std::to_string(G);
+        Call call(m, b, cot_f, cot_l);
+        ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
+        expect_matches_reference(call, m, b, s, what);
+      }
+    }
+  }
+}
+
 // Larger generators, where the GPU uses a warp (d = 3 open, n = 9) or a block
 // (d = 4 open, n = 16: 256 products per matrix, more entries than members).
 TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {

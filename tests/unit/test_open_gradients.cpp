@@ -4,7 +4,7 @@
 //   rk4/euler: the engine claims the exact gradient of its discretised dynamics, so
 //              the reference is FD of plain RK4/Euler steps with the same step count,
 //              ceil(duration/dt) per segment (same tolerances)
-//   dopri5:    FD of the exact reference, with rtol = atol = 1e-10 in the engine and a
+//   dopri5, tsit5: FD of the exact reference, with rtol = atol = 1e-10 in the engine and a
 //              looser tolerance (relative 1e-5, absolute 1e-7)
 // for targets pure, mixed (Uhlmann) and unitary, open and closed, d = 2, 3, 4 (the
 // engine specialises some generator sizes), with the leakage cotangent, both
@@ -30,6 +30,8 @@ const char* solver_name(Solver s) {
       return "euler";
     case Solver::dopri5:
       return "dopri5";
+    case Solver::tsit5:
+      return "tsit5";
   }
   return "?";
 }
@@ -57,6 +59,7 @@ SolverSetup setup(Solver s, qfleet::Precision p = qfleet::Precision::complex128)
       u.scheme = Scheme::Euler;
       break;
     case Solver::dopri5:
+    case Solver::tsit5:
       u.options.rtol = 1e-10;
       u.options.atol = 1e-10;
       u.atol = 1e-7;
@@ -93,7 +96,7 @@ TEST_P(OpenGradients, MatchFiniteDifferences) {
     const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
     expect_grads(q, fd_grads(m, b, cf, cl, u.scheme, u.dt), u, "per-task amplitudes/rates, both cotangents");
     // The forward outputs of the same pass are those of the scheme.
-    expect_outputs(q, simulate_batch(m, b, u.scheme, u.dt), want_all(m), solver == Solver::dopri5 ? 1e-7 : 1e-10,
+    expect_outputs(q, simulate_batch(m, b, u.scheme, u.dt), want_all(m), (solver == Solver::dopri5 || solver == Solver::tsit5) ? 1e-7 : 1e-10,
                    0, "vjp outputs");
   }
   // (b) shared amplitudes and rates (gradients summed over tasks), per-task drift; fidelity only.
@@ -113,7 +116,8 @@ TEST_P(OpenGradients, MatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenEverySolver, OpenGradients,
-                         ::testing::Combine(::testing::Values(Solver::exact, Solver::rk4, Solver::euler, Solver::dopri5),
+                         ::testing::Combine(::testing::Values(Solver::exact, Solver::rk4, Solver::euler, Solver::dopri5,
+                                                              Solver::tsit5),
                                             ::testing::Range(0, 6), ::testing::Values(2, 3, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<Solver, int, int>>& pinfo) {
                            return std::string(solver_name(std::get<0>(pinfo.param))) + "_" +

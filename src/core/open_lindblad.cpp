@@ -1,0 +1,155 @@
+// Planning the Lindblad form of an open system (kernels/lindblad_action.hpp): the
+// generator's d x d terms on one sparse pattern, each jump operator as a sparse
+// matrix of its own, and the choice between this form and the dense superoperator.
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "core/open_plan.hpp"
+#include "core/plan.hpp"
+#include "kernels/lindblad_action.hpp"
+#include "qfleet/error.hpp"
+
+namespace qfleet::detail {
+
+namespace {
+
+using C = std::complex<double>;
+
+// How much cheaper per operation a dense superoperator product is than the sparse
+// Lindblad products (SIMD tiles against indexed loads): automatic picks the Lindblad
+// form when it needs this many times fewer operations. Measured with
+// bench/open_lindblad.py (docs/benchmarks.md#open-systems-in-lindblad-form).
+constexpr double kDenseAdvantage = 2.0;
+
+// L^dag L for a row-major d x d L.
+CVec adjoint_times(int d, const CVec& l) {
+  CVec k(std::size_t(d) * d, C(0));
+  for (int c = 0; c < d; ++c)
+    for (int a = 0; a < d; ++a) {
+      const C lca = std::conj(l[std::size_t(c) * d + a]);
+      if (lca == C(0)) continue;
+      for (int b = 0; b < d; ++b) k[std::size_t(a) * d + b] += lca * l[std::size_t(c) * d + b];
+    }
+  return k;
+}
+
+// The d x d terms of G = -i H - 1/2 sum gamma_j L_j^dag L_j, in the plan's order:
+// H0, the drift terms, the rates' anticommutator parts, the controls.
+struct GTerms {
+  CVec h0;
+  std::vector<CVec> drift, rate, ctrl;
+};
+
+CVec times(const CVec& m, C z) {
+  CVec r = m;
+  for (auto& x : r) x *= z;
+  return r;
+}
+
+GTerms g_terms(const OpenSystem& s) {
+  const int d = s.dim();
+  GTerms t;
+  const C minus_i(0, -1);
+  t.h0 = times(s.h0(), minus_i);
+  for (const auto& h : s.drift_terms()) t.drift.push_back(times(h, minus_i));
+  for (const auto& l : s.jumps()) t.rate.push_back(times(adjoint_times(d, l), C(-0.5)));
+  for (const auto& h : s.controls()) t.ctrl.push_back(times(h, minus_i));
+  return t;
+}
+
+// The packed pattern (kern::SparsePattern ints) of the entries where nz is set.
+std::vector<int> pattern_of(int d, const std::vector<char>& nz) {
+  std::vector<int> row_ptr(std::size_t(d) + 1, 0), col, row, col_ptr(std::size_t(d) + 1, 0);
+  for (int i = 0; i < d; ++i) {
+    for (int j = 0; j < d; ++j) {
+      if (!nz[std::size_t(i) * d + j]) continue;
+      col.push_back(j);
+      row.push_back(i);
+      ++col_ptr[std::size_t(j) + 1];
+    }
+    row_ptr[std::size_t(i) + 1] = static_cast<int>(col.size());
+  }
+  for (int j = 0; j < d; ++j) col_ptr[std::size_t(j) + 1] += col_ptr[std::size_t(j)];
+  std::vector<int> csc(col.size()), next(col_ptr.begin(), col_ptr.end() - 1);
+  for (std::size_t e = 0; e < col.size(); ++e) csc[std::size_t(next[std::size_t(col[e])]++)] = static_cast<int>(e);
+  std::vector<int> packed = row_ptr;
+  for (const auto* part : {&col, &row, &col_ptr, &csc}) packed.insert(packed.end(), part->begin(), part->end());
+  return packed;
+}
+
+void mark(std::vector<char>& nz, const CVec& m) {
+  for (std::size_t i = 0; i < m.size(); ++i) nz[i] |= m[i] != C(0) ? 1 : 0;
+}
+
+// m's values on the pattern's entries, in entry order.
+CVec values_on(int d, const std::vector<int>& packed, const CVec& m) {
+  const kern::SparsePattern p = kern::sparse_pattern_at(packed.data(), d);
+  CVec v(std::size_t(p.nnz));
+  for (int e = 0; e < p.nnz; ++e) v[std::size_t(e)] = m[std::size_t(p.row[e]) * d + p.col[e]];
+  return v;
+}
+
+std::vector<char> nonzeros(const CVec& m) {
+  std::vector<char> nz(m.size(), 0);
+  mark(nz, m);
+  return nz;
+}
+
+std::vector<char> g_nonzeros(int d, const GTerms& t) {
+  std::vector<char> nz(std::size_t(d) * d, 0);
+  mark(nz, t.h0);
+  for (const auto* group : {&t.drift, &t.rate, &t.ctrl})
+    for (const CVec& m : *group) mark(nz, m);
+  return nz;
+}
+
+std::size_t count(const std::vector<char>& nz) {
+  std::size_t n = 0;
+  for (char c : nz) n += c ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o) {
+  const bool applies = !s.closed() && solver_info(o.solver).stages > 0;
+  if (o.form == OpenForm::lindblad && !applies) {
+    throw Error("form lindblad applies to open systems (with jump operators) on a step solver (rk4, euler, dopri5, tsit5)",
+                ErrorSubject::solver);
+  }
+  if (!applies || o.form == OpenForm::superoperator) return false;
+  if (o.form == OpenForm::lindblad) return true;
+  // Complex multiply-adds per generator product on one d x d state: the superoperator's
+  // d^4 against G rho, rho G^dag and each L rho L^dag on their nonzeros.
+  const int d = s.dim();
+  const GTerms t = g_terms(s);
+  double sparse = 2.0 * double(count(g_nonzeros(d, t))) * d;
+  for (const CVec& l : s.jumps()) sparse += 2.0 * double(count(nonzeros(l))) * d;
+  const double dense = double(d) * d * d * d;
+  const double matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
+  const bool dense_fits = 16.0 * matrices * dense < 0.25 * double(physical_memory_bytes());
+  return !dense_fits || kDenseAdvantage * sparse < dense;
+}
+
+void plan_lindblad_form(OpenPlan& p) {
+  const OpenSystem& s = p.sys;
+  const int d = p.d;
+  const GTerms t = g_terms(s);
+  p.lindblad = true;
+  p.g_pattern = pattern_of(d, g_nonzeros(d, t));
+  p.a0 = values_on(d, p.g_pattern, t.h0);
+  for (const CVec& m : t.drift) p.a_drift.push_back(values_on(d, p.g_pattern, m));
+  for (const CVec& m : t.rate) p.a_rate.push_back(values_on(d, p.g_pattern, m));
+  for (const CVec& m : t.ctrl) p.a_ctrl.push_back(values_on(d, p.g_pattern, m));
+  for (const CVec& l : s.jumps()) {
+    const std::vector<int> pat = pattern_of(d, nonzeros(l));
+    const CVec vals = values_on(d, pat, l);
+    p.jump_index.push_back(static_cast<int>(p.jump_pattern.size()));
+    p.jump_vstart.push_back(static_cast<int>(p.jump_vals.size()));
+    p.jump_pattern.insert(p.jump_pattern.end(), pat.begin(), pat.end());
+    p.jump_vals.insert(p.jump_vals.end(), vals.begin(), vals.end());
+  }
+}
+
+}  // namespace qfleet::detail

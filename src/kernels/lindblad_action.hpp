@@ -1,0 +1,253 @@
+// The Lindblad generator applied in its d x d form, never as a d^2 x d^2
+// superoperator (kernels/open_task.hpp, when OpenView::lindblad):
+//   L(rho)     = G rho + rho G^dag + sum_j gamma_j L_j rho L_j^dag,
+//   G          = -i H - 1/2 sum_j gamma_j L_j^dag L_j      (one sparse pattern),
+// its adjoint (the discrete adjoint's backward stages)
+//   L^dag(X)   = G^dag X + X G + sum_j gamma_j L_j^dag X L_j,
+// and the gradient of Re <kbar, L(Y)> with respect to G's entries and the rates:
+//   dG         = kbar Y^dag + kbar^dag Y       (only on G's pattern),
+//   dgamma_j  += Re <kbar, L_j Y L_j^dag>.
+// Every operator is sparse (compressed rows and columns, the nonzeros of the d x d
+// matrices the user gave), so a product with a d x d matrix costs nnz * d instead of
+// the superoperator's d^4: local Hamiltonian terms and jump operators of a
+// multi-qubit system have O(d) nonzeros each.
+//
+// Matrices are column-stacked as the open state is (core/open_plan.hpp): X_ij is
+// x[(i + d j) * stride]. A state problem's matrix is contiguous (stride 1); a gate
+// problem's n x n row-major superoperator holds `blocks` = d^2 of them, block k (the
+// image of the k-th basis matrix) starting at x + k with stride d^2. With a group
+// (kernels/group.hpp), members split the output columns; each function ends with a sync.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/complex.hpp"
+#include "kernels/group.hpp"
+#include "kernels/hd.hpp"
+
+namespace qfleet::kern {
+inline namespace QFLEET_KERN_ISA {
+
+// A d x d sparsity pattern, packed as ints (core/open_compile.cpp writes it):
+//   [row_ptr: d + 1][col: nnz][row: nnz][col_ptr: d + 1][csc: nnz]
+// Entries are in row order (entry e is (row[e], col[e])); csc lists the entries of
+// each column in row order: entries csc[col_ptr[c] .. col_ptr[c + 1]) are in column c.
+struct SparsePattern {
+  int d = 0, nnz = 0;
+  const int* row_ptr = nullptr;
+  const int* col = nullptr;
+  const int* row = nullptr;
+  const int* col_ptr = nullptr;
+  const int* csc = nullptr;
+};
+
+QFLEET_HD constexpr std::size_t sparse_pattern_ints(int d, int nnz) { return 2 * std::size_t(d + 1) + 3 * std::size_t(nnz); }
+
+QFLEET_HD inline SparsePattern sparse_pattern_at(const int* p, int d) {
+  SparsePattern s;
+  s.d = d;
+  s.row_ptr = p;
+  s.nnz = p[d];
+  s.col = p + d + 1;
+  s.row = s.col + s.nnz;
+  s.col_ptr = s.row + s.nnz;
+  s.csc = s.col_ptr + d + 1;
+  return s;
+}
+
+namespace lindblad_detail {
+
+template <class R>
+QFLEET_HD inline void madd(Cx<R>& acc, Cx<R> a, Cx<R> b) {  // acc += a b
+  acc.re += a.re * b.re - a.im * b.im;
+  acc.im += a.re * b.im + a.im * b.re;
+}
+template <class R>
+QFLEET_HD inline void madd_conj(Cx<R>& acc, Cx<R> a, Cx<R> b) {  // acc += conj(a) b
+  acc.re += a.re * b.re + a.im * b.im;
+  acc.im += a.re * b.im - a.im * b.re;
+}
+
+}  // namespace lindblad_detail
+
+// One column j of the products of a sparse S (values v on its pattern) with a
+// column-stacked X (x, stride xs), added to out's column j (stride os) times s.
+// Left products read only column j of X; right products read the columns S's row /
+// column j names. kUnit: both strides are 1 (the compiler sees contiguous loops).
+//   kLeft:     out_:j += s S x_:j              (rows of S)
+//   kLeftAdj:  out_:j += s S^dag x_:j          (columns of S)
+//   kRight:    out_:j += s sum_b x_:b S_bj     (column j of S)
+//   kRightAdj: out_:j += s sum_b x_:b conj(S_jb)   (row j of S)
+enum class SparseSide { kLeft, kLeftAdj, kRight, kRightAdj };
+
+template <SparseSide side, bool kUnit, class R>
+QFLEET_HD void sparse_column(const SparsePattern& p, const Cx<R>* v, const Cx<R>* x, std::size_t xs, Cx<R>* out,
+                             std::size_t os, int j, Cx<R> s) {
+  using lindblad_detail::madd;
+  using lindblad_detail::madd_conj;
+  if constexpr (kUnit) xs = os = 1;
+  const int d = p.d;
+  Cx<R>* o = out + std::size_t(d) * j * os;
+  if constexpr (side == SparseSide::kLeft) {
+    const Cx<R>* xj = x + std::size_t(d) * j * xs;
+    for (int i = 0; i < d; ++i) {
+      Cx<R> acc{0, 0};
+      for (int e = p.row_ptr[i]; e < p.row_ptr[i + 1]; ++e) madd(acc, v[e], xj[std::size_t(p.col[e]) * xs]);
+      madd(o[i * os], s, acc);
+    }
+  } else if constexpr (side == SparseSide::kLeftAdj) {
+    const Cx<R>* xj = x + std::size_t(d) * j * xs;
+    for (int i = 0; i < d; ++i) {  // (S^dag x)_i = sum over column i of S: conj(S_ai) x_a
+      Cx<R> acc{0, 0};
+      for (int t = p.col_ptr[i]; t < p.col_ptr[i + 1]; ++t) {
+        const int e = p.csc[t];
+        madd_conj(acc, v[e], xj[std::size_t(p.row[e]) * xs]);
+      }
+      madd(o[i * os], s, acc);
+    }
+  } else if constexpr (side == SparseSide::kRight) {
+    for (int t = p.col_ptr[j]; t < p.col_ptr[j + 1]; ++t) {
+      const int e = p.csc[t];
+      Cx<R> w{0, 0};
+      madd(w, s, v[e]);
+      const Cx<R>* xb = x + std::size_t(d) * p.row[e] * xs;
+      for (int i = 0; i < d; ++i) madd(o[i * os], w, xb[i * xs]);
+    }
+  } else {
+    for (int e = p.row_ptr[j]; e < p.row_ptr[j + 1]; ++e) {
+      const Cx<R> w{s.re * v[e].re + s.im * v[e].im, s.im * v[e].re - s.re * v[e].im};  // s conj(S_jb)
+      const Cx<R>* xb = x + std::size_t(d) * p.col[e] * xs;
+      for (int i = 0; i < d; ++i) madd(o[i * os], w, xb[i * xs]);
+    }
+  }
+}
+
+// The operators of one Lindblad generator as the task body holds them for a segment.
+template <class R>
+struct LindbladOps {
+  SparsePattern g;            // pattern of G
+  const Cx<R>* g_val;         // G's values this segment [g.nnz]
+  int njump;
+  const int* jump_pat;        // jump j's pattern at jump_pat + jump_index[j]
+  const int* jump_index;      // [njump]
+  const Cx<R>* jump_val;      // jump j's values at jump_val + jump_vstart[j]
+  const int* jump_vstart;     // [njump]
+  const R* gamma;             // [njump] rates of this task
+  QFLEET_HD SparsePattern jump(int j) const { return sparse_pattern_at(jump_pat + jump_index[j], g.d); }
+  QFLEET_HD const Cx<R>* jval(int j) const { return jump_val + jump_vstart[j]; }
+};
+
+namespace lindblad_detail {
+
+// lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
+template <bool adjoint, bool kUnit, class R, class G>
+QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
+                            const G& grp) {
+  const int d = op.g.d;
+  const Cx<R> one{R(1), R(0)};
+  for (int blk = 0; blk < blocks; ++blk) {
+    const Cx<R>* yb = y + blk;
+    Cx<R>* kb = k + blk;
+    for (int j = grp.rank(); j < d; j += grp.size()) {
+      Cx<R>* kj = kb + std::size_t(d) * j * cs;
+      for (int i = 0; i < d; ++i) kj[i * cs] = {R(0), R(0)};
+      if constexpr (adjoint) {
+        sparse_column<SparseSide::kLeftAdj, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+        sparse_column<SparseSide::kRight, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+      } else {
+        sparse_column<SparseSide::kLeft, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+        sparse_column<SparseSide::kRightAdj, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+      }
+    }
+    for (int q = 0; q < op.njump; ++q) {
+      const R rate = op.gamma[q];
+      if (rate == R(0)) continue;
+      const SparsePattern lp = op.jump(q);
+      const Cx<R>* lv = op.jval(q);
+      grp.sync();  // every member is done reading t from the previous jump
+      for (int j = grp.rank(); j < d; j += grp.size()) {
+        Cx<R>* tj = t + std::size_t(d) * j;
+        for (int i = 0; i < d; ++i) tj[i] = {R(0), R(0)};
+        if constexpr (adjoint) {
+          sparse_column<SparseSide::kLeftAdj, kUnit>(lp, lv, yb, cs, t, 1, j, one);  // T = L^dag Y
+        } else {
+          sparse_column<SparseSide::kLeft, kUnit>(lp, lv, yb, cs, t, 1, j, one);  // T = L Y
+        }
+      }
+      grp.sync();
+      for (int j = grp.rank(); j < d; j += grp.size()) {
+        if constexpr (adjoint) {
+          sparse_column<SparseSide::kRight, kUnit>(lp, lv, t, 1, kb, cs, j, Cx<R>{rate, R(0)});  // += gamma T L
+        } else {
+          sparse_column<SparseSide::kRightAdj, kUnit>(lp, lv, t, 1, kb, cs, j, Cx<R>{rate, R(0)});  // += gamma T L^dag
+        }
+      }
+    }
+  }
+  grp.sync();
+}
+
+}  // namespace lindblad_detail
+
+// K = L(Y) (adjoint: K = L^dag(Y)) for `blocks` column-stacked d x d matrices (1:
+// a contiguous state; d^2: a gate problem's superoperator); t is a d x d scratch
+// matrix. K must not alias Y.
+template <bool adjoint, class R, class G>
+QFLEET_HD void lindblad_apply(const LindbladOps<R>& op, int blocks, const Cx<R>* y, Cx<R>* k, Cx<R>* t, const G& grp) {
+  if (blocks == 1) return lindblad_detail::apply_blocks<adjoint, true>(op, 1, 1, y, k, t, grp);
+  lindblad_detail::apply_blocks<adjoint, false>(op, blocks, std::size_t(blocks), y, k, t, grp);
+}
+
+// dG[e] += (kbar Y^dag + kbar^dag Y)_(row e, col e) on G's pattern, and
+// jump_grad[j] += Re <kbar, L_j Y L_j^dag> (written by rank 0; every member gets the
+// same sums), for `blocks` column-stacked matrices; t is a d x d scratch matrix.
+template <class R, class G>
+QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* kbar, const Cx<R>* y, Cx<R>* dg,
+                                 double* jump_grad, Cx<R>* t, const G& grp) {
+  using lindblad_detail::madd;
+  using lindblad_detail::madd_conj;
+  const int d = op.g.d;
+  const std::size_t cs = std::size_t(blocks);  // the blocks' stride (1: one contiguous matrix)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const Cx<R>* kb = kbar + blk;
+    const Cx<R>* yb = y + blk;
+    for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
+      const int a = op.g.row[e], b = op.g.col[e];
+      Cx<R> acc{0, 0};
+      for (int c = 0; c < d; ++c) {
+        madd_conj(acc, yb[(b + std::size_t(d) * c) * cs], kb[(a + std::size_t(d) * c) * cs]);  // kbar_ac conj(Y_bc)
+        madd_conj(acc, kb[(c + std::size_t(d) * a) * cs], yb[(c + std::size_t(d) * b) * cs]);  // conj(kbar_ca) Y_cb
+      }
+      dg[e].re += acc.re;
+      dg[e].im += acc.im;
+    }
+    for (int q = 0; q < op.njump; ++q) {
+      const SparsePattern lp = op.jump(q);
+      const Cx<R>* lv = op.jval(q);
+      grp.sync();
+      for (int j = grp.rank(); j < d; j += grp.size()) {
+        Cx<R>* tj = t + std::size_t(d) * j;
+        for (int i = 0; i < d; ++i) tj[i] = {R(0), R(0)};
+        sparse_column<SparseSide::kLeft, false>(lp, lv, yb, cs, t, 1, j, Cx<R>{R(1), R(0)});  // T = L Y
+      }
+      grp.sync();
+      // Re <kbar, T L^dag> = Re sum_c sum_(c,b) in L conj(L_cb) <kbar_:c, T_:b>
+      double s = 0;
+      for (int c = grp.rank(); c < d; c += grp.size()) {
+        const Cx<R>* kc = kb + std::size_t(d) * c * cs;
+        for (int e = lp.row_ptr[c]; e < lp.row_ptr[c + 1]; ++e) {
+          const Cx<R>* tb = t + std::size_t(d) * lp.col[e];
+          Cx<R> ip{0, 0};
+          for (int i = 0; i < d; ++i) madd_conj(ip, kc[i * cs], tb[i]);
+          s += double(ip.re) * lv[e].re + double(ip.im) * lv[e].im;  // Re(ip conj(L_cb))
+        }
+      }
+      s = grp.sum(s);
+      if (grp.rank() == 0) jump_grad[q] += s;
+    }
+  }
+  grp.sync();
+}
+
+}  // namespace QFLEET_KERN_ISA
+}  // namespace qfleet::kern

@@ -1,0 +1,203 @@
+// The step solvers with the generator in Lindblad form (OpenForm::lindblad,
+// kernels/lindblad_action.hpp): outputs against the independent reference's plain
+// RK4/Euler steps and exact dynamics, gradients against its finite differences,
+// the two forms against each other on multi-qubit models with local terms, and the
+// automatic choice between them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "unit/expect_error.hpp"
+#include "unit/open_harness.hpp"
+
+namespace {
+
+using namespace ref;
+using qfleet::OpenForm;
+using qfleet::Solver;
+
+qfleet::OpenCompileOptions options(Solver s, OpenForm form) {
+  qfleet::OpenCompileOptions o;
+  o.solver = s;
+  o.form = form;
+  if (s == Solver::rk4) o.dt = 0.0437;  // duration/dt never an integer for these durations
+  if (s == Solver::euler) o.dt = 0.0113;
+  if (s == Solver::dopri5 || s == Solver::tsit5) o.rtol = o.atol = 1e-10;
+  return o;
+}
+
+Scheme scheme_of(Solver s) { return s == Solver::rk4 ? Scheme::RK4 : s == Solver::euler ? Scheme::Euler : Scheme::Exact; }
+double dt_of(Solver s) { return s == Solver::rk4 ? 0.0437 : s == Solver::euler ? 0.0113 : 0.0; }
+const char* name_of(Solver s) {
+  return s == Solver::rk4 ? "rk4" : s == Solver::euler ? "euler" : s == Solver::dopri5 ? "dopri5" : "tsit5";
+}
+bool adaptive(Solver s) { return s == Solver::dopri5 || s == Solver::tsit5; }
+
+// The open problem kinds of kProblemKinds (pure, mixed and unitary targets).
+constexpr int kOpenKinds[] = {3, 4, 5};
+
+class OpenLindbladGradients : public ::testing::TestWithParam<std::tuple<Solver, int, int>> {};
+
+// As OpenGradients.MatchFiniteDifferences, with the generator in Lindblad form:
+// the discrete adjoint is the exact gradient of the same Runge-Kutta map.
+TEST_P(OpenLindbladGradients, MatchFiniteDifferencesOfTheScheme) {
+  const auto [solver, ki, d] = GetParam();
+  const ProblemKind& c = kProblemKinds[kOpenKinds[ki]];
+  if (c.init == Init::Gate && d > 3) GTEST_SKIP() << "gate problems run at d <= 3 (d^2 state columns)";
+  std::mt19937_64 rng(700 + 100 * std::uint64_t(d) + 10 * std::uint64_t(ki) + std::uint64_t(solver));
+  const Model m = kind_model(c, rng, d);
+  const auto prog = qfleet::compile(build(m), options(solver, OpenForm::lindblad));
+  ASSERT_EQ(prog.form(), OpenForm::lindblad);
+  const double atol = adaptive(solver) ? 1e-7 : 1e-8, rtol = adaptive(solver) ? 1e-5 : 1e-6;
+  const std::string what = std::string(c.name) + " " + name_of(solver) + " d=" + std::to_string(d);
+
+  // per-task amplitudes and rates, shared drift; both cotangents
+  const TaskBatch b = random_batch(rng, m, 2, true, false, true);
+  const std::vector<double> cf = {0.7, -1.3}, cl = {1.1, 0.4};
+  const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
+  expect_outputs(q, simulate_batch(m, b, scheme_of(solver), dt_of(solver)), want_all(m),
+                 adaptive(solver) ? 1e-7 : 1e-10, 0, what + " outputs");
+  const Grads fd = fd_grads(m, b, cf, cl, scheme_of(solver), dt_of(solver));
+  double top = 0;
+  for (double v : fd.rates) top = std::max(top, std::abs(v));
+  EXPECT_GT(top, 1e-4) << what << ": the reference rate gradient is (nearly) zero";
+  EXPECT_TRUE(all_close(q.g_amp, fd.amps, atol, rtol)) << what << ": d/d amplitudes";
+  EXPECT_TRUE(all_close(q.g_drift, fd.drift, atol, rtol)) << what << ": d/d drift_coeffs";
+  EXPECT_TRUE(all_close(q.g_rates, fd.rates, atol, rtol)) << what << ": d/d rates";
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenLindbladSolvers, OpenLindbladGradients,
+                         ::testing::Combine(::testing::Values(Solver::rk4, Solver::euler, Solver::dopri5, Solver::tsit5),
+                                            ::testing::Range(0, 3), ::testing::Values(2, 5)),
+                         [](const ::testing::TestParamInfo<std::tuple<Solver, int, int>>& p) {
+                           return std::string(name_of(std::get<0>(p.param))) + "_" +
+                                  kProblemKinds[kOpenKinds[std::get<1>(p.param)]].name + "_d" +
+                                  std::to_string(std::get<2>(p.param));
+                         });
+
+// n qubits with local terms, as a user writes them: qubit frequencies and a ZZ
+// chain in H0, a detuning drift term, X and Y drives on every qubit, and relaxation
+// (sigma-) and dephasing (Z) on every qubit: O(d) nonzeros per operator.
+Mat local(int n, int q, const Mat& op) {
+  Mat m = eye(1);
+  for (int i = 0; i < n; ++i) m = kron(m, i == q ? op : eye(2));
+  return m;
+}
+
+Model local_qubits(int n, Init init, Target target, int n_seg = 3) {
+  const Mat x = mat2(0, 1, 1, 0), y = mat2(0, -kI, kI, 0), z = mat2(1, 0, 0, -1), lower = mat2(0, 1, 0, 0);
+  Model m(Index(1) << n);
+  m.h0 = Mat::Zero(m.d, m.d);
+  for (int q = 0; q < n; ++q) {
+    m.h0 += (0.3 + 0.1 * q) * local(n, q, z);
+    if (q + 1 < n) m.h0 += 0.05 * local(n, q, z) * local(n, q + 1, z);
+    m.controls.push_back(local(n, q, x));
+    m.controls.push_back(local(n, q, y));
+    m.jumps.push_back(local(n, q, lower));
+    m.jumps.push_back(local(n, q, z));
+  }
+  m.drift_terms.push_back(local(n, 0, z));
+  if (init != Init::Gate) m.observables.push_back(local(n, n - 1, z));
+  for (int k = 0; k < n_seg; ++k) m.durations.push_back(0.21 + 0.05 * k);
+  m.init = init;
+  m.target = target;
+  std::mt19937_64 rng(77);
+  if (init == Init::Pure) m.psi0 = random_state(rng, m.d);
+  if (target == Target::Pure) m.target_psi = random_state(rng, m.d);
+  if (target == Target::Unitary) m.target_mat = random_unitary(rng, m.d);
+  for (Index i = 0; i + 1 < m.d; ++i) m.subspace.push_back(int(i));
+  return m;
+}
+
+// The two forms are the same map: equal outputs and gradients to rounding.
+TEST(OpenLindbladForm, EqualsTheSuperoperatorFormOnLocalQubitModels) {
+  std::mt19937_64 rng(710);
+  struct Case {
+    int qubits;
+    Init init;
+    Target target;
+  };
+  for (const Case& k : {Case{2, Init::Pure, Target::Pure}, Case{3, Init::Pure, Target::Pure},
+                        Case{2, Init::Gate, Target::Unitary}, Case{4, Init::Pure, Target::Pure}}) {
+    const Model m = local_qubits(k.qubits, k.init, k.target);
+    for (Solver s : {Solver::rk4, Solver::tsit5}) {
+      if (k.qubits == 4 && s == Solver::tsit5) continue;  // the d^4 superoperator side is the slow one
+      const std::string what = std::to_string(k.qubits) + " qubits " + name_of(s);
+      const auto sparse = qfleet::compile(build(m), options(s, OpenForm::lindblad));
+      const auto dense = qfleet::compile(build(m), options(s, OpenForm::superoperator));
+      EXPECT_EQ(dense.form(), OpenForm::superoperator);
+      const TaskBatch b = random_batch(rng, m, 3, true, true, false, false, 0.5);
+      const std::vector<double> cf = {0.4, -1.0, 0.9}, cl = {0.2, 0.0, -0.6};
+      const auto a = qvjp<double>(sparse, m, b, cf, cl, want_all(m));
+      const auto w = qvjp<double>(dense, m, b, cf, cl, want_all(m));
+      EXPECT_TRUE(all_close(a.fid, w.fid, 1e-12)) << what << ": fidelity";
+      EXPECT_TRUE(all_close(a.leak, w.leak, 1e-12)) << what << ": leakage";
+      EXPECT_TRUE(all_close(a.exp, w.exp, 1e-12)) << what << ": expvals";
+      EXPECT_TRUE(all_close(a.fin, w.fin, 1e-12)) << what << ": final state";
+      EXPECT_TRUE(all_close(a.g_amp, w.g_amp, 1e-11, 1e-9)) << what << ": d/d amplitudes";
+      EXPECT_TRUE(all_close(a.g_drift, w.g_drift, 1e-11, 1e-9)) << what << ": d/d drift";
+      EXPECT_TRUE(all_close(a.g_rates, w.g_rates, 1e-11, 1e-9)) << what << ": d/d rates";
+    }
+  }
+}
+
+TEST(OpenLindbladForm, Complex64FollowsComplex128) {
+  std::mt19937_64 rng(711);
+  const Model m = local_qubits(3, Init::Pure, Target::Pure);
+  const TaskBatch b = random_batch(rng, m, 2, true, false, true, false, 0.5);
+  auto o = options(Solver::rk4, OpenForm::lindblad);
+  const auto q128 = qvjp<double>(qfleet::compile(build(m), o), m, b, {1.0, -0.5}, {}, want_all(m));
+  o.precision = qfleet::Precision::complex64;
+  const auto q64 = qvjp<float>(qfleet::compile(build(m), o), m, b, {1.0, -0.5}, {}, want_all(m));
+  EXPECT_TRUE(all_close(q64.fid, q128.fid, 1e-5)) << "fidelity";
+  EXPECT_TRUE(all_close(q64.g_amp, q128.g_amp, 1e-4, 1e-3)) << "d/d amplitudes";
+  EXPECT_TRUE(all_close(q64.g_rates, q128.g_rates, 1e-4, 1e-3)) << "d/d rates";
+}
+
+// automatic: the Lindblad form where it needs fewer operations (local terms from a
+// few qubits up) or the superoperators would not fit; the dense form for a dense
+// qubit, closed systems and the exact solver.
+TEST(OpenLindbladForm, AutomaticPicksTheCheaperForm) {
+  std::mt19937_64 rng(712);
+  const auto automatic = [](const Model& m, Solver s) {
+    return qfleet::compile(build(m), options(s, OpenForm::automatic)).form();
+  };
+  EXPECT_EQ(automatic(local_qubits(4, Init::Pure, Target::Pure), Solver::rk4), OpenForm::lindblad);
+  EXPECT_EQ(automatic(local_qubits(4, Init::Pure, Target::Pure), Solver::exact), OpenForm::superoperator);
+  EXPECT_EQ(automatic(kind_model(kProblemKinds[3], rng, 2), Solver::dopri5), OpenForm::superoperator);
+  EXPECT_EQ(automatic(kind_model(kProblemKinds[0], rng, 8), Solver::rk4), OpenForm::superoperator);  // closed
+  const auto prog = qfleet::compile(build(local_qubits(4, Init::Pure, Target::Pure)), options(Solver::rk4, OpenForm::automatic));
+  EXPECT_NE(prog.execution(4).find("Lindblad form"), std::string::npos) << prog.execution(4);
+}
+
+TEST(OpenLindbladForm, ForcedWhereItDoesNotApplyIsAClearError) {
+  std::mt19937_64 rng(713);
+  const Model open = kind_model(kProblemKinds[3], rng, 2), closed = kind_model(kProblemKinds[0], rng, 2);
+  EXPECT_QFLEET_ERROR(qfleet::compile(build(open), options(Solver::exact, OpenForm::lindblad)), "form lindblad",
+                      "step solver");
+  EXPECT_QFLEET_ERROR(qfleet::compile(build(closed), options(Solver::rk4, OpenForm::lindblad)), "form lindblad",
+                      "jump operators");
+}
+
+// d = 64 (6 qubits): the superoperators alone would take 16 * 4096^2 bytes each
+// (~268 MB, 31 of them); the Lindblad form runs it and keeps the trace.
+TEST(OpenLindbladForm, SixQubitsRunWithoutSuperoperators) {
+  Model m = local_qubits(6, Init::Pure, Target::Pure, 1);
+  m.durations = {0.05};
+  auto o = options(Solver::rk4, OpenForm::automatic);
+  o.dt = 0.025;
+  const auto prog = qfleet::compile(build(m), o);
+  EXPECT_EQ(prog.form(), OpenForm::lindblad);
+  std::mt19937_64 rng(714);
+  const TaskBatch b = random_batch(rng, m, 1, false, false, false, false, 0.5);
+  const auto q = qforward<double>(prog, m, b, want_all(m));
+  std::complex<double> tr = 0;
+  for (Index i = 0; i < m.d; ++i) tr += q.fin[std::size_t(i * m.d + i)];
+  EXPECT_NEAR(tr.real(), 1.0, 1e-12);
+  EXPECT_NEAR(tr.imag(), 0.0, 1e-12);
+  EXPECT_GT(q.fid[0], 0.0);
+  EXPECT_LT(q.fid[0], 1.0);
+}
+
+}  // namespace
