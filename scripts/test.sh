@@ -13,7 +13,8 @@ export PATH="$venv/bin:$PATH"
 jobs=$(nproc)
 
 echo "== Release build + tests ($((SECONDS - start)) s)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
+# (-U: a previous run's wheel build, below, left scikit-build-core's variables in the cache.)
+cmake -S . -B build -U 'SKBUILD*' -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
       -DQFLEET_WERROR=ON -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
@@ -44,10 +45,10 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-60} s per reader; $((SECONDS - start)) s)"
+echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-30} s per reader; $((SECONDS - start)) s)"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQFLEET_FUZZ=ON -DQFLEET_ENABLE_CUDA=OFF \
       -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_BUILD_CLI=OFF -DQFLEET_BUILD_TORCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_circuit_json fuzz_lindblad_json fuzz_npy fuzz_pgm fuzz_rl_config
-./scripts/fuzz.sh build-fuzz "${QFLEET_FUZZ_SECONDS:-60}"
+./scripts/fuzz.sh build-fuzz "${QFLEET_FUZZ_SECONDS:-30}"
 
 echo "== all tests passed in $((SECONDS - start)) s"

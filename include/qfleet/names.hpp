@@ -28,6 +28,9 @@ inline constexpr std::array kDeviceNames = {EnumName<Device>{Device::cpu, "cpu"}
 inline constexpr std::array kSimulatorNames = {EnumName<Simulator>{Simulator::automatic, "automatic"},
                                                EnumName<Simulator>{Simulator::statevector, "statevector"},
                                                EnumName<Simulator>{Simulator::density_matrix, "density_matrix"}};
+inline constexpr std::array kOpenFormNames = {EnumName<OpenForm>{OpenForm::automatic, "automatic"},
+                                              EnumName<OpenForm>{OpenForm::superoperator, "superoperator"},
+                                              EnumName<OpenForm>{OpenForm::lindblad, "lindblad"}};
 // From the solvers' own table (solver.hpp), which holds their other properties too.
 inline constexpr auto kSolverNames = [] {
   std::array<EnumName<Solver>, std::size(kSolvers)> t{};
@@ -76,5 +79,6 @@ constexpr std::string_view to_string(Precision p) { return name_in(kPrecisionNam
 constexpr std::string_view to_string(Device d) { return name_in(kDeviceNames, d); }
 constexpr std::string_view to_string(Simulator s) { return name_in(kSimulatorNames, s); }
 constexpr std::string_view to_string(Solver s) { return name_in(kSolverNames, s); }
+constexpr std::string_view to_string(OpenForm f) { return name_in(kOpenFormNames, f); }
 
 }  // namespace qfleet

@@ -75,6 +75,12 @@ std::vector<int> pattern_of(int d, const std::vector<char>& nz) {
   for (std::size_t e = 0; e < col.size(); ++e) csc[std::size_t(next[std::size_t(col[e])]++)] = static_cast<int>(e);
   std::vector<int> packed = row_ptr;
   for (const auto* part : {&col, &row, &col_ptr, &csc}) packed.insert(packed.end(), part->begin(), part->end());
+  bool monomial = true;  // at most one nonzero per row and per column
+  for (int i = 0; i < d; ++i) {
+    monomial = monomial && row_ptr[std::size_t(i) + 1] - row_ptr[std::size_t(i)] <= 1 &&
+               col_ptr[std::size_t(i) + 1] - col_ptr[std::size_t(i)] <= 1;
+  }
+  packed.push_back(monomial ? 1 : 0);
   return packed;
 }
 

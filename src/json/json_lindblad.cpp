@@ -346,6 +346,7 @@ json run(const LindbladProblem& p) {
   res["dim"] = s.dim();
   res["batch"] = B;
   res["solver"] = solver_name(p.options.solver);
+  res["form"] = std::string(qfleet::to_string(prog.form()));
   res["precision"] = precision_name(p.options.precision);
   if (!p.output_npy.empty()) return with_npy_results(p, res, fidelity, leakage, expvals, final_state,
                                                      {g_amp, g_drift, g_rates});
@@ -401,7 +402,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "precision", "threads", "device", "gradients", "output_npy"});
+                    "atol", "form", "precision", "threads", "device", "gradients", "output_npy"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -627,6 +628,12 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
       (std::string_view(key) == "rtol" ? p.options.rtol : p.options.atol) =
           read_positive(*v, key);
     }
+  }
+  if (const json* v = top.get("form")) {
+    const std::string name = read_string(*v, "form");
+    const auto form = qfleet::value_in(qfleet::kOpenFormNames, name);
+    if (!form) fail("form", "unknown form " + quote(name) + "; expected " + qfleet::names_in(qfleet::kOpenFormNames));
+    p.options.form = *form;
   }
   if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
   if (const json* v = top.get("threads")) {

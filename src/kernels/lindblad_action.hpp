@@ -28,11 +28,14 @@
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
 
-// A d x d sparsity pattern, packed as ints (core/open_compile.cpp writes it):
-//   [row_ptr: d + 1][col: nnz][row: nnz][col_ptr: d + 1][csc: nnz]
+// A d x d sparsity pattern, packed as ints (core/open_lindblad.cpp writes it):
+//   [row_ptr: d + 1][col: nnz][row: nnz][col_ptr: d + 1][csc: nnz][monomial: 1]
 // Entries are in row order (entry e is (row[e], col[e])); csc lists the entries of
 // each column in row order: entries csc[col_ptr[c] .. col_ptr[c + 1]) are in column c.
+// monomial: at most one nonzero per row and per column (sigma^-, Pauli strings,
+// diagonal operators), so L Y L^dag is one gather of d^2 products (no scratch).
 struct SparsePattern {
+  bool monomial = false;
   int d = 0, nnz = 0;
   const int* row_ptr = nullptr;
   const int* col = nullptr;
@@ -41,7 +44,9 @@ struct SparsePattern {
   const int* csc = nullptr;
 };
 
-QFLEET_HD constexpr std::size_t sparse_pattern_ints(int d, int nnz) { return 2 * std::size_t(d + 1) + 3 * std::size_t(nnz); }
+QFLEET_HD constexpr std::size_t sparse_pattern_ints(int d, int nnz) {
+  return 2 * std::size_t(d + 1) + 3 * std::size_t(nnz) + 1;
+}
 
 QFLEET_HD inline SparsePattern sparse_pattern_at(const int* p, int d) {
   SparsePattern s;
@@ -52,6 +57,7 @@ QFLEET_HD inline SparsePattern sparse_pattern_at(const int* p, int d) {
   s.row = s.col + s.nnz;
   s.col_ptr = s.row + s.nnz;
   s.csc = s.col_ptr + d + 1;
+  s.monomial = s.csc[s.nnz] != 0;
   return s;
 }
 
@@ -139,6 +145,43 @@ struct LindbladOps {
 
 namespace lindblad_detail {
 
+// Output column c of K += s L Y L^dag (adjoint: s L^dag Y L) for a monomial L:
+//   (L Y L^dag)_ac = L_a,col(a) Y_col(a),col(c) conj(L_c,col(c))
+//   (L^dag Y L)_bc = conj(L_row(b),b) Y_row(b),row(c) L_row(c),c
+// (entries walk the rows of L, each holding at most one nonzero, so column b = col[e]
+// is met once).
+template <bool adjoint, class R>
+QFLEET_HD void monomial_sandwich_column(const SparsePattern& p, const Cx<R>* v, const Cx<R>* y, Cx<R>* k,
+                                        std::size_t cs, int c, Cx<R> s) {
+  const int d = p.d;
+  int ec;
+  if constexpr (adjoint) {
+    if (p.col_ptr[c] == p.col_ptr[c + 1]) return;
+    ec = p.csc[p.col_ptr[c]];
+  } else {
+    if (p.row_ptr[c] == p.row_ptr[c + 1]) return;
+    ec = p.row_ptr[c];
+  }
+  Cx<R> w{0, 0};
+  if constexpr (adjoint) {
+    madd(w, s, v[ec]);
+  } else {
+    madd(w, s, Cx<R>{v[ec].re, -v[ec].im});
+  }
+  const std::size_t yc = std::size_t(d) * (adjoint ? p.row[ec] : p.col[ec]) * cs;
+  Cx<R>* kc = k + std::size_t(d) * c * cs;
+  for (int e = 0; e < p.nnz; ++e) {
+    const int out = adjoint ? p.col[e] : p.row[e], in = adjoint ? p.row[e] : p.col[e];
+    Cx<R> z{0, 0};
+    if constexpr (adjoint) {
+      madd(z, Cx<R>{v[e].re, -v[e].im}, w);
+    } else {
+      madd(z, v[e], w);
+    }
+    madd(kc[std::size_t(out) * cs], z, y[yc + std::size_t(in) * cs]);
+  }
+}
+
 // lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
 template <bool adjoint, bool kUnit, class R, class G>
 QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
@@ -164,6 +207,11 @@ QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs
       if (rate == R(0)) continue;
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
+      if (lp.monomial) {  // each member its own output columns; no scratch
+        for (int c = grp.rank(); c < d; c += grp.size())
+          monomial_sandwich_column<adjoint>(lp, lv, yb, kb, kUnit ? 1 : cs, c, Cx<R>{rate, R(0)});
+        continue;
+      }
       grp.sync();  // every member is done reading t from the previous jump
       for (int j = grp.rank(); j < d; j += grp.size()) {
         Cx<R>* tj = t + std::size_t(d) * j;
@@ -224,6 +272,26 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
     for (int q = 0; q < op.njump; ++q) {
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
+      if (lp.monomial) {
+        // Re <kbar, L Y L^dag> = Re sum_c sum_e conj(kbar_row(e),c) L_e conj(L_c,col(c)) Y_col(e),col(c)
+        double s = 0;
+        for (int c = grp.rank(); c < d; c += grp.size()) {
+          if (lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
+          const int ec = lp.row_ptr[c];
+          const Cx<R>* kc = kb + std::size_t(d) * c * cs;
+          const Cx<R>* yc = yb + std::size_t(d) * lp.col[ec] * cs;
+          Cx<R> acc{0, 0};
+          for (int e = 0; e < lp.nnz; ++e) {
+            Cx<R> z{0, 0};
+            madd(z, lv[e], yc[std::size_t(lp.col[e]) * cs]);
+            madd_conj(acc, kc[std::size_t(lp.row[e]) * cs], z);
+          }
+          s += double(acc.re) * lv[ec].re + double(acc.im) * lv[ec].im;  // Re(acc conj(L_c,col(c)))
+        }
+        s = grp.sum(s);
+        if (grp.rank() == 0) jump_grad[q] += s;
+        continue;
+      }
       grp.sync();
       for (int j = grp.rank(); j < d; j += grp.size()) {
         Cx<R>* tj = t + std::size_t(d) * j;

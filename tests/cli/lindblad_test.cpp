@@ -297,7 +297,15 @@ TEST(LindbladEvaluate, FixedStepAndAdaptiveSolvers) {
   d["atol"] = 1e-12;
   const json dp = qj::evaluate(d);
   EXPECT_EQ(dp["solver"], "dopri5");
+  EXPECT_EQ(dp["form"], "superoperator");  // automatic, for a qubit
   expect_matches(dp, jref::evaluate(load_example()), 1e-7, 1e-6);
+
+  d["solver"] = "tsit5";
+  d["form"] = "lindblad";
+  const json ts = qj::evaluate(d);
+  EXPECT_EQ(ts["solver"], "tsit5");
+  EXPECT_EQ(ts["form"], "lindblad");
+  expect_matches(ts, jref::evaluate(load_example()), 1e-7, 1e-6);
 }
 
 TEST(LindbladEvaluate, Complex64) {
@@ -521,7 +529,11 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
       {"unknown device", [](json& p) { p["device"] = "tpu"; },
        "device: expected \"cpu\", \"cuda\" or \"automatic\", got \"tpu\""},
       {"unknown solver", [](json& p) { p["solver"] = "rk5"; },
-       "solver: unknown solver \"rk5\"; expected \"exact\", \"rk4\", \"euler\" or \"dopri5\""},
+       "solver: unknown solver \"rk5\"; expected \"exact\", \"rk4\", \"euler\", \"dopri5\" or \"tsit5\""},
+      {"unknown form", [](json& p) { p["form"] = "dense"; },
+       "form: unknown form \"dense\"; expected \"automatic\", \"superoperator\" or \"lindblad\""},
+      {"lindblad form with the exact solver", [](json& p) { p["form"] = "lindblad"; },
+       "solver: form lindblad applies to open systems (with jump operators) on a step solver"},
       {"rk4 without dt", [](json& p) { p["solver"] = "rk4"; },
        "missing key \"dt\": solver \"rk4\" needs a step dt > 0"},
       {"euler without dt", [](json& p) { p["solver"] = "euler"; }, "missing key \"dt\": solver \"euler\""},
@@ -537,7 +549,7 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
          p["dt"] = 0.01;
          p["rtol"] = 1e-6;
        },
-       "rtol: only used by the \"dopri5\" solver (solver is \"rk4\")"},
+       "rtol: only used by the \"dopri5\" and \"tsit5\" solvers (solver is \"rk4\")"},
       {"atol zero", [](json& p) {
          p["solver"] = "dopri5";
          p["atol"] = 0;
