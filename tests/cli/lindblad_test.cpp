@@ -51,7 +51,7 @@ void expect_matches(const json& got, const json& want, double tol, double grad_t
     const bool grad = item.key().rfind("grad_", 0) == 0;
     compare(got[item.key()], item.value(), grad ? grad_tol : tol, item.key());
   }
-  const std::set<std::string> info = {"dim", "batch", "solver", "precision"};
+  const std::set<std::string> info = {"dim", "batch", "solver", "form", "precision"};
   for (const auto& item : got.items()) {
     EXPECT_TRUE(want.contains(item.key()) || info.count(item.key())) << "unexpected " << item.key();
   }

@@ -27,11 +27,14 @@ void expect_table_is_complete(const std::array<qfleet::EnumName<E>, N>& t, int n
 }
 
 TEST(Names, EveryOptionEnumHasOneNamePerValue) {
-  // The enums' last values (Precision::complex128, Device::automatic, Solver::dopri5)
+  // The enums' last values (Precision::complex128, Device::automatic, Solver::tsit5,
+  // OpenForm::lindblad)
   // bound them: a value added after these must extend both the enum and its table.
   expect_table_is_complete(qfleet::kPrecisionNames, int(qfleet::Precision::complex128) + 1);
   expect_table_is_complete(qfleet::kDeviceNames, int(qfleet::Device::automatic) + 1);
-  expect_table_is_complete(qfleet::kSolverNames, int(qfleet::Solver::dopri5) + 1);
+  expect_table_is_complete(qfleet::kSolverNames, int(qfleet::Solver::tsit5) + 1);
+  expect_table_is_complete(qfleet::kOpenFormNames, int(qfleet::OpenForm::lindblad) + 1);
+  EXPECT_EQ(qfleet::to_string(qfleet::OpenForm::lindblad), "lindblad");
   EXPECT_EQ(qfleet::to_string(qfleet::Solver::rk4), "rk4");
   EXPECT_EQ(qfleet::to_string(qfleet::Device::cuda), "cuda");
   EXPECT_EQ(qfleet::to_string(qfleet::Precision::complex64), "complex64");
@@ -40,7 +43,7 @@ TEST(Names, EveryOptionEnumHasOneNamePerValue) {
 TEST(Names, ErrorListingsReadNaturally) {
   EXPECT_EQ(qfleet::names_in(qfleet::kPrecisionNames), "\"complex64\" or \"complex128\"");
   EXPECT_EQ(qfleet::names_in(qfleet::kDeviceNames), "\"cpu\", \"cuda\" or \"automatic\"");
-  EXPECT_EQ(qfleet::names_in(qfleet::kSolverNames), "\"exact\", \"rk4\", \"euler\" or \"dopri5\"");
+  EXPECT_EQ(qfleet::names_in(qfleet::kSolverNames), "\"exact\", \"rk4\", \"euler\", \"dopri5\" or \"tsit5\"");
 }
 
 }  // namespace
