@@ -130,9 +130,25 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   const bool lindblad = choose_lindblad_form(s, o);
 
   // Memory: dense n x n generators (A0, each drift term, rate and control) plus, per
-  // thread, a few n x n work matrices and the state at every segment boundary. (The
-  // Lindblad form holds d x d matrices, and n x c states as every form does.)
-  if (!lindblad) {
+  // thread, a few n x n work matrices and the state at every segment boundary. The
+  // Lindblad form holds d x d matrices, and per thread the n x c state at every
+  // segment boundary and every step of a segment (the backward pass's checkpoints).
+  if (lindblad) {
+    const double state = double(n) * (gate ? n : 1);
+    double steps = 64;  // the adaptive solvers' first step store (it grows when needed)
+    if (solver_info(o.solver).fixed_step) {
+      steps = 0;
+      for (double dur : s.segment_durations()) steps = std::max(steps, std::ceil(dur / o.dt));
+    }
+    const double bytes = 16.0 * 2 * state * (s.n_segments() + steps + 40);
+    const double phys = double(physical_memory_bytes());
+    if (bytes > 0.8 * phys) {
+      throw Error("this d = " + std::to_string(d) + " " + (gate ? "gate problem" : "system") + " needs about " +
+                  std::to_string(bytes / (1 << 30)) + " GiB of states (" + std::to_string(s.n_segments()) +
+                  " segments, " + std::to_string(static_cast<long long>(steps)) +
+                  " steps per segment), more than this machine's " + std::to_string(phys / (1 << 30)) + " GiB");
+    }
+  } else {
     const double nn = double(n) * n, state = double(n) * (gate ? n : 1);
     const double matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
     const double per_thread = 12 * nn + state * (s.n_segments() + 4);

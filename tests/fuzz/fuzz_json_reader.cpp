@@ -39,7 +39,7 @@ double largest(const nlohmann::json& j) {
   return m;
 }
 
-// dopri5 on a stiff problem (a rate of 1e120) shrinks its step until the library's
+// dopri5 or tsit5 on a stiff problem (a rate of 1e120) shrinks its step until the library's
 // limit of 10^6 steps per segment stops it with an error: correct, but seconds of
 // work; such inputs are read and checked, not run. Stiffness also comes from small
 // numbers: a jump L at rate g decays coherences at about g |L|^2, and an explicit
@@ -48,7 +48,8 @@ double largest(const nlohmann::json& j) {
 bool small(const qj::LindbladProblem& p, const nlohmann::json& doc) {
   const auto& d = p.system.segment_durations();
   const double total = std::accumulate(d.begin(), d.end(), 0.0);
-  if (p.options.solver == qfleet::Solver::dopri5) {
+  const bool adaptive = qfleet::solver_info(p.options.solver).adaptive;  // dopri5, tsit5
+  if (adaptive) {
     if (largest(doc) > 1e3) return false;
     const double jump = doc.contains("jumps") ? largest(doc["jumps"]) : 0.0;
     const double rate = doc.contains("rates") ? largest(doc["rates"]) : 1.0;
@@ -56,7 +57,7 @@ bool small(const qj::LindbladProblem& p, const nlohmann::json& doc) {
   }
   const auto& o = p.options;
   const bool steps_ok = o.solver == qfleet::Solver::exact ||
-                        (o.solver == qfleet::Solver::dopri5 ? o.rtol >= 1e-6 && o.atol >= 1e-9 && total <= 10
+                        (adaptive ? o.rtol >= 1e-6 && o.atol >= 1e-9 && total <= 10
                                                             : o.dt > 0 && total / o.dt <= 2000);
   return p.system.dim() <= 6 && p.batch <= 8 && p.system.n_segments() <= 64 && steps_ok;
 }

@@ -180,6 +180,18 @@ TEST(OpenLindbladForm, ForcedWhereItDoesNotApplyIsAClearError) {
                       "jump operators");
 }
 
+// The Lindblad form stores no superoperator, but a gate problem still propagates the
+// d^2 x d^2 channel: at d = 256 its states alone would take terabytes.
+TEST(OpenLindbladForm, StatesThatWouldNotFitAreAClearError) {
+  const int d = 256;
+  qfleet::ComplexMatrix lower(std::size_t(d) * d);
+  for (int i = 0; i + 1 < d; ++i) lower[std::size_t(i) * d + i + 1] = 1;
+  qfleet::OpenSystem s(d);
+  s.jump(lower).segments(4, 1.0).propagate_gate();
+  EXPECT_QFLEET_ERROR(qfleet::compile(s, options(Solver::tsit5, OpenForm::lindblad)), "d = 256 gate problem",
+                      "GiB of states");
+}
+
 // d = 64 (6 qubits): the superoperators alone would take 16 * 4096^2 bytes each
 // (~268 MB, 31 of them); the Lindblad form runs it and keeps the trace.
 TEST(OpenLindbladForm, SixQubitsRunWithoutSuperoperators) {
