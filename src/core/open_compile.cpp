@@ -7,6 +7,7 @@
 #include "core/open_plan.hpp"
 #include "core/plan.hpp"
 #include "kernels/dense.hpp"
+#include "kernels/open_task.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::detail {
@@ -138,7 +139,7 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
     double steps = 64;  // the adaptive solvers' first step store (it grows when needed)
     if (solver_info(o.solver).fixed_step) {
       steps = 0;
-      for (double dur : s.segment_durations()) steps = std::max(steps, std::ceil(dur / o.dt));
+      for (double dur : s.segment_durations()) steps = std::max(steps, double(kern::open_fixed_steps(dur, o.dt)));
     }
     const double bytes = 16.0 * 2 * state * (s.n_segments() + steps + 40);
     const double phys = double(physical_memory_bytes());
