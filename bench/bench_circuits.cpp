@@ -53,8 +53,10 @@ double flops_of(const Circuit& c, bool backward) {
   return f;
 }
 
+// saved: the backward as autograd runs it, two calls (forward keeping the final
+// states, then Program::vjp_saved) instead of one fused vjp.
 template <class R>
-void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec) {
+void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec, bool saved = false) {
   const int n = static_cast<int>(st.range(0));
   const std::size_t B = static_cast<std::size_t>(st.range(1));
   const int layers = 3;
@@ -64,12 +66,16 @@ void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec) {
   const auto prog = qfleet::compile(c, opt);
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(-3.1, 3.1);
-  std::vector<R> x(B * n), w(prog.n_weights()), out(B * n), cot(B * n, R(1)), gx(B * n), gw(w.size());
+  std::vector<R> x(B * n), w(prog.n_weights()), out(B * n), cot(B * n, R(1)), gx(B * n), gw(w.size()),
+      states(prog.saved_size(B));
   for (auto& v : x) v = static_cast<R>(u(rng));
   for (auto& v : w) v = static_cast<R>(u(rng));
   const BatchArgs<R> args{B, x, w};
   for (auto _ : st) {
-    if (backward) {
+    if (backward && saved) {
+      prog.forward(args, std::span<R>(out), std::span<R>(states));
+      prog.vjp_saved(args, std::span<const R>(states), std::span<const R>(cot), qfleet::Gradients<R>{gx, gw});
+    } else if (backward) {
       prog.vjp(args, std::span<const R>(cot), qfleet::Gradients<R>{gx, gw}, std::span<R>(out));
     } else {
       prog.forward(args, std::span<R>(out));
@@ -91,11 +97,15 @@ void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec) {
 // The headline workload: n = 4, B = 64, forward + backward, complex128.
 void BM_Classifier_FwdBwd_c128(benchmark::State& st) { run_layer<double>(st, true, qfleet::Precision::complex128); }
 void BM_Classifier_Fwd_c128(benchmark::State& st) { run_layer<double>(st, false, qfleet::Precision::complex128); }
+void BM_Classifier_SavedFwdBwd_c128(benchmark::State& st) {
+  run_layer<double>(st, true, qfleet::Precision::complex128, true);
+}
 void BM_Classifier_FwdBwd_c64(benchmark::State& st) { run_layer<float>(st, true, qfleet::Precision::complex64); }
 void BM_Classifier_Fwd_c64(benchmark::State& st) { run_layer<float>(st, false, qfleet::Precision::complex64); }
 
 BENCHMARK(BM_Classifier_FwdBwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Classifier_Fwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Classifier_SavedFwdBwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void scaling(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}) b->Args({n, n <= 12 ? 256 : (n <= 16 ? 16 : 1)});

@@ -88,6 +88,19 @@ class Program {
   void vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
            std::span<R> outputs = {}) const;
 
+  // Saved-state adjoint, for callers that run the forward and the backward pass as
+  // two calls (autograd): forward() with `saved` also keeps the final states there
+  // (saved_size(batch) reals), and vjp_saved() then runs only the reverse sweep from
+  // them, not the forward sweep again, so the two calls cost what one fused vjp()
+  // does. saved_size() is 0 where a call cannot resume (density-matrix programs,
+  // programs with a GPU copy): pass an empty `saved` there; vjp_saved() then runs vjp().
+  std::size_t saved_size(std::size_t batch) const;
+  template <class R>
+  void forward(const BatchArgs<R>& args, std::span<R> outputs, std::span<R> saved) const;
+  template <class R>
+  void vjp_saved(const BatchArgs<R>& args, std::span<const R> saved, std::span<const R> cotangents,
+                 const Gradients<R>& grads) const;
+
   // Per-sample Jacobians: jac_inputs [batch, n_outputs, n_inputs] and
   // jac_weights [batch, n_outputs, n_weights] (per sample even for shared weights).
   template <class R>
@@ -121,6 +134,10 @@ class Program {
   explicit Program(std::shared_ptr<const detail::Plan> plan);
 
  private:
+  template <class R>
+  void vjp_call(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
+                std::span<R> outputs, const R* resume) const;
+
   std::shared_ptr<const detail::Plan> plan_;
 };
 

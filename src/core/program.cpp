@@ -206,9 +206,47 @@ std::vector<R> Program::forward(const BatchArgs<R>& args) const {
   return out;
 }
 
+std::size_t Program::saved_size(std::size_t batch) const {
+  return plan_->mixed || plan_->resident ? 0 : batch * plan_->dim * 2;
+}
+
+template <class R>
+void Program::forward(const BatchArgs<R>& args, std::span<R> outputs, std::span<R> saved) const {
+  if (saved.empty()) return forward(args, outputs);
+  if (saved_size(args.batch) == 0) {
+    throw Error(std::string("this program cannot save states for vjp_saved() (") +
+                (plan_->mixed ? "it simulates density matrices" : "it has a GPU copy") +
+                "): pass an empty `saved` (vjp_saved() then runs vjp())");
+  }
+  expect_measurements(*plan_);
+  const Checked c = check_args(*plan_, args);
+  expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
+              [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
+  expect_size("saved", saved.size(), saved_size(args.batch), [] { return "(saved_size(batch): [batch, 2^n] complex)"; });
+  cpu::Call<R> call = base_call(args, c);
+  call.outputs = outputs.data();
+  call.states = saved.data();
+  run(*plan_, call, Route::cpu);
+}
+
+template <class R>
+void Program::vjp_saved(const BatchArgs<R>& args, std::span<const R> saved, std::span<const R> cotangents,
+                        const Gradients<R>& grads) const {
+  if (saved_size(args.batch) == 0) return vjp(args, cotangents, grads);
+  expect_size("saved", saved.size(), saved_size(args.batch),
+              [] { return "(saved_size(batch), written by forward() for these arguments)"; });
+  vjp_call(args, cotangents, grads, {}, saved.data());
+}
+
 template <class R>
 void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
                   std::span<R> outputs) const {
+  vjp_call(args, cotangents, grads, outputs, static_cast<const R*>(nullptr));
+}
+
+template <class R>
+void Program::vjp_call(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
+                       std::span<R> outputs, const R* resume) const {
   expect_measurements(*plan_);
   const Route r = route_of(*plan_, cpu::Call<R>{},
                            {data_of(args.inputs), data_of(args.weights), data_of(cotangents), data_of(grads.inputs),
@@ -233,6 +271,7 @@ void Program::vjp(const BatchArgs<R>& args, std::span<const R> cotangents, const
   call.grad_weights = grads.weights.empty() ? nullptr : grads.weights.data();
   call.reduce_weights = !c.per_sample_weights;
   call.outputs = outputs.empty() ? nullptr : outputs.data();
+  call.resume = resume;  // non-null only where saved_size() > 0: no device copy, so the cpu runs it
   run(*plan_, call, r == Route::device_buffers ? r : route_of(*plan_, call, {}));
 }
 
@@ -336,6 +375,9 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   template std::vector<R> Program::forward<R>(const BatchArgs<R>&) const;                             \
   template void Program::vjp<R>(const BatchArgs<R>&, std::span<const R>, const Gradients<R>&,         \
                                 std::span<R>) const;                                                  \
+  template void Program::forward<R>(const BatchArgs<R>&, std::span<R>, std::span<R>) const;           \
+  template void Program::vjp_saved<R>(const BatchArgs<R>&, std::span<const R>, std::span<const R>,    \
+                                      const Gradients<R>&) const;                                     \
   template void Program::jacobian<R>(const BatchArgs<R>&, std::span<R>, std::span<R>) const;          \
   template void Program::states<R>(const BatchArgs<R>&, std::span<std::complex<R>>) const;            \
   template void Program::density_matrices<R>(const BatchArgs<R>&, std::span<std::complex<R>>) const;  \

@@ -277,9 +277,13 @@ struct TileRunner {
   void run(std::size_t tile, std::size_t b0, int nvalid, R* w, int par) const {
     Scratch t = carve(w, b0, nvalid);
     per_sample_blocks(t);
-    initial_state(t);
-    for (int k = 0; k < kp.n_ops; ++k) apply_op<R, L, false>(t.psi, kp, kp.ops[k], block(kp.ops[k], t), par);
-    write_results(t, b0, nvalid, par);
+    initial_state(t);  // also the embedded amplitudes' norms, for embedding_gradient
+    if (c.resume != nullptr) {
+      resume_state(t);
+    } else {
+      for (int k = 0; k < kp.n_ops; ++k) apply_op<R, L, false>(t.psi, kp, kp.ops[k], block(kp.ops[k], t), par);
+      write_results(t, b0, nvalid, par);
+    }
     if (c.cotangents == nullptr) return;
     seed_adjoint(t, nvalid, par);
     backward(t, par);
@@ -318,6 +322,18 @@ struct TileRunner {
       t.ampn[l] = static_cast<R>(kp.amp_normalize ? std::sqrt(nrm) : 1.0);
       for (int j = 0; j < kp.amp_len; ++j) {
         t.psi[kp.amp_index[j] * 2 * L + l] = t.ampv[std::size_t(j) * L + l] / t.ampn[l];
+      }
+    }
+  }
+
+  // The final states a forward call saved (Program::vjp_saved): psi as the forward
+  // sweep would leave it, so the reverse sweep below runs unchanged.
+  void resume_state(Scratch& t) const {
+    for (int l = 0; l < L; ++l) {
+      const R* in = c.resume + t.bl[l] * kp.dim * 2;
+      for (std::uint64_t i = 0; i < kp.dim; ++i) {
+        t.psi[i * 2 * L + l] = in[2 * i];
+        t.psi[i * 2 * L + L + l] = in[2 * i + 1];
       }
     }
   }

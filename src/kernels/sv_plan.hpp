@@ -89,6 +89,9 @@ struct SvCall {
   R* grad_weights = nullptr;      // [n_weights] (reduced, zeroed by the caller) or [batch, n_weights]
   bool reduce_weights = true;
   R* states = nullptr;            // [batch, dim] interleaved complex
+  // [batch, dim] final states saved by an earlier forward call (Program::vjp_saved):
+  // the adjoint sweep starts from them instead of running the forward sweep (cpu only).
+  const R* resume = nullptr;
   // Probabilities over extra bit positions (sampling): [batch, 2^extra_k].
   int extra_k = 0;
   int extra_pos[kMaxSampleWires] = {};

@@ -337,6 +337,19 @@ QGrad<R> q_vjp(const qfleet::Program& p, const Batch& b, const std::vector<doubl
   return QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
 }
 
+// vjp in two calls, as autograd runs it: forward() saving the final states, then
+// vjp_saved() resuming from them (outputs: the forward call's).
+template <class R>
+QGrad<R> q_vjp_saved(const qfleet::Program& p, const Batch& b, const std::vector<double>& cot) {
+  const Run<R> run(b);
+  const std::vector<R> c(cot.begin(), cot.end());
+  std::vector<R> gi(b.B * b.ni, R(-99)), gw((b.per_sample && b.B > 1 ? b.B : 1) * b.nw, R(-99));
+  std::vector<R> out(b.B * p.n_outputs()), saved(p.saved_size(b.B));
+  p.forward<R>(run.args(b.B), out, saved);
+  p.vjp_saved<R>(run.args(b.B), saved, c, qfleet::Gradients<R>{gi, gw});
+  return QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
+}
+
 // The reference gradient matching the weights' layout in b.
 inline const std::vector<double>& ref_gw(const RefGrad& g, const Batch& b) {
   return b.per_sample && b.B > 1 ? g.gw_ps : g.gw_shared;

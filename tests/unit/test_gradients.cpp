@@ -24,12 +24,16 @@ void expect_vjp_matches(const ref::Twin& t, const ref::Batch& b, std::mt19937_64
     qfleet::CompileOptions o;
     o.isa = isa;
     const qfleet::Program p = qfleet::compile(t.q, o);
-    const auto got = ref::q_vjp<double>(p, b, cot);
-    EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), tol)
-        << what << ", isa " << isa << ", batch " << b.B << ": input gradient";
-    EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), tol)
-        << what << ", isa " << isa << ", batch " << b.B << ": weight gradient ("
-        << (b.per_sample ? "per sample" : "shared") << ")";
+    // One fused call, and the two calls of autograd (forward saving states, vjp_saved).
+    for (const bool saved : {false, true}) {
+      const auto got = saved ? ref::q_vjp_saved<double>(p, b, cot) : ref::q_vjp<double>(p, b, cot);
+      const std::string how = saved ? " (saved states)" : "";
+      EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), tol)
+          << what << ", isa " << isa << ", batch " << b.B << how << ": input gradient";
+      EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), tol)
+          << what << ", isa " << isa << ", batch " << b.B << how << ": weight gradient ("
+          << (b.per_sample ? "per sample" : "shared") << ")";
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
 
 namespace {
@@ -178,10 +179,14 @@ TEST(Program, LargeRegisterGradientsMatchFiniteDifferences) {
       for (int threads : {2, 4}) {
         qfleet::CompileOptions o;
         o.num_threads = threads;
-        const auto got = ref::q_vjp<double>(qfleet::compile(t.q, o), b, cot, /*fused=*/true);
-        EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-4), 1e-6) << "batch " << B << " threads " << threads;
-        EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), 1e-4), 1e-6) << "batch " << B << " threads " << threads;
-        EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 1e-10);
+        const qfleet::Program p = qfleet::compile(t.q, o);
+        for (const bool saved : {false, true}) {  // fused, and autograd's two calls
+          const auto got = saved ? ref::q_vjp_saved<double>(p, b, cot) : ref::q_vjp<double>(p, b, cot, true);
+          EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-4), 1e-6) << "batch " << B << " threads " << threads << saved;
+          EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), 1e-4), 1e-6)
+              << "batch " << B << " threads " << threads << saved;
+          EXPECT_LT(ref::max_abs_diff(got.out, ref::ref_outputs(t.r, b)), 1e-10);
+        }
       }
     }
   }
@@ -275,6 +280,34 @@ TEST(Program, ConvenienceForwardEqualsTheSpanForm) {
   p.forward<double>(run.args(6), std::span<double>(out));
   EXPECT_EQ(p.forward<double>(run.args(6)), out);
   EXPECT_LT(ref::max_abs_diff(out, ref::ref_outputs(t.r, b)), 1e-10);
+}
+
+// Saved states: a density-matrix program has none (vjp_saved runs vjp and gives the
+// reference gradient); wrong sizes are clear errors.
+TEST(Program, SavedStatesOnlyWhereACallCanResume) {
+  std::mt19937_64 rng(11);
+  ref::Twin t(2);
+  t.add("RX", {0}, {qfleet::Param::input(0)}).add("CNOT", {0, 1}).add("RY", {1}, {qfleet::Param::weight(0)});
+  t.expval(ref::word({{'Z', 1}}));
+  const ref::Batch b = ref::random_batch(rng, 3, t.r.n_inputs, t.r.n_weights, false);
+  const auto cot = ref::uniform_vec(rng, 3, -1, 1);
+  const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+  qfleet::CompileOptions dm;
+  dm.simulator = qfleet::Simulator::density_matrix;
+  const qfleet::Program mixed = qfleet::compile(t.q, dm);
+  EXPECT_EQ(mixed.saved_size(3), 0u);
+  const auto got = ref::q_vjp_saved<double>(mixed, b, cot);
+  EXPECT_LE(ref::rel_err(got.gi, want.gi, 1e-4), 1e-6);
+  EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), 1e-4), 1e-6);
+  const ref::Run<double> run(b);
+  std::vector<double> out(3), saved(24), cot3(cot), gw(1);
+  EXPECT_QFLEET_ERROR(mixed.forward<double>(run.args(3), out, saved), "cannot save states", "density matrices");
+  const qfleet::Program sv = qfleet::compile(t.q);
+  EXPECT_EQ(sv.saved_size(3), 24u);  // 3 x 2^2 complex
+  std::vector<double> short_saved(23);
+  EXPECT_QFLEET_ERROR(sv.forward<double>(run.args(3), out, short_saved), "saved", "24");
+  EXPECT_QFLEET_ERROR(sv.vjp_saved<double>(run.args(3), short_saved, cot3, qfleet::Gradients<double>{{}, gw}),
+                      "saved", "24");
 }
 
 }  // namespace

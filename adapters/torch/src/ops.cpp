@@ -424,13 +424,54 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_autograd(const c10::intrusive_p
   return {out[0], undef(c, out[1]), undef(r, out[2])};
 }
 
+// Saved-state adjoint (Program::vjp_saved): on the cpu the forward call also keeps
+// the final states [B, 2^n], so the backward runs only the reverse sweep.
+std::tuple<Tensor, Tensor> circuit_forward_saving(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                                  const Tensor& weights) {
+  const auto s = check_circuit(*p, "circuit_forward", inputs, weights);
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  Tensor out = ::torch::empty({s.batch, p->n_outputs()}, x.options());
+  Tensor saved = ::torch::empty({int64_t(p->program.saved_size(std::size_t(s.batch)))}, x.options());
+  if (s.batch == 0) return {out, saved};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_circuit_forward_saving", [&] {
+      p->program.forward<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                   mspan<scalar_t>(out), mspan<scalar_t>(saved));
+    });
+  });
+  return {out, saved};
+}
+
+std::tuple<Tensor, Tensor> circuit_backward_saved(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
+                                                  const Tensor& weights, const Tensor& saved, const Tensor& grad_outputs,
+                                                  bool need_x, bool need_w) {
+  const int64_t B = inputs.size(0);
+  check_grad_outputs(*p, grad_outputs, B);
+  const Tensor x = inputs.contiguous(), w = weights.contiguous(), g = grad_outputs.contiguous();
+  Tensor gx = need_x ? ::torch::zeros_like(x) : Tensor(), gw = need_w ? ::torch::zeros_like(w) : Tensor();
+  if (B == 0 || !(need_x || need_w)) return {gx, gw};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_circuit_backward_saved", [&] {
+      p->program.vjp_saved<scalar_t>(BatchArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(x), cspan<scalar_t>(w)},
+                                     cspan<scalar_t>(saved), cspan<scalar_t>(g),
+                                     Gradients<scalar_t>{mspan<scalar_t>(gx), mspan<scalar_t>(gw)});
+    });
+  });
+  return {gx, gw};
+}
+
 class CircuitFunction : public ::torch::autograd::Function<CircuitFunction> {
  public:
   static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<CircuitProgram>& p,
-                        const Tensor& inputs, const Tensor& weights) {
+                        const Tensor& inputs, const Tensor& weights, bool save_states) {
     ctx->saved_data["program"] = p;
-    ctx->save_for_backward({inputs, weights});
     at::AutoDispatchBelowADInplaceOrView guard;
+    if (save_states) {
+      auto [out, saved] = circuit_forward_saving(p, inputs, weights);
+      ctx->save_for_backward({inputs, weights, saved});
+      return out;
+    }
+    ctx->save_for_backward({inputs, weights});
     static const auto op = op_handle("qfleet::circuit_forward").typed<decltype(circuit_forward_kernel)>();
     return op.call(p, inputs, weights);
   }
@@ -438,15 +479,24 @@ class CircuitFunction : public ::torch::autograd::Function<CircuitFunction> {
                                                    ::torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto p = ctx->saved_data["program"].toCustomClass<CircuitProgram>();
-    auto [gx, gw] = circuit_backward_autograd(p, saved[0], saved[1], grads[0]);
     // needs_input_grad counts tensor arguments only (the program is not one).
-    return {Tensor(), ctx->needs_input_grad(0) ? gx : Tensor(), ctx->needs_input_grad(1) ? gw : Tensor()};
+    const bool need_x = ctx->needs_input_grad(0), need_w = ctx->needs_input_grad(1);
+    Tensor gx, gw;
+    if (saved.size() == 3 && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
+      std::tie(gx, gw) = circuit_backward_saved(p, saved[0], saved[1], saved[2], grads[0], need_x, need_w);
+    } else {
+      std::tie(gx, gw) = circuit_backward_autograd(p, saved[0], saved[1], grads[0]);
+    }
+    return {Tensor(), need_x ? gx : Tensor(), need_w ? gw : Tensor(), Tensor()};
   }
 };
 
 Tensor circuit_forward_autograd(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                                 const Tensor& weights) {
-  return CircuitFunction::apply(p, inputs, weights);
+  const bool save = ::torch::GradMode::is_enabled() && (inputs.requires_grad() || weights.requires_grad()) &&
+                    inputs.device().is_cpu() && inputs.dim() == 2 &&
+                    p->program.saved_size(std::size_t(std::max<int64_t>(inputs.size(0), 0))) > 0;
+  return CircuitFunction::apply(p, inputs, weights, save);
 }
 
 class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
@@ -678,6 +728,11 @@ TORCH_LIBRARY(qfleet, m) {
       .def("sample", &qfleet::nn::circuit_sample)
       // Per-sample Jacobians ([B, n_outputs, n_inputs], [B, n_outputs, n_weights]) by adjoint sweeps.
       .def("jacobian", &qfleet::nn::circuit_jacobian)
+      // circuit_forward, differentiated by the C++ autograd function only: what the Python
+      // modules call eagerly. A method call from Python costs ~10 us less than an operator
+      // call taking a program, and circuit_forward also carries the Python autograd that
+      // torch.compile traces (python/qfleet/_fake.py), ~60 us more per forward + backward.
+      .def("layer", &qfleet::nn::circuit_forward_autograd)
       // Identity (torch's fake-tensor dispatch cache compares its arguments).
       .def("__eq__", [](const c10::intrusive_ptr<CircuitProgram>& self,
                         const c10::intrusive_ptr<CircuitProgram>& other) { return self.get() == other.get(); })
@@ -710,6 +765,8 @@ TORCH_LIBRARY(qfleet, m) {
                                          int64_t(s.calls)};
            })
       .def("json", [](const c10::intrusive_ptr<OpenSystemProgram>& self) { return self->json_text; })
+      // open_forward through the C++ autograd function only (see CircuitProgram.layer).
+      .def("layer", &qfleet::nn::open_forward_autograd)
       .def("__eq__", [](const c10::intrusive_ptr<OpenSystemProgram>& self,
                         const c10::intrusive_ptr<OpenSystemProgram>& other) { return self.get() == other.get(); })
       .def("__obj_flatten__",
