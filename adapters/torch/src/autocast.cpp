@@ -9,6 +9,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
 
+#include "autocast_rule.hpp"
 #include "qfleet/torch.hpp"
 
 namespace {
@@ -60,6 +61,13 @@ at::Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program
 }
 
 }  // namespace
+
+at::Tensor qfleet::nn::autocast_up(const at::Tensor& t, at::ScalarType dtype) {
+  if (!reduced(t)) return t;
+  const auto device = t.device().type();  // autocast knows cpu and cuda (it throws for meta)
+  const bool on = (device == at::kCPU || device == at::kCUDA) && at::autocast::is_autocast_enabled(device);
+  return on ? t.to(dtype) : t;
+}
 
 TORCH_LIBRARY_IMPL(qfleet, AutocastCPU, m) {
   m.impl("circuit_forward", &circuit_forward<c10::DispatchKey::AutocastCPU>);

@@ -20,6 +20,7 @@
 #include "qfleet/error.hpp"
 #include "qfleet/names.hpp"
 #include "qfleet/torch.hpp"
+#include "autocast_rule.hpp"
 
 namespace qfleet::nn {
 
@@ -546,6 +547,19 @@ std::string evaluate_json(const std::string& text, const std::string& base_dir) 
 
 }  // namespace
 
+// The programs' `layer` methods (registered below): the autograd functions reached
+// past the dispatcher, so autocast's rule is applied here.
+Tensor circuit_layer(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
+  return circuit_forward_autograd(p, autocast_up(inputs, p->dtype()), autocast_up(weights, p->dtype()));
+}
+Tensor open_layer(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                  const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  auto up = [&](const std::optional<Tensor>& t) {
+    return t.has_value() ? std::optional<Tensor>(autocast_up(*t, p->dtype())) : std::nullopt;
+  };
+  return open_forward_autograd(p, autocast_up(amplitudes, p->dtype()), up(drift), up(rates));
+}
+
 // ---- the custom classes ------------------------------------------------------------
 
 CircuitProgram::CircuitProgram(const Circuit& circuit, const CompileOptions& options)
@@ -732,7 +746,7 @@ TORCH_LIBRARY(qfleet, m) {
       // modules call eagerly. A method call from Python costs ~10 us less than an operator
       // call taking a program, and circuit_forward also carries the Python autograd that
       // torch.compile traces (python/qfleet/_fake.py), ~60 us more per forward + backward.
-      .def("layer", &qfleet::nn::circuit_forward_autograd)
+      .def("layer", &qfleet::nn::circuit_layer)
       // Identity (torch's fake-tensor dispatch cache compares its arguments).
       .def("__eq__", [](const c10::intrusive_ptr<CircuitProgram>& self,
                         const c10::intrusive_ptr<CircuitProgram>& other) { return self.get() == other.get(); })
@@ -766,7 +780,7 @@ TORCH_LIBRARY(qfleet, m) {
            })
       .def("json", [](const c10::intrusive_ptr<OpenSystemProgram>& self) { return self->json_text; })
       // open_forward through the C++ autograd function only (see CircuitProgram.layer).
-      .def("layer", &qfleet::nn::open_forward_autograd)
+      .def("layer", &qfleet::nn::open_layer)
       .def("__eq__", [](const c10::intrusive_ptr<OpenSystemProgram>& self,
                         const c10::intrusive_ptr<OpenSystemProgram>& other) { return self.get() == other.get(); })
       .def("__obj_flatten__",
