@@ -108,6 +108,9 @@ def main():
     assert torch.allclose(ref, layer(x), atol=1e-12), "hand-batched torch layer disagrees with qfleet"
     res = {}
     res["qfleet.QuantumLayer"] = timeit(lambda: layer(x).sum().backward(), args.repeat, 200)
+    # torch's own floor for a layer from Python: autograd's forward + backward of a tiny nn.Linear
+    lin = torch.nn.Linear(N, N)
+    res["torch.nn.Linear(4, 4) (torch's autograd alone)"] = timeit(lambda: lin(x).sum().backward(), args.repeat, 200)
     wt = layer.weight.detach().clone().requires_grad_()
     res["hand-batched PyTorch (autograd)"] = timeit(lambda: torch_layer(x, wt).sum().backward(), args.repeat, 20)
     try:
