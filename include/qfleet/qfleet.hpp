@@ -7,6 +7,7 @@
 #include "qfleet/names.hpp"
 #include "qfleet/observable.hpp"
 #include "qfleet/open_system.hpp"
+#include "qfleet/structured_ops.hpp"
 #include "qfleet/noise_model.hpp"
 #include "qfleet/program.hpp"
 #include "qfleet/version.hpp"

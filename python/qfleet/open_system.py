@@ -14,19 +14,72 @@ from . import _json, _lib
 _SOLVERS = ("exact", "rk4", "euler", "dopri5", "tsit5")
 
 
+class Operator:
+    """A structured operator (docs/open_systems.md#structured-operators): made by pauli() and
+    local(), combined with + and scalar *, and accepted wherever OpenSystem takes a d x d
+    matrix. The C++ reader builds its matrix; the Lindblad form applies it by its nonzeros."""
+
+    def __init__(self, doc: dict):
+        self.doc = doc
+
+    def __add__(self, other):
+        if not isinstance(other, Operator):
+            return NotImplemented
+        return Operator({"sum": [self.doc, other.doc]})
+
+    def __mul__(self, c):
+        if isinstance(c, (Operator, torch.Tensor)):
+            return NotImplemented
+        c = complex(c)
+        return Operator({"sum": [self.doc], "coeff": [c.real, c.imag]})
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        return f"qfleet.Operator({json.dumps(self.doc)})"
+
+
+def pauli(terms) -> Operator:
+    """A Pauli sum on a system of qubits (qubit 0 the most significant tensor factor):
+    pauli("X0 Z2"), or pauli([(0.5, "X0 X1"), (-1j, "Y2")])."""
+    if isinstance(terms, str):
+        return Operator({"pauli": terms})
+    out = []
+    for t in terms:
+        if not (isinstance(t, (tuple, list)) and len(t) == 2 and isinstance(t[1], str)):
+            raise ValueError(f"qfleet: pauli terms are (coefficient, \"X0 Z1\") pairs, got {t!r}")
+        c = complex(t[0])
+        out.append([c.real if c.imag == 0 else [c.real, c.imag], t[1]])
+    return Operator({"pauli": out})
+
+
+def local(matrix, on) -> Operator:
+    """`matrix` acting on subsystems `on` (an int or a list, in the order of the matrix's own
+    tensor factors), identity on the others."""
+    on = [int(on)] if isinstance(on, int) else [int(k) for k in on]
+    return Operator({"local": _json.cmatrix(matrix, "local operator"), "on": on})
+
+
 class OpenSystem:
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, subsystems: Sequence[int] = None):
+        """dim: the Hilbert-space dimension; subsystems: its tensor factors' dimensions (their
+        product dim; default: qubits when dim is a power of two), for local() operators."""
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
             raise ValueError(f"qfleet: dim must be a positive int, got {dim!r}")
         self.dim = dim
         self._doc = {"kind": "lindblad", "dim": dim}
+        if subsystems is not None:
+            self._doc["subsystems"] = [int(k) for k in subsystems]
+
+    def _operator(self, m, name):
+        return m.doc if isinstance(m, Operator) else _json.cmatrix(m, name, self.dim)
 
     def _append(self, key, m, name):
-        self._doc.setdefault(key, []).append(_json.cmatrix(m, name, self.dim))
+        self._doc.setdefault(key, []).append(self._operator(m, name))
         return self
 
     def drift(self, h0):
-        self._doc["H0"] = _json.cmatrix(h0, "H0", self.dim)
+        self._doc["H0"] = self._operator(h0, "H0")
         return self
 
     def drift_term(self, h):

@@ -2,6 +2,7 @@
 // checking, running. Same conventions as json_problem.cpp: unknown keys and
 // repeated keys are errors, every message names the JSON path of the value.
 #include "qfleet/json_lindblad.hpp"
+#include "qfleet/structured_ops.hpp"
 
 #include "json_common.hpp"
 #include "npy.hpp"
@@ -94,15 +95,108 @@ ComplexMatrix read_cmatrix(const json& v, const std::string& path, int d) {
   return m;
 }
 
+// An operator: a d x d matrix, or a structured operator (docs/open_systems.md#structured-operators):
+//   {"pauli": "X0 Z1"} or {"pauli": [[c, "X0 Z1"], ...]}   Pauli sums (every subsystem a qubit)
+//   {"local": M, "on": [k, ...]}                             M on subsystems k, identity elsewhere
+//   {"sum": [operator, ...]}
+// each with an optional "coeff" (a number or [re, im]). dims: the subsystems' dimensions.
+ComplexMatrix read_operator(const json& v, const std::string& path, int d, const std::vector<int>& dims) {
+  if (!v.is_object()) return read_cmatrix(v, path, d);
+  const Object o(v, path, {"pauli", "local", "on", "sum", "coeff"}, "an operator (a matrix or an object)");
+  const int forms = int(o.has("pauli")) + int(o.has("local")) + int(o.has("sum"));
+  if (forms != 1) {
+    fail(path, "an operator object has exactly one of \"pauli\", \"local\" or \"sum\"" +
+                   std::string(forms == 0 ? " (none given)" : " (several given)"));
+  }
+  if (o.has("on") && !o.has("local")) fail(o.path("on"), "\"on\" goes with \"local\"");
+  ComplexMatrix m;
+  if (const json* p = o.get("pauli")) {
+    std::vector<std::pair<Cplx, std::string>> terms;
+    if (p->is_string()) {
+      terms.emplace_back(Cplx(1, 0), p->get<std::string>());
+    } else {
+      read_array(*p, o.path("pauli"), "a Pauli word (\"X0 Z1\") or a list of [coefficient, word] pairs");
+      for (std::size_t i = 0; i < p->size(); ++i) {
+        const json& t = (*p)[i];
+        const std::string tp = index_path(o.path("pauli"), i);
+        if (!t.is_array() || t.size() != 2 || !t[1].is_string()) {
+          fail(tp, "expected [coefficient, \"X0 Z1\"] (the coefficient a number or [re, im]), got " + describe(t));
+        }
+        terms.emplace_back(read_entry(t[0], index_path(tp, 0)), t[1].get<std::string>());
+      }
+    }
+    int n = 0;
+    while (n < 13 && (1 << n) < d) ++n;
+    bool qubits = (1 << n) == d;
+    for (const int k : dims) qubits = qubits && k == 2;
+    if (!qubits) {
+      fail(o.path("pauli"), fmt::format("Pauli strings need a system of qubits (dim a power of two, every subsystem "
+                                        "of dimension 2); this one has dim {}", d));
+    }
+    m = at(o.path("pauli"), [&] { return pauli_operator(terms, n); });
+  } else if (const json* l = o.get("local")) {
+    const json& on_v = o.require("on", "the subsystems the local operator acts on, e.g. [0] or [1, 2]");
+    read_array(on_v, o.path("on"), "a list of subsystem indices");
+    std::vector<int> on;
+    long long D = 1;
+    for (std::size_t i = 0; i < on_v.size(); ++i) {
+      on.push_back(int(read_int(on_v[i], index_path(o.path("on"), i), 0, (long long)dims.size() - 1)));
+      D *= dims[std::size_t(on.back())];
+      if (D > d) fail(o.path("on"), "names more subsystems than the system has (a repeated index?)");
+    }
+    const ComplexMatrix op = read_cmatrix(*l, o.path("local"), int(D));
+    m = at(path, [&] { return local_operator(op, on, dims); });
+  } else {
+    const json& terms = read_array(*o.get("sum"), o.path("sum"), "a list of operators");
+    if (terms.empty()) fail(o.path("sum"), "is empty; give at least one operator");
+    m.assign(std::size_t(d) * std::size_t(d), Cplx(0, 0));
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      const ComplexMatrix t = read_operator(terms[i], index_path(o.path("sum"), i), d, dims);
+      for (std::size_t k = 0; k < m.size(); ++k) m[k] += t[k];
+    }
+  }
+  if (const json* c = o.get("coeff")) {
+    const Cplx f = read_entry(*c, o.path("coeff"));
+    for (Cplx& x : m) x *= f;
+  }
+  return m;
+}
+
+// The subsystems' dimensions: "subsystems" if given (their product must be dim),
+// else qubits when dim is a power of two, else one subsystem of dimension dim.
+std::vector<int> read_subsystems(const Object& top, int d) {
+  if (const json* v = top.get("subsystems")) {
+    read_array(*v, "subsystems", "a list of subsystem dimensions, e.g. [2, 2, 3]");
+    if (v->empty()) fail("subsystems", "is empty; give every subsystem's dimension, e.g. [2, 2, 3]");
+    std::vector<int> dims;
+    long long prod = 1;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      dims.push_back(int(read_int((*v)[i], index_path("subsystems", i), 2, 4096)));
+      prod *= dims.back();
+      if (prod > d) break;
+    }
+    if (prod != d) {
+      fail("subsystems", fmt::format("the dimensions multiply to {}{} but dim is {}", prod,
+                                     prod > d ? " or more" : "", d));
+    }
+    return dims;
+  }
+  int n = 0;
+  while (n < 13 && (1 << n) < d) ++n;
+  if ((1 << n) == d && d > 1) return std::vector<int>(std::size_t(n), 2);
+  return {d};
+}
+
 // A list of d x d matrices.
-std::vector<ComplexMatrix> read_cmatrix_list(const json& v, const std::string& path, int d) {
+std::vector<ComplexMatrix> read_operator_list(const json& v, const std::string& path, int d,
+                                              const std::vector<int>& dims) {
   read_array(v, path, "a list of matrices");
   if (!v.empty() && v[0].is_array() && !v[0].empty() && !v[0][0].is_array()) {
     fail(path, "expected a list of matrices, got a list of rows of numbers "
                "(a single matrix? wrap it in a list: [M])");
   }
   std::vector<ComplexMatrix> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read_cmatrix(v[i], index_path(path, i), d));
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read_operator(v[i], index_path(path, i), d, dims));
   return out;
 }
 
@@ -402,7 +496,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "form", "precision", "threads", "device", "gradients", "output_npy"});
+                    "atol", "form", "precision", "threads", "device", "gradients", "output_npy", "subsystems"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -411,15 +505,16 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   OpenSystem& s = p.system;
 
   // Hamiltonian, drift terms, controls, jumps.
+  const std::vector<int> dims = read_subsystems(top, d);
   if (const json* v = top.get("H0")) {
-    const ComplexMatrix h0 = read_cmatrix(*v, "H0", d);
+    const ComplexMatrix h0 = read_operator(*v, "H0", d, dims);
     at("H0", [&] { s.drift(h0); });
   }
   auto matrices = [&](std::string_view key, auto add) {
     const json* v = top.get(key);
     if (v == nullptr) return std::size_t{0};
     const std::string path(key);
-    const std::vector<ComplexMatrix> ms = read_cmatrix_list(*v, path, d);
+    const std::vector<ComplexMatrix> ms = read_operator_list(*v, path, d, dims);
     for (std::size_t i = 0; i < ms.size(); ++i) at(index_path(path, i), [&] { add(ms[i]); });
     return ms.size();
   };
