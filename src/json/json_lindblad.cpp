@@ -100,8 +100,13 @@ ComplexMatrix read_cmatrix(const json& v, const std::string& path, int d) {
 //   {"local": M, "on": [k, ...]}                             M on subsystems k, identity elsewhere
 //   {"sum": [operator, ...]}
 // each with an optional "coeff" (a number or [re, im]). dims: the subsystems' dimensions.
-ComplexMatrix read_operator(const json& v, const std::string& path, int d, const std::vector<int>& dims) {
+// Sums nest at most kMaxSumDepth deep: each level holds a d x d partial sum (16 MiB at
+// d = 1024), so unbounded nesting could exhaust memory.
+constexpr int kMaxSumDepth = 4;
+ComplexMatrix read_operator(const json& v, const std::string& path, int d, const std::vector<int>& dims,
+                            int depth = 0) {
   if (!v.is_object()) return read_cmatrix(v, path, d);
+  if (depth > kMaxSumDepth) fail(path, fmt::format("operator sums nest at most {} deep", kMaxSumDepth));
   const Object o(v, path, {"pauli", "local", "on", "sum", "coeff"}, "an operator (a matrix or an object)");
   const int forms = int(o.has("pauli")) + int(o.has("local")) + int(o.has("sum"));
   if (forms != 1) {
@@ -140,7 +145,7 @@ ComplexMatrix read_operator(const json& v, const std::string& path, int d, const
     std::vector<int> on;
     long long D = 1;
     for (std::size_t i = 0; i < on_v.size(); ++i) {
-      on.push_back(int(read_int(on_v[i], index_path(o.path("on"), i), 0, (long long)dims.size() - 1)));
+      on.push_back(int(read_int(on_v[i], index_path(o.path("on"), i), 0, static_cast<long long>(dims.size()) - 1)));
       D *= dims[std::size_t(on.back())];
       if (D > d) fail(o.path("on"), "names more subsystems than the system has (a repeated index?)");
     }
@@ -151,7 +156,7 @@ ComplexMatrix read_operator(const json& v, const std::string& path, int d, const
     if (terms.empty()) fail(o.path("sum"), "is empty; give at least one operator");
     m.assign(std::size_t(d) * std::size_t(d), Cplx(0, 0));
     for (std::size_t i = 0; i < terms.size(); ++i) {
-      const ComplexMatrix t = read_operator(terms[i], index_path(o.path("sum"), i), d, dims);
+      const ComplexMatrix t = read_operator(terms[i], index_path(o.path("sum"), i), d, dims, depth + 1);
       for (std::size_t k = 0; k < m.size(); ++k) m[k] += t[k];
     }
   }

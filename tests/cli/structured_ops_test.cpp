@@ -150,6 +150,8 @@ TEST(StructuredOperators, MalformedOperatorsAreClearErrors) {
       {"H0", R"({"locl": [[1]]})", "did you mean \"local\""},
       {"H0", R"({"pauli": [[1, 2]]})", "H0.pauli[0]"},
       {"subsystems", "[2, 2]", "multiply to 4 but dim is 6"},
+      {"H0", R"({"sum": [{"sum": [{"sum": [{"sum": [{"sum": [{"sum": [{"pauli": "Z0"}]}]}]}]}]}]})",
+       "nest at most 4 deep"},
   };
   for (const Case& c : cases) {
     json p = ok;
