@@ -16,6 +16,7 @@
 #include "../cli/run_cli.hpp"
 #include "../reference/lindblad.hpp"
 #include "meta_control.hpp"
+#include "qfleet/names.hpp"
 
 namespace {
 
@@ -74,6 +75,11 @@ TEST(MetaConfig, PresetsAndDefaults) {
   EXPECT_EQ(c.algorithm, "reptile");
   EXPECT_EQ(config({{"fidelity", "state_transfer"}}).input_states.size(), 6u);
   EXPECT_EQ(config({{"fidelity", "state_transfer"}, {"system", "two_qubit_cz_xx_zz"}}).input_states.size(), 16u);
+  // every engine solver is a choice (the schema's list is kept equal to qfleet::kSolverNames)
+  for (const auto& s : qfleet::kSolverNames) {
+    const bool fixed = qfleet::solver_info(s.value).fixed_step;
+    EXPECT_EQ(config({{"solver", std::string(s.name)}, {"dt", fixed ? 0.01 : 0.0}}).solver, s.name);
+  }
 }
 
 TEST(MetaConfig, ClearErrors) {
