@@ -21,6 +21,7 @@
 #include "qfleet/names.hpp"
 #include "qfleet/torch.hpp"
 #include "autocast_rule.hpp"
+#include "op_support.hpp"
 
 namespace qfleet::nn {
 
@@ -28,102 +29,9 @@ using ::torch::Tensor;
 
 namespace {
 
-// Library errors reach Python as RuntimeError (ValueError/TypeError for the
-// argument checks below), with qfleet's message unchanged.
-template <class F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const c10::Error&) {
-    throw;
-  } catch (const qfleet::Error& e) {
-    TORCH_CHECK(false, e.what());
-  }
-}
-
-nlohmann::json parse_json(const std::string& text, std::string_view what) {
-  return guarded([&] { return json_problem::parse_text(text, what); });
-}
-
-::torch::ScalarType real_dtype(Precision p) {
-  return p == Precision::complex64 ? ::torch::kFloat32 : ::torch::kFloat64;
-}
-
-std::string dtype_name(::torch::ScalarType t) {
-  if (t == ::torch::kFloat64) return "torch.float64";
-  if (t == ::torch::kFloat32) return "torch.float32";
-  return std::string("torch.") + c10::toString(t);
-}
-
-// Checks one real tensor argument: dtype, device, rank among `ranks`.
-void check_tensor(const Tensor& t, const char* op, const char* name, ::torch::ScalarType dtype,
-                  std::initializer_list<int64_t> ranks) {
-  TORCH_CHECK_TYPE(t.scalar_type() == dtype, "qfleet.", op, ": ", name, " must be ", dtype_name(dtype),
-                   " (float64 for complex128 programs, float32 for complex64), got ", dtype_name(t.scalar_type()));
-  bool rank_ok = false;
-  for (auto r : ranks) rank_ok = rank_ok || t.dim() == r;
-  TORCH_CHECK_VALUE(rank_ok, "qfleet.", op, ": ", name, " has ", t.dim(), " dimension(s) ", t.sizes(),
-                    "; expected ", ranks.size() == 1 ? "" : "one of ", c10::IntArrayRef(ranks), " dimensions");
-}
-
-void check_same_device(const char* op, std::initializer_list<const Tensor*> ts) {
-  const Tensor* first = nullptr;
-  for (const Tensor* t : ts) {
-    if (!t->defined()) continue;
-    if (first == nullptr) {
-      first = t;
-    } else {
-      TORCH_CHECK_VALUE(t->device() == first->device(), "qfleet.", op,
-                        ": all tensors must be on one device, got ", first->device(), " and ", t->device());
-    }
-  }
-}
-
-// An optional argument for check_same_device (absent: an undefined tensor, skipped).
-const Tensor kNoTensor;
-const Tensor* opt_ptr(const std::optional<Tensor>& t) { return t.has_value() ? &*t : &kNoTensor; }
-
-template <class R>
-std::span<const R> cspan(const Tensor& t) {
-  if (!t.defined()) return {};
-  return {t.const_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
-}
-template <class R>
-std::span<R> mspan(Tensor& t) {
-  if (!t.defined()) return {};
-  return {t.mutable_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
-}
-
-c10::OperatorHandle op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-}
+using namespace op_support;  // guarded, check_tensor, cspan, check_circuit, ... (op_support.hpp)
 
 // ---- circuits ------------------------------------------------------------------
-
-struct CircuitShapes {
-  int64_t batch;
-};
-
-CircuitShapes check_circuit(const CircuitProgram& p, const char* op, const Tensor& inputs,
-                            const Tensor& weights) {
-  const auto dt = p.dtype();
-  check_tensor(inputs, op, "inputs", dt, {2});
-  check_tensor(weights, op, "weights", dt, {1, 2});
-  check_same_device(op, {&inputs, &weights});
-  const int64_t B = inputs.size(0);
-  TORCH_CHECK_VALUE(inputs.size(1) == p.n_inputs(), "qfleet.", op, ": inputs has shape ", inputs.sizes(),
-                    " but the circuit reads ", p.n_inputs(), " input column(s); expected [B, ", p.n_inputs(), "]");
-  if (weights.dim() == 1) {
-    TORCH_CHECK_VALUE(weights.size(0) == p.n_weights(), "qfleet.", op, ": weights has shape ", weights.sizes(),
-                      " but the circuit has ", p.n_weights(), " weight(s); expected [", p.n_weights(),
-                      "] (shared) or [B, ", p.n_weights(), "] (per sample)");
-  } else {
-    TORCH_CHECK_VALUE(weights.size(0) == B && weights.size(1) == p.n_weights(), "qfleet.", op,
-                      ": per-sample weights have shape ", weights.sizes(), "; expected [", B, ", ", p.n_weights(),
-                      "] (B from inputs)");
-  }
-  return {B};
-}
 
 Tensor circuit_forward_kernel(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
                            const Tensor& weights) {
@@ -597,92 +505,6 @@ OpenSystemProgram::OpenSystemProgram(const std::string& text)
       json_text(text) {}
 
 ::torch::ScalarType OpenSystemProgram::dtype() const { return real_dtype(program.precision()); }
-
-// ---- calls from C++ ------------------------------------------------------------
-
-namespace {
-// Final states [B, dim...] (complex, CPU) of a program: density matrices or state vectors.
-Tensor final_states(const c10::intrusive_ptr<CircuitProgram>& p, const char* op, const Tensor& inputs,
-                    const Tensor& weights, bool density) {
-  const auto s = check_circuit(*p, op, inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.", op, ": takes CPU tensors (the result is ",
-                    density ? "4^n" : "2^n", " values per sample; move inputs and weights to the cpu), got tensors on ",
-                    inputs.device());
-  const Tensor x = inputs.contiguous(), w = weights.contiguous();
-  const int64_t d = int64_t{1} << p->n_qubits();
-  const auto dtype = x.scalar_type() == ::torch::kFloat64 ? ::torch::kComplexDouble : ::torch::kComplexFloat;
-  Tensor out = density ? ::torch::empty({s.batch, d, d}, x.options().dtype(dtype))
-                       : ::torch::empty({s.batch, d}, x.options().dtype(dtype));
-  if (s.batch == 0) return out;
-  guarded([&] {
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_final_states", [&] {
-      const BatchArgs<scalar_t> args{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)};
-      const std::span<std::complex<scalar_t>> z(reinterpret_cast<std::complex<scalar_t>*>(out.mutable_data_ptr()),
-                                                static_cast<std::size_t>(out.numel()));
-      if (density) {
-        p->program.density_matrices<scalar_t>(args, z);
-      } else {
-        p->program.states<scalar_t>(args, z);
-      }
-    });
-  });
-  return out;
-}
-}  // namespace
-
-Tensor circuit_density_matrices(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
-                                const Tensor& weights) {
-  return final_states(p, "density_matrices", inputs, weights, true);
-}
-
-Tensor circuit_states(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights) {
-  TORCH_CHECK_VALUE(p->program.simulator() == qfleet::Simulator::statevector,
-                    "qfleet.states: a density-matrix program has no state vectors; use density_matrices");
-  return final_states(p, "states", inputs, weights, false);
-}
-
-Tensor circuit_sample(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs, const Tensor& weights,
-                      const std::vector<int64_t>& wires, int64_t shots, int64_t seed) {
-  const auto s = check_circuit(*p, "sample", inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.sample: takes CPU tensors, got tensors on ", inputs.device());
-  TORCH_CHECK_VALUE(shots > 0, "qfleet.sample: shots must be positive, got ", shots);
-  TORCH_CHECK_VALUE(seed >= 0, "qfleet.sample: seed must be non-negative, got ", seed);
-  const Tensor x = inputs.contiguous(), w = weights.contiguous();
-  std::vector<int> wire_list;
-  for (const auto q : wires) {
-    TORCH_CHECK_VALUE(q >= 0 && q < p->n_qubits(), "qfleet.sample: wire ", q, " is not in [0, ", p->n_qubits(), ")");
-    wire_list.push_back(static_cast<int>(q));
-  }
-  // Outcome indices fit int64 (at most 30 wires); the engine writes uint64 of the same width.
-  Tensor out = ::torch::empty({s.batch, shots}, x.options().dtype(::torch::kInt64));
-  if (s.batch == 0) return out;
-  guarded([&] {
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_sample", [&] {
-      auto* o = reinterpret_cast<std::uint64_t*>(out.mutable_data_ptr<int64_t>());
-      p->program.sample<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
-                                  wire_list, static_cast<std::size_t>(shots), static_cast<std::uint64_t>(seed),
-                                  std::span<std::uint64_t>(o, static_cast<std::size_t>(out.numel())));
-    });
-  });
-  return out;
-}
-
-std::tuple<Tensor, Tensor> circuit_jacobian(const c10::intrusive_ptr<CircuitProgram>& p, const Tensor& inputs,
-                                            const Tensor& weights) {
-  const auto s = check_circuit(*p, "jacobian", inputs, weights);
-  TORCH_CHECK_VALUE(inputs.device().is_cpu(), "qfleet.jacobian: takes CPU tensors, got tensors on ", inputs.device());
-  const Tensor x = inputs.contiguous(), w = weights.contiguous();
-  Tensor jx = ::torch::zeros({s.batch, p->n_outputs(), p->n_inputs()}, x.options());
-  Tensor jw = ::torch::zeros({s.batch, p->n_outputs(), p->n_weights()}, x.options());
-  if (s.batch == 0) return {jx, jw};
-  guarded([&] {
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_jacobian", [&] {
-      p->program.jacobian<scalar_t>(BatchArgs<scalar_t>{std::size_t(s.batch), cspan<scalar_t>(x), cspan<scalar_t>(w)},
-                                    mspan<scalar_t>(jx), mspan<scalar_t>(jw));
-    });
-  });
-  return {jx, jw};
-}
 
 Tensor circuit_forward(const c10::intrusive_ptr<CircuitProgram>& program, const Tensor& inputs,
                        const Tensor& weights) {

@@ -1,0 +1,118 @@
+// Argument checks and small helpers shared by the operator library's sources
+// (ops.cpp: the operators and their autograd; program_calls.cpp: the programs' other
+// methods). Internal to adapters/torch.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/torch.h>
+
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "qfleet/error.hpp"
+#include "qfleet/json_problem.hpp"
+#include "qfleet/torch.hpp"
+
+namespace qfleet::nn::op_support {
+
+using ::torch::Tensor;
+
+// Library errors reach Python as RuntimeError (ValueError/TypeError for the
+// argument checks below), with qfleet's message unchanged.
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const qfleet::Error& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+inline nlohmann::json parse_json(const std::string& text, std::string_view what) {
+  return guarded([&] { return json_problem::parse_text(text, what); });
+}
+
+inline ::torch::ScalarType real_dtype(Precision p) {
+  return p == Precision::complex64 ? ::torch::kFloat32 : ::torch::kFloat64;
+}
+
+inline std::string dtype_name(::torch::ScalarType t) {
+  if (t == ::torch::kFloat64) return "torch.float64";
+  if (t == ::torch::kFloat32) return "torch.float32";
+  return std::string("torch.") + c10::toString(t);
+}
+
+// Checks one real tensor argument: dtype, device, rank among `ranks`.
+inline void check_tensor(const Tensor& t, const char* op, const char* name, ::torch::ScalarType dtype,
+                  std::initializer_list<int64_t> ranks) {
+  TORCH_CHECK_TYPE(t.scalar_type() == dtype, "qfleet.", op, ": ", name, " must be ", dtype_name(dtype),
+                   " (float64 for complex128 programs, float32 for complex64), got ", dtype_name(t.scalar_type()));
+  bool rank_ok = false;
+  for (auto r : ranks) rank_ok = rank_ok || t.dim() == r;
+  TORCH_CHECK_VALUE(rank_ok, "qfleet.", op, ": ", name, " has ", t.dim(), " dimension(s) ", t.sizes(),
+                    "; expected ", ranks.size() == 1 ? "" : "one of ", c10::IntArrayRef(ranks), " dimensions");
+}
+
+inline void check_same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (first == nullptr) {
+      first = t;
+    } else {
+      TORCH_CHECK_VALUE(t->device() == first->device(), "qfleet.", op,
+                        ": all tensors must be on one device, got ", first->device(), " and ", t->device());
+    }
+  }
+}
+
+// An optional argument for check_same_device (absent: an undefined tensor, skipped).
+inline const Tensor kNoTensor;
+inline const Tensor* opt_ptr(const std::optional<Tensor>& t) { return t.has_value() ? &*t : &kNoTensor; }
+
+template <class R>
+std::span<const R> cspan(const Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.const_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
+}
+template <class R>
+std::span<R> mspan(Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.mutable_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
+}
+
+inline c10::OperatorHandle op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+struct CircuitShapes {
+  int64_t batch;
+};
+
+inline CircuitShapes check_circuit(const CircuitProgram& p, const char* op, const Tensor& inputs,
+                            const Tensor& weights) {
+  const auto dt = p.dtype();
+  check_tensor(inputs, op, "inputs", dt, {2});
+  check_tensor(weights, op, "weights", dt, {1, 2});
+  check_same_device(op, {&inputs, &weights});
+  const int64_t B = inputs.size(0);
+  TORCH_CHECK_VALUE(inputs.size(1) == p.n_inputs(), "qfleet.", op, ": inputs has shape ", inputs.sizes(),
+                    " but the circuit reads ", p.n_inputs(), " input column(s); expected [B, ", p.n_inputs(), "]");
+  if (weights.dim() == 1) {
+    TORCH_CHECK_VALUE(weights.size(0) == p.n_weights(), "qfleet.", op, ": weights has shape ", weights.sizes(),
+                      " but the circuit has ", p.n_weights(), " weight(s); expected [", p.n_weights(),
+                      "] (shared) or [B, ", p.n_weights(), "] (per sample)");
+  } else {
+    TORCH_CHECK_VALUE(weights.size(0) == B && weights.size(1) == p.n_weights(), "qfleet.", op,
+                      ": per-sample weights have shape ", weights.sizes(), "; expected [", B, ", ", p.n_weights(),
+                      "] (B from inputs)");
+  }
+  return {B};
+}
+
+}  // namespace qfleet::nn::op_support
