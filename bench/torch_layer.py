@@ -97,6 +97,9 @@ def main():
     with torch.no_grad():
         m = timeit(lambda: torch.ops.qfleet.circuit_forward(prog, x1, w), args.repeat, 2000)
     print(f"op call, B=1, forward (no grad):         median {m[0]:8.2f} us  (min {m[1]:.2f}, max {m[2]:.2f})")
+    with torch.no_grad():
+        m = timeit(lambda: prog.layer(x1, w), args.repeat, 2000)
+    print(f"method call (program.layer), B=1, no grad: median {m[0]:8.2f} us  (min {m[1]:.2f}, max {m[2]:.2f})")
     x1g = x1.clone().requires_grad_()
     m = timeit(lambda: layer(x1g).sum().backward(), args.repeat, 1000)
     print(f"module, B=1, forward + backward:          median {m[0]:8.2f} us  (min {m[1]:.2f}, max {m[2]:.2f})")

@@ -565,7 +565,7 @@ TORCH_LIBRARY(qfleet, m) {
       // Per-sample Jacobians ([B, n_outputs, n_inputs], [B, n_outputs, n_weights]) by adjoint sweeps.
       .def("jacobian", &qfleet::nn::circuit_jacobian)
       // circuit_forward, differentiated by the C++ autograd function only: what the Python
-      // modules call eagerly. A method call from Python costs ~10 us less than an operator
+      // modules call eagerly. A method call from Python costs ~12 us less than an operator
       // call taking a program, and circuit_forward also carries the Python autograd that
       // torch.compile traces (python/qfleet/_fake.py), ~60 us more per forward + backward.
       .def("layer", &qfleet::nn::circuit_layer)
