@@ -130,10 +130,9 @@ ComplexMatrix read_operator(const json& v, const std::string& path, int d, const
         terms.emplace_back(read_entry(t[0], index_path(tp, 0)), t[1].get<std::string>());
       }
     }
-    int n = 0;
-    while (n < 13 && (1 << n) < d) ++n;
-    bool qubits = (1 << n) == d;
+    bool qubits = true;  // dims multiply to d (read_subsystems), so all 2s means 2^n = d
     for (const int k : dims) qubits = qubits && k == 2;
+    const int n = static_cast<int>(dims.size());
     if (!qubits) {
       fail(o.path("pauli"), fmt::format("Pauli strings need a system of qubits (dim a power of two, every subsystem "
                                         "of dimension 2); this one has dim {}", d));

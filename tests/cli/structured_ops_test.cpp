@@ -1,6 +1,6 @@
 // Structured operators in "kind": "lindblad" problems (docs/open_systems.md#structured-operators):
 // a problem written with "pauli", "local" and "sum" operators gives the numbers of the same
-// problem written with the d x d matrices built here by Kronecker products, checked against the
+// problem written with the d x d matrices built by the Eigen reference's Kronecker products, checked against the
 // independent Eigen reference; and each malformed operator is a clear error naming its path.
 #include <complex>
 #include <string>
@@ -12,38 +12,30 @@
 #include "qfleet/error.hpp"
 #include "qfleet/json_lindblad.hpp"
 #include "qfleet/json_problem.hpp"
+#include "reference/dense.hpp"
 #include "reference/lindblad_json.hpp"
 
 namespace {
 
 using nlohmann::json;
-using C = std::complex<double>;
-using M = std::vector<C>;
+using ref::eye;
+using ref::kron;
+using ref::Mat;
+using ref::pauli;
 namespace qj = qfleet::json_problem;
 namespace jref = ref::lindblad_json;
 
-M kron(const M& a, int na, const M& b, int nb) {
-  M m(std::size_t(na * nb * na * nb));
-  for (int i = 0; i < na; ++i)
-    for (int j = 0; j < na; ++j)
-      for (int k = 0; k < nb; ++k)
-        for (int l = 0; l < nb; ++l)
-          m[std::size_t((i * nb + k) * na * nb + j * nb + l)] = a[std::size_t(i * na + j)] * b[std::size_t(k * nb + l)];
-  return m;
-}
-
-json as_json(const M& m, int n) {
+json as_json(const Mat& m) {
   json rows = json::array();
-  for (int i = 0; i < n; ++i) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
     json row = json::array();
-    for (int j = 0; j < n; ++j) row.push_back({m[std::size_t(i * n + j)].real(), m[std::size_t(i * n + j)].imag()});
+    for (Eigen::Index j = 0; j < m.cols(); ++j) row.push_back({m(i, j).real(), m(i, j).imag()});
     rows.push_back(row);
   }
   return rows;
 }
 
-const M kI2 = {1, 0, 0, 1}, kI3 = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-const M kX = {0, 1, 1, 0}, kY = {0, C(0, -1), C(0, 1), 0}, kZ = {1, 0, 0, -1}, kLower = {0, 1, 0, 0};
+const Mat kLower = ref::mat2(0, 1, 0, 0);  // sigma^- = |0><1|
 
 // A qubit (subsystem 0) and a qutrit (subsystem 1): d = 6.
 json base(json h0, json controls, json jumps, json subsystems) {
@@ -52,10 +44,8 @@ json base(json h0, json controls, json jumps, json subsystems) {
   if (!subsystems.is_null()) p["subsystems"] = subsystems;
   p["amplitudes"] = json::parse("[[0.7, -0.4], [1.1, 0.2], [-0.3, 0.9]]");
   p["rates"] = {0.05, 0.02};
-  M psi(6, 0.0);
-  psi[0] = 1;
   json ps = json::array();
-  for (C z : psi) ps.push_back({z.real(), z.imag()});
+  for (int i = 0; i < 6; ++i) ps.push_back(i == 0 ? json{1.0, 0.0} : json{0.0, 0.0});
   p["psi0"] = ps;
   json tgt = json::array();
   for (int i = 0; i < 6; ++i) tgt.push_back(i == 4 ? json{1.0, 0.0} : json{0.0, 0.0});
@@ -64,21 +54,21 @@ json base(json h0, json controls, json jumps, json subsystems) {
 }
 
 TEST(StructuredOperators, GiveTheNumbersOfTheDenseProblem) {
-  const M n3 = {0, 0, 0, 0, 1, 0, 0, 0, 2};            // the qutrit's number operator
-  const M a3 = {0, 1, 0, 0, 0, 1.4142135623730951, 0, 0, 0};  // its lowering operator
-  M x3 = a3;                                                   // a3 + a3^dag
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) x3[std::size_t(i * 3 + j)] += std::conj(a3[std::size_t(j * 3 + i)]);
-  M h0 = kron(kZ, 2, kI3, 3);
-  const M hn = kron(kI2, 2, n3, 3);
-  for (std::size_t i = 0; i < h0.size(); ++i) h0[i] = 0.3 * h0[i] + 0.1 * hn[i];
-  const json dense = base(as_json(h0, 6), {as_json(kron(kX, 2, kI3, 3), 6), as_json(kron(kY, 2, x3, 3), 6)},
-                          {as_json(kron(kLower, 2, kI3, 3), 6), as_json(kron(kI2, 2, a3, 3), 6)}, nullptr);
+  Mat n3 = Mat::Zero(3, 3), a3 = Mat::Zero(3, 3);  // the qutrit's number and lowering operators
+  n3(1, 1) = 1;
+  n3(2, 2) = 2;
+  a3(0, 1) = 1;
+  a3(1, 2) = 1.4142135623730951;
+  const Mat x3 = a3 + a3.adjoint();
+  const json dense =
+      base(as_json(0.3 * kron(pauli('Z'), eye(3)) + 0.1 * kron(eye(2), n3)),
+           {as_json(kron(pauli('X'), eye(3))), as_json(kron(pauli('Y'), x3))},
+           {as_json(kron(kLower, eye(3))), as_json(kron(eye(2), a3))}, nullptr);
   const json structured = base(
       json::parse(R"({"sum": [{"local": [[1, 0], [0, -1]], "on": [0], "coeff": 0.3},
                               {"local": [[0, 0, 0], [0, 1, 0], [0, 0, 2]], "on": [1], "coeff": [0.1, 0]}]})"),
       json::parse(R"([{"local": [[0, 1], [1, 0]], "on": [0]},
-                      {"local": )" + as_json(kron(kY, 2, x3, 3), 6).dump() + R"(, "on": [0, 1]}])"),
+                      {"local": )" + as_json(kron(pauli('Y'), x3)).dump() + R"(, "on": [0, 1]}])"),
       json::parse(R"([{"local": [[0, 1], [0, 0]], "on": [0]},
                       {"local": [[0, 1, 0], [0, 0, 1.4142135623730951], [0, 0, 0]], "on": [1]}])"),
       json{2, 3});
@@ -100,18 +90,15 @@ TEST(StructuredOperators, PauliStringsOnQubits) {
             {"gradients", true}, {"amplitudes", json::parse("[[0.4], [-0.8]]")}, {"rates", {0.1, 0.05}}};
   p["psi0"] = json::parse("[1.0, 0.0, 0.0, 0.0]");
   p["target"] = json::parse(R"({"state": [0.0, 0.0, 0.0, 1.0]})");
-  json dense = p, pauli = p;
-  M h0 = kron(kX, 2, kX, 2);
-  const M z1 = kron(kI2, 2, kZ, 2);
-  for (std::size_t i = 0; i < h0.size(); ++i) h0[i] = 0.5 * h0[i] - 0.2 * z1[i];
-  dense["H0"] = as_json(h0, 4);
-  dense["controls"] = {as_json(kron(kY, 2, kI2, 2), 4)};
-  dense["jumps"] = {as_json(kron(kLower, 2, kI2, 2), 4), as_json(kron(kI2, 2, kLower, 2), 4)};
-  pauli["H0"] = json::parse(R"({"pauli": [[0.5, "X0 X1"], [-0.2, "Z1"]]})");
-  pauli["controls"] = json::parse(R"([{"pauli": "Y0"}])");
-  pauli["jumps"] = json::parse(R"([{"pauli": [[0.5, "X0"], [[0, 0.5], "Y0"]]},
+  json dense = p, paulis = p;
+  dense["H0"] = as_json(0.5 * kron(pauli('X'), pauli('X')) - 0.2 * kron(eye(2), pauli('Z')));
+  dense["controls"] = {as_json(kron(pauli('Y'), eye(2)))};
+  dense["jumps"] = {as_json(kron(kLower, eye(2))), as_json(kron(eye(2), kLower))};
+  paulis["H0"] = json::parse(R"({"pauli": [[0.5, "X0 X1"], [-0.2, "Z1"]]})");
+  paulis["controls"] = json::parse(R"([{"pauli": "Y0"}])");
+  paulis["jumps"] = json::parse(R"([{"pauli": [[0.5, "X0"], [[0, 0.5], "Y0"]]},
                                    {"pauli": [[0.5, "X1"], [[0, 0.5], "Y1"]]}])");
-  const json want = jref::evaluate(dense), got = qj::evaluate(pauli);
+  const json want = jref::evaluate(dense), got = qj::evaluate(paulis);
   ASSERT_TRUE(got.contains("fidelity") && want.contains("fidelity")) << got.dump() << "\n" << want.dump();
   ASSERT_EQ(got["fidelity"].size(), want["fidelity"].size()) << got.dump() << "\n" << want.dump();
   for (std::size_t b = 0; b < want["fidelity"].size(); ++b) {
