@@ -279,6 +279,105 @@ def alternatives(quick: bool):
     return alts
 
 
+# --------------------------------------------------------------------------- state transfer sweep
+
+
+def transfer_fidelity_np(model: Model, rho: np.ndarray) -> np.ndarray:
+    """rho [..., d, d] -> <target| rho |target> [...]."""
+    t = model.psi_target
+    return np.real(np.einsum("i,...ij,j->...", t.conj(), rho, t))
+
+
+def dynamiqs_transfer_case(model: Model, u, rates, rtol: float, atol: float, method: str = "tsit5",
+                           layout: str = "dense"):
+    """dynamiqs.mesolve, state transfer psi0 -> target, batched over tasks by dynamiqs (flat
+    batching: task b has its own pwc amplitudes and jump rates), jump operators multiplied by
+    sqrt(rate); gradient of sum_b (1 - F_b) by jax.value_and_grad (dynamiqs' default gradient
+    for diffrax solvers, BackwardCheckpointed), jit-compiled. layout: dynamiqs' operator storage
+    (dq.dense or dq.dia, its sparse-diagonal format)."""
+    _jax_setup()
+    import jax
+    import jax.numpy as jnp
+    import dynamiqs as dq
+
+    lay = dq.dia if layout == "dia" else dq.dense
+    times = jnp.linspace(0.0, model.T, model.n_seg + 1)
+    Hc = [dq.asqarray(H, layout=lay) for H in model.controls]
+    Lj = [dq.asqarray(L, layout=lay) for L in model.jumps]
+    H0 = dq.asqarray(model.drift, layout=lay)
+    psi0 = jnp.asarray(model.psi0).reshape(-1, 1)
+    tgt = jnp.asarray(model.psi_target)
+    meth = {"tsit5": dq.method.Tsit5, "dopri5": dq.method.Dopri5}[method](rtol=rtol, atol=atol)
+
+    def fidelities(uu, rr):
+        H = H0
+        for c in range(len(Hc)):
+            H = H + dq.pwc(times, uu[..., c], Hc[c])
+        Ls = [jnp.sqrt(rr[:, j])[:, None, None] * Lj[j] for j in range(len(Lj))]
+        res = dq.mesolve(H, Ls, psi0, jnp.array([0.0, model.T]), method=meth, save_states=False,
+                         cartesian_batching=False)
+        rho = res.final_state.to_jax()
+        return jnp.real(jnp.einsum("i,bij,j->b", tgt.conj(), rho, tgt))
+
+    def loss(uu, rr):
+        F = fidelities(uu, rr)
+        return jnp.sum(1 - F), F
+
+    ju, jr = jnp.asarray(u), jnp.asarray(rates)
+    f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
+
+    def run():
+        out = f(ju, jr)
+        jax.block_until_ready(out)
+        return out
+
+    def extract(r):
+        (_, F), (gu, gr) = r
+        return np.asarray(F), np.asarray(gu), np.asarray(gr)
+
+    t0 = time.perf_counter()
+    run()
+    extra = {"first_call_incl_jit_s": time.perf_counter() - t0, "tolerances": f"rtol={rtol:g}, atol={atol:g}",
+             "method": f"{method} (diffrax), layout {layout}, gradient BackwardCheckpointed (default)"}
+    flags = os.environ.get("XLA_FLAGS", "")
+    threads = ("XLA CPU, 1 (multi_thread_eigen off)" if "multi_thread_eigen=false" in flags
+               else f"XLA CPU (default: {os.cpu_count()} cores)")
+    return run, extract, threads, extra
+
+
+def qutip_transfer_case(model: Model, u, rates, rtol: float, atol: float):
+    """QuTiP mesolve per task (loop), forward only (QuTiP has no gradient): the state psi0
+    evolved to T, step-function (order 0) array coefficients, QuTiP's default method (adams)."""
+    import qutip as qt
+
+    B = u.shape[0]
+    tlist = np.linspace(0.0, model.T, model.n_seg + 1)
+    Hc = [qt.Qobj(H).to("CSR") for H in model.controls]
+    Lj = [qt.Qobj(L).to("CSR") for L in model.jumps]
+    H0 = qt.Qobj(model.drift).to("CSR")
+    rho0 = qt.ket2dm(qt.Qobj(model.psi0.reshape(-1, 1)))
+    opts = {"atol": atol, "rtol": rtol, "nsteps": 10**6, "store_states": False,
+            "store_final_state": True, "progress_bar": False}
+
+    def run():
+        out = np.empty((B, model.d, model.d), dtype=complex)
+        for b in range(B):
+            terms = [H0]
+            for c, H in enumerate(Hc):
+                vals = np.append(u[b, :, c], u[b, -1, c])
+                terms.append([H, qt.coefficient(vals, tlist=tlist, order=0)])
+            c_ops = [np.sqrt(rates[b, j]) * L for j, L in enumerate(Lj)]
+            res = qt.mesolve(qt.QobjEvo(terms), rho0, [0.0, model.T], c_ops, options=opts)
+            out[b] = res.final_state.full()
+        return out
+
+    def extract(rho):
+        return transfer_fidelity_np(model, rho), None, None
+
+    return run, extract, "1 (serial loop over tasks)", {"tolerances": f"atol={atol:g}, rtol={rtol:g}",
+                                                        "method": "adams (QuTiP default), CSR operators"}
+
+
 # --------------------------------------------------------------------------- workload 4
 
 

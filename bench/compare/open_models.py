@@ -44,9 +44,14 @@ class Model:
     jump_kinds: list  # "relax" | "deph" (which rate distribution)
     n_seg: int
     T: float
-    U_target: np.ndarray
+    U_target: np.ndarray | None  # gate target (propagate the channel); None for state transfer
     H0: np.ndarray | None = None
     notes: str = ""
+    psi0: np.ndarray | None = None  # state transfer: initial pure state ...
+    psi_target: np.ndarray | None = None  # ... and target; F = <target| rho(T) |target>
+    amp_range: tuple = (-4.0, 4.0)
+    relax_range: tuple = RELAX_RANGE
+    deph_range: tuple = DEPH_RANGE
 
     @property
     def n_ctrl(self) -> int:
@@ -100,13 +105,51 @@ def ladder_model(d: int, n_seg: int = 60, T: float = 1.0) -> Model:
               "jumps a, (I-2n)/sqrt2; target exp(-i pi (a+a^dag)/2)")
 
 
+def on_qubit(op: np.ndarray, q: int, n: int) -> np.ndarray:
+    """op on qubit q of n (qubit 0 the first, most significant Kronecker factor)."""
+    out = np.eye(1, dtype=complex)
+    for i in range(n):
+        out = np.kron(out, op if i == q else I2)
+    return out
+
+
+def local_qubits_model(n: int, n_seg: int = 60, T: float = 2.0) -> Model:
+    """Issue 27's workload, bench/bench_open.cpp's local_qubits: n qubits (d = 2^n),
+    H0 = sum_q (0.3 + 0.1 q) Z_q + 0.05 sum_q Z_q Z_{q+1}, controls X_q/2 and Y_q/2 on
+    every qubit (order X0/2, Y0/2, X1/2, ...), jumps sigma^-_q (relaxation) and Z_q/sqrt2
+    (dephasing) on every qubit (order q0 relax, q0 deph, q1 relax, ...), state transfer
+    |0...0> -> |1...1>, 60 segments over T = 2; amplitudes U[-2, 2], relaxation rates
+    U[0.01, 0.05], dephasing U[0.02, 0.1]."""
+    d = 2**n
+    H0 = np.zeros((d, d), dtype=complex)
+    for q in range(n):
+        H0 += (0.3 + 0.1 * q) * on_qubit(Z, q, n)
+        if q + 1 < n:
+            H0 += 0.05 * on_qubit(Z, q, n) @ on_qubit(Z, q + 1, n)
+    controls, jumps, kinds = [], [], []
+    for q in range(n):
+        controls += [on_qubit(X, q, n) / 2, on_qubit(Y, q, n) / 2]
+        jumps += [on_qubit(SIGMA_MINUS, q, n), on_qubit(Z, q, n) / np.sqrt(2)]
+        kinds += ["relax", "deph"]
+    psi0 = np.zeros(d, dtype=complex)
+    psi0[0] = 1
+    target = np.zeros(d, dtype=complex)
+    target[-1] = 1
+    return Model(
+        name=f"local qubits n={n}", d=d, controls=controls, jumps=jumps, jump_kinds=kinds,
+        n_seg=n_seg, T=T, U_target=None, H0=H0, psi0=psi0, psi_target=target,
+        amp_range=(-2.0, 2.0), relax_range=(0.01, 0.05), deph_range=(0.02, 0.1),
+        notes="H0 = sum_q (0.3+0.1q) Z_q + 0.05 sum Z_q Z_q+1; controls X_q/2, Y_q/2; jumps sigma^-_q, "
+              "Z_q/sqrt2; |0..0> -> |1..1>, F = <1..1|rho(T)|1..1> (bench/bench_open.cpp local_qubits)")
+
+
 def sample_params(model: Model, B: int, seed: int):
-    """Amplitudes [B, n_seg, n_ctrl] ~ U[-4, 4]; rates [B, n_jump] per jump kind."""
+    """Amplitudes [B, n_seg, n_ctrl] ~ U[amp_range]; rates [B, n_jump] per jump kind."""
     rng = np.random.default_rng(seed)
-    u = rng.uniform(-4.0, 4.0, size=(B, model.n_seg, model.n_ctrl))
+    u = rng.uniform(*model.amp_range, size=(B, model.n_seg, model.n_ctrl))
     rates = np.empty((B, model.n_jump))
     for j, kind in enumerate(model.jump_kinds):
-        lo, hi = RELAX_RANGE if kind == "relax" else DEPH_RANGE
+        lo, hi = model.relax_range if kind == "relax" else model.deph_range
         rates[:, j] = rng.uniform(lo, hi, size=B)
     return u, rates
 

@@ -162,3 +162,37 @@ OPEN_ROWS = {
     "euler dt=0.01": ("euler", 0.01, True, "fixed-step", "qfleet euler dt=0.01 (discrete adjoint)"),
     "euler dt=0.001": ("euler", 0.001, True, "fixed-step", "qfleet euler dt=0.001 (discrete adjoint)"),
 }
+
+
+# --------------------------------------------------------------------------- state transfer sweep
+
+
+def transfer_case(model, u: np.ndarray, rates: np.ndarray, solver: str, rtol: float | None = None,
+                  atol: float | None = None, form: str = "automatic"):
+    """State transfer model.psi0 -> model.psi_target (F = <target|rho(T)|target>), forward +
+    gradient of sum_b (1 - F_b) w.r.t. amplitudes and rates."""
+    import torch
+
+    s = qfleet.OpenSystem(model.d)
+    s.drift(model.drift)
+    for H in model.controls:
+        s.control(H)
+    for L in model.jumps:
+        s.jump(L)
+    s.segments(model.n_seg, model.T)
+    s.initial_state(model.psi0)
+    s.target_state(model.psi_target)
+    osl = _construct(qfleet.OpenSystemLayer, s, solver=solver, rtol=rtol, atol=atol, form=form)
+    ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
+    rt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
+
+    def run():
+        F = osl(ut, rt)
+        gu, gr = torch.autograd.grad((1 - F).sum(), (ut, rt))
+        return F, gu, gr
+
+    def extract(r):
+        F, gu, gr = r
+        return F.detach().numpy(), gu.numpy(), gr.numpy()
+
+    return run, extract, threads()

@@ -107,6 +107,92 @@ def sweep_table(sw: dict) -> str:
     return "\n".join(lines)
 
 
+def transfer_table(sw: dict) -> str:
+    """The state-transfer sweep: per d, each tool's median time, its ratio to the baseline qfleet
+    row, and its largest relative error (over max |reference| of F, the amplitude and the rate
+    gradient); skipped cells say so (reasons in the skipped list)."""
+    cells = sw["cells"]
+    values = sorted({c["value"] for c in cells})
+    names = list(dict.fromkeys(c["alternative"] for c in cells))
+    base = {c["value"]: _median(c) for c in cells if c["alternative"] == sw.get("baseline")}
+    head = ("| tool | call | " + " | ".join(f"d = {v}" for v in values)
+            + " | max rel. error | max abs. error |")
+    lines = [head, "|---|---" + "|---" * (len(values) + 2) + "|"]
+    for n in names:
+        row, rels, abss, mode = [], [], [], ""
+        for v in values:
+            c = next((c for c in cells if c["alternative"] == n and c["value"] == v), None)
+            if c is None:
+                row.append("")
+                continue
+            mode = c["mode"]
+            m = _median(c)
+            if m is None:
+                row.append("skipped" if c["status"] == "skipped" else c["status"])
+                continue
+            txt = fmt_time(m)
+            if n != sw.get("baseline") and base.get(v):
+                txt += f" ({m / base[v]:.3g}x)"
+            if c.get("check") == "fail":
+                txt += " FAIL"
+            row.append(txt)
+            rels += list(c.get("extra", {}).get("relative_errors", {}).values())
+            if c.get("max_error") is not None:
+                abss.append(c["max_error"])
+        lines.append(f"| {n} | {mode} | " + " | ".join(row)
+                     + f" | {fmt_err(max(rels)) if rels else '—'} | {fmt_err(max(abss)) if abss else '—'} |")
+    return "\n".join(lines)
+
+
+def plot_transfer(sw: dict, path: str) -> bool:
+    """Two panels: time per call vs d (log-log), and the ratio to the baseline qfleet row."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception:
+        return False
+    series = {}
+    for c in sw["cells"]:
+        if c["status"] == "ok":
+            series.setdefault(c["alternative"], {})[c["value"]] = c["timing"]["median_s"]
+    base = series.get(sw.get("baseline"), {})
+    if not series:
+        return False
+    values = sorted({c["value"] for c in sw["cells"]})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, pts) in enumerate(series.items()):
+        xs = sorted(pts)
+        is_q = name.startswith("qfleet")
+        style = dict(marker="o", lw=2.4 if is_q else 1.4, ms=5, linestyle="-" if is_q else "--",
+                     color=colors[i % len(colors)])
+        ax.plot(xs, [pts[x] for x in xs], label=name, **style)
+        if name != sw.get("baseline"):
+            rx = [x for x in xs if x in base]
+            if rx:
+                ax2.plot(rx, [pts[x] / base[x] for x in rx], label=name, **style)
+    for a in (ax, ax2):
+        a.set_xscale("log", base=2)
+        a.set_yscale("log")
+        a.set_xticks(values)
+        a.set_xticklabels([str(v) for v in values])
+        a.set_xlabel("d (2^n, n qubits)")
+        a.grid(True, which="both", alpha=0.3)
+    ax.set_ylabel("median time per call [s]")
+    ax.set_title(sw["title"], fontsize=8)
+    ax.legend(fontsize=6, loc="upper left")
+    ax2.axhline(1.0, color="k", lw=0.8)
+    ax2.set_ylabel("time / qfleet's (ratio > 1: qfleet faster)")
+    ax2.set_title(f"ratio to {sw.get('baseline')}", fontsize=8)
+    ax2.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
 def skipped_list(results: dict) -> list[str]:
     out = []
     for key, wl in results.get("workloads", {}).items():
@@ -208,12 +294,16 @@ def write_markdown_and_plots(results: dict, out_dir: str, stem: str):
     lines += [""]
     for key, sw in results.get("sweeps", {}).items():
         png = os.path.join(out_dir, f"{stem}-{key}.png")
-        if plot_sweep(sw, png):
+        transfer = key == "transfer_d"
+        if (plot_transfer if transfer else plot_sweep)(sw, png):
             pngs.append(png)
         lines += [f"## Sweep: {sw['title']}", ""]
         if sw.get("note"):
             lines += [sw["note"], ""]
-        lines += [sweep_table(sw), ""]
+        if transfer:
+            lines += [f"Model: {sw['model']}.", "", "Time per call (ratio to the first row), errors against the "
+                      f"reference ({sw['reference']['method']}):", ""]
+        lines += [transfer_table(sw) if transfer else sweep_table(sw), ""]
         if os.path.exists(png):
             lines += [f"![{key}]({os.path.basename(png)})", ""]
     sk = skipped_list(results)
@@ -247,4 +337,32 @@ def update_readme(path: str, results: dict, md_rel: str) -> bool:
     after = rest.split(README_END, 1)[1]
     with open(path, "w") as f:
         f.write(before + README_BEGIN + "\n" + head + table + "\n" + README_END + after)
+    return True
+
+
+README_TRANSFER_BEGIN = "<!-- bench/compare transfer sweep: begin (written by bench/compare/run.py --only transfer) -->"
+README_TRANSFER_END = "<!-- bench/compare transfer sweep: end -->"
+
+
+def update_readme_transfer(path: str, results: dict, md_rel: str) -> bool:
+    """Puts the state-transfer sweep's table and plot between the README's transfer markers."""
+    with open(path) as f:
+        text = f.read()
+    if README_TRANSFER_BEGIN not in text or README_TRANSFER_END not in text:
+        return False
+    m = results["meta"]
+    sw = results["sweeps"]["transfer_d"]
+    load = m["machine"].get("load_avg_at_start")
+    load_end = m["machine"].get("load_avg_at_end")
+    png = md_rel[:-3] + "-transfer_d.png"
+    head = (f"{m['date']}, {m['machine'].get('cpu_model', m['machine_tag'])}, {m['machine'].get('cores', '?')} "
+            f"cores, threads: {m['threads_requested']}, load average {load[0]:.2f} at start, "
+            f"{load_end[0]:.2f} at end; `{m.get('command', 'bench/compare/run.py --only transfer')}` "
+            f"({m['total_seconds']:.0f} s, commit {m.get('git_commit')}); details: [{md_rel}]({md_rel}). "
+            f"{sw['note']}\n\n")
+    body = transfer_table(sw) + f"\n\n![state-transfer sweep]({png})\n"
+    before, rest = text.split(README_TRANSFER_BEGIN, 1)
+    after = rest.split(README_TRANSFER_END, 1)[1]
+    with open(path, "w") as f:
+        f.write(before + README_TRANSFER_BEGIN + "\n" + head + body + README_TRANSFER_END + after)
     return True

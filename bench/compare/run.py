@@ -52,13 +52,14 @@ MODES = {
         cell_s=0.3, cap_s=3.0, max_reps=7,
         circ_B=64, pshift_B=8, circ_n_sweep=[4, 8], circ_n_sweep_B=16, circ_B_sweep=[1, 64, 1024],
         open_B=32, d_sweep=[2, 4], open_B_sweep=[1, 32, 256], main_cap_s=8.0,
+        transfer_qubits=[1, 2], transfer_cap_s=8.0,
     ),
     "full": dict(
         cell_s=1.5, cap_s=15.0, max_reps=15,
         circ_B=64, pshift_B=64, circ_n_sweep=[4, 6, 8, 10, 12, 14, 16], circ_n_sweep_B=16,
         circ_B_sweep=[1, 4, 16, 64, 256, 1024, 4096],
         open_B=32, d_sweep=[2, 3, 4, 6, 8, 12, 16], open_B_sweep=[1, 10, 100, 1000, 10**4, 10**5],
-        main_cap_s=45.0,
+        main_cap_s=45.0, transfer_qubits=[1, 2, 3, 4, 5, 6], transfer_cap_s=300.0,
     ),
 }
 
@@ -68,7 +69,14 @@ def parse_args():
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every library (OMP_NUM_THREADS, torch, XLA); default: all cores")
     p.add_argument("--only", default="circuit,meta,cz,e2e",
-                   help="comma list of workloads: circuit, meta, cz, e2e (default: all)")
+                   help="comma list of workloads: circuit, meta, cz, e2e, transfer (default: the first four; "
+                        "transfer is the d = 2..64 state-transfer sweep, ~30 min on 2 cores)")
+    p.add_argument("--transfer-tol", type=float, default=1e-8,
+                   help="rtol of every adaptive solver in the transfer sweep (atol = rtol / 100)")
+    p.add_argument("--qfleet-from-build", metavar="DIR", default=None,
+                   help="use the qfleet of a CMake build tree (DIR/adapters/torch/libqfleet_torch.so, the "
+                        "package from python/) instead of the venv's installed one; run.sh then skips the "
+                        "pip build. The library must have been built against the venv's torch version")
     p.add_argument("--no-sweeps", action="store_true", help="main workloads only")
     p.add_argument("--out-dir", default=os.path.join(REPO, "bench", "results"))
     p.add_argument("--seed", type=int, default=2026)
@@ -86,6 +94,17 @@ if ARGS.threads:
                                    + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, HERE)
+QFLEET_SOURCE = "the venv's installed package"
+if ARGS.qfleet_from_build:
+    # Before qfleet is imported: its loader reads these (python/qfleet/_lib.py).
+    _build = os.path.abspath(ARGS.qfleet_from_build)
+    os.environ["QFLEET_TORCH_LIBRARY"] = os.path.join(_build, "adapters", "torch", "libqfleet_torch.so")
+    for _app, _rel in (("meta", "meta_control/libqfleet_meta.so"), ("classify", "classify/libqfleet_classify.so"),
+                       ("qgan", "qgan/libqfleet_qgan.so"), ("rl", "rl/libqfleet_rl.so")):
+        if os.path.exists(os.path.join(_build, "apps", _rel)):
+            os.environ[f"QFLEET_{_app.upper()}_LIBRARY"] = os.path.join(_build, "apps", _rel)
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    QFLEET_SOURCE = f"build tree {_build} (python/ + {os.environ['QFLEET_TORCH_LIBRARY']})"
 
 import warnings  # noqa: E402
 
@@ -103,6 +122,7 @@ import circuit_alts  # noqa: E402
 import open_alts  # noqa: E402
 import qfleet_side  # noqa: E402
 import report  # noqa: E402
+import transfer_sweep  # noqa: E402
 from circuit_ref import max_abs_err, reference as circuit_reference  # noqa: E402
 from common import Budget, Row, SweepGuard, fmt_err, fmt_time, git_commit, grade, machine_info, machine_tag, measure  # noqa: E402
 from open_models import Reference, ladder_model, qubit_x_model, sample_params, two_qubit_cz_model  # noqa: E402
@@ -579,6 +599,17 @@ def workload_e2e(results: dict) -> None:
         "rows": [r.as_dict() for r in rows],
     }
 
+# =========================================================================== workload 5
+
+def workload_transfer(results: dict) -> None:
+    import types
+
+    ctx = types.SimpleNamespace(CFG=CFG, ARGS=ARGS, QF_OK=QF_OK, TOL_ADAPTIVE=TOL_ADAPTIVE, TOL_EXACT=TOL_EXACT,
+                                log=log,
+                                log_row=log_row, timed_case=timed_case, skipped=skipped,
+                                qfleet_missing=qfleet_missing)
+    transfer_sweep.run(results, ctx)
+
 # =========================================================================== main
 
 def versions() -> dict:
@@ -599,6 +630,9 @@ def main() -> int:
     date = _dt.date.today().isoformat()
     tag = machine_tag()
     stem = f"{tag}-{date}" + ("-quick" if ARGS.quick else "")
+    only = set(ARGS.only.split(","))
+    if only != {"circuit", "meta", "cz", "e2e"}:  # a partial run must not overwrite the day's full run
+        stem += "-" + "-".join(sorted(only))
     os.makedirs(ARGS.out_dir, exist_ok=True)
     info = machine_info()
     if info.get("load_avg_at_start") and info["load_avg_at_start"][0] > 0.5:
@@ -612,6 +646,8 @@ def main() -> int:
             "env_threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")},
             "torch_threads": torch.get_num_threads(),
             "qfleet": "installed" if QF_OK else f"not installed ({QF_ERR})",
+            "qfleet_source": QFLEET_SOURCE,
+            "command": " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]),
             "timing": (f"wall clock per call: warm-up call(s) first (their output is the one checked), then "
                        f"repeated samples; a sample loops the call when it is < 2 ms; median/min/max over samples. "
                        f"Per-cell budget {BUDGET.cell_s} s, {BUDGET.min_reps}-{BUDGET.max_reps} samples; sweep cells "
@@ -640,8 +676,8 @@ def main() -> int:
         if not c["pass"]:
             log(f"[checks] FAIL {c['check']}: {c['value']} vs {c['expected']}")
 
-    only = set(ARGS.only.split(","))
-    sections = [("circuit", workload_circuit), ("meta", workload_meta), ("cz", workload_cz), ("e2e", workload_e2e)]
+    sections = [("circuit", workload_circuit), ("meta", workload_meta), ("cz", workload_cz), ("e2e", workload_e2e),
+                ("transfer", workload_transfer)]
     for name, fn in sections:
         if name not in only:
             continue
@@ -664,12 +700,16 @@ def main() -> int:
     md_path, pngs = report.write_markdown_and_plots(results, ARGS.out_dir, stem)
     log(f"wrote {os.path.relpath(json_path, REPO)}, {os.path.relpath(md_path, REPO)}"
         + "".join(f", {os.path.relpath(p, REPO)}" for p in pngs))
-    print()
-    print(report.main_table(results))
-    if not ARGS.quick and not ARGS.no_readme and ARGS.only == "circuit,meta,cz,e2e":
-        readme = os.path.join(REPO, "README.md")
+    if results["workloads"]:
+        print()
+        print(report.main_table(results))
+    readme = os.path.join(REPO, "README.md")
+    if not ARGS.quick and not ARGS.no_readme and {"circuit", "meta", "cz", "e2e"} <= only:
         if report.update_readme(readme, results, os.path.relpath(md_path, REPO)):
             log("updated the results table in README.md")
+    if not ARGS.quick and not ARGS.no_readme and "transfer_d" in results["sweeps"]:
+        if report.update_readme_transfer(readme, results, os.path.relpath(md_path, REPO)):
+            log("updated the state-transfer sweep in README.md")
 
     failures = report.failures(results)
     if failures:

@@ -36,6 +36,12 @@ fi
 
 # qfleet's Python package, built against this venv's torch (no build isolation:
 # the build links the installed wheel's LibTorch). Rebuilt on every run so the
-# figures are those of the checkout.
-"$VENV/bin/python" -m pip install -q "scikit-build-core==1.1.2"
-"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps --force-reinstall "$REPO"
+# figures are those of the checkout; skipped when run.sh was given
+# --qfleet-from-build DIR (QFLEET_SKIP_INSTALL=1): run.py then loads that build tree's library.
+if [ -n "${QFLEET_SKIP_INSTALL:-}" ]; then
+  echo "setup.sh: qfleet not installed into the venv (--qfleet-from-build: the build tree's library is used)"
+else
+  "$VENV/bin/python" -m pip install -q "scikit-build-core==1.1.2"
+  "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps --force-reinstall "$REPO"
+fi
+echo "setup.sh: done in $(( $(date +%s) - start )) s"
