@@ -80,7 +80,9 @@ std::vector<int> pattern_of(int d, const std::vector<char>& nz) {
     monomial = monomial && row_ptr[std::size_t(i) + 1] - row_ptr[std::size_t(i)] <= 1 &&
                col_ptr[std::size_t(i) + 1] - col_ptr[std::size_t(i)] <= 1;
   }
-  packed.push_back(monomial ? 1 : 0);
+  bool diagonal = true;
+  for (std::size_t e = 0; e < col.size(); ++e) diagonal = diagonal && col[e] == row[e];
+  packed.push_back(diagonal ? 2 : monomial ? 1 : 0);  // kern::SparsePattern's flags
   return packed;
 }
 

@@ -33,9 +33,12 @@ inline namespace QFLEET_KERN_ISA {
 // Entries are in row order (entry e is (row[e], col[e])); csc lists the entries of
 // each column in row order: entries csc[col_ptr[c] .. col_ptr[c + 1]) are in column c.
 // monomial: at most one nonzero per row and per column (sigma^-, Pauli strings,
-// diagonal operators), so L Y L^dag is one gather of d^2 products (no scratch).
+// diagonal operators), so L Y L^dag is one gather of d^2 products (no scratch); the
+// flag is 2 for a diagonal pattern (dephasing, projectors): all diagonal jumps of a
+// generator are applied together as one elementwise product (lindblad_diag_weights).
 struct SparsePattern {
   bool monomial = false;
+  bool diagonal = false;
   int d = 0, nnz = 0;
   const int* row_ptr = nullptr;
   const int* col = nullptr;
@@ -58,6 +61,7 @@ QFLEET_HD inline SparsePattern sparse_pattern_at(const int* p, int d) {
   s.col_ptr = s.row + s.nnz;
   s.csc = s.col_ptr + d + 1;
   s.monomial = s.csc[s.nnz] != 0;
+  s.diagonal = s.csc[s.nnz] == 2;
   return s;
 }
 
@@ -139,6 +143,15 @@ struct LindbladOps {
   const Cx<R>* jump_val;      // jump j's values at jump_val + jump_vstart[j]
   const int* jump_vstart;     // [njump]
   const R* gamma;             // [njump] rates of this task
+  // W_ac = sum over the diagonal jumps of gamma_j l_j(a) conj(l_j(c)) (d x d,
+  // column-stacked; lindblad_diag_weights), so their sum of sandwiches is W o Y.
+  const Cx<R>* diag_w = nullptr;
+  // The matrices applied are Hermitian (a state problem: rho, its Runge-Kutta stage
+  // states and their cotangents all are, because L and L^dag map Hermitian matrices to
+  // Hermitian ones). Then Y G^dag = (G Y)^dag and G^dag X = (X G)^dag: one sparse
+  // product and a transpose instead of two products, and the gradient's two outer
+  // products are equal.
+  bool hermitian = false;
   QFLEET_HD SparsePattern jump(int j) const { return sparse_pattern_at(jump_pat + jump_index[j], g.d); }
   QFLEET_HD const Cx<R>* jval(int j) const { return jump_val + jump_vstart[j]; }
 };
@@ -182,30 +195,70 @@ QFLEET_HD void monomial_sandwich_column(const SparsePattern& p, const Cx<R>* v, 
   }
 }
 
+// K += W o Y (adjoint: conj(W) o Y) on this member's output columns: every diagonal
+// jump's L Y L^dag at once, (L Y L^dag)_ac = l(a) Y_ac conj(l(c)).
+template <bool adjoint, class R, class G>
+QFLEET_HD void add_diag_jumps(const Cx<R>* w, int d, std::size_t cs, const Cx<R>* y, Cx<R>* k, const G& grp) {
+  for (int c = grp.rank(); c < d; c += grp.size()) {
+    const Cx<R>* wc = w + std::size_t(d) * c;
+    const std::size_t o = std::size_t(d) * c * cs;
+    for (int a = 0; a < d; ++a) {
+      const Cx<R> wa = adjoint ? Cx<R>{wc[a].re, -wc[a].im} : wc[a];
+      madd(k[o + a * cs], wa, y[o + a * cs]);
+    }
+  }
+}
+
+// K = M + M^dag in place for a contiguous d x d M. The pair (i, j), i <= j, belongs to
+// the member owning column j; it writes K_ij and K_ji, and no other member touches
+// either, so the only syncs are around the whole pass.
+template <class R, class G>
+QFLEET_HD void add_adjoint_in_place(Cx<R>* k, int d, const G& grp) {
+  grp.sync();
+  for (int j = grp.rank(); j < d; j += grp.size()) {
+    for (int i = 0; i < j; ++i) {
+      Cx<R>& kij = k[i + std::size_t(d) * j];
+      Cx<R>& kji = k[j + std::size_t(d) * i];
+      const Cx<R> a = kij, b = kji;
+      kij = {a.re + b.re, a.im - b.im};
+      kji = {b.re + a.re, b.im - a.im};
+    }
+    Cx<R>& kjj = k[j + std::size_t(d) * j];
+    kjj = {R(2) * kjj.re, R(0)};
+  }
+  grp.sync();
+}
+
 // lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
 template <bool adjoint, bool kUnit, class R, class G>
 QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
                             const G& grp) {
   const int d = op.g.d;
   const Cx<R> one{R(1), R(0)};
+  const bool hermitian = kUnit && op.hermitian;
   for (int blk = 0; blk < blocks; ++blk) {
     const Cx<R>* yb = y + blk;
     Cx<R>* kb = k + blk;
     for (int j = grp.rank(); j < d; j += grp.size()) {
       Cx<R>* kj = kb + std::size_t(d) * j * cs;
       for (int i = 0; i < d; ++i) kj[i * cs] = {R(0), R(0)};
+      // The right products add whole columns of Y (unit stride); the left ones gather
+      // along G's rows, so the Hermitian case keeps only the right one.
       if constexpr (adjoint) {
-        sparse_column<SparseSide::kLeftAdj, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+        if (!hermitian) sparse_column<SparseSide::kLeftAdj, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
         sparse_column<SparseSide::kRight, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
       } else {
-        sparse_column<SparseSide::kLeft, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
+        if (!hermitian) sparse_column<SparseSide::kLeft, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
         sparse_column<SparseSide::kRightAdj, kUnit>(op.g, op.g_val, yb, cs, kb, cs, j, one);
       }
     }
+    if (hermitian) add_adjoint_in_place(kb, d, grp);  // Y G^dag + (Y G^dag)^dag = G Y + Y G^dag
+    if (op.diag_w) add_diag_jumps<adjoint>(op.diag_w, d, kUnit ? 1 : cs, yb, kb, grp);
     for (int q = 0; q < op.njump; ++q) {
       const R rate = op.gamma[q];
       if (rate == R(0)) continue;
       const SparsePattern lp = op.jump(q);
+      if (lp.diagonal && op.diag_w) continue;  // in W
       const Cx<R>* lv = op.jval(q);
       if (lp.monomial) {  // each member its own output columns; no scratch
         for (int c = grp.rank(); c < d; c += grp.size())
@@ -259,19 +312,58 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
   for (int blk = 0; blk < blocks; ++blk) {
     const Cx<R>* kb = kbar + blk;
     const Cx<R>* yb = y + blk;
-    for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
-      const int a = op.g.row[e], b = op.g.col[e];
-      Cx<R> acc{0, 0};
-      for (int c = 0; c < d; ++c) {
-        madd_conj(acc, yb[(b + std::size_t(d) * c) * cs], kb[(a + std::size_t(d) * c) * cs]);  // kbar_ac conj(Y_bc)
-        madd_conj(acc, kb[(c + std::size_t(d) * a) * cs], yb[(c + std::size_t(d) * b) * cs]);  // conj(kbar_ca) Y_cb
+    if (blocks == 1 && op.hermitian) {  // kbar Y^dag = (kbar^dag Y)^dag: 2 conj(kbar_:a) . Y_:b
+      for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
+        const Cx<R>* ka = kb + std::size_t(d) * op.g.row[e];
+        const Cx<R>* yc = yb + std::size_t(d) * op.g.col[e];
+        Cx<R> acc{0, 0};
+        for (int c = 0; c < d; ++c) madd_conj(acc, ka[c], yc[c]);
+        dg[e].re += R(2) * acc.re;
+        dg[e].im += R(2) * acc.im;
       }
-      dg[e].re += acc.re;
-      dg[e].im += acc.im;
+    } else {
+      for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
+        const int a = op.g.row[e], b = op.g.col[e];
+        Cx<R> acc{0, 0};
+        for (int c = 0; c < d; ++c) {
+          madd_conj(acc, yb[(b + std::size_t(d) * c) * cs], kb[(a + std::size_t(d) * c) * cs]);  // kbar_ac conj(Y_bc)
+          madd_conj(acc, kb[(c + std::size_t(d) * a) * cs], yb[(c + std::size_t(d) * b) * cs]);  // conj(kbar_ca) Y_cb
+        }
+        dg[e].re += acc.re;
+        dg[e].im += acc.im;
+      }
+    }
+    if (op.diag_w) {
+      // Diagonal jumps: Re <kbar, L Y L^dag> = Re sum_c conj(l(c)) sum_a l(a) P_ac with
+      // P = conj(kbar) o Y, formed once (this member's columns of t; it reads no others).
+      for (int c = grp.rank(); c < d; c += grp.size()) {
+        Cx<R>* tc = t + std::size_t(d) * c;
+        for (int a = 0; a < d; ++a) {
+          tc[a] = {R(0), R(0)};
+          madd_conj(tc[a], kb[(a + std::size_t(d) * c) * cs], yb[(a + std::size_t(d) * c) * cs]);
+        }
+      }
+      for (int q = 0; q < op.njump; ++q) {
+        const SparsePattern lp = op.jump(q);
+        if (!lp.diagonal) continue;
+        const Cx<R>* lv = op.jval(q);
+        double s = 0;
+        for (int c = grp.rank(); c < d; c += grp.size()) {
+          if (lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
+          const Cx<R>* tc = t + std::size_t(d) * c;
+          Cx<R> acc{0, 0};
+          for (int e = 0; e < lp.nnz; ++e) madd(acc, lv[e], tc[lp.row[e]]);
+          const Cx<R> lc = lv[lp.row_ptr[c]];
+          s += double(acc.re) * lc.re + double(acc.im) * lc.im;  // Re(acc conj(l(c)))
+        }
+        s = grp.sum(s);
+        if (grp.rank() == 0) jump_grad[q] += s;
+      }
     }
     for (int q = 0; q < op.njump; ++q) {
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
+      if (lp.diagonal && op.diag_w) continue;  // above
       if (lp.monomial) {
         // Re <kbar, L Y L^dag> = Re sum_c sum_e conj(kbar_row(e),c) L_e conj(L_c,col(c)) Y_col(e),col(c)
         double s = 0;
@@ -315,6 +407,32 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
     }
   }
   grp.sync();
+}
+
+// W_ac = sum over the diagonal jumps j of gamma_j l_j(a) conj(l_j(c)) into w (d x d,
+// column-stacked; this member's columns, then a sync). Returns whether any jump is
+// diagonal (else W is not used and need not exist).
+template <class R, class G>
+QFLEET_HD bool lindblad_diag_weights(const LindbladOps<R>& op, Cx<R>* w, const G& grp) {
+  using lindblad_detail::madd;
+  const int d = op.g.d;
+  bool any = false;
+  for (int q = 0; q < op.njump; ++q) any = any || op.jump(q).diagonal;
+  if (!any) return false;
+  for (int c = grp.rank(); c < d; c += grp.size()) {
+    Cx<R>* wc = w + std::size_t(d) * c;
+    for (int a = 0; a < d; ++a) wc[a] = {R(0), R(0)};
+    for (int q = 0; q < op.njump; ++q) {
+      const SparsePattern lp = op.jump(q);
+      if (!lp.diagonal || lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
+      const Cx<R>* lv = op.jval(q);
+      const Cx<R> lc = lv[lp.row_ptr[c]];
+      const Cx<R> s{op.gamma[q] * lc.re, -op.gamma[q] * lc.im};  // gamma conj(l(c))
+      for (int e = 0; e < lp.nnz; ++e) madd(wc[lp.row[e]], lv[e], s);
+    }
+  }
+  grp.sync();
+  return true;
 }
 
 }  // namespace QFLEET_KERN_ISA

@@ -166,7 +166,7 @@ QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   } else {
     w += 30 * nc + nc * (std::size_t(steps) + 1);
   }
-  if (v.lindblad) w += dd + std::size_t(v.jump_nnz);
+  if (v.lindblad) w += 2 * dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
   return w;
 }
@@ -206,7 +206,8 @@ class OpenTask {
     }
     if (v.lindblad) {
       lscratch_ = q;
-      jv_ = lscratch_ + std::size_t(v.d) * v.d;
+      diag_w_ = lscratch_ + std::size_t(v.d) * v.d;
+      jv_ = diag_w_ + std::size_t(v.d) * v.d;
       q = jv_ + v.jump_nnz;
     }
     fid_ = q;
@@ -251,6 +252,10 @@ class OpenTask {
       for (std::size_t i = r0(); i < nc_; i += gs()) x[i] = cx<R>(at(v_.x0, i));
     }
     grp_.sync();
+    // A density matrix given by the user is Hermitian to the checks' tolerance; the
+    // Lindblad form's products assume it exactly (they would otherwise apply L to its
+    // Hermitian part only).
+    if (v_.lindblad && ops_.hermitian) make_hermitian(x);
     if (c_.expvals && lead) record_expvals(b, 0, x);
 
     for (int k = 0; k < v_.nseg; ++k) {
@@ -297,6 +302,9 @@ class OpenTask {
       if (v_.target != kTargetNone && cot_f != 0) fidelity(x, lam_, cot_f, true);
       if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
     }
+    // Only lam's Hermitian part pairs with the Hermitian states (Re <i A, X> = 0 for
+    // Hermitian A and X), and the Lindblad form's adjoint products assume it.
+    if (v_.lindblad && ops_.hermitian) make_hermitian(lam_);
     for (std::size_t i = r0(); i < ng_; i += gs()) g_sum_[i] = {0, 0};
     if (v_.lindblad && lead)
       for (int j = 0; j < v_.nrate; ++j) jump_grad_[j] = 0;
@@ -427,6 +435,25 @@ class OpenTask {
     ops_.jump_val = jv_;
     ops_.jump_vstart = v_.jump_vstart;
     ops_.gamma = c_.rates + (c_.rates_per_task ? src * std::size_t(v_.nrate) : 0);
+    ops_.hermitian = !v_.gate;  // a density matrix (run() makes X_0 and lam exactly Hermitian)
+    ops_.diag_w = nullptr;
+    if (lindblad_diag_weights(ops_, diag_w_, grp_)) ops_.diag_w = diag_w_;
+  }
+  // M = (M + M^dag) / 2 for the d x d state (Lindblad form's Hermitian products).
+  QFLEET_HD void make_hermitian(Cx<R>* m) const {
+    const int d = v_.d;
+    grp_.sync();
+    for (int j = grp_.rank(); j < d; j += grp_.size()) {
+      for (int i = 0; i < j; ++i) {
+        Cx<R>& a = m[i + std::size_t(d) * j];
+        Cx<R>& b = m[j + std::size_t(d) * i];
+        const Cx<R> h{R(0.5) * (a.re + b.re), R(0.5) * (a.im - b.im)};
+        a = h;
+        b = {h.re, -h.im};
+      }
+      m[j + std::size_t(d) * j].im = R(0);
+    }
+    grp_.sync();
   }
   // K = A Y: the generator on the state's columns (dense, or in Lindblad form).
   QFLEET_HD void apply_gen(const Cx<R>* y, Cx<R>* k) const {
@@ -809,6 +836,7 @@ class OpenTask {
   Cx<R>* lscratch_ = nullptr;  // Lindblad form: a d x d scratch matrix and the jump values
   Cx<R>* jv_ = nullptr;
   LindbladOps<R> ops_{};
+  Cx<R>* diag_w_ = nullptr;  // Lindblad form: the diagonal jumps' weights (lindblad_diag_weights)
   Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
   Cx<R>* xs_ = nullptr;   // (steps + 1) nc: step states of one segment
   Cx<R>* fid_ = nullptr;  // fidelity scratch

@@ -142,6 +142,34 @@ TEST(OpenLindbladForm, EqualsTheSuperoperatorFormOnLocalQubitModels) {
   }
 }
 
+// The Lindblad form's state problems use Hermitian products and apply every diagonal
+// jump at once (kernels/lindblad_action.hpp): per-task density matrices, per-task
+// rates, and diagonal jumps with zeros and with unequal phases on their diagonals
+// (so the merged weights are complex) must still give the superoperator form's
+// outputs and gradients.
+TEST(OpenLindbladForm, DensityStatesAndDiagonalJumpsEqualTheSuperoperatorForm) {
+  std::mt19937_64 rng(714);
+  Model m = local_qubits(3, Init::Density, Target::Mixed);
+  m.rho0 = random_density(rng, m.d);
+  m.target_mat = random_density(rng, m.d);
+  m.jumps.push_back(local(3, 1, mat2(0, 0, 0, std::complex<double>(0.6, 0.8))));
+  m.jumps.push_back(local(3, 2, mat2(0.5, 0, 0, std::complex<double>(0, 0.5))));
+  for (Solver s : {Solver::rk4, Solver::tsit5}) {
+    const auto sparse = qfleet::compile(build(m), options(s, OpenForm::lindblad));
+    const auto dense = qfleet::compile(build(m), options(s, OpenForm::superoperator));
+    const TaskBatch b = random_batch(rng, m, 3, true, false, true, true, 0.5);
+    const std::vector<double> cf = {0.7, -1.0, 0.3}, cl = {-0.4, 0.5, 0.0};
+    const auto a = qvjp<double>(sparse, m, b, cf, cl, want_all(m));
+    const auto w = qvjp<double>(dense, m, b, cf, cl, want_all(m));
+    const std::string what = name_of(s);
+    EXPECT_TRUE(all_close(a.fid, w.fid, 1e-12)) << what << ": fidelity";
+    EXPECT_TRUE(all_close(a.leak, w.leak, 1e-12)) << what << ": leakage";
+    EXPECT_TRUE(all_close(a.fin, w.fin, 1e-12)) << what << ": final state";
+    EXPECT_TRUE(all_close(a.g_amp, w.g_amp, 1e-11, 1e-9)) << what << ": d/d amplitudes";
+    EXPECT_TRUE(all_close(a.g_rates, w.g_rates, 1e-11, 1e-9)) << what << ": d/d rates";
+  }
+}
+
 TEST(OpenLindbladForm, Complex64FollowsComplex128) {
   std::mt19937_64 rng(711);
   const Model m = local_qubits(3, Init::Pure, Target::Pure);
