@@ -28,7 +28,6 @@ def log_series(m):
     for k in range(1, m + 1):
         f[k] = mp.mpf(0)
     l = [mp.mpf(0)] * (TERMS + 1)
-    nz = [k for k in range(1, TERMS + 1) if f[k] != 0]
     for k in range(1, TERMS + 1):
         acc = f[k] * k
         for j in range(m + 1, k):
