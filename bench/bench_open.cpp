@@ -225,8 +225,9 @@ qfleet::OpenSystem local_qubits(int qubits, int n_seg) {
   return s;
 }
 
-// args: qubits, solver (1 rk4 dt = 0.01, 3 dopri5, 4 tsit5; rtol 1e-6, atol 1e-8),
-// form (0 automatic, 1 superoperator, 2 lindblad)
+// args: qubits, solver (0 exact, 1 rk4 dt = 0.01, 3 dopri5, 4 tsit5; rtol 1e-6, atol 1e-8),
+// form (0 automatic, 1 superoperator, 2 lindblad; exact: 1 its propagator, 2 its action
+// in Lindblad form)
 void BM_LocalQubits(benchmark::State& st) {
   const int qubits = int(st.range(0)), n_seg = 60;
   const std::size_t B = 32;
@@ -234,6 +235,9 @@ void BM_LocalQubits(benchmark::State& st) {
   qfleet::OpenCompileOptions o;
   o.solver = static_cast<qfleet::Solver>(st.range(1));
   o.form = static_cast<qfleet::OpenForm>(st.range(2));
+  if (o.solver == qfleet::Solver::exact && st.range(2) > 0) {
+    o.exact = st.range(2) == 1 ? qfleet::ExactMethod::propagator : qfleet::ExactMethod::action;
+  }
   o.dt = 0.01;
   o.rtol = 1e-6;
   o.atol = 1e-8;
@@ -253,14 +257,20 @@ void BM_LocalQubits(benchmark::State& st) {
     benchmark::DoNotOptimize(fid.data());
   }
   static const char* solvers[] = {"exact", "rk4", "euler", "dopri5", "tsit5"};
-  st.SetLabel(std::string("d=") + std::to_string(1 << qubits) + " " + solvers[st.range(1)] +
-              (prog.form() == qfleet::OpenForm::lindblad ? " lindblad" : " superoperator") + " fwd+grad");
+  std::string label = "d=" + std::to_string(1 << qubits) + " " + solvers[st.range(1)];
+  if (prog.exact_method() != qfleet::ExactMethod::automatic) {
+    label += ' ';
+    label += qfleet::to_string(prog.exact_method());
+  }
+  label += prog.form() == qfleet::OpenForm::lindblad ? " lindblad fwd+grad" : " superoperator fwd+grad";
+  st.SetLabel(label);
 }
 void local_qubit_args(benchmark::internal::Benchmark* b) {
   for (int qubits : {1, 2, 3, 4, 5, 6}) {
-    for (int solver : {1, 3, 4}) {
+    for (int solver : {0, 1, 3, 4}) {
       for (int form : {1, 2}) {
         if (form == 1 && qubits > 4) continue;  // the superoperator: 1 GiB per generator at d = 64
+        if (solver == 0 && form == 1 && qubits > 3) continue;  // the propagator: 45 s at d = 16
         b->Args({qubits, solver, form});
       }
     }

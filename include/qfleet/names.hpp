@@ -31,6 +31,9 @@ inline constexpr std::array kSimulatorNames = {EnumName<Simulator>{Simulator::au
 inline constexpr std::array kOpenFormNames = {EnumName<OpenForm>{OpenForm::automatic, "automatic"},
                                               EnumName<OpenForm>{OpenForm::superoperator, "superoperator"},
                                               EnumName<OpenForm>{OpenForm::lindblad, "lindblad"}};
+inline constexpr std::array kExactMethodNames = {EnumName<ExactMethod>{ExactMethod::automatic, "automatic"},
+                                                 EnumName<ExactMethod>{ExactMethod::propagator, "propagator"},
+                                                 EnumName<ExactMethod>{ExactMethod::action, "action"}};
 // From the solvers' own table (solver.hpp), which holds their other properties too.
 inline constexpr auto kSolverNames = [] {
   std::array<EnumName<Solver>, std::size(kSolvers)> t{};
@@ -80,5 +83,6 @@ constexpr std::string_view to_string(Device d) { return name_in(kDeviceNames, d)
 constexpr std::string_view to_string(Simulator s) { return name_in(kSimulatorNames, s); }
 constexpr std::string_view to_string(Solver s) { return name_in(kSolverNames, s); }
 constexpr std::string_view to_string(OpenForm f) { return name_in(kOpenFormNames, f); }
+constexpr std::string_view to_string(ExactMethod m) { return name_in(kExactMethodNames, m); }
 
 }  // namespace qfleet

@@ -100,6 +100,8 @@ class OpenSystem {
 
 
 enum class OpenForm : std::uint8_t { automatic, superoperator, lindblad };
+// How the exact solver computes X_k = exp(dt A) X_{k-1} (docs/open_systems.md#solvers).
+enum class ExactMethod : std::uint8_t { automatic, propagator, action };
 
 struct OpenCompileOptions {
   Precision precision = Precision::complex128;
@@ -119,8 +121,15 @@ struct OpenCompileOptions {
   // L(rho) = G rho + rho G^dag + sum gamma_j L_j rho L_j^dag: nnz * d per product, no
   // d^4 memory), or automatic (the cheaper by operation count; always lindblad when
   // the superoperators would not fit in memory). Closed systems and the exact solver
-  // use the dense generator.
+  // use the dense generator, unless the exact solver runs by its action.
   OpenForm form = OpenForm::automatic;
+  // How the exact solver propagates: propagator (P_k = exp(dt A_k) by scaling and
+  // squaring, n x n with n = d^2 open / d closed, for n <= 256), action (the action
+  // of exp(dt A_k) on the state by Taylor steps, Al-Mohy & Higham 2011: products of
+  // the generator with the state only, in Lindblad form for open systems where that
+  // is cheaper), or automatic (the cheaper by the cost model; the action where the
+  // propagator would exceed n = 256). Other solvers: must stay automatic.
+  ExactMethod exact = ExactMethod::automatic;
 };
 
 // Arguments of one batched call (row-major). Each may be per task (leading batch
@@ -168,8 +177,10 @@ class OpenProgram {
   Precision precision() const;
   Solver solver() const;
   // How the generator is applied, as compiled (automatic resolved): superoperator
-  // (also every closed system and the exact solver) or lindblad.
+  // (also every closed system and the exact solver's propagator) or lindblad.
   OpenForm form() const;
+  // How the exact solver runs (propagator or action); automatic for the step solvers.
+  ExactMethod exact_method() const;
   const OpenSystem& system() const;
   std::size_t final_state_size() const;  // per task, in complex numbers
   CacheStats cache_stats() const;  // propagator counts cover calls run on the cpu

@@ -119,10 +119,10 @@ class OpenSystemLayer(torch.nn.Module):
 
     def __init__(self, system: OpenSystem, solver: str = "exact", dt: float = 0.0, rtol: float = None,
                  atol: float = None, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
-                 form: str = "automatic"):
+                 form: str = "automatic", exact: str = "automatic"):
         super().__init__()
         _dtype(precision)
-        self.program = system.compile(solver, dt, rtol, atol, precision, num_threads, device, form)
+        self.program = system.compile(solver, dt, rtol, atol, precision, num_threads, device, form, exact)
 
     def forward(self, amplitudes, rates=None, drift_coeffs=None):
         return open_fidelity(self.program, amplitudes, rates, drift_coeffs)

@@ -147,12 +147,13 @@ class OpenSystem:
         return len(self._doc.get("drift_terms", []))
 
     def to_json(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128",
-                num_threads=0, device="cpu", form="automatic") -> dict:
+                num_threads=0, device="cpu", form="automatic", exact="automatic") -> dict:
         """The system as a `qfleet eval` problem (without data). dt: rk4/euler step;
         rtol/atol: dopri5/tsit5 tolerances (defaults 1e-8, 1e-10); device: "cpu", "cuda" or
         "automatic" (see docs/architecture.md, "Choosing the device"); form: how the step
         solvers apply an open system's generator, "automatic", "superoperator" or
-        "lindblad" (docs/open_systems.md, "Generator form")."""
+        "lindblad" (docs/open_systems.md, "Generator form"); exact: how the exact solver
+        propagates, "automatic", "propagator" or "action" (docs/open_systems.md, "Solvers")."""
         if solver not in _SOLVERS:
             raise ValueError(f"qfleet: unknown solver {solver!r} (use one of {', '.join(_SOLVERS)})")
         doc = copy.deepcopy(self._doc)
@@ -161,6 +162,8 @@ class OpenSystem:
             doc["device"] = device
         if form != "automatic":
             doc["form"] = form
+        if exact != "automatic":
+            doc["exact"] = exact
         # Options a solver does not use are left out unless given (the contract rejects them).
         if rtol is not None:
             doc["rtol"] = float(rtol)
@@ -171,10 +174,10 @@ class OpenSystem:
         return doc
 
     def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0,
-                device="cpu", form="automatic"):
+                device="cpu", form="automatic", exact="automatic"):
         """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (needs a target).
         device: "cpu", "cuda" (CPU tensors are staged through the GPU) or "automatic";
-        form: see to_json."""
+        form, exact: see to_json."""
         _lib.load()
         return torch.classes.qfleet.OpenSystemProgram(
-            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads, device, form)))
+            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads, device, form, exact)))

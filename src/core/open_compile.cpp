@@ -16,9 +16,6 @@ namespace {
 
 using C = std::complex<double>;
 
-// Largest generator the exact solver exponentiates (open d = 16 -> 256).
-constexpr int kMaxExactGenerator = 256;
-
 // The superoperator of rho -> A rho B in column-stacking order:
 // (B^T kron A)[(i + d j), (k + d l)] = A[i][k] B[l][j].
 CVec left_right(int d, const CVec& a, const CVec& b) {
@@ -98,10 +95,11 @@ CVec projector(int d, const std::vector<int>& levels) {
 void check_open_options(const OpenSystem& s, const OpenCompileOptions& o, int n) {
   if (o.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
   const SolverInfo& solver = solver_info(o.solver);
-  if (solver.stages == 0 && n > kMaxExactGenerator) {
-    throw Error("the exact solver exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
+  if (solver.stages == 0 && o.exact == ExactMethod::propagator && n > kMaxExactGenerator) {
+    throw Error("the exact solver's propagator exponentiates the " + std::to_string(n) + "x" + std::to_string(n) +
                 " generator of this d = " + std::to_string(s.dim()) + " system, above its limit of " +
-                std::to_string(kMaxExactGenerator) + "; use solver rk4 (with dt), dopri5 or tsit5",
+                std::to_string(kMaxExactGenerator) + "; use exact: action (or automatic), or solver rk4 (with dt), "
+                "dopri5 or tsit5",
                 ErrorSubject::solver);
   }
   if (solver.fixed_step && (!std::isfinite(o.dt) || o.dt <= 0)) {
@@ -128,14 +126,31 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   const bool closed = s.closed();
   const int n = closed ? d : d * d;
   check_open_options(s, o, n);
-  const bool lindblad = choose_lindblad_form(s, o);
+  const ExactChoice exact = choose_exact_method(s, o, gate);
+  const bool lindblad = choose_lindblad_form(s, o, exact.action);
 
   // Memory: dense n x n generators (A0, each drift term, rate and control) plus, per
   // thread, a few n x n work matrices and the state at every segment boundary. The
-  // Lindblad form holds d x d matrices, and per thread the n x c state at every
-  // segment boundary and every step of a segment (the backward pass's checkpoints).
-  if (lindblad) {
-    const double state = double(n) * (gate ? n : 1);
+  // Lindblad form holds d x d matrices. Step solvers and the action keep per thread
+  // the n x c state at every segment boundary and every step of a segment (the
+  // backward pass's checkpoints; the action also one Taylor step's terms).
+  const double state = double(n) * (gate ? n : 1);
+  if (exact.action) {
+    const double nn = double(n) * n, matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
+    // 64: the first store of Taylor step starts (it grows when a segment needs more).
+    const double per_thread = state * (s.n_segments() + 64 + double(kern::taylor_work_states()) + 4);
+    const double bytes = 16.0 * ((lindblad ? 0.0 : (matrices + 2) * nn) + 2 * per_thread);
+    const double phys = double(physical_memory_bytes());
+    if (bytes > 0.8 * phys) {
+      throw Error("the exact solver's action on this d = " + std::to_string(d) + " " +
+                  (gate ? "gate problem" : "system") + " needs about " + std::to_string(bytes / (1 << 30)) +
+                  " GiB (" + std::to_string(s.n_segments()) + " segment states, " +
+                  std::to_string(kern::taylor_work_states()) + " Taylor terms and 64 step starts of " +
+                  std::to_string(static_cast<long long>(state)) + " entries per thread" +
+                  (lindblad ? std::string() : ", dense generators") + "), more than this machine's " +
+                  std::to_string(phys / (1 << 30)) + " GiB");
+    }
+  } else if (lindblad) {
     double steps = 64;  // the adaptive solvers' first step store (it grows when needed)
     if (solver_info(o.solver).fixed_step) {
       steps = 0;
@@ -150,7 +165,7 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
                   " steps per segment), more than this machine's " + std::to_string(phys / (1 << 30)) + " GiB");
     }
   } else {
-    const double nn = double(n) * n, state = double(n) * (gate ? n : 1);
+    const double nn = double(n) * n;
     const double matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
     const double per_thread = 12 * nn + state * (s.n_segments() + 4);
     const double bytes = 16.0 * (matrices * nn + 2 * per_thread);
@@ -171,6 +186,8 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   p.c = gate ? n : 1;
   p.precision = o.precision;
   p.options = o;
+  p.action = exact.action;
+  p.action_products = exact.products;
   if (lindblad) {
     plan_lindblad_form(p);
   } else {

@@ -1,14 +1,20 @@
 // Planning the Lindblad form of an open system (kernels/lindblad_action.hpp): the
 // generator's d x d terms on one sparse pattern, each jump operator as a sparse
-// matrix of its own, and the choice between this form and the dense superoperator.
+// matrix of its own, and the choice between this form and the dense superoperator;
+// and the exact solver's choice between the propagator and the action
+// (kernels/expm_action.hpp), which rests on the same operation counts.
+#include <algorithm>
+#include <cmath>
 #include <complex>
 #include <string>
 #include <vector>
 
 #include "core/open_plan.hpp"
 #include "core/plan.hpp"
+#include "kernels/expm_action.hpp"
 #include "kernels/lindblad_action.hpp"
 #include "qfleet/error.hpp"
+#include "qfleet/names.hpp"
 
 namespace qfleet::detail {
 
@@ -118,26 +124,103 @@ std::size_t count(const std::vector<char>& nz) {
   return n;
 }
 
+// Complex multiply-adds per generator product on one d x d state: G rho, rho G^dag
+// and each L rho L^dag on their nonzeros.
+double lindblad_product_cost(const OpenSystem& s) {
+  const int d = s.dim();
+  double sparse = 2.0 * double(count(g_nonzeros(d, g_terms(s)))) * d;
+  for (const CVec& l : s.jumps()) sparse += 2.0 * double(count(nonzeros(l))) * d;
+  return sparse;
+}
+
+// Whether the dense superoperators (one per term) take under a quarter of the memory.
+bool superoperators_fit(const OpenSystem& s) {
+  const double d = s.dim(), matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
+  return 16.0 * matrices * d * d * d * d < 0.25 * double(physical_memory_bytes());
+}
+
+double norm1(int d, const CVec& m) {
+  double best = 0;
+  for (int j = 0; j < d; ++j) {
+    double col = 0;
+    for (int i = 0; i < d; ++i) col += std::abs(m[std::size_t(i) * d + j]);
+    best = std::max(best, col);
+  }
+  return best;
+}
+
+// A bound on ||A||_1 with every amplitude, drift coefficient and rate of magnitude one
+// (the coefficients are only known per call): the Hamiltonian terms' 1-norms, and for
+// an open system the Lindbladian's bound of kernels/expm_action.hpp,
+// 2 ||G||_1 + sum_j ||L_j||_1^2 with ||G||_1 <= sum ||H_i||_1 + 1/2 sum ||L_j^dag L_j||_1.
+double generator_norm_estimate(const OpenSystem& s) {
+  const int d = s.dim();
+  const GTerms t = g_terms(s);
+  double g = norm1(d, t.h0);
+  for (const auto* group : {&t.drift, &t.rate, &t.ctrl})
+    for (const CVec& m : *group) g += norm1(d, m);
+  if (s.closed()) return g;
+  double b = 2 * g;
+  for (const CVec& l : s.jumps()) b += norm1(d, l) * norm1(d, l);
+  return b;
+}
+
 }  // namespace
 
-bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o) {
-  const bool applies = !s.closed() && solver_info(o.solver).stages > 0;
+bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o, bool action) {
+  const bool applies = !s.closed() && (solver_info(o.solver).stages > 0 || action);
   if (o.form == OpenForm::lindblad && !applies) {
-    throw Error("form lindblad applies to open systems (with jump operators) on a step solver (rk4, euler, dopri5, tsit5)",
+    throw Error("form lindblad applies to open systems (with jump operators) on a step solver (rk4, euler, dopri5, "
+                "tsit5) or the exact solver's action (exact: action)",
                 ErrorSubject::solver);
   }
   if (!applies || o.form == OpenForm::superoperator) return false;
   if (o.form == OpenForm::lindblad) return true;
-  // Complex multiply-adds per generator product on one d x d state: the superoperator's
-  // d^4 against G rho, rho G^dag and each L rho L^dag on their nonzeros.
+  // The superoperator's d^4 multiply-adds per product against the Lindblad form's.
+  const double d = s.dim();
+  return !superoperators_fit(s) || kDenseAdvantage * lindblad_product_cost(s) < d * d * d * d;
+}
+
+ExactChoice choose_exact_method(const OpenSystem& s, const OpenCompileOptions& o, bool gate) {
+  ExactChoice c;
+  if (o.solver != Solver::exact) {
+    if (o.exact != ExactMethod::automatic) {
+      throw Error("exact: " + std::string(to_string(o.exact)) + " applies to the exact solver only (solver is " +
+                      std::string(solver_info(o.solver).name) + ")",
+                  ErrorSubject::solver);
+    }
+    return c;
+  }
   const int d = s.dim();
-  const GTerms t = g_terms(s);
-  double sparse = 2.0 * double(count(g_nonzeros(d, t))) * d;
-  for (const CVec& l : s.jumps()) sparse += 2.0 * double(count(nonzeros(l))) * d;
-  const double dense = double(d) * d * d * d;
-  const double matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
-  const bool dense_fits = 16.0 * matrices * dense < 0.25 * double(physical_memory_bytes());
-  return !dense_fits || kDenseAdvantage * sparse < dense;
+  const double n = s.closed() ? d : double(d) * d, cols = gate ? n : 1.0;
+  // Taylor products per segment at the estimated norm (AMH's parameters, as the kernel picks them).
+  const double norm = generator_norm_estimate(s);
+  const bool single = o.precision == Precision::complex64;
+  for (double dur : s.segment_durations()) {
+    const kern::TaylorPlan tp = kern::taylor_plan(dur * norm, single);
+    c.products += double(tp.m) * double(std::max(tp.s, 1L));
+  }
+  if (o.exact == ExactMethod::propagator) return c;
+  // Lindblad form (open, or forced): the form an automatic choice would take.
+  const bool open_form = !s.closed() && o.form != OpenForm::superoperator;
+  if (o.exact == ExactMethod::action || n > kMaxExactGenerator || (open_form && o.form == OpenForm::lindblad)) {
+    c.action = true;
+    return c;
+  }
+  if (n < kActionMinGenerator) return c;
+  // Complex multiply-adds of a forward and reverse pass, summed over segments: the
+  // propagator's Pade exponential (~10 n x n products; ~25 for its Frechet adjoint,
+  // plus the squarings) against the action's Taylor products (forward; backward:
+  // the step starts, the terms, the adjoint products and the gradient's ~ one more).
+  double product = n * n * cols;
+  if (open_form) product = std::min(product, kDenseAdvantage * lindblad_product_cost(s) * cols);
+  double propagator = 0;
+  for (double dur : s.segment_durations()) {
+    const double squarings = std::max(0.0, std::ceil(std::log2(std::max(dur * norm, 1e-300) / 5.4)));
+    propagator += (35.0 + 3 * squarings) * n * n * n + 3 * n * n * cols;
+  }
+  c.action = 5 * c.products * product < propagator;
+  return c;
 }
 
 void plan_lindblad_form(OpenPlan& p) {

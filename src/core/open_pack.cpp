@@ -82,19 +82,22 @@ void pack_open_plan(OpenPlan& p) {
     }
   }
   v.lindblad = p.lindblad;
+  v.action = p.action;
   v.ng = p.lindblad ? static_cast<int>(p.a0.size()) : p.n * p.n;
   v.jump_nnz = static_cast<int>(p.jump_vals.size());
   // Work per task, for the cost model: a Pade exponential ~ 10 products of n x n
   // matrices (its Frechet derivative ~ 2.5x that), or stages x steps products with X
-  // (Lindblad form: G rho, rho G^dag and each L rho L^dag on their nonzeros, per column block).
+  // (Lindblad form: G rho, rho G^dag and each L rho L^dag on their nonzeros, per column block);
+  // the action: its estimated Taylor products (forward; ~4x that backward).
   const double n = p.n, mm = 8.0 * n * n * n;
   double mx = 8.0 * n * n * p.c;
   if (p.lindblad) {
     const double blocks = p.gate ? p.c : 1;
     mx = 8.0 * blocks * 2.0 * p.d * double(p.a0.size() + p.jump_vals.size());
   }
-  p.flops_forward = p.flops_adjoint = 0;
-  for (double dur : s.segment_durations()) {
+  p.flops_forward = p.action ? p.action_products * mx : 0;
+  p.flops_adjoint = p.action ? 4 * p.action_products * mx : 0;
+  for (double dur : p.action ? std::vector<double>() : s.segment_durations()) {
     if (solver.stages == 0) {  // the exact exponential
       p.flops_forward += 10 * mm + mx;
       p.flops_adjoint += 25 * mm + 2 * mx;

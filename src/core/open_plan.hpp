@@ -26,6 +26,13 @@ namespace qfleet::detail {
 
 using CVec = std::vector<std::complex<double>>;
 
+// Largest generator the exact solver's propagator exponentiates (open d = 16 -> 256).
+inline constexpr int kMaxExactGenerator = 256;
+// Smallest generator for which the exact solver may take the action automatically:
+// below it the propagator's n x n products are a few hundred multiply-adds, its
+// kernels are specialised (n = 2, 4, 16) and identical segments reuse it.
+inline constexpr int kActionMinGenerator = 64;
+
 struct OpenPlan {
   explicit OpenPlan(const OpenSystem& s) : sys(s) {}
   OpenSystem sys;
@@ -47,6 +54,9 @@ struct OpenPlan {
   // and a_ctrl hold the G terms (-i H, -1/2 L^dag L) as values on g_pattern's
   // nonzeros, and each jump operator is a sparse matrix of its own.
   bool lindblad = false;
+  // The exact solver by the action of the exponential (options.exact; kernels/expm_action.hpp).
+  bool action = false;
+  double action_products = 0;  // the cost model's Taylor products per task (forward pass)
   std::vector<int> g_pattern;     // kern::SparsePattern ints
   std::vector<int> jump_pattern;  // the jumps' patterns, one after another
   std::vector<int> jump_index;    // where jump j's pattern starts
@@ -89,7 +99,16 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o);
 // Whether an open system on a step solver is applied in Lindblad form (options.form;
 // automatic compares operation counts and memory), and if so fills the plan's
 // Lindblad-form arrays (core/open_lindblad.cpp).
-bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o);
+// `action`: the exact solver runs by its action, where the Lindblad form applies too.
+bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o, bool action);
+// The exact solver's method (options.exact; automatic compares the propagator's
+// operation count with the action's at a norm estimated with unit coefficients) and
+// the estimated Taylor products per task.
+struct ExactChoice {
+  bool action = false;
+  double products = 0;
+};
+ExactChoice choose_exact_method(const OpenSystem& s, const OpenCompileOptions& o, bool gate);
 void plan_lindblad_form(OpenPlan& p);
 void finish_open_plan(OpenPlan& p);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.

@@ -231,6 +231,10 @@ CacheStats OpenProgram::cache_stats() const {
 
 Device OpenProgram::device() const { return plan_->device; }
 OpenForm OpenProgram::form() const { return plan_->lindblad ? OpenForm::lindblad : OpenForm::superoperator; }
+ExactMethod OpenProgram::exact_method() const {
+  if (plan_->options.solver != Solver::exact) return ExactMethod::automatic;
+  return plan_->action ? ExactMethod::action : ExactMethod::propagator;
+}
 int OpenProgram::cuda_device() const { return plan_->resident ? plan_->resident->device : -1; }
 
 std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
@@ -240,7 +244,9 @@ std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   probe.adjoint = adjoint;
   if (route_of(*plan_, probe) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
   return "cpu " + std::string(cpu::isa_table()[cpu::select_isa("auto")].name) + ": a task per thread, up to " +
-         std::to_string(cpu_threads(*plan_)) + " threads" + (plan_->lindblad ? ", generator in Lindblad form" : "");
+         std::to_string(cpu_threads(*plan_)) + " threads" +
+         (plan_->action ? ", exact solver by the action of the exponential (Taylor steps)" : "") +
+         (plan_->lindblad ? ", generator in Lindblad form" : "");
 }
 
 template <class R>

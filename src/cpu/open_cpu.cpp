@@ -64,6 +64,9 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
     throw Error(solver.adaptive
                     ? std::string(solver.name) +
                           ": step size underflow (more than 10^6 steps in one segment); loosen rtol/atol"
+                : plan.action
+                    ? "the exact solver's action needs more than 10^6 Taylor steps in a segment (||dt A||_1 above "
+                      "10^7, or not finite), or ran out of memory; shorten the segments"
                     : "open-system simulation failed (out of memory?)");
   }
   plan.computed += computed;

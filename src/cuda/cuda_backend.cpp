@@ -188,10 +188,12 @@ OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int 
 
 [[noreturn]] void throw_status(int status, int cap) {
   if (status & (1 << kern::kOpenStepCapacity)) {
-    throw Error("dopri5/tsit5: more than " + std::to_string(cap) + " accepted steps in one segment, more than the GPU "
-                "workspace holds; loosen rtol/atol, shorten segments or use device 'cpu'");
+    throw Error("more than " + std::to_string(cap) + " steps in one segment (dopri5/tsit5's accepted steps, or the "
+                "exact solver's Taylor steps), more than the GPU workspace holds; loosen rtol/atol, shorten segments "
+                "or use device 'cpu'");
   }
-  throw Error("dopri5/tsit5: step size underflow (more than 10^6 steps in one segment); loosen rtol/atol");
+  throw Error("more than 10^6 steps in one segment (dopri5/tsit5: step size underflow, loosen rtol/atol; the exact "
+              "solver's action: ||dt A||_1 too large or not finite)");
 }
 
 template <class R>

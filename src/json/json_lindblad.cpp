@@ -445,6 +445,7 @@ json run(const LindbladProblem& p) {
   res["batch"] = B;
   res["solver"] = solver_name(p.options.solver);
   res["form"] = std::string(qfleet::to_string(prog.form()));
+  if (p.options.solver == Solver::exact) res["exact"] = std::string(qfleet::to_string(prog.exact_method()));
   res["precision"] = precision_name(p.options.precision);
   if (!p.output_npy.empty()) return with_npy_results(p, res, fidelity, leakage, expvals, final_state,
                                                      {g_amp, g_drift, g_rates});
@@ -500,7 +501,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "form", "precision", "threads", "device", "gradients", "output_npy", "subsystems"});
+                    "atol", "form", "exact", "precision", "threads", "device", "gradients", "output_npy", "subsystems"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -733,6 +734,15 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
     const auto form = qfleet::value_in(qfleet::kOpenFormNames, name);
     if (!form) fail("form", "unknown form " + quote(name) + "; expected " + qfleet::names_in(qfleet::kOpenFormNames));
     p.options.form = *form;
+  }
+  if (const json* v = top.get("exact")) {
+    const std::string name = read_string(*v, "exact");
+    const auto method = qfleet::value_in(qfleet::kExactMethodNames, name);
+    if (!method) {
+      fail("exact", "unknown method " + quote(name) + "; expected " + qfleet::names_in(qfleet::kExactMethodNames));
+    }
+    if (solver != Solver::exact) fail("exact", fmt::format("only used by the exact solver (solver is \"{}\")", solver_name(solver)));
+    p.options.exact = *method;
   }
   if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
   if (const json* v = top.get("threads")) {

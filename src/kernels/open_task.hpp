@@ -4,7 +4,8 @@
 //   exact:  P_k = exp(dt_k A_k) (Higham 2005), X_k = P_k X_{k-1};
 //           backward: W = lam_k X_{k-1}^dag, (P_k^dag, L) = expm_frechet(dt_k A_k^dag, W)
 //           gives dF/dA_k = dt_k L (the adjoint Frechet derivative, Al-Mohy & Higham
-//           2009) and lam_{k-1} = P_k^dag lam_k;
+//           2009) and lam_{k-1} = P_k^dag lam_k; or (OpenView::action) X_k = exp(dt_k A_k)
+//           X_{k-1} by Taylor steps and their reverse mode (kernels/expm_action.hpp);
 //   rk4/euler/dopri5/tsit5: explicit Runge-Kutta steps and their discrete adjoint (the
 //           exact gradient of the discretised map); the generator applied densely or in
 //           Lindblad form (kernels/lindblad_action.hpp). The adaptive solvers' (dopri5,
@@ -35,106 +36,16 @@
 
 #include "kernels/dense.hpp"
 #include "kernels/expm.hpp"
+#include "kernels/expm_action.hpp"
 #include "kernels/group.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/lindblad_action.hpp"
+#include "kernels/open_products.hpp"
 #include "kernels/open_view.hpp"
 #include "kernels/rk_tableaux.hpp"
 
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
-namespace open_detail {
-
-QFLEET_HD inline double dmin(double a, double b) { return a < b ? a : b; }
-QFLEET_HD inline double dmax(double a, double b) { return a > b ? a : b; }
-
-// Entry i of a plan matrix stored as (re, im) pairs of double.
-QFLEET_HD inline Cx<double> at(const double* v, std::size_t i) { return {v[2 * i], v[2 * i + 1]}; }
-
-template <class R>
-QFLEET_HD inline Cx<R> cx(Cx<double> z) {
-  return {static_cast<R>(z.re), static_cast<R>(z.im)};
-}
-
-template <class R, class G = SoloGroup>
-QFLEET_HD inline void copy(const Cx<R>* a, std::size_t n, Cx<R>* b, const G& g = G{}) {
-  for (std::size_t i = std::size_t(g.rank()); i < n; i += std::size_t(g.size())) b[i] = a[i];
-  g.sync();
-}
-
-// C[m x p] = A[m x k] B[k x p] (or A^dag B when adj_a, A is then k x m).
-// M, K, P are int or FixedDim<k>: fixed sizes unroll for the hot d = 2 (n = 4) case.
-// With a group, one output entry per member at a time.
-template <class R, class M, class K, class P, class G = SoloGroup>
-QFLEET_HD void gemm(M m_, K k_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, bool adj_a = false,
-                    const G& g = G{}) {
-  const int m = static_cast<int>(m_), k = static_cast<int>(k_), p = static_cast<int>(p_);
-  if constexpr (!G::kSolo) {
-    dense_detail::group_gemm<false>(m, k, p, a, adj_a ? m : k, adj_a, b, p, c, p, g);
-  } else {
-#if defined(QFLEET_SIMD_GEMM)
-    if (simd::gemm_applies<R>(p)) {
-      if (adj_a) return simd::gemm<false, true>(m_, k_, p_, a, m, b, p, c, p);
-      return simd::gemm<false, false>(m_, k_, p_, a, k, b, p, c, p);
-    }
-#endif
-    for (int i = 0; i < m * p; ++i) c[i] = {R(0), R(0)};
-    for (int i = 0; i < m; ++i) {
-      for (int l = 0; l < k; ++l) {
-        const Cx<R> x = adj_a ? conj(a[std::size_t(l) * m + i]) : a[std::size_t(i) * k + l];
-        const Cx<R>* brow = b + std::size_t(l) * p;
-        Cx<R>* crow = c + std::size_t(i) * p;
-        for (int j = 0; j < p; ++j) {
-          crow[j].re += x.re * brow[j].re - x.im * brow[j].im;
-          crow[j].im += x.re * brow[j].im + x.im * brow[j].re;
-        }
-      }
-    }
-  }
-}
-
-// C[m x m] += A[m x p] B[m x p]^dag  (outer products for dF/dA).
-template <class R, class M, class P, class G = SoloGroup>
-QFLEET_HD void add_outer(M m_, P p_, const Cx<R>* a, const Cx<R>* b, Cx<R>* c, const G& g = G{}) {
-  const int m = static_cast<int>(m_), p = static_cast<int>(p_);
-  auto entry = [&](int i, int j) {
-    R re = 0, im = 0;
-    for (int l = 0; l < p; ++l) {
-      const Cx<R> x = a[std::size_t(i) * p + l], y = b[std::size_t(j) * p + l];
-      re += x.re * y.re + x.im * y.im;  // x * conj(y)
-      im += x.im * y.re - x.re * y.im;
-    }
-    c[std::size_t(i) * m + j].re += re;
-    c[std::size_t(i) * m + j].im += im;
-  };
-  if constexpr (G::kSolo) {
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < m; ++j) entry(i, j);
-  } else {
-    for (int e = g.rank(); e < m * m; e += g.size()) entry(e / m, e % m);
-    g.sync();
-  }
-}
-
-// Re <a, b> = Re sum conj(a_i) b_i over n entries; b a plan matrix (double pairs).
-template <class R>
-QFLEET_HD double re_inner(std::size_t n, const Cx<R>* a, const double* b) {
-  double s = 0;
-  for (std::size_t i = 0; i < n; ++i) s += double(a[i].re) * b[2 * i] + double(a[i].im) * b[2 * i + 1];
-  return s;
-}
-
-template <class N>
-QFLEET_HD N make_dim(int n) {
-  if constexpr (std::is_same_v<N, int>) {
-    return n;
-  } else {
-    (void)n;
-    return N{};
-  }
-}
-
-}  // namespace open_detail
 
 // The fixed-step solvers' step count for a segment of length `duration`.
 QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
@@ -152,19 +63,20 @@ QFLEET_HD inline std::size_t open_task_doubles(const OpenView& v, int cap) {
 }
 
 // Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
-// per segment the backward pass can hold (rk4/euler use v.fixed_steps instead).
-// The exact solver's n x n work matrices exist only for it; the generator and its
-// gradients take v.ng entries each (n x n, or the Lindblad form's pattern).
+// (or the action's Taylor steps) per segment the backward pass can hold (rk4/euler
+// use v.fixed_steps instead). The propagator's n x n work matrices exist only for
+// it; the generator and its gradients take v.ng entries each (n x n, or the
+// Lindblad form's pattern).
 template <class R>
 QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   const std::size_t nn = std::size_t(v.n) * v.n, nc = std::size_t(v.n) * v.c, dd = std::size_t(v.d) * v.d;
-  const int steps = open_detail::adaptive(v.solver) ? cap : v.fixed_steps;
+  const int steps = open_detail::adaptive(v.solver) || v.action ? cap : v.fixed_steps;
   std::size_t w = (open_task_doubles(v, cap) * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
   w += 4 * std::size_t(v.ng) + 2 * nc + nc * (std::size_t(v.nseg) + 1);
-  if (v.solver == Solver::exact) {
+  if (v.solver == Solver::exact && !v.action) {
     w += 3 * nn + expm_frechet_work(v.n);
   } else {
-    w += 30 * nc + nc * (std::size_t(steps) + 1);
+    w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1);
   }
   if (v.lindblad) w += 2 * dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
@@ -177,7 +89,7 @@ template <class R, class N, class G = SoloGroup>
 class OpenTask {
  public:
   QFLEET_HD OpenTask(const OpenView& v, const OpenTaskCall<R>& c, Cx<R>* work, int cap, const G& grp = G{})
-      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(open_detail::adaptive(v.solver) ? cap : v.fixed_steps) {
+      : v_(v), c_(c), grp_(grp), n_(open_detail::make_dim<N>(v.n)), cap_(open_detail::adaptive(v.solver) || v.action ? cap : v.fixed_steps) {
     nn_ = std::size_t(v.n) * v.n;
     nc_ = std::size_t(v.n) * v.c;
     ng_ = std::size_t(v.ng);
@@ -193,15 +105,15 @@ class OpenTask {
     tmp_ = lam_ + nc_;
     hist_ = tmp_ + nc_;  // X_0 .. X_N
     Cx<R>* q = hist_ + nc_ * (std::size_t(v.nseg) + 1);
-    if (v.solver == Solver::exact) {
+    if (v.solver == Solver::exact && !v.action) {
       prop_ = q;
       w_ = prop_ + nn_;
       tmp_adj_ = w_ + nn_;
       ework_ = tmp_adj_ + nn_;
       q = ework_ + expm_frechet_work(v.n);
     } else {
-      rk_ = q;
-      xs_ = rk_ + 30 * nc_;
+      rk_ = q;  // Runge-Kutta stages, or the Taylor terms (kernels/expm_action.hpp)
+      xs_ = rk_ + (v.action ? taylor_work_states() : 30) * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
     }
     if (v.lindblad) {
@@ -263,7 +175,12 @@ class OpenTask {
       const R* u = amps(src, k);
       const double dur = v_.durations[k];
       generator(u, a_);
-      if (v_.solver == Solver::exact) {
+      if (v_.action) {
+        ++computed;
+        const TaylorPlan tp = taylor(dur);
+        if (tp.s == 0) return kOpenUnderflow;
+        taylor_forward<R>(Gen{this}, nc_, tp, dur, x, xk, nullptr, rk_, grp_);
+      } else if (v_.solver == Solver::exact) {
         const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
         if (same) {
           ++reused;
@@ -314,7 +231,12 @@ class OpenTask {
       const Cx<R>* xprev = hist_ + nc_ * k;
       const double dur = v_.durations[k];
       generator(amps(src, k), a_);
-      if (v_.solver == Solver::exact) {
+      if (v_.action) {
+        for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
+        grp_.sync();
+        const int st = taylor_segment_backward(dur, xprev);
+        if (st != kOpenOk) return st;
+      } else if (v_.solver == Solver::exact) {
         // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
         for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
         const int n = static_cast<int>(n_);
@@ -470,6 +392,32 @@ class OpenTask {
   QFLEET_HD void add_gen_gradient(const Cx<R>* kbar, const Cx<R>* y, Cx<R>* g) const {
     if (v_.lindblad) return lindblad_gradient(ops_, v_.gate ? v_.c : 1, kbar, y, g, jump_grad_, lscratch_, grp_);
     outer_c(kbar, y, g);
+  }
+
+  // The generator as kernels/expm_action.hpp applies it.
+  struct Gen {
+    const OpenTask* t;
+    QFLEET_HD void apply(const Cx<R>* y, Cx<R>* k) const { t->apply_gen(y, k); }
+    QFLEET_HD void apply_adjoint(const Cx<R>* kb, Cx<R>* yb) const { t->apply_gen_adjoint(kb, yb); }
+    QFLEET_HD void add_gradient(const Cx<R>* kb, const Cx<R>* y) const { t->add_gen_gradient(kb, y, t->g_); }
+  };
+  // This segment's Taylor degree and steps, from a bound on ||dt A||_1 (the Lindblad
+  // form's never forms A: kernels/expm_action.hpp).
+  QFLEET_HD TaylorPlan taylor(double duration) const {
+    const double norm = v_.lindblad ? lindblad_norm1_bound(ops_) : dense_norm1(v_.n, a_, grp_);
+    return taylor_plan(duration * norm, sizeof(R) == 4);
+  }
+  // lam <- (d X_k / d X_{k-1})^dag lam and g += dF/dA through the segment's Taylor steps,
+  // whose starts are recomputed from x0 (the first is x0 itself).
+  QFLEET_HD int taylor_segment_backward(double duration, const Cx<R>* x0) {
+    const TaylorPlan tp = taylor(duration);
+    if (tp.s == 0) return kOpenUnderflow;
+    if (tp.s > 1) {
+      if (tp.s > cap_) return kOpenStepCapacity;
+      taylor_forward<R>(Gen{this}, nc_, tp, duration, x0, tmp_, xs_, rk_, grp_);
+    }
+    taylor_backward<R>(Gen{this}, nc_, tp, duration, tp.s > 1 ? xs_ : x0, lam_, rk_, grp_);
+    return kOpenOk;
   }
 
   // One explicit RK step of dX/dt = A X: X' = X + h sum b_i k_i, k_i = A Y_i.

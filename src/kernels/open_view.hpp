@@ -24,6 +24,10 @@ struct OpenView {
   int nseg = 0, nctrl = 0, ndrift = 0, nrate = 0, nobs = 0, nsub = 0;
   bool closed = true, gate = false;
   Solver solver = Solver::exact;
+  // The exact solver by the action of exp(dt A) on the state (Taylor steps,
+  // kernels/expm_action.hpp) instead of the propagator; the generator is then applied
+  // densely or in Lindblad form, as the step solvers apply it.
+  bool action = false;
   int target = 0;  // a KernTarget (OpenSystem::Target's value)
   double dt = 0, rtol = 0, atol = 0;
   int fixed_steps = 0;  // rk4/euler: the most steps one segment takes
@@ -42,7 +46,8 @@ struct OpenView {
   const double* sqrt_sigma = nullptr;  // [d, d]
   const int* subspace = nullptr;       // [nsub] (plain ints)
   const double* observables = nullptr; // [nobs, d, d]
-  // Lindblad form (open systems on a step solver; kernels/lindblad_action.hpp): a0,
+  // Lindblad form (open systems on a step solver or the exact solver's action;
+  // kernels/lindblad_action.hpp): a0,
   // a_drift, a_rate and a_ctrl then hold the d x d G terms (-i H, -1/2 L^dag L) as
   // `ng` values on one sparse pattern instead of n x n superoperators, and the jump
   // operators come as sparse matrices of their own.

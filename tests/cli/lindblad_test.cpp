@@ -51,7 +51,7 @@ void expect_matches(const json& got, const json& want, double tol, double grad_t
     const bool grad = item.key().rfind("grad_", 0) == 0;
     compare(got[item.key()], item.value(), grad ? grad_tol : tol, item.key());
   }
-  const std::set<std::string> info = {"dim", "batch", "solver", "form", "precision"};
+  const std::set<std::string> info = {"dim", "batch", "solver", "form", "exact", "precision"};
   for (const auto& item : got.items()) {
     EXPECT_TRUE(want.contains(item.key()) || info.count(item.key())) << "unexpected " << item.key();
   }
@@ -305,7 +305,17 @@ TEST(LindbladEvaluate, FixedStepAndAdaptiveSolvers) {
   const json ts = qj::evaluate(d);
   EXPECT_EQ(ts["solver"], "tsit5");
   EXPECT_EQ(ts["form"], "lindblad");
+  EXPECT_FALSE(ts.contains("exact"));
   expect_matches(ts, jref::evaluate(load_example()), 1e-7, 1e-6);
+
+  // The exact solver by the action of the exponential, in Lindblad form: the same exact map.
+  json a = load_example();
+  a["exact"] = "action";
+  a["form"] = "lindblad";
+  const json ac = qj::evaluate(a);
+  EXPECT_EQ(ac["exact"], "action");
+  EXPECT_EQ(ac["form"], "lindblad");
+  expect_matches_reference(load_example(), ac, 1e-10, 1e-7);
 }
 
 TEST(LindbladEvaluate, Complex64) {
@@ -532,8 +542,20 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
        "solver: unknown solver \"rk5\"; expected \"exact\", \"rk4\", \"euler\", \"dopri5\" or \"tsit5\""},
       {"unknown form", [](json& p) { p["form"] = "dense"; },
        "form: unknown form \"dense\"; expected \"automatic\", \"superoperator\" or \"lindblad\""},
-      {"lindblad form with the exact solver", [](json& p) { p["form"] = "lindblad"; },
+      {"lindblad form with the exact solver's propagator",
+       [](json& p) {
+         p["form"] = "lindblad";
+         p["exact"] = "propagator";
+       },
        "solver: form lindblad applies to open systems (with jump operators) on a step solver"},
+      {"unknown exact method", [](json& p) { p["exact"] = "krylov"; },
+       "exact: unknown method \"krylov\"; expected \"automatic\", \"propagator\" or \"action\""},
+      {"exact method with a step solver",
+       [](json& p) {
+         p["solver"] = "tsit5";
+         p["exact"] = "action";
+       },
+       "exact: only used by the exact solver (solver is \"tsit5\")"},
       {"rk4 without dt", [](json& p) { p["solver"] = "rk4"; },
        "missing key \"dt\": solver \"rk4\" needs a step dt > 0"},
       {"euler without dt", [](json& p) { p["solver"] = "euler"; }, "missing key \"dt\": solver \"euler\""},
@@ -561,8 +583,12 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
       {"gradients type", [](json& p) { p["gradients"] = 1; }, "gradients: expected true or false, got the number 1"},
       {"gradients of nothing", [](json& p) { p.erase("target"); },
        "gradients: needs a \"target\" (gradients of the fidelity) or a \"subspace\" (gradients of the leakage)"},
-      {"exact solver too large", [](json& p) { p = big_open(17); },
-       "solver: the exact solver exponentiates the 289x289 generator"},
+      {"exact solver's propagator too large",
+       [](json& p) {
+         p = big_open(17);
+         p["exact"] = "propagator";
+       },
+       "solver: the exact solver's propagator exponentiates the 289x289 generator"},
   };
   const json base = load_example();
   for (const Case& c : cases) {
@@ -595,7 +621,9 @@ TEST(LindbladErrors, PathsAreTypedNotReadFromMessages) {
   p = base;
   p["target"] = {{"density", json::parse("[[1.5, 0], [0, -0.5]]")}};
   EXPECT_EQ(path_of(p), "target.density");
-  EXPECT_EQ(path_of(big_open(17)), "solver");
+  json big = big_open(17);
+  big["exact"] = "propagator";
+  EXPECT_EQ(path_of(big), "solver");
   p = base;
   p["H0"] = json::parse("[[0, [0, 1]], [[0, 1], 0]]");
   EXPECT_EQ(path_of(p), "H0");

@@ -187,6 +187,30 @@ def test_lindblad_form_and_tsit5_match_qutip_mesolve(qfleet):
         assert abs(F[b].item() - (rho.full()[-1, -1]).real) < 1e-8
 
 
+def test_exact_action_equals_the_propagator(qfleet):
+    # 3 qubits (d = 8): the exact solver by the action of the exponential (Taylor steps in
+    # Lindblad form) and by its propagator compute the same map, and the same gradients.
+    n, d = 3, 8
+    p = local_qubit_problem(n)
+    rng = np.random.default_rng(13)
+    tgt = np.zeros(d)
+    tgt[-1] = 1
+    s = qfleet.OpenSystem(d).drift(p["H0"]).segments(p["n_seg"], p["T"]).target_state(tgt)
+    for h in p["controls"]:
+        s.control(h)
+    for l in p["jumps"]:
+        s.jump(l)
+    assert "exact" not in s.to_json() and s.to_json(exact="action")["exact"] == "action"
+    u = torch.tensor(rng.uniform(-1, 1, size=(2, p["n_seg"], len(p["controls"]))), requires_grad=True)
+    g = torch.tensor(rng.uniform(0.01, 0.1, size=(2, len(p["jumps"]))), requires_grad=True)
+    out = {}
+    for exact in ("action", "propagator"):
+        F = qfleet.OpenSystemLayer(s, solver="exact", exact=exact)(u, g)
+        out[exact] = (F.detach(),) + torch.autograd.grad(F.sum(), (u, g))
+    for a, b in zip(out["action"], out["propagator"]):
+        assert torch.allclose(a, b, atol=1e-11, rtol=0)
+
+
 def test_structured_operators_equal_their_kronecker_matrices(qfleet):
     # A qubit (subsystem 0) and a qutrit (subsystem 1), d = 6: H0, controls and jumps given as
     # qfleet.pauli / qfleet.local / sums, against the same system with the matrices built by

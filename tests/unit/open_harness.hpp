@@ -137,6 +137,40 @@ inline Model kind_model(const ProblemKind& c, std::mt19937_64& rng, int d = 3, i
   return random_model(rng, sp);
 }
 
+// n qubits with local terms, as a user writes them: qubit frequencies and a ZZ
+// chain in H0, a detuning drift term, X and Y drives on every qubit, and relaxation
+// (sigma-) and dephasing (Z) on every qubit: O(d) nonzeros per operator.
+inline Mat local(int n, int q, const Mat& op) {
+  Mat m = eye(1);
+  for (int i = 0; i < n; ++i) m = kron(m, i == q ? op : eye(2));
+  return m;
+}
+
+inline Model local_qubits(int n, Init init, Target target, int n_seg = 3) {
+  const Mat x = mat2(0, 1, 1, 0), y = mat2(0, -kI, kI, 0), z = mat2(1, 0, 0, -1), lower = mat2(0, 1, 0, 0);
+  Model m(Index(1) << n);
+  m.h0 = Mat::Zero(m.d, m.d);
+  for (int q = 0; q < n; ++q) {
+    m.h0 += (0.3 + 0.1 * q) * local(n, q, z);
+    if (q + 1 < n) m.h0 += 0.05 * local(n, q, z) * local(n, q + 1, z);
+    m.controls.push_back(local(n, q, x));
+    m.controls.push_back(local(n, q, y));
+    m.jumps.push_back(local(n, q, lower));
+    m.jumps.push_back(local(n, q, z));
+  }
+  m.drift_terms.push_back(local(n, 0, z));
+  if (init != Init::Gate) m.observables.push_back(local(n, n - 1, z));
+  for (int k = 0; k < n_seg; ++k) m.durations.push_back(0.21 + 0.05 * k);
+  m.init = init;
+  m.target = target;
+  std::mt19937_64 rng(77);
+  if (init == Init::Pure) m.psi0 = random_state(rng, m.d);
+  if (target == Target::Pure) m.target_psi = random_state(rng, m.d);
+  if (target == Target::Unitary) m.target_mat = random_unitary(rng, m.d);
+  for (Index i = 0; i + 1 < m.d; ++i) m.subspace.push_back(int(i));
+  return m;
+}
+
 // Typed copies of a batch, kept alive while qfleet holds spans into them.
 template <class R>
 struct QArgs {

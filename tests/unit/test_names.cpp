@@ -28,13 +28,15 @@ void expect_table_is_complete(const std::array<qfleet::EnumName<E>, N>& t, int n
 
 TEST(Names, EveryOptionEnumHasOneNamePerValue) {
   // The enums' last values (Precision::complex128, Device::automatic, Solver::tsit5,
-  // OpenForm::lindblad)
+  // OpenForm::lindblad, ExactMethod::action)
   // bound them: a value added after these must extend both the enum and its table.
   expect_table_is_complete(qfleet::kPrecisionNames, int(qfleet::Precision::complex128) + 1);
   expect_table_is_complete(qfleet::kDeviceNames, int(qfleet::Device::automatic) + 1);
   expect_table_is_complete(qfleet::kSolverNames, int(qfleet::Solver::tsit5) + 1);
   expect_table_is_complete(qfleet::kOpenFormNames, int(qfleet::OpenForm::lindblad) + 1);
   EXPECT_EQ(qfleet::to_string(qfleet::OpenForm::lindblad), "lindblad");
+  expect_table_is_complete(qfleet::kExactMethodNames, int(qfleet::ExactMethod::action) + 1);
+  EXPECT_EQ(qfleet::to_string(qfleet::ExactMethod::action), "action");
   EXPECT_EQ(qfleet::to_string(qfleet::Solver::rk4), "rk4");
   EXPECT_EQ(qfleet::to_string(qfleet::Device::cuda), "cuda");
   EXPECT_EQ(qfleet::to_string(qfleet::Precision::complex64), "complex64");

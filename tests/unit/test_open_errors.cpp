@@ -184,10 +184,14 @@ TEST(OpenErrors, CompileRejectsInconsistentProblems) {
   o = {};
   o.num_threads = -1;
   EXPECT_QFLEET_ERROR(qfleet::compile(grid, o), "num_threads");
-  // The exact solver's size limit: an open d = 17 system has a 289 x 289 generator.
+  // The exact solver's propagator's size limit: an open d = 17 system has a 289 x 289
+  // generator. The action (automatic there) has none.
   qfleet::OpenSystem big(17);
   big.segments(2, 1.0).jump(row_major(ket_bra(17, 0, 1)));
-  EXPECT_QFLEET_ERROR(qfleet::compile(big), "exact", "rk4", "dopri5");
+  o = {};
+  o.exact = qfleet::ExactMethod::propagator;
+  EXPECT_QFLEET_ERROR(qfleet::compile(big, o), "propagator", "289x289", "exact: action", "rk4", "dopri5");
+  EXPECT_EQ(qfleet::compile(big).exact_method(), qfleet::ExactMethod::action);
   o = {};
   o.solver = Solver::rk4;
   o.dt = 0.1;

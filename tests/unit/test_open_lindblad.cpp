@@ -76,40 +76,6 @@ INSTANTIATE_TEST_SUITE_P(OpenLindbladSolvers, OpenLindbladGradients,
                                   std::to_string(std::get<2>(p.param));
                          });
 
-// n qubits with local terms, as a user writes them: qubit frequencies and a ZZ
-// chain in H0, a detuning drift term, X and Y drives on every qubit, and relaxation
-// (sigma-) and dephasing (Z) on every qubit: O(d) nonzeros per operator.
-Mat local(int n, int q, const Mat& op) {
-  Mat m = eye(1);
-  for (int i = 0; i < n; ++i) m = kron(m, i == q ? op : eye(2));
-  return m;
-}
-
-Model local_qubits(int n, Init init, Target target, int n_seg = 3) {
-  const Mat x = mat2(0, 1, 1, 0), y = mat2(0, -kI, kI, 0), z = mat2(1, 0, 0, -1), lower = mat2(0, 1, 0, 0);
-  Model m(Index(1) << n);
-  m.h0 = Mat::Zero(m.d, m.d);
-  for (int q = 0; q < n; ++q) {
-    m.h0 += (0.3 + 0.1 * q) * local(n, q, z);
-    if (q + 1 < n) m.h0 += 0.05 * local(n, q, z) * local(n, q + 1, z);
-    m.controls.push_back(local(n, q, x));
-    m.controls.push_back(local(n, q, y));
-    m.jumps.push_back(local(n, q, lower));
-    m.jumps.push_back(local(n, q, z));
-  }
-  m.drift_terms.push_back(local(n, 0, z));
-  if (init != Init::Gate) m.observables.push_back(local(n, n - 1, z));
-  for (int k = 0; k < n_seg; ++k) m.durations.push_back(0.21 + 0.05 * k);
-  m.init = init;
-  m.target = target;
-  std::mt19937_64 rng(77);
-  if (init == Init::Pure) m.psi0 = random_state(rng, m.d);
-  if (target == Target::Pure) m.target_psi = random_state(rng, m.d);
-  if (target == Target::Unitary) m.target_mat = random_unitary(rng, m.d);
-  for (Index i = 0; i + 1 < m.d; ++i) m.subspace.push_back(int(i));
-  return m;
-}
-
 // The two forms are the same map: equal outputs and gradients to rounding.
 TEST(OpenLindbladForm, EqualsTheSuperoperatorFormOnLocalQubitModels) {
   std::mt19937_64 rng(710);
@@ -185,14 +151,15 @@ TEST(OpenLindbladForm, Complex64FollowsComplex128) {
 
 // automatic: the Lindblad form where it needs fewer operations (local terms from a
 // few qubits up) or the superoperators would not fit; the dense form for a dense
-// qubit, closed systems and the exact solver.
+// qubit, closed systems and the exact solver's propagator.
 TEST(OpenLindbladForm, AutomaticPicksTheCheaperForm) {
   std::mt19937_64 rng(712);
   const auto automatic = [](const Model& m, Solver s) {
     return qfleet::compile(build(m), options(s, OpenForm::automatic)).form();
   };
   EXPECT_EQ(automatic(local_qubits(4, Init::Pure, Target::Pure), Solver::rk4), OpenForm::lindblad);
-  EXPECT_EQ(automatic(local_qubits(4, Init::Pure, Target::Pure), Solver::exact), OpenForm::superoperator);
+  // the exact solver's action takes it too (test_open_action.cpp); its propagator never
+  EXPECT_EQ(automatic(local_qubits(4, Init::Pure, Target::Pure), Solver::exact), OpenForm::lindblad);
   EXPECT_EQ(automatic(kind_model(kProblemKinds[3], rng, 2), Solver::dopri5), OpenForm::superoperator);
   EXPECT_EQ(automatic(kind_model(kProblemKinds[0], rng, 8), Solver::rk4), OpenForm::superoperator);  // closed
   const auto prog = qfleet::compile(build(local_qubits(4, Init::Pure, Target::Pure)), options(Solver::rk4, OpenForm::automatic));
@@ -202,8 +169,9 @@ TEST(OpenLindbladForm, AutomaticPicksTheCheaperForm) {
 TEST(OpenLindbladForm, ForcedWhereItDoesNotApplyIsAClearError) {
   std::mt19937_64 rng(713);
   const Model open = kind_model(kProblemKinds[3], rng, 2), closed = kind_model(kProblemKinds[0], rng, 2);
-  EXPECT_QFLEET_ERROR(qfleet::compile(build(open), options(Solver::exact, OpenForm::lindblad)), "form lindblad",
-                      "step solver");
+  auto propagator = options(Solver::exact, OpenForm::lindblad);
+  propagator.exact = qfleet::ExactMethod::propagator;
+  EXPECT_QFLEET_ERROR(qfleet::compile(build(open), propagator), "form lindblad", "step solver");
   EXPECT_QFLEET_ERROR(qfleet::compile(build(closed), options(Solver::rk4, OpenForm::lindblad)), "form lindblad",
                       "jump operators");
 }
