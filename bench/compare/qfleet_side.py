@@ -168,9 +168,10 @@ OPEN_ROWS = {
 
 
 def transfer_case(model, u: np.ndarray, rates: np.ndarray, solver: str, rtol: float | None = None,
-                  atol: float | None = None, form: str = "automatic"):
+                  atol: float | None = None, form: str = "automatic", exact: str | None = None):
     """State transfer model.psi0 -> model.psi_target (F = <target|rho(T)|target>), forward +
-    gradient of sum_b (1 - F_b) w.r.t. amplitudes and rates."""
+    gradient of sum_b (1 - F_b) w.r.t. amplitudes and rates. exact: the exact solver's method
+    ("propagator" or "action"; None: not passed, for libraries older than the choice)."""
     import torch
 
     s = qfleet.OpenSystem(model.d)
@@ -182,7 +183,10 @@ def transfer_case(model, u: np.ndarray, rates: np.ndarray, solver: str, rtol: fl
     s.segments(model.n_seg, model.T)
     s.initial_state(model.psi0)
     s.target_state(model.psi_target)
-    osl = _construct(qfleet.OpenSystemLayer, s, solver=solver, rtol=rtol, atol=atol, form=form)
+    kwargs = {"solver": solver, "rtol": rtol, "atol": atol, "form": form}
+    if exact is not None:
+        kwargs["exact"] = exact
+    osl = _construct(qfleet.OpenSystemLayer, s, **kwargs)
     ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
     rt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
 

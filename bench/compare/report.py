@@ -144,6 +144,17 @@ def transfer_table(sw: dict) -> str:
     return "\n".join(lines)
 
 
+def transfer_first_calls(sw: dict) -> str:
+    """dynamiqs' first call per d (jit compilation included), not part of the medians."""
+    parts = {}
+    for c in sw["cells"]:
+        t = c.get("extra", {}).get("first_call_incl_jit_s")
+        if t is not None:
+            parts.setdefault(c["alternative"], []).append(f"d = {c['value']}: {fmt_time(t)}")
+    return " ".join(f"First call of {n} (jit compilation included, not in the medians): {', '.join(p)}."
+                    for n, p in parts.items())
+
+
 def plot_transfer(sw: dict, path: str) -> bool:
     """Two panels: time per call vs d (log-log), and the ratio to the baseline qfleet row."""
     try:
@@ -304,6 +315,8 @@ def write_markdown_and_plots(results: dict, out_dir: str, stem: str):
             lines += [f"Model: {sw['model']}.", "", "Time per call (ratio to the first row), errors against the "
                       f"reference ({sw['reference']['method']}):", ""]
         lines += [transfer_table(sw) if transfer else sweep_table(sw), ""]
+        if transfer:
+            lines += [transfer_first_calls(sw), ""]
         if os.path.exists(png):
             lines += [f"![{key}]({os.path.basename(png)})", ""]
     sk = skipped_list(results)
@@ -357,7 +370,7 @@ def update_readme_transfer(path: str, results: dict, md_rel: str) -> bool:
     png = md_rel[:-3] + "-transfer_d.png"
     head = (f"{m['date']}, {m['machine'].get('cpu_model', m['machine_tag'])}, {m['machine'].get('cores', '?')} "
             f"cores, threads: {m['threads_requested']}, load average {load[0]:.2f} at start, "
-            f"{load_end[0]:.2f} at end; `{m.get('command', 'bench/compare/run.py --only transfer')}` "
+            f"{load_end[0]:.2f} at end; `{m.get('command', 'run.py --only transfer').replace('run.py', 'run.sh')}` "
             f"({m['total_seconds']:.0f} s, commit {m.get('git_commit')}); details: [{md_rel}]({md_rel}). "
             f"{sw['note']}\n\n")
     body = transfer_table(sw) + f"\n\n![state-transfer sweep]({png})\n"

@@ -2,7 +2,8 @@
 
 bench/bench_open.cpp's local_qubits (open_models.local_qubits_model), 32 tasks, 60
 segments, forward + gradient of sum_b (1 - F_b) w.r.t. every amplitude and rate, on
-qfleet (tsit5, Lindblad form; exact where it accepts d), dynamiqs (Tsit5, jax.grad,
+qfleet (tsit5, Lindblad form; the exact solver by the action of the exponential, and by
+propagators where it accepts d), dynamiqs (Tsit5, jax.grad,
 batched over tasks, jit; dense and dia layouts) and QuTiP (mesolve per task, forward
 only), every adaptive solver at the same rtol/atol. Checked against the sparse
 expm_multiply reference (transfer_ref.py) before any time counts.
@@ -59,6 +60,15 @@ def check_fn(F_ref, gu_ref, gr_ref, rel_out: dict):
     return check
 
 
+def _exact_propagator(m, u, r):
+    try:
+        return qfleet_side.transfer_case(m, u, r, "exact", exact="propagator")
+    except Exception as e:  # noqa: BLE001 - a library from before the exact methods: its exact is the propagator
+        if 'unknown key "exact"' not in str(e):
+            raise
+        return qfleet_side.transfer_case(m, u, r, "exact")
+
+
 def rows_for(quick: bool, rtol: float, atol: float):
     """name -> (kind, mode, builder(model, u, rates), exponent of the cost in d for the guard)."""
     tol = f"rtol={rtol:g} atol={atol:g}"
@@ -68,8 +78,9 @@ def rows_for(quick: bool, rtol: float, atol: float):
         f"qfleet tsit5 lindblad rtol={ISSUE_TOL[0]:g} atol={ISSUE_TOL[1]:g} (issue setting)": (
             "qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
                 m, u, r, "tsit5", ISSUE_TOL[0], ISSUE_TOL[1], "lindblad"), 2.5),
-        "qfleet exact (Fréchet adjoint)": ("qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
-            m, u, r, "exact"), 6.0),
+        "qfleet exact, action (Lindblad form)": ("qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
+            m, u, r, "exact", form="lindblad", exact="action"), 2.5),
+        "qfleet exact, propagator (Fréchet adjoint)": ("qfleet", "fwd+grad", _exact_propagator, 6.0),
         f"dynamiqs Tsit5 dia {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r: open_alts.dynamiqs_transfer_case(
             m, u, r, rtol, atol, "tsit5", "dia"), 2.5),
         f"dynamiqs Tsit5 dense {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r: open_alts.dynamiqs_transfer_case(
@@ -82,6 +93,30 @@ def rows_for(quick: bool, rtol: float, atol: float):
     return rows
 
 
+def _build(ctx, row: Row, kind: str, builder, guard: SweepGuard, model, u, rates):
+    """The row's case, or None with the row marked skipped / not installed / error. qfleet's rows
+    are built (compiled: cheap) before the guard is asked, so that a d its solver refuses is
+    recorded with qfleet's own message rather than a predicted time."""
+    if kind == "qfleet" and not ctx.QF_OK:
+        ctx.qfleet_missing(row)
+        return None
+    if kind != "qfleet" and (reason := guard.check(row.value)):
+        ctx.skipped(row, reason)
+        return None
+    try:
+        built = builder(model, u, rates)
+    except Exception as e:  # noqa: BLE001 - qfleet exact refusing a d or a method: a skip, not an error
+        if kind == "qfleet" and "exact" in row.alternative and isinstance(e, RuntimeError):
+            ctx.skipped(row, f"{type(e).__name__}: {e}"[:300])
+        else:
+            row.status, row.reason = "error", f"build failed: {type(e).__name__}: {e}"[:400]
+        return None
+    if kind == "qfleet" and (reason := guard.check(row.value)):
+        ctx.skipped(row, reason)
+        return None
+    return built
+
+
 def run(results: dict, ctx) -> None:
     cfg, args = ctx.CFG, ctx.ARGS
     rtol, atol = args.transfer_tol, args.transfer_tol / 100
@@ -90,10 +125,13 @@ def run(results: dict, ctx) -> None:
     rows = rows_for(args.quick, rtol, atol)
     base = next(iter(rows))  # the qfleet row every ratio is taken against
     cap = cfg["transfer_cap_s"]
-    # qfleet's tsit5 rows run every d (the issue asks d = 64 to run); the rest are capped, dynamiqs'
-    # dense layout (its second choice: slower than dia from d = 4 on this workload) at a fifth of it
+    # qfleet's tsit5 and exact-action rows run every d (the issue asks d = 64 to run); the rest are
+    # capped, at a fifth for dynamiqs' dense layout (its second choice: slower than dia from d = 4
+    # here) and qfleet's exact propagator (d^6: ~5 s at d = 8, ~5 min predicted at d = 16, its largest d)
     def cap_of(name):
-        return QFLEET_CAP_S if "qfleet tsit5" in name else (cap / 5 if "dense" in name else cap)
+        if "qfleet tsit5" in name or "action" in name:
+            return QFLEET_CAP_S
+        return cap / 5 if ("dense" in name or "exact" in name) else cap
 
     guards = {k: SweepGuard(cap_of(k), lambda a, b, p=v[3]: (b / a) ** p) for k, v in rows.items()}
     budget = Budget(cell_s=cfg["cell_s"], single_call_cap_s=cap, max_reps=cfg["max_reps"])
@@ -120,32 +158,22 @@ def run(results: dict, ctx) -> None:
             if name != base:
                 row.counterpart = base
             rel: dict = {}
-            if kind == "qfleet" and not ctx.QF_OK:
-                ctx.qfleet_missing(row)
-            elif reason := guards[name].check(d):
-                ctx.skipped(row, reason)
-            else:
-                built = None
-                try:
-                    built = builder(model, u, rates)
-                except Exception as e:  # noqa: BLE001 - qfleet exact refuses large d: a skip, not an error
-                    if kind == "qfleet" and "exact" in name and "limit" in str(e):
-                        ctx.skipped(row, f"{type(e).__name__}: {e}"[:300])
-                    else:
-                        row.status, row.reason = "error", f"build failed: {type(e).__name__}: {e}"[:400]
-                if built is not None:
-                    ctx.timed_case(row, lambda b=built: b, check_fn(F_ref, gu_ref, gr_ref, rel),
-                                   Budget(cell_s=budget.cell_s, single_call_cap_s=guards[name].cap_s,
-                                          max_reps=budget.max_reps))
-                    if row.status == "ok":
-                        guards[name].record(d, row.timing.median)
-                        row.extra["relative_errors"] = rel
-                        row.extra["checked"] = (f"F on {plan['fwd_tasks']} of {B} tasks"
-                                                + (f"; gradients on {ng}" if mode != "fwd" else ""))
-                        worst = max(rel.values())
-                        if worst > REL_TOL and row.check == "pass":
-                            row.check = "fail"
-                            row.extra["relative_check"] = f"max relative error {worst:.1e} > {REL_TOL:g}"
+            built = _build(ctx, row, kind, builder, guards[name], model, u, rates)
+            if built is not None:
+                ctx.timed_case(row, lambda b=built: b, check_fn(F_ref, gu_ref, gr_ref, rel),
+                               Budget(cell_s=budget.cell_s, single_call_cap_s=guards[name].cap_s,
+                                      max_reps=budget.max_reps))
+                if row.status == "ok":
+                    guards[name].record(d, row.timing.median)
+                    row.extra["relative_errors"] = rel
+                    row.extra["checked"] = (f"F on {plan['fwd_tasks']} of {B} tasks"
+                                            + (f"; gradients on {ng}" if mode != "fwd" else ""))
+                    worst = max(rel.values())
+                    # the issue-setting row's atol (1e-8) is above F itself at d = 64 (~1e-9): its
+                    # relative error is reported, not asserted
+                    if worst > REL_TOL and row.check == "pass" and "issue setting" not in name:
+                        row.check = "fail"
+                        row.extra["relative_check"] = f"max relative error {worst:.1e} > {REL_TOL:g}"
             ctx.log_row(f"[transfer] d={d}", row)
             cells.append(row)
     results["sweeps"]["transfer_d"] = {
@@ -155,9 +183,11 @@ def run(results: dict, ctx) -> None:
         "note": (f"Every adaptive solver at rtol = {rtol:g}, atol = {atol:g} (qfleet also at the issue's "
                  f"{ISSUE_TOL[0]:g}/{ISSUE_TOL[1]:g}); checked: max abs error <= {ctx.TOL_ADAPTIVE:g} and max "
                  f"relative error (over max |reference| per output) <= {REL_TOL:g} (qfleet exact: abs <= "
-                 f"{ctx.TOL_EXACT:g}). QuTiP: forward only (no "
+                 f"{ctx.TOL_EXACT:g}; the issue-setting row: relative error reported, not asserted, as its "
+                 f"atol is above F at d = 64). QuTiP: forward only (no "
                  f"gradients in QuTiP). Alternatives capped at {fmt_time(cap)} per call (predicted from the "
-                 f"previous d; dynamiqs dense at {fmt_time(cap / 5)}), qfleet tsit5 at {fmt_time(QFLEET_CAP_S)}; "
+                 f"previous d; dynamiqs dense and qfleet's exact propagator at {fmt_time(cap / 5)}), qfleet tsit5 and "
+                 f"exact action at {fmt_time(QFLEET_CAP_S)}; "
                  f"a call above the cap is timed as that single cold call."),
         "reference": {"method": "scipy.sparse.linalg.expm_multiply per segment on the sparse Liouvillian; "
                                 "gradient by the adjoint with Fréchet actions (block expm_multiply)",

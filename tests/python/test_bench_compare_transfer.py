@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+pytest.importorskip("scipy")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench" / "compare"))
 
 from open_models import SIGMA_MINUS, X, Z, local_qubits_model, sample_params  # noqa: E402
