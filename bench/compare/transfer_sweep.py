@@ -81,10 +81,12 @@ def rows_for(quick: bool, rtol: float, atol: float):
         "qfleet exact, action (Lindblad form)": ("qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
             m, u, r, "exact", form="lindblad", exact="action"), 2.5),
         "qfleet exact, propagator (Fréchet adjoint)": ("qfleet", "fwd+grad", _exact_propagator, 6.0),
-        f"dynamiqs Tsit5 dia {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r: open_alts.dynamiqs_transfer_case(
-            m, u, r, rtol, atol, "tsit5", "dia"), 2.5),
-        f"dynamiqs Tsit5 dense {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r: open_alts.dynamiqs_transfer_case(
-            m, u, r, rtol, atol, "tsit5", "dense"), 3.0),
+        f"dynamiqs Tsit5 dia {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r:
+                                                  open_alts.dynamiqs_transfer_case(m, u, r, rtol, atol, "tsit5", "dia"),
+                                                  2.5),
+        f"dynamiqs Tsit5 dense {tol} (jax.grad)": ("adaptive", "fwd+grad", lambda m, u, r:
+                                                    open_alts.dynamiqs_transfer_case(m, u, r, rtol, atol, "tsit5",
+                                                                                     "dense"), 3.0),
         f"QuTiP mesolve per task {tol}": ("adaptive", "fwd", lambda m, u, r: open_alts.qutip_transfer_case(
             m, u, r, rtol, atol), 2.5),
     }
