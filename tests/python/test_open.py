@@ -193,9 +193,9 @@ def test_exact_action_equals_the_propagator(qfleet):
     n, d = 3, 8
     p = local_qubit_problem(n)
     rng = np.random.default_rng(13)
-    tgt = np.zeros(d)
-    tgt[-1] = 1
-    s = qfleet.OpenSystem(d).drift(p["H0"]).segments(p["n_seg"], p["T"]).target_state(tgt)
+    psi0, tgt = np.zeros(d), np.zeros(d)
+    psi0[0] = tgt[-1] = 1
+    s = qfleet.OpenSystem(d).drift(p["H0"]).segments(p["n_seg"], p["T"]).initial_state(psi0).target_state(tgt)
     for h in p["controls"]:
         s.control(h)
     for l in p["jumps"]:
