@@ -69,7 +69,8 @@ struct OpenMerit {
       Cx<R>* s = scratch;  // sigma psi
       for (int i = 0; i < d; ++i) {
         Cx<double> acc{0, 0};
-        for (int j = 0; j < d; ++j) acc = acc + at(view.target_mat, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
+        for (int j = 0; j < d; ++j)
+          acc = acc + at(view.target_mat, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
         s[i] = open_detail::cx<R>(acc);
       }
       if (add_lam) {

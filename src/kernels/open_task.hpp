@@ -15,6 +15,11 @@
 // Then dF/dtheta = Re <dF/dA_k, dA/dtheta> for every control (per segment), drift
 // coefficient and rate: one inner product each.
 //
+// Saved-state adjoint (autograd's two calls): a forward call can keep X_0 .. X_N and
+// the adaptive solvers' first trial steps in the caller's buffer (OpenTaskCall::save),
+// and a backward call then starts its reverse sweep from them (resume) without the
+// forward sweep; the gradients are those of the fused call, bit for bit.
+//
 // No allocation, no exceptions, no std:: containers: the caller hands each task a
 // workspace of open_task_work() entries and gets a kern::OpenTaskStatus back.
 // C++17, host and device (QFLEET_HD).

@@ -495,7 +495,8 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
 
 Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                              const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
-  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);  // the clear messages, before placeholders
+  // The clear messages, before placeholders.
+  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
   auto arg = [&](const std::optional<Tensor>& t) {
     return t.has_value() && t->defined() ? *t : ::torch::empty({0}, amplitudes.options());
   };
