@@ -2,7 +2,12 @@
 quantum layer (AngleEmbedding + 3 StronglyEntanglingLayers, 4 qubits, <Z_i>,
 B = 64, forward + backward of the sum) through qfleet.QuantumLayer, beside
 PennyLane lightning.qubit (diff_method="adjoint") and a hand-batched PyTorch
-state-vector layer, in one run. Prints medians (with min/max) in microseconds.
+state-vector layer, in one run. Then qfleet.OpenSystemLayer on the meta-control
+app's default problem (qubit_x: one qubit, 60 segments, X/2 and Y/2 controls,
+relaxation and dephasing rates per task, average gate fidelity to X, exact solver),
+B = 64, forward + backward of the sum, beside the engine's fused vjp (one
+open_backward call: forward and reverse sweep in one pass) and its forward alone.
+Prints medians (with min/max) in microseconds.
 
     PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \
         python bench/torch_layer.py            (or with the pip-installed package)
@@ -83,7 +88,10 @@ def torch_layer(x, w):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--open-only", action="store_true", help="only the OpenSystemLayer case")
     args = ap.parse_args()
+    if args.open_only:
+        return open_layer_case(args.repeat)
     c = qfleet.Circuit(N)
     c.angle_embedding(list(range(N))).strongly_entangling_layers(list(range(N)), L)
     for q in range(N):
@@ -139,6 +147,65 @@ def main():
     print(f"\nclassifier layer, 4 qubits, 3 layers, B={B}, forward + backward (outputs agree to 1e-10):")
     for k, (med, lo, hi) in res.items():
         print(f"  {k:45s} median {med:10.1f} us  (min {lo:.1f}, max {hi:.1f})  x{med / base:7.1f}")
+    open_layer_case(args.repeat)
+
+
+def open_layer_case(repeat):
+    """OpenSystemLayer forward + backward against the engine's fused vjp, same run."""
+    import numpy as np
+    x, y = np.array([[0, 1], [1, 0]]), np.array([[0, -1j], [1j, 0]])
+    lower, z = np.array([[0, 1], [0, 0]]), np.array([[1, 0], [0, -1]])
+    system = (qfleet.OpenSystem(2).control(x / 2).control(y / 2).jump(lower).jump(np.sqrt(0.5) * z)
+              .segments(60, 1.0).propagate_gate().target_unitary(x))
+    layer = qfleet.OpenSystemLayer(system)
+    prog = layer.program
+    B = 64
+    gen = torch.Generator().manual_seed(1)
+    a = (torch.rand(B, 60, 2, generator=gen) * 2 - 1).requires_grad_()
+    rates = (torch.rand(B, 2, generator=gen) * 0.1).requires_grad_()
+    ones = torch.ones(B)
+    # agreement: the layer's gradients are the fused vjp's
+    layer(a, rates).sum().backward()
+    ga, _, gr = torch.ops.qfleet.open_backward(prog, a.detach(), None, rates.detach(), ones)
+    assert torch.equal(a.grad, ga) and torch.equal(rates.grad, gr), "layer and fused vjp disagree"
+
+    def layer_fb():
+        a.grad = rates.grad = None
+        layer(a, rates).sum().backward()
+
+    ad, rd = a.detach(), rates.detach()
+    lin, xl = torch.nn.Linear(4, 4), torch.rand(B, 4, generator=gen)
+
+    def no_grad(fn):
+        def run():
+            with torch.no_grad():
+                fn()
+        return run
+
+    cases = {
+        "engine forward alone (open_forward)": no_grad(lambda: torch.ops.qfleet.open_forward(prog, ad, None, rd)),
+        "engine fused vjp (open_backward)": no_grad(lambda: torch.ops.qfleet.open_backward(prog, ad, None, rd, ones)),
+        "qfleet.OpenSystemLayer forward + backward": layer_fb,
+        "torch.nn.Linear(4, 4) (torch's autograd alone)": lambda: lin(xl).sum().backward(),
+    }
+    # Interleaved (one block of each case per round): the shared machine's load drifts
+    # within a run, and the comparison is between the cases.
+    number = 20
+    for fn in cases.values():
+        fn()
+    ts = {k: [] for k in cases}
+    for _ in range(repeat):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            ts[k].append((time.perf_counter() - t0) / number * 1e6)
+    res = {k: (statistics.median(v), min(v), max(v)) for k, v in ts.items()}
+    base = res["engine fused vjp (open_backward)"][0]
+    print(f"\nOpenSystemLayer, meta-control default (qubit_x, 60 segments, exact), B={B}, forward + backward "
+          f"(gradients equal to the fused vjp's):")
+    for k, (med, lo, hi) in res.items():
+        print(f"  {k:45s} median {med:10.1f} us  (min {lo:.1f}, max {hi:.1f})  {med - base:+8.1f} us vs fused vjp")
 
 
 if __name__ == "__main__":

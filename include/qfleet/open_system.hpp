@@ -204,6 +204,21 @@ class OpenProgram {
   void vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
            const TaskGradients<R>& grads, const TaskOutputs<R>& outputs = {}) const;
 
+  // Saved-state adjoint, for callers that run the forward and the backward pass as
+  // two calls (autograd): forward() with `saved` also keeps, per simulated task, the
+  // states at every segment boundary X_0 .. X_N and the adaptive solvers' first trial
+  // step per segment (saved_size(batch) reals), and vjp_saved() then runs only the
+  // reverse sweep from them, not the forward sweep again, so the two calls cost what
+  // one fused vjp() does. Pass the same arguments to both calls; the gradients are
+  // those of vjp(). saved_size() is 0 where a call cannot resume (programs with a GPU
+  // copy): pass an empty `saved` there; vjp_saved() then runs vjp().
+  std::size_t saved_size(std::size_t batch) const;
+  template <class R>
+  void forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs, std::span<R> saved) const;
+  template <class R>
+  void vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, std::span<const R> cot_fidelity,
+                 std::span<const R> cot_leakage, const TaskGradients<R>& grads) const;
+
   explicit OpenProgram(std::shared_ptr<detail::OpenPlan> plan);
 
  private:

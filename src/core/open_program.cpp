@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include "core/open_plan.hpp"
 #include "cpu/open_cpu.hpp"
 #include "cpu/statevector_cpu.hpp"
+#include "kernels/open_task.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet {
@@ -259,19 +261,24 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
   run(*plan_, c, r);
 }
 
+namespace {
+
+// vjp() and vjp_saved(): the checks, then one adjoint call; resume (vjp_saved) points
+// past the saved buffer's header, and the call then runs on the cpu.
 template <class R>
-void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
-                      const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
-  const Shape sh = check_shapes(*plan_, args);
-  check_outputs(*plan_, args.batch, outputs);
+void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, std::span<const R> cot_fidelity,
+              std::span<const R> cot_leakage, const TaskGradients<R>& grads, const TaskOutputs<R>& outputs,
+              const R* resume) {
+  const Shape sh = check_shapes(plan, args);
+  check_outputs(plan, args.batch, outputs);
   const std::size_t B = args.batch;
-  const OpenSystem& s = plan_->sys;
+  const OpenSystem& s = plan.sys;
   if (!cot_fidelity.empty()) {
     if (s.target_kind() == OpenSystem::Target::None) throw Error("a fidelity cotangent needs a target");
     if (cot_fidelity.size() != B) throw Error("cot_fidelity has " + std::to_string(cot_fidelity.size()) + " values, expected " + std::to_string(B) + " ([batch])");
   }
   if (!cot_leakage.empty()) {
-    if (plan_->subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
+    if (plan.subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
     if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
   }
   cpu::OpenCall<R> c = make_call(args, sh, outputs);
@@ -281,9 +288,10 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
   c.grad_amplitudes = grads.amplitudes.empty() ? nullptr : grads.amplitudes.data();
   c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
   c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
-  const Route r = route_of(*plan_, c);
+  c.resume = resume;
+  const Route r = resume ? Route::cpu : route_of(plan, c);
   if (r != Route::device_buffers) {
-    check_values(*plan_, args);
+    check_values(plan, args);
     expect_finite("cot_fidelity", cot_fidelity, 1);
     expect_finite("cot_leakage", cot_leakage, 1);
   }
@@ -298,13 +306,84 @@ void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, 
   expect_grad("amplitudes", grads.amplitudes.size(), sh.amp, std::size_t(s.n_segments()) * s.n_controls());
   expect_grad("drift_coeffs", grads.drift_coeffs.size(), sh.drift, std::size_t(s.n_drift_terms()));
   expect_grad("rates", grads.rates.size(), sh.rates, std::size_t(s.n_jumps()));
-  run(*plan_, c, r);
+  run(plan, c, r);
+}
+
+// The saved buffer's header: a tag, and how many runs the forward call kept (1 when
+// every task is identical and one simulation stood for them all, else the batch), so
+// vjp_saved() refuses a buffer no forward() wrote or one written for other arguments.
+constexpr std::uint64_t kSavedTag = 0x71666c656574534fULL;  // "qfleetSO"
+constexpr std::size_t kSavedHeaderBytes = 2 * sizeof(std::uint64_t);
+
+template <class R>
+constexpr std::size_t saved_header() {
+  return kSavedHeaderBytes / sizeof(R);
+}
+
+std::uint64_t saved_runs(std::size_t batch, bool identical) { return identical ? 1 : batch; }
+
+}  // namespace
+
+template <class R>
+void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
+                      const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
+  vjp_call(*plan_, args, cot_fidelity, cot_leakage, grads, outputs, static_cast<const R*>(nullptr));
+}
+
+std::size_t OpenProgram::saved_size(std::size_t batch) const {
+  if (plan_->resident) return 0;
+  const bool f32 = plan_->precision == Precision::complex64;
+  const std::size_t per_run =
+      f32 ? kern::open_saved_per_run<float>(plan_->view) : kern::open_saved_per_run<double>(plan_->view);
+  return (f32 ? saved_header<float>() : saved_header<double>()) + batch * per_run;
+}
+
+template <class R>
+void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs, std::span<R> saved) const {
+  if (saved.empty()) return forward(args, outputs);
+  if (saved_size(args.batch) == 0) {
+    throw Error("this program cannot save states for vjp_saved() (it has a GPU copy): pass an empty `saved` "
+                "(vjp_saved() then runs vjp())");
+  }
+  const Shape sh = check_shapes(*plan_, args);
+  check_outputs(*plan_, args.batch, outputs);
+  detail::expect_size("saved", saved.size(), saved_size(args.batch), [] {
+    return "(saved_size(batch): the states at every segment boundary of each task)";
+  });
+  check_values(*plan_, args);
+  cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  c.save = saved.data() + saved_header<R>();
+  run(*plan_, c, Route::cpu);
+  const std::uint64_t header[2] = {kSavedTag, saved_runs(args.batch, cpu::identical_tasks(c))};
+  std::memcpy(saved.data(), header, kSavedHeaderBytes);
+}
+
+template <class R>
+void OpenProgram::vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, std::span<const R> cot_fidelity,
+                            std::span<const R> cot_leakage, const TaskGradients<R>& grads) const {
+  if (saved_size(args.batch) == 0) return vjp(args, cot_fidelity, cot_leakage, grads);
+  const Shape sh = check_shapes(*plan_, args);
+  detail::expect_size("saved", saved.size(), saved_size(args.batch),
+                      [] { return "(saved_size(batch), written by forward() for these arguments)"; });
+  std::uint64_t header[2];
+  std::memcpy(header, saved.data(), kSavedHeaderBytes);
+  if (header[0] != kSavedTag) throw Error("saved was not written by forward() with a saved buffer");
+  const bool identical = cpu::identical_tasks(make_call(args, sh, TaskOutputs<R>{}));
+  if (header[1] != saved_runs(args.batch, identical)) {
+    throw Error(std::string("saved was written by forward() for other arguments: ") +
+                (identical ? "these share every parameter (one simulation stands for all tasks), that call's did not"
+                           : "that call's shared every parameter (one simulation stood for all tasks), these do not"));
+  }
+  vjp_call(*plan_, args, cot_fidelity, cot_leakage, grads, TaskOutputs<R>{}, saved.data() + saved_header<R>());
 }
 
 #define QFLEET_OPEN_INSTANTIATE(R)                                                                       \
   template void OpenProgram::forward<R>(const TaskArgs<R>&, const TaskOutputs<R>&) const;              \
   template void OpenProgram::vjp<R>(const TaskArgs<R>&, std::span<const R>, std::span<const R>,        \
-                                    const TaskGradients<R>&, const TaskOutputs<R>&) const;
+                                    const TaskGradients<R>&, const TaskOutputs<R>&) const;              \
+  template void OpenProgram::forward<R>(const TaskArgs<R>&, const TaskOutputs<R>&, std::span<R>) const; \
+  template void OpenProgram::vjp_saved<R>(const TaskArgs<R>&, std::span<const R>, std::span<const R>,  \
+                                          std::span<const R>, const TaskGradients<R>&) const;
 QFLEET_OPEN_INSTANTIATE(float)
 QFLEET_OPEN_INSTANTIATE(double)
 #undef QFLEET_OPEN_INSTANTIATE

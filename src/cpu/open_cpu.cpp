@@ -43,9 +43,7 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
   const std::size_t B = c.batch;
   const int nseg = plan.sys.n_segments(), nctrl = plan.sys.n_controls();
   const std::size_t n_amp = std::size_t(nseg) * nctrl, n_drift = plan.a_drift.size(), n_rate = plan.a_rate.size();
-  // Every task identical (all parameters shared, no per-task initial state): simulate
-  // once with the summed cotangents and broadcast.
-  const bool identical = !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.initial;
+  const bool identical = identical_tasks(c);
   const std::size_t runs = identical ? 1 : B;
   // Per-task gradient rows, reduced in task order afterwards when a parameter is shared.
   thread_local std::vector<R> rows;

@@ -14,6 +14,13 @@ namespace qfleet::cpu {
 template <class R>
 using OpenCall = kern::OpenTaskCall<R>;
 
+// Every task identical (all parameters shared, no per-task initial state): one
+// simulation stands for the whole batch (its cotangents summed, its outputs broadcast).
+template <class R>
+bool identical_tasks(const OpenCall<R>& c) {
+  return !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.initial;
+}
+
 // Per-ISA entry points (open_cpu_<isa>.cpp): run `runs` tasks, return 0 or 1 on failure.
 struct OpenIsaKernels {
   const char* name;

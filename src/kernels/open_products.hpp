@@ -33,6 +33,14 @@ QFLEET_HD inline void copy(const Cx<R>* a, std::size_t n, Cx<R>* b, const G& g =
   g.sync();
 }
 
+// n bytes from a to b: values that must survive bit for bit in a buffer of another
+// type (doubles in a complex64 caller's buffer).
+QFLEET_HD inline void copy_bytes(const void* a, void* b, std::size_t n) {
+  const unsigned char* from = static_cast<const unsigned char*>(a);
+  unsigned char* to = static_cast<unsigned char*>(b);
+  for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
 // C[m x p] = A[m x k] B[k x p] (or A^dag B when adj_a, A is then k x m).
 // M, K, P are int or FixedDim<k>: fixed sizes unroll for the hot d = 2 (n = 4) case.
 // With a group, one output entry per member at a time.

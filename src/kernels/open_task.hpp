@@ -15,6 +15,11 @@
 // Then dF/dtheta = Re <dF/dA_k, dA/dtheta> for every control (per segment), drift
 // coefficient and rate: one inner product each.
 //
+// Saved-state adjoint (autograd's two calls): a forward call can keep X_0 .. X_N and
+// the adaptive solvers' first trial steps in the caller's buffer (OpenTaskCall::save),
+// and a backward call then starts its reverse sweep from them (resume) without the
+// forward sweep; the gradients are those of the fused call, bit for bit.
+//
 // No allocation, no exceptions, no std:: containers: the caller hands each task a
 // workspace of open_task_work() entries and gets a kern::OpenTaskStatus back.
 // C++17, host and device (QFLEET_HD).
@@ -40,6 +45,7 @@
 #include "kernels/group.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/lindblad_action.hpp"
+#include "kernels/open_merit.hpp"
 #include "kernels/open_products.hpp"
 #include "kernels/open_view.hpp"
 #include "kernels/rk_tableaux.hpp"
@@ -60,6 +66,18 @@ QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
 QFLEET_HD inline std::size_t open_task_doubles(const OpenView& v, int cap) {
   return std::size_t(v.nseg) + (open_detail::adaptive(v.solver) ? std::size_t(cap) : 0) +
          (v.lindblad ? std::size_t(v.nrate) : 0);
+}
+
+// Saved-state adjoint (OpenTaskCall::save / resume): what one run keeps between a
+// forward call and its backward call, in R entries: X_0 .. X_N as (re, im) pairs,
+// then for the adaptive solvers every segment's first trial step as raw doubles.
+QFLEET_HD inline std::size_t open_saved_states(const OpenView& v) {
+  return 2 * std::size_t(v.n) * v.c * (std::size_t(v.nseg) + 1);
+}
+template <class R>
+QFLEET_HD inline std::size_t open_saved_per_run(const OpenView& v) {
+  const std::size_t steps = open_detail::adaptive(v.solver) ? std::size_t(v.nseg) * sizeof(double) : 0;
+  return open_saved_states(v) + (steps + sizeof(R) - 1) / sizeof(R);
 }
 
 // Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
@@ -103,8 +121,9 @@ class OpenTask {
     g_sum_ = g_ + ng_;
     lam_ = g_sum_ + ng_;
     tmp_ = lam_ + nc_;
-    hist_ = tmp_ + nc_;  // X_0 .. X_N
-    Cx<R>* q = hist_ + nc_ * (std::size_t(v.nseg) + 1);
+    hist_work_ = tmp_ + nc_;  // X_0 .. X_N
+    hist_ = hist_work_;
+    Cx<R>* q = hist_work_ + nc_ * (std::size_t(v.nseg) + 1);
     if (v.solver == Solver::exact && !v.action) {
       prop_ = q;
       w_ = prop_ + nn_;
@@ -132,7 +151,6 @@ class OpenTask {
                     std::uint64_t& computed, std::uint64_t& reused) {
     using open_detail::at;
     using open_detail::cx;
-    const std::size_t d = std::size_t(v_.d);
     const bool lead = grp_.rank() == 0;
     h_guess_ = 0;  // each task's dopri5 steps depend on that task alone
     grp_.sync();   // the group's previous task is done with the shared workspace
@@ -147,68 +165,31 @@ class OpenTask {
     }
     if (v_.lindblad) bind_lindblad(src);
 
-    // X_0.
-    Cx<R>* x = hist_;
-    if (c_.initial) {
-      const R* init = c_.initial;  // (re, im) pairs
-      if (v_.closed) {
-        for (std::size_t i = r0(); i < d; i += gs()) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
-      } else {
-        const R* rho = init + 2 * b * d * d;
-        for (std::size_t e = r0(); e < d * d; e += gs()) {  // rho_ij = X[i + d j]
-          const std::size_t i = e / d, j = e % d;
-          x[i + d * j] = {rho[2 * e], rho[2 * e + 1]};
-        }
-      }
+    // X_0 .. X_N: kept in the workspace, in the caller's saved buffer (forward with
+    // saved), or read from it (vjp_saved: the forward sweep is not run again).
+    // The adaptive solvers' first trial steps travel as bytes (also in a complex64
+    // buffer), bit for bit, so the backward controller accepts the forward's steps.
+    const std::size_t saved_at = b * open_saved_per_run<R>(v_), steps_at = saved_at + open_saved_states(v_);
+    const std::size_t step_bytes = open_detail::adaptive(v_.solver) ? sizeof(double) * std::size_t(v_.nseg) : 0;
+    hist_ = c_.save ? reinterpret_cast<Cx<R>*>(c_.save + saved_at) : hist_work_;
+    Cx<R>* x = nullptr;
+    if (c_.resume) {
+      // The backward sweep only reads the history, so it is used in place.
+      hist_ = const_cast<Cx<R>*>(reinterpret_cast<const Cx<R>*>(c_.resume + saved_at));
+      if (lead) open_detail::copy_bytes(c_.resume + steps_at, h_start_, step_bytes);
+      grp_.sync();
+      x = hist_ + nc_ * std::size_t(v_.nseg);
     } else {
-      for (std::size_t i = r0(); i < nc_; i += gs()) x[i] = cx<R>(at(v_.x0, i));
-    }
-    grp_.sync();
-    // A density matrix given by the user is Hermitian to the checks' tolerance; the
-    // Lindblad form's products assume it exactly (they would otherwise apply L to its
-    // Hermitian part only).
-    if (v_.lindblad && ops_.hermitian) make_hermitian(x);
-    if (c_.expvals && lead) record_expvals(b, 0, x);
-
-    for (int k = 0; k < v_.nseg; ++k) {
-      Cx<R>* xk = hist_ + nc_ * (k + 1);
-      const R* u = amps(src, k);
-      const double dur = v_.durations[k];
-      generator(u, a_);
-      if (v_.action) {
-        ++computed;
-        const TaylorPlan tp = taylor(dur);
-        if (tp.s == 0) return kOpenUnderflow;
-        taylor_forward<R>(Gen{this}, nc_, tp, dur, x, xk, nullptr, rk_, grp_);
-      } else if (v_.solver == Solver::exact) {
-        const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
-        if (same) {
-          ++reused;
-        } else {
-          for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
-          grp_.sync();
-          expm(n_, w_, prop_, ework_, grp_);
-          ++computed;
-        }
-        gemm_c(prop_, x, xk);
-      } else {
-        ++computed;
-        if (lead) h_start_[k] = h_guess_;
-        const int st = segment_steps(dur, x, xk, false);
-        if (st != kOpenOk) return st;
-      }
-      x = xk;
-      if (c_.expvals && lead) record_expvals(b, k + 1, x);
+      const int st = forward_sweep(b, src, computed, reused, x);
+      if (st != kOpenOk) return st;
+      if (c_.save && lead) open_detail::copy_bytes(h_start_, c_.save + steps_at, step_bytes);
     }
 
     // Outputs at X_N (small d x d work: rank 0).
     if (lead) {
-      R f = 0, l = 0;
-      if (v_.target != kTargetNone) f = fidelity(x, nullptr, 0, false);
-      if (v_.nsub > 0) l = leakage(x, nullptr, 0, false);
-      if (c_.fidelity) c_.fidelity[b] = f;
-      if (c_.leakage) c_.leakage[b] = l;
-      if (c_.final_state) write_final(b, x);
+      if (c_.fidelity) c_.fidelity[b] = merit().fidelity(x, nullptr, 0, false);
+      if (c_.leakage) c_.leakage[b] = merit().leakage(x, nullptr, 0, false);
+      if (c_.final_state) merit().write_final(c_.final_state, b, x);
     }
     if (!c_.adjoint) return kOpenOk;
 
@@ -216,8 +197,8 @@ class OpenTask {
     for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
     grp_.sync();
     if (lead) {
-      if (v_.target != kTargetNone && cot_f != 0) fidelity(x, lam_, cot_f, true);
-      if (v_.nsub > 0 && cot_l != 0) leakage(x, lam_, cot_l, true);
+      if (v_.target != kTargetNone && cot_f != 0) merit().fidelity(x, lam_, cot_f, true);
+      if (v_.nsub > 0 && cot_l != 0) merit().leakage(x, lam_, cot_l, true);
     }
     // Only lam's Hermitian part pairs with the Hermitian states (Re <i A, X> = 0 for
     // Hermitian A and X), and the Lindblad form's adjoint products assume it.
@@ -287,6 +268,69 @@ class OpenTask {
   }
 
  private:
+  // The forward sweep X_0 -> X_N into hist_ (x: X_N), recording expectation values
+  // and the adaptive solvers' first trial step per segment (h_start_).
+  QFLEET_HD int forward_sweep(std::size_t b, std::size_t src, std::uint64_t& computed, std::uint64_t& reused,
+                              Cx<R>*& x) {
+    using open_detail::at;
+    using open_detail::cx;
+    const std::size_t d = std::size_t(v_.d);
+    const bool lead = grp_.rank() == 0;
+    x = hist_;  // X_0
+    if (c_.initial) {
+      const R* init = c_.initial;  // (re, im) pairs
+      if (v_.closed) {
+        for (std::size_t i = r0(); i < d; i += gs()) x[i] = {init[2 * (b * d + i)], init[2 * (b * d + i) + 1]};
+      } else {
+        const R* rho = init + 2 * b * d * d;
+        for (std::size_t e = r0(); e < d * d; e += gs()) {  // rho_ij = X[i + d j]
+          const std::size_t i = e / d, j = e % d;
+          x[i + d * j] = {rho[2 * e], rho[2 * e + 1]};
+        }
+      }
+    } else {
+      for (std::size_t i = r0(); i < nc_; i += gs()) x[i] = cx<R>(at(v_.x0, i));
+    }
+    grp_.sync();
+    // A density matrix given by the user is Hermitian to the checks' tolerance; the
+    // Lindblad form's products assume it exactly (they would otherwise apply L to its
+    // Hermitian part only).
+    if (v_.lindblad && ops_.hermitian) make_hermitian(x);
+    if (c_.expvals && lead) merit().record_expvals(c_.expvals, b, 0, x);
+
+    for (int k = 0; k < v_.nseg; ++k) {
+      Cx<R>* xk = hist_ + nc_ * (k + 1);
+      const R* u = amps(src, k);
+      const double dur = v_.durations[k];
+      generator(u, a_);
+      if (v_.action) {
+        ++computed;
+        const TaylorPlan tp = taylor(dur);
+        if (tp.s == 0) return kOpenUnderflow;
+        taylor_forward<R>(Gen{this}, nc_, tp, dur, x, xk, nullptr, rk_, grp_);
+      } else if (v_.solver == Solver::exact) {
+        const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
+        if (same) {
+          ++reused;
+        } else {
+          for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
+          grp_.sync();
+          expm(n_, w_, prop_, ework_, grp_);
+          ++computed;
+        }
+        gemm_c(prop_, x, xk);
+      } else {
+        ++computed;
+        if (lead) h_start_[k] = h_guess_;
+        const int st = segment_steps(dur, x, xk, false);
+        if (st != kOpenOk) return st;
+      }
+      x = xk;
+      if (c_.expvals && lead) merit().record_expvals(c_.expvals, b, k + 1, x);
+    }
+    return kOpenOk;
+  }
+
   QFLEET_HD bool same_values(const R* a, const R* b) const {
     for (int i = 0; i < v_.nctrl; ++i) {
       if (a[i] != b[i]) return false;
@@ -577,194 +621,8 @@ class OpenTask {
     return kOpenOk;
   }
 
-  // A figure of merit linear in X: offset + Re <m, X>; its gradient is m.
-  QFLEET_HD R linear_merit(const double* m, double offset, const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) const {
-    if (!add_lam) return R(offset + open_detail::re_inner<R>(nc_, x, m) * 1.0);
-    for (std::size_t i = 0; i < nc_; ++i) {
-      lam[i].re += scale * R(m[2 * i]);
-      lam[i].im += scale * R(m[2 * i + 1]);
-    }
-    return 0;
-  }
+  QFLEET_HD OpenMerit<R> merit() const { return {v_, nc_, fid_}; }
 
-  // Fidelity of X_N; with add_lam, accumulates scale * dF/dX into lam instead.
-  QFLEET_HD R fidelity(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
-    using open_detail::at;
-    const int d = v_.d;
-    if (v_.fid_lam) return linear_merit(v_.fid_lam, v_.fid_offset, x, lam, scale, add_lam);
-    if (v_.closed && v_.gate) {  // F = (|tr V^dag U|^2 + d) / (d (d + 1))
-      Cx<double> t{0, 0};
-      for (std::size_t i = 0; i < nc_; ++i) t = t + conj(at(v_.target_mat, i)) * Cx<double>{x[i].re, x[i].im};
-      const double den = double(d) * (d + 1);
-      if (add_lam) {
-        for (std::size_t i = 0; i < nc_; ++i) {
-          const Cx<double> z = (2.0 / den) * (t * at(v_.target_mat, i));
-          lam[i].re += scale * R(z.re);
-          lam[i].im += scale * R(z.im);
-        }
-        return 0;
-      }
-      return R((t.re * t.re + t.im * t.im + d) / den);
-    }
-    if (v_.closed && v_.target == kTargetPure) {  // |<phi|psi>|^2
-      Cx<double> t{0, 0};
-      for (int i = 0; i < d; ++i) t = t + conj(at(v_.target_psi, i)) * Cx<double>{x[i].re, x[i].im};
-      if (add_lam) {
-        for (int i = 0; i < d; ++i) {
-          const Cx<double> z = 2.0 * (at(v_.target_psi, i) * t);
-          lam[i].re += scale * R(z.re);
-          lam[i].im += scale * R(z.im);
-        }
-        return 0;
-      }
-      return R(t.re * t.re + t.im * t.im);
-    }
-    if (v_.closed) {  // mixed target sigma: <psi|sigma|psi>
-      Cx<R>* s = fid_;  // sigma psi
-      for (int i = 0; i < d; ++i) {
-        Cx<double> acc{0, 0};
-        for (int j = 0; j < d; ++j) acc = acc + at(v_.target_mat, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
-        s[i] = open_detail::cx<R>(acc);
-      }
-      if (add_lam) {
-        for (int i = 0; i < d; ++i) {
-          lam[i].re += scale * 2 * s[i].re;
-          lam[i].im += scale * 2 * s[i].im;
-        }
-        return 0;
-      }
-      double f = 0;
-      for (int i = 0; i < d; ++i) f += double(x[i].re) * s[i].re + double(x[i].im) * s[i].im;
-      return R(f);
-    }
-    return uhlmann(x, lam, scale, add_lam);
-  }
-
-  // Uhlmann fidelity F = (tr sqrt(M))^2, M = sqrt(sigma) rho sqrt(sigma), and its
-  // gradient dF/drho = tr sqrt(M) sqrt(sigma) M^{-1/2} sqrt(sigma) (pseudo-inverse on M's support).
-  QFLEET_HD R uhlmann(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) {
-    using open_detail::dmax;
-    using std::sqrt;
-    const int d = v_.d;
-    const std::size_t dd = std::size_t(d) * d;
-    Cx<R>* rho = fid_;
-    Cx<R>* ss = rho + dd;
-    Cx<R>* t1 = ss + dd;
-    Cx<R>* mm = t1 + dd;
-    Cx<R>* v = mm + dd;
-    Cx<R>* t2 = v + dd;
-    Cx<R>* work = t2 + dd;
-    R* mu = reinterpret_cast<R*>(work + hermitian_eig_work(d));
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) rho[std::size_t(i) * d + j] = x[i + std::size_t(d) * j];
-    for (std::size_t i = 0; i < dd; ++i) ss[i] = open_detail::cx<R>(open_detail::at(v_.sqrt_sigma, i));
-    open_detail::gemm<R>(d, d, d, ss, rho, t1);
-    open_detail::gemm<R>(d, d, d, t1, ss, mm);
-    for (int i = 0; i < d; ++i)  // symmetrise against rounding before the eigensolver
-      for (int j = 0; j < i; ++j) {
-        const Cx<R> a = mm[std::size_t(i) * d + j], b = mm[std::size_t(j) * d + i];
-        mm[std::size_t(i) * d + j] = {(a.re + b.re) / 2, (a.im - b.im) / 2};
-        mm[std::size_t(j) * d + i] = {(a.re + b.re) / 2, (b.im - a.im) / 2};
-      }
-    hermitian_eig(d, mm, mu, v, work);
-    double tr = 0, top = 0;
-    for (int i = 0; i < d; ++i) top = dmax(top, double(mu[i]));
-    for (int i = 0; i < d; ++i) tr += sqrt(dmax(0.0, double(mu[i])));
-    if (!add_lam) return R(tr * tr);
-    // M^{-1/2} on the support (eigenvalues above a relative cutoff).
-    const double cut = dmax(top, 1e-300) * (sizeof(R) == 8 ? 1e-12 : 1e-6);
-    for (std::size_t i = 0; i < dd; ++i) t1[i] = {0, 0};
-    for (int e = 0; e < d; ++e) {
-      if (mu[e] <= cut) continue;
-      const R wgt = R(1 / sqrt(double(mu[e])));
-      for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) {
-          const Cx<R> vi = v[std::size_t(i) * d + e], vj = v[std::size_t(j) * d + e];
-          t1[std::size_t(i) * d + j].re += wgt * (vi.re * vj.re + vi.im * vj.im);
-          t1[std::size_t(i) * d + j].im += wgt * (vi.im * vj.re - vi.re * vj.im);
-        }
-    }
-    open_detail::gemm<R>(d, d, d, ss, t1, t2);
-    open_detail::gemm<R>(d, d, d, t2, ss, t1);
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) {
-        const Cx<R> z = t1[std::size_t(i) * d + j];
-        lam[i + std::size_t(d) * j].re += scale * R(tr) * z.re;
-        lam[i + std::size_t(d) * j].im += scale * R(tr) * z.im;
-      }
-    return 0;
-  }
-
-  QFLEET_HD R leakage(const Cx<R>* x, Cx<R>* lam, R scale, bool add_lam) const {
-    if (v_.leak_lam) return linear_merit(v_.leak_lam, v_.leak_offset, x, lam, scale, add_lam);
-    // Closed: 1 - sum_{i in sub} |psi_i|^2, or 1 - sum_{i,j in sub} |U_ij|^2 / d_c.
-    const int d = v_.d;
-    double kept = 0;
-    const double dc = v_.gate ? double(v_.nsub) : 1.0;
-    for (int si = 0; si < v_.nsub; ++si) {
-      const int i = v_.subspace[si];
-      if (v_.gate) {
-        for (int sj = 0; sj < v_.nsub; ++sj) {
-          const int j = v_.subspace[sj];
-          const Cx<R> z = x[std::size_t(i) * d + j];
-          kept += double(z.re) * z.re + double(z.im) * z.im;
-          if (add_lam) {
-            lam[std::size_t(i) * d + j].re -= scale * R(2 / dc) * z.re;
-            lam[std::size_t(i) * d + j].im -= scale * R(2 / dc) * z.im;
-          }
-        }
-      } else {
-        kept += double(x[i].re) * x[i].re + double(x[i].im) * x[i].im;
-        if (add_lam) {
-          lam[i].re -= scale * 2 * x[i].re;
-          lam[i].im -= scale * 2 * x[i].im;
-        }
-      }
-    }
-    return R(1 - kept / dc);
-  }
-
-  QFLEET_HD void record_expvals(std::size_t b, int boundary, const Cx<R>* x) const {
-    using open_detail::at;
-    const int d = v_.d;
-    const std::size_t no = std::size_t(v_.nobs);
-    for (std::size_t o = 0; o < no; ++o) {
-      const double* om = v_.observables + 2 * std::size_t(d) * d * o;
-      double val = 0;
-      if (v_.closed) {  // <psi|O|psi>
-        for (int i = 0; i < d; ++i) {
-          Cx<double> s{0, 0};
-          for (int j = 0; j < d; ++j) s = s + at(om, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
-          val += x[i].re * s.re + x[i].im * s.im;
-        }
-      } else {  // tr(O rho) = sum_ij O_ji rho_ij, rho_ij = X[i + d j]
-        for (int i = 0; i < d; ++i)
-          for (int j = 0; j < d; ++j) {
-            const Cx<double> r{x[i + std::size_t(d) * j].re, x[i + std::size_t(d) * j].im};
-            val += (at(om, std::size_t(j) * d + i) * r).re;
-          }
-      }
-      c_.expvals[(b * (std::size_t(v_.nseg) + 1) + boundary) * no + o] = R(val);
-    }
-  }
-
-  QFLEET_HD void write_final(std::size_t b, const Cx<R>* x) const {
-    const int d = v_.d;
-    const bool density = !v_.closed && !v_.gate;
-    R* out = c_.final_state + 2 * b * (density ? std::size_t(d) * d : nc_);  // (re, im) pairs
-    if (density) {  // unvec rho
-      for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) {
-          out[2 * (std::size_t(i) * d + j)] = x[i + std::size_t(d) * j].re;
-          out[2 * (std::size_t(i) * d + j) + 1] = x[i + std::size_t(d) * j].im;
-        }
-    } else {
-      for (std::size_t i = 0; i < nc_; ++i) {
-        out[2 * i] = x[i].re;
-        out[2 * i + 1] = x[i].im;
-      }
-    }
-  }
 
   const OpenView& v_;
   const OpenTaskCall<R>& c_;
@@ -776,7 +634,9 @@ class OpenTask {
   double* h_start_ = nullptr;  // [nseg]: dopri5's first trial step per segment
   double* hs_ = nullptr;       // [cap]: accepted step sizes of the segment in the backward pass
   double* jump_grad_ = nullptr;  // [nrate]: Lindblad form, the rates' L rho L^dag gradients
-  Cx<R>*a_static_, *a_, *g_, *g_sum_, *lam_, *tmp_, *hist_;
+  Cx<R>*a_static_, *a_, *g_, *g_sum_, *lam_, *tmp_;
+  Cx<R>* hist_work_;  // X_0 .. X_N in the workspace
+  Cx<R>* hist_;       // where this run keeps them: hist_work_, or the caller's saved buffer
   Cx<R>* prop_ = nullptr;  // exact solver: propagator, scaled generator, its adjoint, expm work
   Cx<R>* w_ = nullptr;
   Cx<R>* tmp_adj_ = nullptr;

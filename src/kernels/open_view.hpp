@@ -83,6 +83,12 @@ struct OpenTaskCall {
   R* grad_amplitudes = nullptr;  // like amplitudes (summed over tasks when shared)
   R* grad_drift = nullptr;
   R* grad_rates = nullptr;
+  // Saved-state adjoint (cpu only): run r keeps what its backward sweep needs at
+  // save + r * open_saved_per_run<R>(view) (a forward call), or a backward call starts
+  // its reverse sweep from what a forward call kept there (resume), without the
+  // forward sweep.
+  R* save = nullptr;
+  const R* resume = nullptr;
 };
 
 // What one task's run returns.

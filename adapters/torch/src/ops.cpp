@@ -408,13 +408,64 @@ Tensor circuit_forward_autograd(const c10::intrusive_ptr<CircuitProgram>& p, con
   return CircuitFunction::apply(p, inputs, weights, save);
 }
 
+// Saved-state adjoint (OpenProgram::vjp_saved): on the cpu the forward call also keeps
+// every task's states at the segment boundaries, so the backward runs only the
+// reverse sweep.
+std::tuple<Tensor, Tensor> open_forward_saving(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
+                                               const std::optional<Tensor>& drift,
+                                               const std::optional<Tensor>& rates) {
+  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
+  Tensor fid = ::torch::empty({B}, a.options());
+  Tensor saved = ::torch::empty({int64_t(p->program.saved_size(std::size_t(B)))}, a.options());
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_forward_saving", [&] {
+      TaskOutputs<scalar_t> out;
+      out.fidelity = mspan<scalar_t>(fid);
+      p->program.forward<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}}, out,
+          mspan<scalar_t>(saved));
+    });
+  });
+  return {fid, saved};
+}
+
+// Gradients only where needed (undefined otherwise: vjp_saved skips an empty span).
+std::tuple<Tensor, Tensor, Tensor> open_backward_saved(const c10::intrusive_ptr<OpenSystemProgram>& p,
+                                                       const Tensor& amplitudes, const std::optional<Tensor>& drift,
+                                                       const std::optional<Tensor>& rates, const Tensor& saved,
+                                                       const Tensor& grad_fidelity, bool need_a, bool need_c,
+                                                       bool need_r) {
+  const int64_t B = check_open(*p, "open_backward", amplitudes, drift, rates);
+  check_grad_fidelity(*p, grad_fidelity, B);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates), g = grad_fidelity.contiguous();
+  Tensor ga = need_a ? ::torch::zeros_like(a) : Tensor();
+  Tensor gc = need_c && c.defined() ? ::torch::zeros_like(c) : Tensor();
+  Tensor gr = need_r && r.defined() ? ::torch::zeros_like(r) : Tensor();
+  if (!(ga.defined() || gc.defined() || gr.defined())) return {ga, gc, gr};
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_backward_saved", [&] {
+      p->program.vjp_saved<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}},
+          cspan<scalar_t>(saved), cspan<scalar_t>(g), {},
+          TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)});
+    });
+  });
+  return {ga, gc, gr};
+}
+
 class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
  public:
   static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<OpenSystemProgram>& p,
-                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates) {
+                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates, bool save_states) {
     ctx->saved_data["program"] = p;
-    ctx->save_for_backward({amplitudes, drift, rates});
     at::AutoDispatchBelowADInplaceOrView guard;
+    if (save_states) {
+      auto [fid, saved] = open_forward_saving(p, amplitudes, opt(drift), opt(rates));
+      ctx->save_for_backward({amplitudes, drift, rates, saved});
+      return fid;
+    }
+    ctx->save_for_backward({amplitudes, drift, rates});
     static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_kernel)>();
     return op.call(p, amplitudes, opt(drift), opt(rates));
   }
@@ -422,9 +473,16 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
                                                    ::torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto p = ctx->saved_data["program"].toCustomClass<OpenSystemProgram>();
-    auto [ga, gc, gr] = open_backward_autograd(p, saved[0], opt(saved[1]), opt(saved[2]), grads[0]);
-    return {Tensor(), ctx->needs_input_grad(0) ? ga : Tensor(), ctx->needs_input_grad(1) ? gc : Tensor(),
-            ctx->needs_input_grad(2) ? gr : Tensor()};
+    // needs_input_grad counts tensor arguments only (the program is not one).
+    const bool need_a = ctx->needs_input_grad(0), need_c = ctx->needs_input_grad(1), need_r = ctx->needs_input_grad(2);
+    Tensor ga, gc, gr;
+    if (saved.size() == 4 && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
+      std::tie(ga, gc, gr) = open_backward_saved(p, saved[0], opt(saved[1]), opt(saved[2]), saved[3], grads[0], need_a,
+                                                 need_c, need_r);
+    } else {
+      std::tie(ga, gc, gr) = open_backward_autograd(p, saved[0], opt(saved[1]), opt(saved[2]), grads[0]);
+    }
+    return {Tensor(), need_a ? ga : Tensor(), need_c ? gc : Tensor(), need_r ? gr : Tensor(), Tensor()};
   }
 
  private:
@@ -437,11 +495,16 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
 
 Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                              const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
-  check_open(*p, "open_forward", amplitudes, drift, rates);  // the clear messages, before placeholders
+  // The clear messages, before placeholders.
+  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
   auto arg = [&](const std::optional<Tensor>& t) {
     return t.has_value() && t->defined() ? *t : ::torch::empty({0}, amplitudes.options());
   };
-  return OpenFunction::apply(p, amplitudes, arg(drift), arg(rates));
+  const Tensor c = arg(drift), r = arg(rates);
+  const bool save = ::torch::GradMode::is_enabled() &&
+                    (amplitudes.requires_grad() || c.requires_grad() || r.requires_grad()) &&
+                    amplitudes.device().is_cpu() && B > 0 && p->program.saved_size(std::size_t(B)) > 0;
+  return OpenFunction::apply(p, amplitudes, c, r, save);
 }
 
 // base_dir: the problem file's directory, for its relative .npy names ("" = the working directory).
