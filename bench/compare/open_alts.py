@@ -19,6 +19,36 @@ from open_models import Model, Reference, f_avg_from_super, target_super
 # --------------------------------------------------------------------------- PyTorch fixed step
 
 
+
+def _jax_grad_runner(fidelities, u, rates):
+    """run/extract for jax.value_and_grad of sum_b (1 - F_b) w.r.t. amplitudes and rates."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(uu, rr):
+        F = fidelities(uu, rr)
+        return jnp.sum(1 - F), F
+
+    ju, jr = jnp.asarray(u), jnp.asarray(rates)
+    f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
+
+    def run():
+        out = f(ju, jr)
+        jax.block_until_ready(out)
+        return out
+
+    def extract(r):
+        (_, F), (gu, gr) = r
+        return np.asarray(F), np.asarray(gu), np.asarray(gr)
+
+    return run, extract
+
+
+def _xla_threads() -> str:
+    flags = os.environ.get("XLA_FLAGS", "")
+    return ("XLA CPU, 1 (multi_thread_eigen off)" if "multi_thread_eigen=false" in flags
+            else f"XLA CPU (default: {os.cpu_count()} cores)")
+
 def steps_per_segment(model: Model, dt: float) -> tuple[int, float]:
     """ceil(segment / dt) equal steps per segment (the same rule as qfleet's rk4/euler):
     dt = 0.01 with 60 segments on T = 1 gives 2 steps of 1/120 per segment."""
@@ -158,23 +188,10 @@ def dynamiqs_case(model: Model, u, rates, method: str = "expm", with_grad: bool 
         Fpro = jnp.real(jnp.einsum("ij,bij->b", SU.conj(), S)) / d**2
         return (d * Fpro + 1) / (d + 1)
 
-    def loss(uu, rr):
-        F = fidelities(uu, rr)
-        return jnp.sum(1 - F), F
-
     ju = jnp.asarray(u)
     jr = jnp.asarray(rates)
     if with_grad:
-        f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
-
-        def run():
-            out = f(ju, jr)
-            jax.block_until_ready(out)
-            return out
-
-        def extract(r):
-            (_, F), (gu, gr) = r
-            return np.asarray(F), np.asarray(gu), np.asarray(gr)
+        run, extract = _jax_grad_runner(fidelities, u, rates)
     else:
         f = jax.jit(fidelities)
 
@@ -192,10 +209,7 @@ def dynamiqs_case(model: Model, u, rates, method: str = "expm", with_grad: bool 
     extra = {"first_call_incl_jit_s": first}
     if method == "tsit5":
         extra["tolerances"] = "rtol=1e-10, atol=1e-12"
-    flags = os.environ.get("XLA_FLAGS", "")
-    threads = ("XLA CPU, 1 (multi_thread_eigen off)" if "multi_thread_eigen=false" in flags
-               else f"XLA CPU (default: {os.cpu_count()} cores)")
-    return run, extract, threads, extra
+    return run, extract, _xla_threads(), extra
 
 
 # --------------------------------------------------------------------------- QuTiP
@@ -319,30 +333,13 @@ def dynamiqs_transfer_case(model: Model, u, rates, rtol: float, atol: float, met
         rho = res.final_state.to_jax()
         return jnp.real(jnp.einsum("i,bij,j->b", tgt.conj(), rho, tgt))
 
-    def loss(uu, rr):
-        F = fidelities(uu, rr)
-        return jnp.sum(1 - F), F
-
-    ju, jr = jnp.asarray(u), jnp.asarray(rates)
-    f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
-
-    def run():
-        out = f(ju, jr)
-        jax.block_until_ready(out)
-        return out
-
-    def extract(r):
-        (_, F), (gu, gr) = r
-        return np.asarray(F), np.asarray(gu), np.asarray(gr)
+    run, extract = _jax_grad_runner(fidelities, u, rates)
 
     t0 = time.perf_counter()
     run()
     extra = {"first_call_incl_jit_s": time.perf_counter() - t0, "tolerances": f"rtol={rtol:g}, atol={atol:g}",
              "method": f"{method} (diffrax), layout {layout}, gradient BackwardCheckpointed (default)"}
-    flags = os.environ.get("XLA_FLAGS", "")
-    threads = ("XLA CPU, 1 (multi_thread_eigen off)" if "multi_thread_eigen=false" in flags
-               else f"XLA CPU (default: {os.cpu_count()} cores)")
-    return run, extract, threads, extra
+    return run, extract, _xla_threads(), extra
 
 
 def qutip_transfer_case(model: Model, u, rates, rtol: float, atol: float):

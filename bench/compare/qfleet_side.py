@@ -32,6 +32,22 @@ except Exception as e:  # ImportError, or a torch ABI mismatch (OSError / Runtim
     _IMPORT_ERROR = f"{type(e).__name__}: {e}"
 
 
+
+def _layer_grad_runner(osl, ut, rt):
+    """run/extract for an OpenSystemLayer's F and the gradient of sum_b (1 - F_b)."""
+    import torch
+
+    def run():
+        F = osl(ut, rt)
+        gu, gr = torch.autograd.grad((1 - F).sum(), (ut, rt))
+        return F, gu, gr
+
+    def extract(r):
+        F, gu, gr = r
+        return F.detach().numpy(), gu.numpy(), gr.numpy()
+
+    return run, extract
+
 def available() -> tuple[bool, str | None]:
     return qfleet is not None, _IMPORT_ERROR
 
@@ -132,14 +148,7 @@ def open_case(model, u: np.ndarray, rates: np.ndarray, solver: str = "exact", dt
     rt = torch.tensor(rates, dtype=torch.float64, requires_grad=with_grad)
 
     if with_grad:
-        def run():
-            F = osl(ut, rt)
-            gu, gr = torch.autograd.grad((1 - F).sum(), (ut, rt))
-            return F, gu, gr
-
-        def extract(r):
-            F, gu, gr = r
-            return F.detach().numpy(), gu.numpy(), gr.numpy()
+        run, extract = _layer_grad_runner(osl, ut, rt)
     else:
         def run():
             with torch.no_grad():
@@ -190,13 +199,5 @@ def transfer_case(model, u: np.ndarray, rates: np.ndarray, solver: str, rtol: fl
     ut = torch.tensor(u, dtype=torch.float64, requires_grad=True)
     rt = torch.tensor(rates, dtype=torch.float64, requires_grad=True)
 
-    def run():
-        F = osl(ut, rt)
-        gu, gr = torch.autograd.grad((1 - F).sum(), (ut, rt))
-        return F, gu, gr
-
-    def extract(r):
-        F, gu, gr = r
-        return F.detach().numpy(), gu.numpy(), gr.numpy()
-
+    run, extract = _layer_grad_runner(osl, ut, rt)
     return run, extract, threads()
