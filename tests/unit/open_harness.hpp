@@ -232,20 +232,28 @@ QOut<R> qforward(const qfleet::OpenProgram& p, const Model& m, const TaskBatch& 
 }
 
 // vjp with cotangents (either may be empty) and the forward outputs of the same pass.
+// o's gradient buffers sized like a's arguments, filled with a sentinel (-7) a call must
+// overwrite, as the spans a vjp writes.
+template <class R>
+qfleet::TaskGradients<R> gradient_buffers(QOut<R>& o, const QArgs<R>& a) {
+  o.g_amp.assign(a.amps.size(), R(-7));
+  o.g_drift.assign(a.drift.size(), R(-7));
+  o.g_rates.assign(a.rates.size(), R(-7));
+  qfleet::TaskGradients<R> g;
+  g.amplitudes = o.g_amp;
+  g.drift_coeffs = o.g_drift;
+  g.rates = o.g_rates;
+  return g;
+}
+
 template <class R>
 QOut<R> qvjp(const qfleet::OpenProgram& p, const Model& m, const TaskBatch& b, const std::vector<double>& cot_f,
              const std::vector<double>& cot_l, Want w = {}) {
   QArgs<R> a(b);
   QOut<R> o;
   o.size(m, b.B, w);
-  o.g_amp.assign(a.amps.size(), R(-7));
-  o.g_drift.assign(a.drift.size(), R(-7));
-  o.g_rates.assign(a.rates.size(), R(-7));
+  const qfleet::TaskGradients<R> g = gradient_buffers(o, a);
   const std::vector<R> cf(cot_f.begin(), cot_f.end()), cl(cot_l.begin(), cot_l.end());
-  qfleet::TaskGradients<R> g;
-  g.amplitudes = o.g_amp;
-  g.drift_coeffs = o.g_drift;
-  g.rates = o.g_rates;
   p.vjp<R>(a.args(), std::span<const R>(cf), std::span<const R>(cl), g, o.outputs());
   return o;
 }

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "unit/expect_error.hpp"
 #include "unit/open_harness.hpp"
+
+using qfleet_test::error_of;
 
 namespace {
 
@@ -59,14 +62,8 @@ QOut<R> qsaved(const qfleet::OpenProgram& p, const Model& m, const TaskBatch& b,
   o.size(m, b.B, w);
   std::vector<R> saved(p.saved_size(b.B), R(-7));
   p.forward<R>(a.args(), o.outputs(), std::span<R>(saved));
-  o.g_amp.assign(a.amps.size(), R(-7));
-  o.g_drift.assign(a.drift.size(), R(-7));
-  o.g_rates.assign(a.rates.size(), R(-7));
+  const qfleet::TaskGradients<R> g = gradient_buffers(o, a);
   const std::vector<R> cf(cot_f.begin(), cot_f.end()), cl(cot_l.begin(), cot_l.end());
-  qfleet::TaskGradients<R> g;
-  g.amplitudes = o.g_amp;
-  g.drift_coeffs = o.g_drift;
-  g.rates = o.g_rates;
   p.vjp_saved<R>(a.args(), std::span<const R>(saved), std::span<const R>(cf), std::span<const R>(cl), g);
   return o;
 }
@@ -154,16 +151,6 @@ TEST(OpenSavedMore, TheBackwardDoesNotRerunTheForward) {
     prog.vjp<double>(a.args(), cf, {}, g);
     EXPECT_EQ(prog.cache_stats().propagators_computed - c1, 2u * 4u);  // the fused call's forward sweep
   }
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const qfleet::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(OpenSavedMore, WrongBuffersAreRefused) {
