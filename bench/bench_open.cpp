@@ -279,6 +279,57 @@ void local_qubit_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_LocalQubits)->Apply(local_qubit_args);
 
+// Gate problems by the exact solver (issue 27): the same local qubits without the
+// initial state, the propagator of every basis column (propagate_gate, target X on
+// every qubit; with the jumps, or closed: no jumps), the exact solver's propagator
+// against its action on the basis columns, and the automatic choice beside them.
+// args: qubits, method (0 automatic, 1 propagator, 2 action), open (0 closed, 1 open)
+void BM_LocalQubitsGate(benchmark::State& st) {
+  const int qubits = int(st.range(0)), n_seg = 60, d = 1 << qubits;
+  const bool open = st.range(2) != 0;
+  const std::size_t B = 32;
+  const qfleet::OpenSystem local = local_qubits(qubits, n_seg);
+  qfleet::OpenSystem sys(d);
+  sys.drift(local.h0());
+  for (const auto& h : local.controls()) sys.control(h);
+  if (open)
+    for (const auto& l : local.jumps()) sys.jump(l);
+  ComplexMatrix x_all = {1};
+  for (int q = 0, dm = 1; q < qubits; ++q, dm *= 2) x_all = kron(x_all, kX, dm, 2);
+  sys.segments(n_seg, 2.0).propagate_gate().target_unitary(x_all);
+  qfleet::OpenCompileOptions o;
+  o.solver = qfleet::Solver::exact;
+  o.exact = static_cast<qfleet::ExactMethod>(st.range(1));
+  const auto prog = qfleet::compile(sys, o);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> amp(-2, 2), relax(0.01, 0.05), deph(0.02, 0.1);
+  std::vector<double> u(B * n_seg * sys.n_controls()), rates(B * sys.n_jumps()), fid(B), cot(B, -1.0), gu(u.size()),
+      gr(rates.size());
+  for (auto& v : u) v = amp(rng);
+  for (std::size_t b = 0; b < B; ++b)
+    for (int j = 0; j < sys.n_jumps(); ++j) rates[b * sys.n_jumps() + j] = j % 2 == 0 ? relax(rng) : deph(rng);
+  const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
+  qfleet::TaskOutputs<double> out;
+  out.fidelity = fid;
+  for (auto _ : st) {
+    prog.vjp(args, std::span<const double>(cot), {}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
+    benchmark::DoNotOptimize(fid.data());
+  }
+  std::string label = "d=" + std::to_string(d) + (open ? " open" : " closed") + " gate, " +
+                      (st.range(1) == 0 ? "automatic -> " : "") + std::string(qfleet::to_string(prog.exact_method()));
+  st.SetLabel(label + " fwd+grad");
+}
+void local_gate_args(benchmark::internal::Benchmark* b) {
+  for (int open : {0, 1}) {
+    for (int qubits : {1, 2, 3, 4, 5, 6}) {
+      if (open && qubits > 3) continue;  // an open gate problem at d = 16 propagates 256 columns of 256
+      for (int method : {0, 1, 2}) b->Args({qubits, method, open});
+    }
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_LocalQubitsGate)->Apply(local_gate_args);
+
 }  // namespace
 
 BENCHMARK_MAIN();

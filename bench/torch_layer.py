@@ -117,11 +117,7 @@ def main():
     # agreement (outputs and gradients) before timing
     ref = torch_layer(x, layer.weight)
     assert torch.allclose(ref, layer(x), atol=1e-12), "hand-batched torch layer disagrees with qfleet"
-    res = {}
-    res["qfleet.QuantumLayer"] = timeit(lambda: layer(x).sum().backward(), args.repeat, 200)
-    # torch's own floor for a layer from Python: autograd's forward + backward of a tiny nn.Linear
-    lin = torch.nn.Linear(N, N)
-    res["torch.nn.Linear(4, 4) (torch's autograd alone)"] = timeit(lambda: lin(x).sum().backward(), args.repeat, 200)
+    res = interleaved_layer_cases(layer, x, args.repeat)
     wt = layer.weight.detach().clone().requires_grad_()
     res["hand-batched PyTorch (autograd)"] = timeit(lambda: torch_layer(x, wt).sum().backward(), args.repeat, 20)
     try:
@@ -148,6 +144,52 @@ def main():
     for k, (med, lo, hi) in res.items():
         print(f"  {k:45s} median {med:10.1f} us  (min {lo:.1f}, max {hi:.1f})  x{med / base:7.1f}")
     open_layer_case(args.repeat)
+
+
+def interleaved(cases, repeat, number):
+    """Medians (min, max) in us of each case, the cases interleaved (one block of `number`
+    calls of each per round): the shared machine's load drifts within a run, and the
+    comparison is between the cases."""
+    for fn in cases.values():
+        fn()
+    ts = {k: [] for k in cases}
+    for _ in range(repeat):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            ts[k].append((time.perf_counter() - t0) / number * 1e6)
+    return {k: (statistics.median(v), min(v), max(v)) for k, v in ts.items()}
+
+
+def interleaved_layer_cases(layer, x, repeat):
+    """QuantumLayer forward + backward beside the engine's fused vjp (one circuit_backward
+    call: forward and reverse sweep in one pass), its forward alone and torch's autograd
+    floor (a tiny nn.Linear), in one run; prints the layer's excess over the fused vjp."""
+    prog, w, xd = layer.program, layer.weight.detach(), x.detach()
+    ones = torch.ones(x.shape[0], layer.n_outputs)
+    layer.weight.grad = x.grad = None
+    layer(x).sum().backward()
+    gx, gw = torch.ops.qfleet.circuit_backward(prog, xd, w, ones)
+    assert torch.equal(x.grad, gx) and torch.equal(layer.weight.grad, gw), "layer and fused vjp disagree"
+    lin = torch.nn.Linear(N, N)
+
+    def no_grad(fn):
+        def run():
+            with torch.no_grad():
+                fn()
+        return run
+
+    res = interleaved({
+        "engine forward alone (circuit_forward)": no_grad(lambda: torch.ops.qfleet.circuit_forward(prog, xd, w)),
+        "engine fused vjp (circuit_backward)": no_grad(lambda: torch.ops.qfleet.circuit_backward(prog, xd, w, ones)),
+        "qfleet.QuantumLayer": lambda: layer(x).sum().backward(),
+        # torch's own floor for a layer from Python: autograd's forward + backward of a tiny nn.Linear
+        "torch.nn.Linear(4, 4) (torch's autograd alone)": lambda: lin(x).sum().backward(),
+    }, repeat, 200)
+    excess = res["qfleet.QuantumLayer"][0] - res["engine fused vjp (circuit_backward)"][0]
+    print(f"QuantumLayer forward + backward minus the engine's fused vjp, same run: {excess:+.1f} us")
+    return res
 
 
 def open_layer_case(repeat):
@@ -188,19 +230,7 @@ def open_layer_case(repeat):
         "qfleet.OpenSystemLayer forward + backward": layer_fb,
         "torch.nn.Linear(4, 4) (torch's autograd alone)": lambda: lin(xl).sum().backward(),
     }
-    # Interleaved (one block of each case per round): the shared machine's load drifts
-    # within a run, and the comparison is between the cases.
-    number = 20
-    for fn in cases.values():
-        fn()
-    ts = {k: [] for k in cases}
-    for _ in range(repeat):
-        for k, fn in cases.items():
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            ts[k].append((time.perf_counter() - t0) / number * 1e6)
-    res = {k: (statistics.median(v), min(v), max(v)) for k, v in ts.items()}
+    res = interleaved(cases, repeat, 20)
     base = res["engine fused vjp (open_backward)"][0]
     print(f"\nOpenSystemLayer, meta-control default (qubit_x, 60 segments, exact), B={B}, forward + backward "
           f"(gradients equal to the fused vjp's):")
