@@ -91,9 +91,10 @@ def measure(fn: Callable[[], Any], budget: Budget) -> tuple[Timing, Any]:
 def fmt_time(s: float | None) -> str:
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "—"
-    if s >= 1.0:
+    # Thresholds at what rounds to 1000 in 3 significant digits (0.9996 s is "1 s", not "1e+03 ms").
+    if s >= 0.9995:
         return f"{s:.3g} s"
-    if s >= 1e-3:
+    if s >= 0.9995e-3:
         return f"{s * 1e3:.3g} ms"
     return f"{s * 1e6:.3g} us"
 
