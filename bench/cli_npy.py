@@ -5,9 +5,10 @@ beside the engine's own time for the same forward pass, in one run: the classifi
     QFLEET_CLI=build/tools/qfleet PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
         python bench/cli_npy.py [--batch 32768] [--repeats 15] [--json out.json]
 
-Rows (medians, ms): the CLI with a 1-sample problem (process start, reading, compiling:
-the fixed cost); the CLI with JSON arrays; the CLI with .npy files; the engine in-process
-(qfleet.circuit_forward on the same arrays: warm, and the first call after compiling).
+Rows (medians, ms; the cases interleaved, one call of each per round): the CLI with a
+1-sample problem (process start, reading, compiling: the fixed cost); the CLI with JSON
+arrays; the CLI with .npy files; the engine in-process (qfleet.circuit_forward on the same
+arrays: warm, and the first call after compiling).
 The .npy results are checked equal to the JSON results (exactly) before timing.
 """
 import argparse
@@ -25,14 +26,18 @@ import torch
 import qfleet
 
 
-def median_ms(fn, repeats):
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def interleaved_median_ms(cases, repeats):
+    """Median ms of each case, one call of every case per round: the shared machine's
+    speed drifts within a run, and the ratios are between the cases."""
+    for fn in cases.values():
         fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+    ts = {k: [] for k in cases}
+    for _ in range(repeats):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1e3 for k, v in ts.items()}
 
 
 def main():
@@ -74,17 +79,17 @@ def main():
         via_npy = np.load(json.loads(cli_run("npy"))["expvals"]["npy"])
         if not np.array_equal(via_json, via_npy):
             raise SystemExit("the .npy results differ from the JSON results")
-        rows = {
-            "qfleet eval, 1 sample (fixed cost)": median_ms(lambda: cli_run("tiny"), args.repeats),
-            "qfleet eval, JSON arrays": median_ms(lambda: cli_run("json"), args.repeats),
-            "qfleet eval, .npy arrays": median_ms(lambda: cli_run("npy"), args.repeats),
-        }
-    X, W = torch.from_numpy(x), torch.from_numpy(w)
-    t0 = time.perf_counter()
-    program = c.compile()
-    qfleet.circuit_forward(program, X, W)
-    first = (time.perf_counter() - t0) * 1e3
-    rows["engine in-process, warm"] = median_ms(lambda: qfleet.circuit_forward(program, X, W), args.repeats)
+        X, W = torch.from_numpy(x), torch.from_numpy(w)
+        t0 = time.perf_counter()
+        program = c.compile()
+        qfleet.circuit_forward(program, X, W)
+        first = (time.perf_counter() - t0) * 1e3
+        rows = interleaved_median_ms({
+            "qfleet eval, 1 sample (fixed cost)": lambda: cli_run("tiny"),
+            "qfleet eval, JSON arrays": lambda: cli_run("json"),
+            "qfleet eval, .npy arrays": lambda: cli_run("npy"),
+            "engine in-process, warm": lambda: qfleet.circuit_forward(program, X, W),
+        }, args.repeats)
     rows["engine in-process, compile + first call"] = first
     engine = rows["engine in-process, warm"]
     print(f"batch {args.batch}, forward of the 4-qubit classifier circuit, OMP_NUM_THREADS="
