@@ -225,23 +225,11 @@ qfleet::OpenSystem local_qubits(int qubits, int n_seg) {
   return s;
 }
 
-// args: qubits, solver (0 exact, 1 rk4 dt = 0.01, 3 dopri5, 4 tsit5; rtol 1e-6, atol 1e-8),
-// form (0 automatic, 1 superoperator, 2 lindblad; exact: 1 its propagator, 2 its action
-// in Lindblad form)
-void BM_LocalQubits(benchmark::State& st) {
-  const int qubits = int(st.range(0)), n_seg = 60;
+// Times forward + gradient of `prog` on 32 tasks of random pulses in [-2, 2] and local
+// rates (relaxation in [0.01, 0.05], dephasing in [0.02, 0.1], alternating as local_qubits
+// adds its jumps), the same draws for every program of one system size.
+void time_local_vjp(benchmark::State& st, const qfleet::OpenProgram& prog, const qfleet::OpenSystem& sys, int n_seg) {
   const std::size_t B = 32;
-  const auto sys = local_qubits(qubits, n_seg);
-  qfleet::OpenCompileOptions o;
-  o.solver = static_cast<qfleet::Solver>(st.range(1));
-  o.form = static_cast<qfleet::OpenForm>(st.range(2));
-  if (o.solver == qfleet::Solver::exact && st.range(2) > 0) {
-    o.exact = st.range(2) == 1 ? qfleet::ExactMethod::propagator : qfleet::ExactMethod::action;
-  }
-  o.dt = 0.01;
-  o.rtol = 1e-6;
-  o.atol = 1e-8;
-  const auto prog = qfleet::compile(sys, o);
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> amp(-2, 2), relax(0.01, 0.05), deph(0.02, 0.1);
   std::vector<double> u(B * n_seg * sys.n_controls()), rates(B * sys.n_jumps()), fid(B), cot(B, -1.0), gu(u.size()),
@@ -256,6 +244,25 @@ void BM_LocalQubits(benchmark::State& st) {
     prog.vjp(args, std::span<const double>(cot), {}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
     benchmark::DoNotOptimize(fid.data());
   }
+}
+
+// args: qubits, solver (0 exact, 1 rk4 dt = 0.01, 3 dopri5, 4 tsit5; rtol 1e-6, atol 1e-8),
+// form (0 automatic, 1 superoperator, 2 lindblad; exact: 1 its propagator, 2 its action
+// in Lindblad form)
+void BM_LocalQubits(benchmark::State& st) {
+  const int qubits = int(st.range(0)), n_seg = 60;
+  const auto sys = local_qubits(qubits, n_seg);
+  qfleet::OpenCompileOptions o;
+  o.solver = static_cast<qfleet::Solver>(st.range(1));
+  o.form = static_cast<qfleet::OpenForm>(st.range(2));
+  if (o.solver == qfleet::Solver::exact && st.range(2) > 0) {
+    o.exact = st.range(2) == 1 ? qfleet::ExactMethod::propagator : qfleet::ExactMethod::action;
+  }
+  o.dt = 0.01;
+  o.rtol = 1e-6;
+  o.atol = 1e-8;
+  const auto prog = qfleet::compile(sys, o);
+  time_local_vjp(st, prog, sys, n_seg);
   static const char* solvers[] = {"exact", "rk4", "euler", "dopri5", "tsit5"};
   std::string label = "d=" + std::to_string(1 << qubits) + " " + solvers[st.range(1)];
   if (prog.exact_method() != qfleet::ExactMethod::automatic) {
@@ -287,7 +294,6 @@ BENCHMARK(BM_LocalQubits)->Apply(local_qubit_args);
 void BM_LocalQubitsGate(benchmark::State& st) {
   const int qubits = int(st.range(0)), n_seg = 60, d = 1 << qubits;
   const bool open = st.range(2) != 0;
-  const std::size_t B = 32;
   const qfleet::OpenSystem local = local_qubits(qubits, n_seg);
   qfleet::OpenSystem sys(d);
   sys.drift(local.h0());
@@ -301,20 +307,7 @@ void BM_LocalQubitsGate(benchmark::State& st) {
   o.solver = qfleet::Solver::exact;
   o.exact = static_cast<qfleet::ExactMethod>(st.range(1));
   const auto prog = qfleet::compile(sys, o);
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> amp(-2, 2), relax(0.01, 0.05), deph(0.02, 0.1);
-  std::vector<double> u(B * n_seg * sys.n_controls()), rates(B * sys.n_jumps()), fid(B), cot(B, -1.0), gu(u.size()),
-      gr(rates.size());
-  for (auto& v : u) v = amp(rng);
-  for (std::size_t b = 0; b < B; ++b)
-    for (int j = 0; j < sys.n_jumps(); ++j) rates[b * sys.n_jumps() + j] = j % 2 == 0 ? relax(rng) : deph(rng);
-  const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
-  qfleet::TaskOutputs<double> out;
-  out.fidelity = fid;
-  for (auto _ : st) {
-    prog.vjp(args, std::span<const double>(cot), {}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
-    benchmark::DoNotOptimize(fid.data());
-  }
+  time_local_vjp(st, prog, sys, n_seg);
   std::string label = "d=" + std::to_string(d) + (open ? " open" : " closed") + " gate, " +
                       (st.range(1) == 0 ? "automatic -> " : "") + std::string(qfleet::to_string(prog.exact_method()));
   st.SetLabel(label + " fwd+grad");
