@@ -250,9 +250,9 @@ json run(const CircuitProblem& p) {
 
   const bool npy = !p.output_npy.empty();
   if (npy) {
-    // Only expectation values: the outputs are the array itself (no copy).
-    const std::vector<R> expvals = no == K ? std::vector<R>{} : columns(out, B, no, 0, K);
-    res["expvals"] = npy::write_result(p.output_npy, "expvals", {B, K}, no == K ? out : expvals);
+    // Only expectation values: the outputs are the array itself, written without a copy.
+    res["expvals"] = no == K ? npy::write_result(p.output_npy, "expvals", {B, K}, out)
+                             : npy::write_result(p.output_npy, "expvals", {B, K}, columns(out, B, no, 0, K));
   } else {
     json expvals = json::array();
     for (std::size_t b = 0; b < B; ++b) expvals.push_back(reals(out.data() + b * no, K));

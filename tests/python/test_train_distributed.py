@@ -26,9 +26,9 @@ def free_port():
 
 # Gloo's teardown can abort a rank after the work is done ("terminate called without an
 # active exception": pytorch/pytorch#190489 gets it from a Gloo process group that a
-# process leaves without a clean teardown). It
-# happened once in CI (stop 40), before ddp_worker.py put a barrier before
-# destroy_process_group; such a run is repeated once from the start, anything else fails.
+# process leaves without a clean teardown). It happened once in CI (stop 40), before
+# ddp_worker.py put a barrier before destroy_process_group; such a run is repeated once
+# from the start, anything else fails.
 GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
 
 
