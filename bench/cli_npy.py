@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import tempfile
 import time
@@ -24,20 +23,7 @@ import numpy as np
 import torch
 
 import qfleet
-
-
-def interleaved_median_ms(cases, repeats):
-    """Median ms of each case, one call of every case per round: the shared machine's
-    speed drifts within a run, and the ratios are between the cases."""
-    for fn in cases.values():
-        fn()
-    ts = {k: [] for k in cases}
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            t0 = time.perf_counter()
-            fn()
-            ts[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) * 1e3 for k, v in ts.items()}
+from interleaved_timing import interleaved
 
 
 def main():
@@ -84,12 +70,13 @@ def main():
         program = c.compile()
         qfleet.circuit_forward(program, X, W)
         first = (time.perf_counter() - t0) * 1e3
-        rows = interleaved_median_ms({
+        rows = interleaved({
             "qfleet eval, 1 sample (fixed cost)": lambda: cli_run("tiny"),
             "qfleet eval, JSON arrays": lambda: cli_run("json"),
             "qfleet eval, .npy arrays": lambda: cli_run("npy"),
             "engine in-process, warm": lambda: qfleet.circuit_forward(program, X, W),
         }, args.repeats)
+    rows = {k: median * 1e3 for k, (median, _, _) in rows.items()}
     rows["engine in-process, compile + first call"] = first
     engine = rows["engine in-process, warm"]
     print(f"batch {args.batch}, forward of the 4-qubit classifier circuit, OMP_NUM_THREADS="

@@ -20,6 +20,7 @@ import time
 import torch
 
 import qfleet
+from interleaved_timing import interleaved
 
 torch.set_default_dtype(torch.float64)
 N, L = 4, 3
@@ -146,20 +147,9 @@ def main():
     open_layer_case(args.repeat)
 
 
-def interleaved(cases, repeat, number):
-    """Medians (min, max) in us of each case, the cases interleaved (one block of `number`
-    calls of each per round): the shared machine's load drifts within a run, and the
-    comparison is between the cases."""
-    for fn in cases.values():
-        fn()
-    ts = {k: [] for k in cases}
-    for _ in range(repeat):
-        for k, fn in cases.items():
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            ts[k].append((time.perf_counter() - t0) / number * 1e6)
-    return {k: (statistics.median(v), min(v), max(v)) for k, v in ts.items()}
+def interleaved_us(cases, repeat, number):
+    """Medians (min, max) in us per call, the cases interleaved (interleaved_timing.py)."""
+    return {k: tuple(t * 1e6 for t in v) for k, v in interleaved(cases, repeat, number).items()}
 
 
 def interleaved_layer_cases(layer, x, repeat):
@@ -180,7 +170,7 @@ def interleaved_layer_cases(layer, x, repeat):
                 fn()
         return run
 
-    res = interleaved({
+    res = interleaved_us({
         "engine forward alone (circuit_forward)": no_grad(lambda: torch.ops.qfleet.circuit_forward(prog, xd, w)),
         "engine fused vjp (circuit_backward)": no_grad(lambda: torch.ops.qfleet.circuit_backward(prog, xd, w, ones)),
         "qfleet.QuantumLayer": lambda: layer(x).sum().backward(),
@@ -230,7 +220,7 @@ def open_layer_case(repeat):
         "qfleet.OpenSystemLayer forward + backward": layer_fb,
         "torch.nn.Linear(4, 4) (torch's autograd alone)": lambda: lin(xl).sum().backward(),
     }
-    res = interleaved(cases, repeat, 20)
+    res = interleaved_us(cases, repeat, 20)
     base = res["engine fused vjp (open_backward)"][0]
     print(f"\nOpenSystemLayer, meta-control default (qubit_x, 60 segments, exact), B={B}, forward + backward "
           f"(gradients equal to the fused vjp's):")
