@@ -97,6 +97,8 @@ def _npy_bytes(arr, **kw):
     ("big_endian", "has dtype '>f8'"),
     ("one_d", "must be 2-D [batch, n_inputs]"),
     ("nan", "is not finite"),
+    ("inf_float32", "value 3 (flat index) is not finite"),
+    ("int64_inexact", "value 1 (9007199254740993) is not exact as a double"),
     ("truncated", "truncated file"),
     ("columns", "has 1 column(s) but the circuit reads 2 input column(s)"),
     ("key", 'unknown key "file"'),
@@ -118,6 +120,10 @@ def test_bad_files_are_clear_errors(tmp_path, case, message):
         doc = _bad(tmp_path, _npy_bytes(np.ones(4)))
     elif case == "nan":
         doc = _bad(tmp_path, _npy_bytes(np.array([[0.0, np.nan]])))
+    elif case == "inf_float32":  # each dtype has its own conversion loop
+        doc = _bad(tmp_path, _npy_bytes(np.array([[0, 1], [2, np.inf]], dtype=np.float32)))
+    elif case == "int64_inexact":
+        doc = _bad(tmp_path, _npy_bytes(np.array([[0, 2**53 + 1]], dtype=np.int64)))
     elif case == "truncated":
         doc = _bad(tmp_path, _npy_bytes(good)[:-5])
     elif case == "columns":
