@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 venv=$(./scripts/setup_python.sh)
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" \
+./scripts/configure.sh build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" \
       >/dev/null
 cmake --build build -j"$jobs" --target qfleet_meta_cli
 bin=./build/apps/meta_control/qfleet-meta

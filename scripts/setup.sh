@@ -2,7 +2,7 @@
 # Installs what qfleet builds with on Debian 12, only what is missing. Idempotent.
 # (The Python environment, with torch from PyPI, is scripts/setup_python.sh.)
 set -euo pipefail
-pkgs=(build-essential cmake git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+pkgs=(build-essential cmake ninja-build ccache git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcli11-dev libfmt-dev libeigen3-dev python3 python3-venv python3-pip
       clang libclang-rt-14-dev libomp-14-dev  # (clang: the libFuzzer targets of the JSON readers)
       zlib1g-dev dataset-fashion-mnist)  # (qfleet-classify: gzipped IDX files; Fashion-MNIST, its default data)
