@@ -36,6 +36,21 @@ OpenWorkspace<R>& thread_workspace() {
   return w;
 }
 
+// The most a thread's workspace holds of kept stage states (OpenView::keep_stages):
+// 32 MiB holds a d = 64 open system's tsit5 stages at 64 steps per segment in
+// complex128 (64 x 5 x 4096 x 16 B = 21 MiB); past it the reverse sweep recomputes them.
+inline constexpr std::size_t kStageStoreBytes = std::size_t(32) << 20;
+
+// This thread's view: the caller's, keeping the stage states of an adjoint call's
+// steps when the store fits (kStageStoreBytes).
+template <class R>
+kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, int cap) {
+  kern::OpenView tv = v;
+  tv.keep_stages = adjoint;
+  tv.keep_stages = adjoint && kern::open_stage_store(tv, cap) * sizeof(Cx<R>) <= kStageStoreBytes;
+  return tv;
+}
+
 // Runs `runs` tasks across threads. rows: per-task gradient rows (adjoint only).
 // Returns 0, or 1 when a task failed (dopri5 step-size underflow, out of memory).
 template <class R, class N>
@@ -54,8 +69,9 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
     // Every member sizes its workspace whether or not the dynamic schedule hands it a
     // task this call: otherwise which threads allocate varies from call to call, and a
     // warm program still allocates (seen with 16 threads and 5 tasks).
+    kern::OpenView tv = thread_view<R>(v, c.adjoint, ws.cap);
     try {
-      const std::size_t need = kern::open_task_work<R>(v, ws.cap);
+      const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
       if (ws.work.size() < need) ws.work.resize(need);
     } catch (...) {
       failed |= 1;
@@ -78,13 +94,14 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
       R* r = c.adjoint ? rows + b * row : nullptr;
       try {
         for (;;) {  // retried with a larger step store when dopri5 accepts more steps than it holds
-          const std::size_t need = kern::open_task_work<R>(v, ws.cap);
+          const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
           if (ws.work.size() < need) ws.work.resize(need);
           std::uint64_t cp = 0, ru = 0;
-          kern::OpenTask<R, N> task(v, c, ws.work.data(), ws.cap);
+          kern::OpenTask<R, N> task(tv, c, ws.work.data(), ws.cap);
           const int st = task.run(b, b, cf, cl, r, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, cp, ru);
           if (st == kern::kOpenStepCapacity) {
             ws.cap *= 2;
+            tv = thread_view<R>(v, c.adjoint, ws.cap);
             continue;
           }
           computed += cp;

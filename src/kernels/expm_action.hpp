@@ -207,9 +207,10 @@ QFLEET_HD void taylor_backward(const Gen& gen, std::size_t nc, TaylorPlan p, dou
   Cx<R>* scaled = kbar + nc;
   Cx<R>* adj = scaled + nc;
   for (long i = p.s; i-- > 0;) {
-    // This step's terms, recomputed exactly as taylor_forward made them.
+    // This step's terms, recomputed exactly as taylor_forward made them (k_m, which
+    // feeds no gradient, is not).
     taylor_detail::copy(steps + nc * std::size_t(i), nc, terms, g);
-    for (int j = 1; j <= p.m; ++j) {
+    for (int j = 1; j < p.m; ++j) {
       Cx<R>* k = terms + nc * std::size_t(j);
       gen.apply(terms + nc * std::size_t(j - 1), k);
       const R c = R(h / j);

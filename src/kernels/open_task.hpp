@@ -80,6 +80,17 @@ QFLEET_HD inline std::size_t open_saved_per_run(const OpenView& v) {
   return open_saved_states(v) + (steps + sizeof(R) - 1) / sizeof(R);
 }
 
+// With OpenView::keep_stages, what the backward pass's re-run of a segment keeps for
+// its reverse sweep, in Cx<R>: the step solvers' stage states 2..s of every step
+// (stage 1 is the step's start, kept already). (The exact action recomputes its
+// Taylor terms: its segments mostly take one Taylor step, whose terms cost as much
+// to keep as to recompute.)
+QFLEET_HD inline std::size_t open_stage_store(const OpenView& v, int cap) {
+  if (!v.keep_stages || v.solver == Solver::exact) return 0;
+  const int steps = open_detail::adaptive(v.solver) ? cap : v.fixed_steps;
+  return std::size_t(v.n) * v.c * std::size_t(steps) * std::size_t(open_detail::tableau(v.solver).s - 1);
+}
+
 // Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
 // (or the action's Taylor steps) per segment the backward pass can hold (rk4/euler
 // use v.fixed_steps instead). The propagator's n x n work matrices exist only for
@@ -94,7 +105,7 @@ QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   if (v.solver == Solver::exact && !v.action) {
     w += 3 * nn + expm_frechet_work(v.n);
   } else {
-    w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1);
+    w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1) + open_stage_store(v, cap);
   }
   if (v.lindblad) w += 2 * dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
@@ -134,6 +145,10 @@ class OpenTask {
       rk_ = q;  // Runge-Kutta stages, or the Taylor terms (kernels/expm_action.hpp)
       xs_ = rk_ + (v.action ? taylor_work_states() : 30) * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
+      if (open_stage_store(v, cap) > 0) {
+        stages_ = q;
+        q += open_stage_store(v, cap);
+      }
     }
     if (v.lindblad) {
       lscratch_ = q;
@@ -522,6 +537,7 @@ class OpenTask {
         Cx<R>* out = keep ? xs_ + nc_ * (i + 1) : xb;
         rk_step(R(h_fixed_), xa, out, ks, ys);
         if (keep) {
+          keep_stages(int(i), ys);
           xa = out;
         } else {
           xb = xa;
@@ -561,6 +577,7 @@ class OpenTask {
           if (m_ >= cap_) return kOpenStepCapacity;
           if (lead) hs_[m_] = h;
           copy(xb, xs_ + nc_ * (m_ + 1));
+          keep_stages(m_, ys);
         }
         ++m_;
         t += h;
@@ -577,9 +594,25 @@ class OpenTask {
     return kOpenOk;
   }
 
+  // keep_stages: step `step`'s stage states 2..s (stage 1 is the step's start, xs_).
+  QFLEET_HD void keep_stages(int step, const Cx<R>* ys) const {
+    if (!stages_) return;
+    const int s = open_detail::tableau(v_.solver).s;
+    for (int i = 1; i < s; ++i) copy(ys + nc_ * i, stages_ + nc_ * (std::size_t(s - 1) * step + i - 1));
+  }
+
+  // Stage i's state of step `step` in the reverse sweep: kept (keep_stages), or just
+  // recomputed into ys.
+  QFLEET_HD const Cx<R>* stage_state(int step, int i, const Cx<R>* ys) const {
+    if (!stages_) return ys + nc_ * i;
+    const int s = open_detail::tableau(v_.solver).s;
+    return i == 0 ? xs_ + nc_ * step : stages_ + nc_ * (std::size_t(s - 1) * step + i - 1);
+  }
+
   // Discrete adjoint of the segment's steps: lam <- (d X_out / d X)^dag lam and
   // g += dF/dA. The step states are recomputed from the segment's start
-  // (checkpointing: only segment boundaries are stored between the passes).
+  // (checkpointing: only segment boundaries are stored between the passes), and the
+  // stage states of each step with them (keep_stages), or again per step.
   QFLEET_HD int segment_backward(double duration, const Cx<R>* x0) {
     const int st = segment_steps(duration, x0, tmp_, true);
     if (st != kOpenOk) return st;
@@ -590,7 +623,7 @@ class OpenTask {
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int step = m_; step-- > 0;) {
       const R h = R(open_detail::adaptive(v_.solver) ? hs_[step] : h_fixed_);
-      rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
+      if (!stages_) rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
       for (int i = 0; i < t.s; ++i) {
         for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
       }
@@ -599,7 +632,7 @@ class OpenTask {
         Cx<R>* kb = kbar + nc_ * i;
         Cx<R>* yb = ybar + nc_ * i;
         apply_gen_adjoint(kb, yb);               // Ybar_i = A^dag kbar_i
-        add_gen_gradient(kb, ys + nc_ * i, g_);  // dF/dA += kbar_i Y_i^dag
+        add_gen_gradient(kb, stage_state(step, i, ys), g_);  // dF/dA += kbar_i Y_i^dag
         for (int j = 0; j < i; ++j) {
           const R aij = R(t.a[i][j]) * h;
           if (aij == 0) continue;
@@ -647,6 +680,7 @@ class OpenTask {
   Cx<R>* diag_w_ = nullptr;  // Lindblad form: the diagonal jumps' weights (lindblad_diag_weights)
   Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
   Cx<R>* xs_ = nullptr;   // (steps + 1) nc: step states of one segment
+  Cx<R>* stages_ = nullptr;  // keep_stages: open_stage_store() entries
   Cx<R>* fid_ = nullptr;  // fidelity scratch
 };
 

@@ -31,6 +31,11 @@ struct OpenView {
   int target = 0;  // a KernTarget (OpenSystem::Target's value)
   double dt = 0, rtol = 0, atol = 0;
   int fixed_steps = 0;  // rk4/euler: the most steps one segment takes
+  // Step solvers: the backward pass keeps every accepted step's stage states when it
+  // re-runs a segment, rather than computing them again per step in the reverse sweep
+  // (open_stage_store). The cpu executor sets it when the store fits its budget
+  // (src/cpu/open_cpu_impl.hpp); the cuda kernels do not (yet: not run on a GPU).
+  bool keep_stages = false;
   const double* durations = nullptr;   // [nseg] (plain doubles)
   const double* a0 = nullptr;          // [n, n]
   const double* a_drift = nullptr;     // [ndrift, n, n]

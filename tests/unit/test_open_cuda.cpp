@@ -30,7 +30,7 @@ qfleet::OpenCompileOptions options_for(Solver s) {
   qfleet::OpenCompileOptions o;
   o.solver = s;
   if (s == Solver::rk4 || s == Solver::euler) o.dt = 0.0437;  // both fixed-step solvers need dt
-  if (s == Solver::dopri5) o.rtol = o.atol = 1e-10;
+  if (s == Solver::dopri5 || s == Solver::tsit5) o.rtol = o.atol = 1e-10;
   return o;
 }
 
@@ -130,20 +130,21 @@ void expect_matches_reference(const Call& call, const Model& m, const TaskBatch&
   const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
   const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
   const Flat want = flatten(simulate_batch(m, b, scheme, dt));
-  const double tol = s == Solver::dopri5 ? 1e-7 : 1e-10;
+  const bool adaptive = s == Solver::dopri5 || s == Solver::tsit5;
+  const double tol = adaptive ? 1e-7 : 1e-10;
   EXPECT_TRUE(all_close(call.fid, want.fid, tol)) << what << ": fidelity";
   EXPECT_TRUE(all_close(call.leak, want.leak, tol)) << what << ": leakage";
   EXPECT_TRUE(all_close(call.exp, want.exp, tol)) << what << ": expvals";
   EXPECT_TRUE(all_close(call.fin, want.fin, tol)) << what << ": final state";
   const Grads fd = fd_grads(m, b, call.cf, call.cl, scheme, dt);
-  const double ga = s == Solver::dopri5 ? 1e-7 : 1e-8, gr = s == Solver::dopri5 ? 1e-5 : 1e-6;
+  const double ga = adaptive ? 1e-7 : 1e-8, gr = adaptive ? 1e-5 : 1e-6;
   EXPECT_TRUE(all_close(call.g_amp, fd.amps, ga, gr)) << what << ": d/d amplitudes";
   EXPECT_TRUE(all_close(call.g_drift, fd.drift, ga, gr)) << what << ": d/d drift";
   EXPECT_TRUE(all_close(call.g_rates, fd.rates, ga, gr)) << what << ": d/d rates";
 }
 
 std::string solver_name(Solver s) {
-  return s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : "dopri5";
+  return s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : s == Solver::tsit5 ? "tsit5" : "dopri5";
 }
 
 // The thread-per-task path, then the warp and block launch shapes (a task per
@@ -195,6 +196,46 @@ TEST(OpenGpuPaths, LindbladFormOnThreadAndGroupsMatchesTheReference) {
         Call call(m, b, cot_f, cot_l);
         ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
         expect_matches_reference(call, m, b, s, what);
+      }
+    }
+  }
+}
+
+// The step solvers' reverse sweep reading each step's kept stage states
+// (OpenView::keep_stages, which the cpu executor sets) instead of recomputing them:
+// the forward outputs are the same bits, the gradients those of the recomputing sweep
+// to rounding (the kept first-same-as-last stage and the recomputed one may differ in
+// the last bit) and the finite differences'; alone and in groups, dense and in
+// Lindblad form, for a closed and two open kinds.
+TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
+  std::mt19937_64 rng(508);
+  for (int kind : {1, 3, 5}) {
+    const ProblemKind& k = kProblemKinds[kind];
+    for (Solver s : {Solver::rk4, Solver::dopri5, Solver::tsit5}) {
+      for (bool lindblad : {false, true}) {
+        if (lindblad && k.closed) continue;
+        const Model m = kind_model(k, rng, 2);
+        qfleet::OpenCompileOptions o = options_for(s);
+        if (lindblad) o.form = qfleet::OpenForm::lindblad;
+        const auto plan = packed_plan(m, o);
+        const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate);
+        const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
+        for (int G : {0, 3}) {
+          const std::string what = std::string(k.name) + " " + solver_name(s) + (lindblad ? " lindblad" : " dense") +
+                                   ", group of " + std::to_string(G);
+          plan->view.keep_stages = false;
+          Call recomputed(m, b, cot_f, cot_l);
+          ASSERT_EQ(run_like_gpu(*plan, recomputed.c, 2, 64, G), 0) << what;
+          plan->view.keep_stages = true;
+          Call kept(m, b, cot_f, cot_l);
+          ASSERT_EQ(run_like_gpu(*plan, kept.c, 2, 64, G), 0) << what;
+          if (G == 0) expect_matches_reference(kept, m, b, s, what + ", kept stages");
+          EXPECT_EQ(kept.fid, recomputed.fid) << what;
+          EXPECT_EQ(kept.fin, recomputed.fin) << what;
+          EXPECT_TRUE(all_close(kept.g_amp, recomputed.g_amp, 1e-13, 1e-12)) << what << ": d/d amplitudes";
+          EXPECT_TRUE(all_close(kept.g_drift, recomputed.g_drift, 1e-13, 1e-12)) << what << ": d/d drift";
+          EXPECT_TRUE(all_close(kept.g_rates, recomputed.g_rates, 1e-13, 1e-12)) << what << ": d/d rates";
+        }
       }
     }
   }
