@@ -46,7 +46,7 @@ inline constexpr std::size_t kStageStoreBytes = std::size_t(32) << 20;
 template <class R>
 kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, int cap) {
   kern::OpenView tv = v;
-  tv.keep_stages = adjoint;
+  tv.keep_stages = true;  // (open_stage_store sizes the store only when it is kept)
   tv.keep_stages = adjoint && kern::open_stage_store(tv, cap) * sizeof(Cx<R>) <= kStageStoreBytes;
   return tv;
 }

@@ -594,19 +594,21 @@ class OpenTask {
     return kOpenOk;
   }
 
-  // keep_stages: step `step`'s stage states 2..s (stage 1 is the step's start, xs_).
+  // Where step `step`'s stage i >= 1 is kept (stage 0 is the step's start, xs_).
+  QFLEET_HD Cx<R>* kept_stage(int step, int i) const {
+    const int s = open_detail::tableau(v_.solver).s;
+    return stages_ + nc_ * (std::size_t(s - 1) * step + i - 1);
+  }
+  // keep_stages: step `step`'s stage states 1..s-1.
   QFLEET_HD void keep_stages(int step, const Cx<R>* ys) const {
     if (!stages_) return;
-    const int s = open_detail::tableau(v_.solver).s;
-    for (int i = 1; i < s; ++i) copy(ys + nc_ * i, stages_ + nc_ * (std::size_t(s - 1) * step + i - 1));
+    for (int i = 1; i < open_detail::tableau(v_.solver).s; ++i) copy(ys + nc_ * i, kept_stage(step, i));
   }
-
   // Stage i's state of step `step` in the reverse sweep: kept (keep_stages), or just
   // recomputed into ys.
   QFLEET_HD const Cx<R>* stage_state(int step, int i, const Cx<R>* ys) const {
     if (!stages_) return ys + nc_ * i;
-    const int s = open_detail::tableau(v_.solver).s;
-    return i == 0 ? xs_ + nc_ * step : stages_ + nc_ * (std::size_t(s - 1) * step + i - 1);
+    return i == 0 ? xs_ + nc_ * step : kept_stage(step, i);
   }
 
   // Discrete adjoint of the segment's steps: lam <- (d X_out / d X)^dag lam and
