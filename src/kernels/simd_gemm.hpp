@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "kernels/complex.hpp"
 
@@ -113,6 +114,38 @@ inline void block(int k, const R* A, int lda, const R* B, int ldb, R* C, int ldc
   }
   for (int r = 0; r < RB; ++r)
     for (int v = 0; v < CB; ++v) T::store(C + 2 * std::ptrdiff_t(i0 + r) * ldc + 2 * T::cpv * (v0 + v), c[r][v]);
+}
+
+// o[0..n) += sum over t < terms of w_t x_t[0..n) for complex weights w_t and columns x_t
+// given by `term(t, w)` (returns x_t), with the sums kept in registers over all terms
+// and the output touched once: adding one term's column to o at a time makes every pass
+// wait on the previous pass's stores (the Lindblad generator's sparse right products,
+// kernels/lindblad_action.hpp). n % Vec<R>::cpv == 0.
+template <class R, class Term>
+inline void add_weighted_columns(int n, int terms, const Term& term, Cx<R>* oc) {
+  using T = Vec<R>;
+  constexpr int CB = 4;  // vectors per block
+  R* o = reinterpret_cast<R*>(oc);
+  const int nv = n / T::cpv;
+  int v0 = 0;
+  auto run = [&](auto width) {
+    constexpr int W = decltype(width)::value;
+    typename T::V c[W];
+    for (int v = 0; v < W; ++v) c[v] = T::load(o + 2 * T::cpv * (v0 + v));
+    for (int t = 0; t < terms; ++t) {
+      Cx<R> w;
+      const R* x = reinterpret_cast<const R*>(term(t, w)) + 2 * T::cpv * v0;
+      const typename T::V wr = T::set1(w.re), wi = T::alt(w.im);
+      for (int v = 0; v < W; ++v) {
+        const typename T::V xv = T::load(x + 2 * T::cpv * v);
+        c[v] = T::fma(wr, xv, c[v]);
+        c[v] = T::fma(wi, T::swap(xv), c[v]);
+      }
+    }
+    for (int v = 0; v < W; ++v) T::store(o + 2 * T::cpv * (v0 + v), c[v]);
+  };
+  for (; v0 + CB <= nv; v0 += CB) run(std::integral_constant<int, CB>{});
+  for (; v0 < nv; ++v0) run(std::integral_constant<int, 1>{});
 }
 
 template <class R>
