@@ -7,3 +7,13 @@
 #else
 #define QFLEET_HD
 #endif
+
+// `#pragma omp simd reduction(max : v)` for a host loop whose result is a maximum (its
+// order does not change it, so the compiler may take it in vector lanes; without the
+// pragma it keeps the running maximum in order, one lane). Nothing on a device.
+#define QFLEET_PRAGMA(x) _Pragma(#x)
+#if defined(_OPENMP) && !defined(__CUDACC__)
+#define QFLEET_SIMD_MAX(v) QFLEET_PRAGMA(omp simd reduction(max : v))
+#else
+#define QFLEET_SIMD_MAX(v)
+#endif

@@ -556,20 +556,32 @@ class OpenTask {
       h = dmin(h, duration - t);
       rk_step(R(h), xa, xb, ks, ys, k1_ready);
       apply_gen(xb, ks + nc_ * 6);  // stage 7
+      // The error norm: max over the entries of h |sum_i b_err_i k_i| / (atol + rtol max(|x|,
+      // |x_new|)). Vector lanes on the host (QFLEET_SIMD_MAX; the kernels build with
+      // -fno-math-errno, so sqrt is an instruction): in one lane it was a twelfth of a
+      // d = 16 Lindblad run (perf). A NaN entry rejects the step (a max reduction in lanes
+      // may drop a NaN, so it is counted apart).
+      double be[7];
+      for (int i = 0; i < 7; ++i) be[i] = open_detail::tableau(v_.solver).b_err[i];
+      const double atol = v_.atol, rtol = v_.rtol;
       double err = 0;
+      int nan_seen = 0;
+      QFLEET_SIMD_MAX(err)
       for (std::size_t e = r0(); e < nc_; e += gs()) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {
-          const double be = open_detail::tableau(v_.solver).b_err[i];
-          er += be * double(ks[nc_ * i + e].re);
-          ei += be * double(ks[nc_ * i + e].im);
+          er += be[i] * double(ks[nc_ * i + e].re);
+          ei += be[i] * double(ks[nc_ * i + e].im);
         }
         // |z| as sqrt(re^2 + im^2), not hypot: no overflow is possible at these magnitudes,
         // and glibc's hypot took a tenth of a d = 16 Lindblad run (perf).
         const double a2 = double(xa[e].re) * xa[e].re + double(xa[e].im) * xa[e].im;
         const double b2 = double(xb[e].re) * xb[e].re + double(xb[e].im) * xb[e].im;
-        err = dmax(err, h * sqrt(er * er + ei * ei) / (v_.atol + v_.rtol * sqrt(dmax(a2, b2))));
+        const double r = h * sqrt(er * er + ei * ei) / (atol + rtol * sqrt(a2 > b2 ? a2 : b2));
+        nan_seen |= r != r;
+        err = err > r ? err : r;
       }
+      if (nan_seen) err = 1e300;
       if constexpr (!G::kSolo) err = grp_.max(err);
       const double factor = dmin(5.0, dmax(0.2, 0.9 * pow(dmax(err, 1e-10), -0.2)));
       if (err <= 1.0) {
