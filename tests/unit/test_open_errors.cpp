@@ -413,4 +413,28 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
                  1e-10, 0, "after rejected calls");
 }
 
+// Amplitudes that are finite but overflow the generator: the adaptive solvers' error
+// norm meets NaN (inf / inf) and must reject the step, never accept a NaN state; the
+// step size then underflows, and the call reports it at once (10^6 rejected steps of a
+// 2 x 2 problem). The outputs of a call that fails during the integration are undefined
+// (docs/open_systems.md#errors): only the error is checked.
+TEST(OpenErrors, AnOverflowingGeneratorIsAStepSizeErrorForTheAdaptiveSolvers) {
+  for (const Solver solver : {Solver::tsit5, Solver::dopri5}) {
+    for (const qfleet::OpenForm form : {qfleet::OpenForm::lindblad, qfleet::OpenForm::superoperator}) {
+      const std::string name(qfleet::to_string(solver));
+      SCOPED_TRACE(name + (form == qfleet::OpenForm::lindblad ? " lindblad" : " superoperator"));
+      Fixture f;
+      qfleet::OpenCompileOptions o;
+      o.solver = solver;
+      o.form = form;
+      f.prog = qfleet::compile(build(f.m), o);
+      for (double& a : f.b.amps) a = 1e300;
+      QArgs<double> a(f.b);
+      QOut<double> out;
+      out.size(f.m, f.b.B, want_all(f.m));
+      EXPECT_QFLEET_ERROR(f.prog.forward<double>(a.args(), out.outputs()), name.c_str(), "step size underflow");
+    }
+  }
+}
+
 }  // namespace
