@@ -8,12 +8,13 @@
 #define QFLEET_HD
 #endif
 
-// `#pragma omp simd reduction(max : v)` for a host loop whose result is a maximum (its
-// order does not change it, so the compiler may take it in vector lanes; without the
-// pragma it keeps the running maximum in order, one lane). Nothing on a device.
+// `#pragma omp simd CLAUSES` on the host, e.g. QFLEET_OMP_SIMD(reduction(max : err)) for a
+// loop whose result is a maximum (its order does not change it, so the compiler may take
+// it in vector lanes; without the pragma it keeps the running maximum in order, one
+// lane). Every variable the loop carries must be in a clause. Nothing on a device.
 #define QFLEET_PRAGMA(x) _Pragma(#x)
 #if defined(_OPENMP) && !defined(__CUDACC__)
-#define QFLEET_SIMD_MAX(v) QFLEET_PRAGMA(omp simd reduction(max : v))
+#define QFLEET_OMP_SIMD(clauses) QFLEET_PRAGMA(omp simd clauses)
 #else
-#define QFLEET_SIMD_MAX(v)
+#define QFLEET_OMP_SIMD(clauses)
 #endif

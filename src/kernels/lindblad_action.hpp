@@ -157,7 +157,7 @@ QFLEET_HD void sparse_column(const SparsePattern& p, const Cx<R>* v, const Cx<R>
     }
 #endif
     for (int t = 0; t < n1 - n0; ++t) {
-      Cx<R> w;
+      Cx<R> w{R(0), R(0)};
       const Cx<R>* xb = term(t, w);
       for (int i = 0; i < d; ++i) madd(o[i * os], w, xb[i * xs]);
     }

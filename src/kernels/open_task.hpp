@@ -557,7 +557,7 @@ class OpenTask {
       rk_step(R(h), xa, xb, ks, ys, k1_ready);
       apply_gen(xb, ks + nc_ * 6);  // stage 7
       // The error norm: max over the entries of h |sum_i b_err_i k_i| / (atol + rtol max(|x|,
-      // |x_new|)). Vector lanes on the host (QFLEET_SIMD_MAX; the kernels build with
+      // |x_new|)). Vector lanes on the host (QFLEET_OMP_SIMD; the kernels build with
       // -fno-math-errno, so sqrt is an instruction): in one lane it was a twelfth of a
       // d = 16 Lindblad run (perf). A NaN entry rejects the step (a max reduction in lanes
       // may drop a NaN, so it is counted apart).
@@ -566,7 +566,7 @@ class OpenTask {
       const double atol = v_.atol, rtol = v_.rtol;
       double err = 0;
       int nan_seen = 0;
-      QFLEET_SIMD_MAX(err)
+      QFLEET_OMP_SIMD(reduction(max : err) reduction(| : nan_seen))
       for (std::size_t e = r0(); e < nc_; e += gs()) {
         double er = 0, ei = 0;
         for (int i = 0; i < 7; ++i) {

@@ -133,7 +133,7 @@ inline void add_weighted_columns(int n, int terms, const Term& term, Cx<R>* oc) 
     typename T::V c[W];
     for (int v = 0; v < W; ++v) c[v] = T::load(o + 2 * T::cpv * (v0 + v));
     for (int t = 0; t < terms; ++t) {
-      Cx<R> w;
+      Cx<R> w{R(0), R(0)};
       const R* x = reinterpret_cast<const R*>(term(t, w)) + 2 * T::cpv * v0;
       const typename T::V wr = T::set1(w.re), wi = T::alt(w.im);
       for (int v = 0; v < W; ++v) {
