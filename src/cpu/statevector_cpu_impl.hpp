@@ -119,9 +119,38 @@ inline void apply_kt(R* s, const GateSite& site, std::uint64_t ng, const R* m, i
   }
 }
 
+// Whether op is a fixed gate whose target block is X (PauliX, CNOT, Toffoli, ...):
+// applying it (or its adjoint) only swaps amplitude pairs. A fixed gate's block is
+// the same in every lane, so lane 0 decides.
+template <class R, int L>
+inline bool is_x_block(const OpDesc& op, const R* m) {
+  return op.fixed >= 0 && op.site.kt == 1 && m[0] == 0 && m[L] == 0 && m[2 * L] == 1 && m[3 * L] == 0 &&
+         m[4 * L] == 1 && m[5 * L] == 0 && m[6 * L] == 0 && m[7 * L] == 0;
+}
+
+// Swaps each group's two amplitudes in every lane: the X block without its
+// arithmetic (a quarter of the hybrid classifier's passes are its CNOTs).
+template <class R, int L>
+inline void swap_pairs(R* s, const GateSite& site, std::uint64_t ng) {
+  for (std::uint64_t g = 0; g < ng; ++g) {
+    const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+    R* a = s + (base + site.off[0]) * 2 * L;
+    R* b = s + (base + site.off[1]) * 2 * L;
+#pragma omp simd
+    for (int i = 0; i < 2 * L; ++i) {
+      const R t = a[i];
+      a[i] = b[i];
+      b[i] = t;
+    }
+  }
+}
+
 template <class R, int L, bool Dag>
 inline void apply_op(R* s, const SvPlan& kp, const OpDesc& op, const R* m, int par) {
   const std::uint64_t ng = kp.dim >> op.site.k_all;
+  if constexpr (L > 1) {
+    if (is_x_block<R, L>(op, m)) return swap_pairs<R, L>(s, op.site, ng);
+  }
   switch (op.site.kt) {
     case 1:
       return apply_kt<R, L, 1, Dag>(s, op.site, ng, m, par);
@@ -425,6 +454,10 @@ struct TileRunner {
 
   // The reverse sweep: psi <- U^dag psi, gslot += 2 Re <lam| dU |psi>, lam <- U^dag lam.
   void backward(Scratch& t, int par) const {
+    if constexpr (L > 1) {
+      backward_fused(t);
+      return;
+    }
     kern::Cx<double> blk[kMaxBlockEntries];
     std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
     for (int k = kp.n_ops - 1; k >= 0; --k) {
@@ -450,6 +483,74 @@ struct TileRunner {
         for (int l = 0; l < L; ++l) t.gslot[slot * L + l] += 2 * t.acc[l];
       }
       apply_op<R, L, true>(t.lam, kp, op, m, par);
+    }
+  }
+
+  // The same sweep for tiles of samples, one pass over the state per gate
+  // (kern::adjoint_step_lane): both un-applies and the block's outer product, from
+  // which each parameter's derivative is a D x D trace. Against an un-apply, one
+  // sandwich pass per parameter and a second un-apply, a Rot gate costs about half.
+  void backward_fused(Scratch& t) const {
+    kern::Cx<double> blk[kMaxBlockEntries];
+    alignas(64) R outer[kMaxBlockEntries * 2 * L];
+    std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
+    for (int k = kp.n_ops - 1; k >= 0; --k) {
+      const OpDesc& op = kp.ops[k];
+      const R* m = block(op, t);
+      bool wanted = false;
+      for (int j = 0; j < op.n_params; ++j) wanted = wanted || kern::param_wanted(kp, c, op.first_param + j);
+      const int entries = 1 << 2 * op.site.kt;
+      if (wanted) std::memset(outer, 0, std::size_t(entries) * 2 * L * sizeof(R));
+      adjoint_pass(t, op, m, wanted ? outer : nullptr);
+      if (!wanted) continue;
+      const bool per_sample = kern::op_per_sample(op, c.weights_per_sample);
+      for (int j = 0; j < op.n_params; ++j) {
+        const int slot = op.first_param + j;
+        if (!kern::param_wanted(kp, c, slot)) continue;
+        const R* d;
+        if (per_sample) {
+          for (int l = 0; l < L; ++l) {
+            op_block_double(kp, c, op, t.bl[l], j, blk);
+            scatter_block<R, L>(t.dblk, blk, entries, l);
+          }
+          d = t.dblk;
+        } else {
+          d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
+        }
+        R* g = t.gslot + slot * L;
+        if (op.site.kt == 1) {
+#pragma omp simd
+          for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 1>(d, outer, l);
+        } else {
+#pragma omp simd
+          for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
+        }
+      }
+    }
+  }
+
+  void adjoint_pass(Scratch& t, const OpDesc& op, const R* m, R* outer) const {
+    const std::uint64_t ng = kp.dim >> op.site.k_all;
+    if (outer == nullptr && is_x_block<R, L>(op, m)) {
+      swap_pairs<R, L>(t.psi, op.site, ng);
+      swap_pairs<R, L>(t.lam, op.site, ng);
+      return;
+    }
+    auto groups = [&](auto kt, auto with_outer) {
+      constexpr int KT = decltype(kt)::value;
+      constexpr bool O = decltype(with_outer)::value;
+      for (std::uint64_t g = 0; g < ng; ++g) {
+        const std::uint64_t base = kern::insert_zero_bits(g, op.site.pos, op.site.k_all) | op.site.ctrl;
+#pragma omp simd
+        for (int l = 0; l < L; ++l) kern::adjoint_step_lane<R, L, KT, O>(t.psi, t.lam, op.site, base, m, outer, l);
+      }
+    };
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;  // kern::kMaxBlockTargets
+    if (op.site.kt == 1) {
+      outer ? groups(One{}, std::true_type{}) : groups(One{}, std::false_type{});
+    } else {
+      outer ? groups(Two{}, std::true_type{}) : groups(Two{}, std::false_type{});
     }
   }
 

@@ -88,6 +88,68 @@ QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& sit
   return acc;
 }
 
+// One step of the reverse sweep on one group, one lane, in a single pass over it:
+// psi <- U^dag psi and lam <- U^dag lam (U the block m, ML lanes as above) and, when
+// Outer, the group's share of the outer product outer[c][r] += psi'[c] conj(lam[r])
+// (psi' after un-applying, lam before; outer holds [D*D] complex entries with L
+// lanes, laid out as a per-lane block). Every parameter's derivative then follows
+// from outer alone: Re <lam| dU |psi'> = Re sum_{r,c} dU[r][c] outer[c][r]
+// (outer_trace_lane), instead of one sandwich pass over the state per parameter.
+template <class R, int L, int KT, bool Outer, int ML = L>
+QFLEET_HD inline void adjoint_step_lane(R* psi, R* lam, const GateSite& site, std::uint64_t base,
+                                        const R* m, R* outer, int l) {
+  constexpr int D = 1 << KT;
+  const int ml = ML == 1 ? 0 : l;
+  R pr[D], pi[D], lr[D], li[D];
+  for (int c = 0; c < D; ++c) {
+    const std::uint64_t i = (base + site.off[c]) * 2 * L;
+    pr[c] = psi[i + l];
+    pi[c] = psi[i + L + l];
+    lr[c] = lam[i + l];
+    li[c] = lam[i + L + l];
+  }
+  for (int r = 0; r < D; ++r) {
+    R ypr = 0, ypi = 0, ylr = 0, yli = 0;
+    for (int c = 0; c < D; ++c) {
+      const int e = c * D + r;  // (U^dag)[r][c] = conj(U[c][r])
+      const R mr = m[e * 2 * ML + ml];
+      const R mi = -m[e * 2 * ML + ML + ml];
+      ypr += mr * pr[c] - mi * pi[c];
+      ypi += mr * pi[c] + mi * pr[c];
+      ylr += mr * lr[c] - mi * li[c];
+      yli += mr * li[c] + mi * lr[c];
+    }
+    const std::uint64_t i = (base + site.off[r]) * 2 * L;
+    psi[i + l] = ypr;
+    psi[i + L + l] = ypi;
+    lam[i + l] = ylr;
+    lam[i + L + l] = yli;
+    if constexpr (Outer) {
+      for (int q = 0; q < D; ++q) {  // outer[r][q] += psi'[r] conj(lam[q])
+        const int e = r * D + q;
+        outer[e * 2 * L + l] += ypr * lr[q] + ypi * li[q];
+        outer[e * 2 * L + L + l] += ypi * lr[q] - ypr * li[q];
+      }
+    }
+  }
+}
+
+// Re sum_{r,c} dU[r][c] outer[c][r] for one lane: Re <lam| dU |psi'> from the
+// outer product adjoint_step_lane accumulated (dU a derivative block with ML lanes).
+template <class R, int L, int KT, int ML = L>
+QFLEET_HD inline R outer_trace_lane(const R* dm, const R* outer, int l) {
+  constexpr int D = 1 << KT;
+  const int ml = ML == 1 ? 0 : l;
+  R acc = 0;
+  for (int r = 0; r < D; ++r) {
+    for (int c = 0; c < D; ++c) {
+      const int e = r * D + c, t = c * D + r;
+      acc += dm[e * 2 * ML + ml] * outer[t * 2 * L + l] - dm[e * 2 * ML + ML + ml] * outer[t * 2 * L + L + l];
+    }
+  }
+  return acc;
+}
+
 
 QFLEET_HD inline int parity64(std::uint64_t v) {
 #if defined(__CUDA_ARCH__)
