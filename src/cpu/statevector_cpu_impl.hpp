@@ -508,7 +508,13 @@ struct TileRunner {
         const int slot = op.first_param + j;
         if (!kern::param_wanted(kp, c, slot)) continue;
         const R* d;
-        if (per_sample) {
+        if (per_sample && op.n_params == 1 && kern::one_parameter_group(op.gate)) {
+          // dU/dt = K U: the generator once, times each lane's block (no trigonometry per lane).
+          const double at_zero[kMaxGateParams] = {};
+          kern::gate_block_derivative<double>(op.gate, at_zero, 0, blk);
+          generator_times_block(blk, m, t.dblk, op.site.kt);
+          d = t.dblk;
+        } else if (per_sample) {
           for (int l = 0; l < L; ++l) {
             op_block_double(kp, c, op, t.bl[l], j, blk);
             scatter_block<R, L>(t.dblk, blk, entries, l);
@@ -524,6 +530,28 @@ struct TileRunner {
         } else {
 #pragma omp simd
           for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
+        }
+      }
+    }
+  }
+
+  // out = K m in every lane (K one block given in double, m and out per-lane blocks).
+  static void generator_times_block(const kern::Cx<double>* k, const R* m, R* out, int kt) {
+    const int D = 1 << kt;
+    for (int r = 0; r < D; ++r) {
+      for (int c2 = 0; c2 < D; ++c2) {
+        R* o = out + (r * D + c2) * 2 * L;
+#pragma omp simd
+        for (int l = 0; l < L; ++l) {
+          R re = 0, im = 0;
+          for (int q = 0; q < D; ++q) {
+            const R kr = static_cast<R>(k[r * D + q].re), ki = static_cast<R>(k[r * D + q].im);
+            const R* b = m + (q * D + c2) * 2 * L;
+            re += kr * b[l] - ki * b[L + l];
+            im += kr * b[L + l] + ki * b[l];
+          }
+          o[l] = re;
+          o[L + l] = im;
         }
       }
     }

@@ -177,6 +177,30 @@ QFLEET_HD inline void gate_block(Gate g, const T* p, Cx<T>* m) {
   }
 }
 
+// Whether gate g is a one-parameter group U(t) = exp(t K): every one-parameter gate of
+// the catalogue (the Pauli rotations, their controlled and two-qubit forms, the phase
+// gates). Then dU/dt = K U(t) with K the derivative at t = 0, a constant block, so an
+// executor can form per-sample derivatives from per-sample blocks without the
+// trigonometry (tests/unit/test_gate_generators.cpp checks the identity).
+QFLEET_HD constexpr bool one_parameter_group(Gate g) {
+  switch (g) {
+    case Gate::RX:
+    case Gate::RY:
+    case Gate::RZ:
+    case Gate::PhaseShift:
+    case Gate::CRX:
+    case Gate::CRY:
+    case Gate::CRZ:
+    case Gate::ControlledPhaseShift:
+    case Gate::IsingXX:
+    case Gate::IsingYY:
+    case Gate::IsingZZ:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Derivative of gate g's block with respect to parameter j.
 // Pauli rotations exp(-i t P/2) (and Rot, a product of them, per parameter)
 // satisfy dU/dt = U(t + pi) / 2 exactly; the phase gates and U3 are written out.
