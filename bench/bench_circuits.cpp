@@ -37,7 +37,11 @@ double peak_gflops() {
 }
 
 // Real FLOPs of one application of a dense k-qubit block to a 2^n state:
-// 2^(n-k) groups x D^2 complex multiply-adds (8 flops each), D = 2^k.
+// 2^(n-k) groups x D^2 complex multiply-adds (8 flops each), D = 2^k. The reverse
+// sweep's pass per gate un-applies psi and lam and, for a gate with parameters,
+// accumulates the block's outer product (D^2 multiply-adds per group); each
+// parameter's D x D trace is per sample, not per group, and is not counted. X blocks
+// (CNOT, Toffoli) count as dense blocks, though tiles of samples swap them.
 double flops_of(const Circuit& c, bool backward) {
   double f = 0;
   const double dim = std::ldexp(1.0, c.n_qubits());
@@ -48,7 +52,7 @@ double flops_of(const Circuit& c, bool backward) {
     const double groups = dim / std::ldexp(1.0, k);
     const double per = groups * std::ldexp(1.0, 2 * kt) * 8.0;
     f += per;
-    if (backward) f += 2 * per + per * info.params;  // psi and lam undone, one sandwich per parameter
+    if (backward) f += 2 * per + (info.params > 0 ? per : 0);  // psi and lam undone, the outer product
   }
   return f;
 }

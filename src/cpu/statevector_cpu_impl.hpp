@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/statevector.hpp"
@@ -156,54 +157,6 @@ inline void apply_op(R* s, const SvPlan& kp, const OpDesc& op, const R* m, int p
       return apply_kt<R, L, 1, Dag>(s, op.site, ng, m, par);
     default:  // 2 (kern::kMaxBlockTargets: plan_op refuses anything else)
       return apply_kt<R, L, 2, Dag>(s, op.site, ng, m, par);
-  }
-}
-
-template <class R, int L, int KT>
-inline void sandwich_kt(const R* lam, const R* phi, const GateSite& site, std::uint64_t ng,
-                        const R* m, R* acc, int par) {
-  if constexpr (L == 1) {
-    // Per-run partial sums, then a reduction over runs (threads when par > 0).
-    const std::uint64_t nb = (ng + kRun - 1) / kRun;
-    const bool contiguous = (std::uint64_t{1} << site.pos[0]) >= kRun;
-    auto run_sum = [&](std::uint64_t b, int) {
-      const std::uint64_t g0 = b * kRun;
-      R sum = 0;
-      if (contiguous && g0 + kRun <= ng) {
-        const std::uint64_t b0 = kern::insert_zero_bits(g0, site.pos, site.k_all) | site.ctrl;
-#pragma omp simd reduction(+ : sum)
-        for (std::uint64_t j = 0; j < kRun; ++j) sum += kern::sandwich_lane<R, 1, KT>(lam, phi, site, b0 + j, m, 0);
-      } else {
-        for (std::uint64_t g = g0; g < g0 + kRun && g < ng; ++g) {
-          const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
-          sum += kern::sandwich_lane<R, 1, KT>(lam, phi, site, base, m, 0);
-        }
-      }
-      return sum;
-    };
-    groups_sum<R, 1>(nb, par, acc, run_sum);
-  } else {
-    R loc[L];
-    for (int l = 0; l < L; ++l) loc[l] = 0;
-    for (std::uint64_t g = 0; g < ng; ++g) {
-      const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
-#pragma omp simd
-      for (int l = 0; l < L; ++l) loc[l] += kern::sandwich_lane<R, L, KT>(lam, phi, site, base, m, l);
-    }
-    for (int l = 0; l < L; ++l) acc[l] += loc[l];
-  }
-}
-
-// acc[l] += Re <lam| M |phi> for a (derivative) block M.
-template <class R, int L>
-inline void sandwich_op(const R* lam, const R* phi, const SvPlan& kp, const OpDesc& op,
-                        const R* m, R* acc, int par) {
-  const std::uint64_t ng = kp.dim >> op.site.k_all;
-  switch (op.site.kt) {
-    case 1:
-      return sandwich_kt<R, L, 1>(lam, phi, op.site, ng, m, acc, par);
-    default:  // 2 (kern::kMaxBlockTargets: plan_op refuses anything else)
-      return sandwich_kt<R, L, 2>(lam, phi, op.site, ng, m, acc, par);
   }
 }
 
@@ -452,45 +405,13 @@ struct TileRunner {
     }
   }
 
-  // The reverse sweep: psi <- U^dag psi, gslot += 2 Re <lam| dU |psi>, lam <- U^dag lam.
+  // The reverse sweep (Jones & Gacon, Algorithm 1): psi <- U^dag psi,
+  // gslot += 2 Re <lam| dU |psi>, lam <- U^dag lam, in one pass over the state per
+  // gate (kern::adjoint_step_lane): both un-applies and the block's outer product,
+  // from which each parameter's derivative is a D x D trace. Against an un-apply, one
+  // sandwich pass per parameter and a second un-apply, a Rot gate reads the state
+  // twice instead of five times (BM_Classifier fwd + bwd 96 -> 62 us, docs/benchmarks.md).
   void backward(Scratch& t, int par) const {
-    if constexpr (L > 1) {
-      backward_fused(t);
-      return;
-    }
-    kern::Cx<double> blk[kMaxBlockEntries];
-    std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
-    for (int k = kp.n_ops - 1; k >= 0; --k) {
-      const OpDesc& op = kp.ops[k];
-      const R* m = block(op, t);
-      apply_op<R, L, true>(t.psi, kp, op, m, par);
-      const bool per_sample = kern::op_per_sample(op, c.weights_per_sample);
-      for (int j = 0; j < op.n_params; ++j) {
-        const int slot = op.first_param + j;
-        if (!kern::param_wanted(kp, c, slot)) continue;
-        const R* d;
-        if (per_sample) {
-          for (int l = 0; l < L; ++l) {
-            const int entries = op_block_double(kp, c, op, t.bl[l], j, blk);
-            scatter_block<R, L>(t.dblk, blk, entries, l);
-          }
-          d = t.dblk;
-        } else {
-          d = udmats + (op.dmat_entry + std::size_t(j) * (1 << 2 * op.site.kt)) * 2 * L;
-        }
-        for (int l = 0; l < L; ++l) t.acc[l] = 0;
-        sandwich_op<R, L>(t.lam, t.psi, kp, op, d, t.acc, par);
-        for (int l = 0; l < L; ++l) t.gslot[slot * L + l] += 2 * t.acc[l];
-      }
-      apply_op<R, L, true>(t.lam, kp, op, m, par);
-    }
-  }
-
-  // The same sweep for tiles of samples, one pass over the state per gate
-  // (kern::adjoint_step_lane): both un-applies and the block's outer product, from
-  // which each parameter's derivative is a D x D trace. Against an un-apply, one
-  // sandwich pass per parameter and a second un-apply, a Rot gate costs about half.
-  void backward_fused(Scratch& t) const {
     kern::Cx<double> blk[kMaxBlockEntries];
     alignas(64) R outer[kMaxBlockEntries * 2 * L];
     std::memset(t.gslot, 0, std::size_t(kp.n_params) * L * sizeof(R));
@@ -501,7 +422,7 @@ struct TileRunner {
       for (int j = 0; j < op.n_params; ++j) wanted = wanted || kern::param_wanted(kp, c, op.first_param + j);
       const int entries = 1 << 2 * op.site.kt;
       if (wanted) std::memset(outer, 0, std::size_t(entries) * 2 * L * sizeof(R));
-      adjoint_pass(t, op, m, wanted ? outer : nullptr);
+      adjoint_pass(t, op, m, wanted ? outer : nullptr, par);
       if (!wanted) continue;
       const bool per_sample = kern::op_per_sample(op, c.weights_per_sample);
       for (int j = 0; j < op.n_params; ++j) {
@@ -557,28 +478,94 @@ struct TileRunner {
     }
   }
 
-  void adjoint_pass(Scratch& t, const OpDesc& op, const R* m, R* outer) const {
+  // One gate's step of the reverse sweep over the whole state; outer (when not null,
+  // zeroed by the caller) receives the block's outer product.
+  void adjoint_pass(Scratch& t, const OpDesc& op, const R* m, R* outer, int par) const {
     const std::uint64_t ng = kp.dim >> op.site.k_all;
-    if (outer == nullptr && is_x_block<R, L>(op, m)) {
-      swap_pairs<R, L>(t.psi, op.site, ng);
-      swap_pairs<R, L>(t.lam, op.site, ng);
-      return;
-    }
-    auto groups = [&](auto kt, auto with_outer) {
-      constexpr int KT = decltype(kt)::value;
-      constexpr bool O = decltype(with_outer)::value;
-      for (std::uint64_t g = 0; g < ng; ++g) {
-        const std::uint64_t base = kern::insert_zero_bits(g, op.site.pos, op.site.k_all) | op.site.ctrl;
-#pragma omp simd
-        for (int l = 0; l < L; ++l) kern::adjoint_step_lane<R, L, KT, O>(t.psi, t.lam, op.site, base, m, outer, l);
-      }
-    };
     using One = std::integral_constant<int, 1>;
     using Two = std::integral_constant<int, 2>;  // kern::kMaxBlockTargets
-    if (op.site.kt == 1) {
-      outer ? groups(One{}, std::true_type{}) : groups(One{}, std::false_type{});
+    if constexpr (L > 1) {
+      if (outer == nullptr && is_x_block<R, L>(op, m)) {
+        swap_pairs<R, L>(t.psi, op.site, ng);
+        swap_pairs<R, L>(t.lam, op.site, ng);
+        return;
+      }
+      auto groups = [&](auto kt, auto with_outer) {
+        constexpr int KT = decltype(kt)::value;
+        constexpr bool O = decltype(with_outer)::value;
+        for (std::uint64_t g = 0; g < ng; ++g) {
+          const std::uint64_t base = kern::insert_zero_bits(g, op.site.pos, op.site.k_all) | op.site.ctrl;
+#pragma omp simd
+          for (int l = 0; l < L; ++l) {
+            kern::adjoint_step_lane<R, L, KT, O>(t.psi, t.lam, op.site, base, m, outer, l, l);
+          }
+        }
+      };
+      if (op.site.kt == 1) {
+        outer ? groups(One{}, std::true_type{}) : groups(One{}, std::false_type{});
+      } else {
+        outer ? groups(Two{}, std::true_type{}) : groups(Two{}, std::false_type{});
+      }
     } else {
-      outer ? groups(Two{}, std::true_type{}) : groups(Two{}, std::false_type{});
+      if (op.site.kt == 1) {
+        outer ? single_sample_outer_pass<1>(t, op.site, ng, m, outer, par)
+              : runs_for(op.site, ng, par, [&](std::uint64_t base) {
+                  kern::adjoint_step_lane<R, 1, 1, false>(t.psi, t.lam, op.site, base, m, nullptr, 0, 0);
+                });
+      } else {
+        outer ? single_sample_outer_pass<2>(t, op.site, ng, m, outer, par)
+              : runs_for(op.site, ng, par, [&](std::uint64_t base) {
+                  kern::adjoint_step_lane<R, 1, 2, false>(t.psi, t.lam, op.site, base, m, nullptr, 0, 0);
+                });
+      }
+    }
+  }
+
+  // One sample (L == 1, large states): runs of kRun consecutive groups take the
+  // vector lanes, each with its own column of outer-product partials, summed per
+  // run; with par > 0 the runs are split across threads, whose partials are added
+  // in thread order (the same sum for the same thread count, run after run).
+  template <int KT>
+  void single_sample_outer_pass(Scratch& t, const GateSite& site, std::uint64_t ng, const R* m, R* outer,
+                                int par) const {
+    constexpr int NE = 2 << (2 * KT);  // re, im of the D x D entries
+    constexpr int RUN = static_cast<int>(kRun);
+    const bool contiguous = (std::uint64_t{1} << site.pos[0]) >= kRun;
+    const std::uint64_t nb = (ng + kRun - 1) / kRun;
+    auto block = [&](std::uint64_t b, R* acc) {
+      const std::uint64_t g0 = b * kRun;
+      if (contiguous && g0 + kRun <= ng) {
+        alignas(64) R part[NE * RUN] = {};
+        const std::uint64_t b0 = kern::insert_zero_bits(g0, site.pos, site.k_all) | site.ctrl;
+#pragma omp simd
+        for (int j = 0; j < RUN; ++j) {
+          kern::adjoint_step_lane<R, 1, KT, true, 1, RUN>(t.psi, t.lam, site, b0 + j, m, part, 0, j);
+        }
+        for (int q = 0; q < NE; ++q) {
+          R s = 0;
+          for (int j = 0; j < RUN; ++j) s += part[q * RUN + j];
+          acc[q] += s;
+        }
+      } else {
+        for (std::uint64_t g = g0; g < g0 + kRun && g < ng; ++g) {
+          const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+          kern::adjoint_step_lane<R, 1, KT, true>(t.psi, t.lam, site, base, m, acc, 0, 0);
+        }
+      }
+    };
+    if (par <= 0) {
+      for (std::uint64_t b = 0; b < nb; ++b) block(b, outer);
+      return;
+    }
+    std::vector<R> partial(std::size_t(par) * NE, R(0));
+#pragma omp parallel num_threads(par)
+    {
+      R* acc = partial.data() + std::size_t(omp_get_thread_num()) * NE;
+#pragma omp for schedule(static)
+      for (long long b = 0; b < static_cast<long long>(nb); ++b) block(std::uint64_t(b), acc);
+    }
+    for (int th = 0; th < par; ++th) {
+      for (int q = 0; q < NE; ++q) outer[q] += partial[std::size_t(th) * NE + q];
     }
   }
 

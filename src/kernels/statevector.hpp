@@ -91,13 +91,14 @@ QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& sit
 // One step of the reverse sweep on one group, one lane, in a single pass over it:
 // psi <- U^dag psi and lam <- U^dag lam (U the block m, ML lanes as above) and, when
 // Outer, the group's share of the outer product outer[c][r] += psi'[c] conj(lam[r])
-// (psi' after un-applying, lam before; outer holds [D*D] complex entries with L
-// lanes, laid out as a per-lane block). Every parameter's derivative then follows
+// (psi' after un-applying, lam before; outer holds [D*D] complex entries laid out as
+// a block of OL lanes, this group's in lane ol: the cpu tiles' own lanes, or a run
+// of consecutive groups of one sample). Every parameter's derivative then follows
 // from outer alone: Re <lam| dU |psi'> = Re sum_{r,c} dU[r][c] outer[c][r]
 // (outer_trace_lane), instead of one sandwich pass over the state per parameter.
-template <class R, int L, int KT, bool Outer, int ML = L>
+template <class R, int L, int KT, bool Outer, int ML = L, int OL = L>
 QFLEET_HD inline void adjoint_step_lane(R* psi, R* lam, const GateSite& site, std::uint64_t base,
-                                        const R* m, R* outer, int l) {
+                                        const R* m, R* outer, int l, int ol) {
   constexpr int D = 1 << KT;
   const int ml = ML == 1 ? 0 : l;
   R pr[D], pi[D], lr[D], li[D];
@@ -127,8 +128,8 @@ QFLEET_HD inline void adjoint_step_lane(R* psi, R* lam, const GateSite& site, st
     if constexpr (Outer) {
       for (int q = 0; q < D; ++q) {  // outer[r][q] += psi'[r] conj(lam[q])
         const int e = r * D + q;
-        outer[e * 2 * L + l] += ypr * lr[q] + ypi * li[q];
-        outer[e * 2 * L + L + l] += ypi * lr[q] - ypr * li[q];
+        outer[e * 2 * OL + ol] += ypr * lr[q] + ypi * li[q];
+        outer[e * 2 * OL + OL + ol] += ypi * lr[q] - ypr * li[q];
       }
     }
   }
