@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "cpu/mixed_cpu.hpp"
+#include "cpu/site_groups.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
 #include "kernels/gate_matrix.hpp"
@@ -46,35 +47,6 @@ inline std::size_t thread_reals_impl(const DmPlan& kp, int L, bool adjoint, cons
   r += (std::size_t(kp.amp_len) + 1) * L;            // embedded amplitudes + norms
   r += (std::size_t{2} << kp.max_probs_k) * L;       // probabilities and their readout transform
   return r + 64;
-}
-
-// f(base) for every group of a site: base = the group's index with zeros at the site's
-// bits, plus its control bits. Consecutive bases come from the "increment over the free
-// bits" step next = ((cur | M) + 1) & ~M (M = the site's bits): three instructions per
-// group instead of inserting k zero bits (the inner work of a small block is only a
-// few loads and multiplies). par > 0 splits the groups across that many threads.
-template <class F>
-inline void site_groups(const DmSite& site, std::uint64_t dim2, int par, F&& f) {
-  std::uint64_t mask = 0;
-  for (int i = 0; i < site.k_all; ++i) mask |= std::uint64_t{1} << site.pos[i];
-  const std::uint64_t ng = dim2 >> site.k_all;
-  auto run = [&](std::uint64_t g0, std::uint64_t g1) {
-    std::uint64_t cur = kern::insert_zero_bits(g0, site.pos, site.k_all);
-    for (std::uint64_t g = g0; g < g1; ++g) {
-      f(cur | site.ctrl);
-      cur = ((cur | mask) + 1) & ~mask;
-    }
-  };
-  if (par > 0) {
-#pragma omp parallel num_threads(par)
-    {
-      const std::uint64_t nt = static_cast<std::uint64_t>(omp_get_num_threads());
-      const std::uint64_t t = static_cast<std::uint64_t>(omp_get_thread_num());
-      run(ng * t / nt, ng * (t + 1) / nt);
-    }
-  } else {
-    run(0, ng);
-  }
 }
 
 template <class R, int L, int D, int Mode>

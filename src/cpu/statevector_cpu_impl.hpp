@@ -17,8 +17,8 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
+#include "cpu/site_groups.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/statevector.hpp"
 #include "kernels/sv_params.hpp"
@@ -112,8 +112,7 @@ inline void apply_kt(R* s, const GateSite& site, std::uint64_t ng, const R* m, i
   if constexpr (L == 1) {
     runs_for(site, ng, par, [&](std::uint64_t base) { kern::apply_block_lane<R, 1, KT, Dag>(s, site, base, m, 0); });
   } else {
-    groups_for(ng, par, [&](std::uint64_t g) {
-      const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+    site_groups(site, ng << site.k_all, par, [&](std::uint64_t base) {
 #pragma omp simd
       for (int l = 0; l < L; ++l) kern::apply_block_lane<R, L, KT, Dag>(s, site, base, m, l);
     });
@@ -133,8 +132,7 @@ inline bool is_x_block(const OpDesc& op, const R* m) {
 // arithmetic (a quarter of the hybrid classifier's passes are its CNOTs).
 template <class R, int L>
 inline void swap_pairs(R* s, const GateSite& site, std::uint64_t ng) {
-  for (std::uint64_t g = 0; g < ng; ++g) {
-    const std::uint64_t base = kern::insert_zero_bits(g, site.pos, site.k_all) | site.ctrl;
+  site_groups(site, ng << site.k_all, 0, [&](std::uint64_t base) {
     R* a = s + (base + site.off[0]) * 2 * L;
     R* b = s + (base + site.off[1]) * 2 * L;
 #pragma omp simd
@@ -143,7 +141,7 @@ inline void swap_pairs(R* s, const GateSite& site, std::uint64_t ng) {
       a[i] = b[i];
       b[i] = t;
     }
-  }
+  });
 }
 
 template <class R, int L, bool Dag>
@@ -493,13 +491,12 @@ struct TileRunner {
       auto groups = [&](auto kt, auto with_outer) {
         constexpr int KT = decltype(kt)::value;
         constexpr bool O = decltype(with_outer)::value;
-        for (std::uint64_t g = 0; g < ng; ++g) {
-          const std::uint64_t base = kern::insert_zero_bits(g, op.site.pos, op.site.k_all) | op.site.ctrl;
+        site_groups(op.site, kp.dim, 0, [&](std::uint64_t base) {
 #pragma omp simd
           for (int l = 0; l < L; ++l) {
             kern::adjoint_step_lane<R, L, KT, O>(t.psi, t.lam, op.site, base, m, outer, l, l);
           }
-        }
+        });
       };
       if (op.site.kt == 1) {
         outer ? groups(One{}, std::true_type{}) : groups(One{}, std::false_type{});
@@ -557,15 +554,20 @@ struct TileRunner {
       for (std::uint64_t b = 0; b < nb; ++b) block(b, outer);
       return;
     }
-    std::vector<R> partial(std::size_t(par) * NE, R(0));
+    // Each thread's partials on its own stack (a warm call allocates nothing:
+    // tests/alloc/test_no_alloc.cpp), added in thread order by an ordered loop
+    // whose iteration th runs on thread th.
 #pragma omp parallel num_threads(par)
     {
-      R* acc = partial.data() + std::size_t(omp_get_thread_num()) * NE;
+      R acc[NE] = {};
 #pragma omp for schedule(static)
       for (long long b = 0; b < static_cast<long long>(nb); ++b) block(std::uint64_t(b), acc);
-    }
-    for (int th = 0; th < par; ++th) {
-      for (int q = 0; q < NE; ++q) outer[q] += partial[std::size_t(th) * NE + q];
+      const int nt = omp_get_num_threads();
+#pragma omp for ordered schedule(static, 1)
+      for (int th = 0; th < nt; ++th) {
+#pragma omp ordered
+        for (int q = 0; q < NE; ++q) outer[q] += acc[q];
+      }
     }
   }
 
