@@ -31,6 +31,24 @@ Circuit classifier_layer(int n, int layers) {
   return c;
 }
 
+// bench/noisy_compare.py's workload: the classifier with Depolarizing(0.01) on every
+// wire of every gate (40 channels at n = 4) and a readout error of 0.02 on each wire.
+Circuit noisy_classifier_layer(int n, int layers) {
+  const Circuit clean = classifier_layer(n, layers);
+  Circuit c(n);
+  for (const auto& op : clean.operations()) {
+    c.add(op.gate, op.wires, op.params);
+    for (int w : op.wires) c.channel("Depolarizing", {w}, {qfleet::Param(0.01)});
+  }
+  for (int i = 0; i < n; ++i) {
+    c.readout_error(i, 0.02, 0.02);
+    std::string word = "Z";
+    word += std::to_string(i);
+    c.expval(word);
+  }
+  return c;
+}
+
 double peak_gflops() {
   const char* e = std::getenv("QFLEET_PEAK_GFLOPS");
   return e ? std::atof(e) : 0.0;
@@ -60,11 +78,11 @@ double flops_of(const Circuit& c, bool backward) {
 // saved: the backward as autograd runs it, two calls (forward keeping the final
 // states, then Program::vjp_saved) instead of one fused vjp.
 template <class R>
-void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec, bool saved = false) {
+void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec, bool saved = false, bool noisy = false) {
   const int n = static_cast<int>(st.range(0));
   const std::size_t B = static_cast<std::size_t>(st.range(1));
   const int layers = 3;
-  const Circuit c = classifier_layer(n, layers);
+  const Circuit c = noisy ? noisy_classifier_layer(n, layers) : classifier_layer(n, layers);
   qfleet::CompileOptions opt;
   opt.precision = prec;
   const auto prog = qfleet::compile(c, opt);
@@ -89,13 +107,14 @@ void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec, bool
   }
   const double gates = static_cast<double>(c.operations().size()) * B * (backward ? 3.0 : 1.0);
   st.counters["gates/s"] = benchmark::Counter(gates, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(prog.isa());
+  if (noisy) return;  // flops_of counts state-vector blocks
   const double flops = flops_of(c, backward) * B;
   st.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   if (peak_gflops() > 0) {
     st.counters["frac_peak"] =
         benchmark::Counter(flops * 1e-9 / peak_gflops(), benchmark::Counter::kIsIterationInvariantRate);
   }
-  st.SetLabel(prog.isa());
 }
 
 // The headline workload: n = 4, B = 64, forward + backward, complex128.
@@ -104,12 +123,20 @@ void BM_Classifier_Fwd_c128(benchmark::State& st) { run_layer<double>(st, false,
 void BM_Classifier_SavedFwdBwd_c128(benchmark::State& st) {
   run_layer<double>(st, true, qfleet::Precision::complex128, true);
 }
+void BM_NoisyClassifier_FwdBwd_c128(benchmark::State& st) {
+  run_layer<double>(st, true, qfleet::Precision::complex128, false, true);
+}
+void BM_NoisyClassifier_Fwd_c128(benchmark::State& st) {
+  run_layer<double>(st, false, qfleet::Precision::complex128, false, true);
+}
 void BM_Classifier_FwdBwd_c64(benchmark::State& st) { run_layer<float>(st, true, qfleet::Precision::complex64); }
 void BM_Classifier_Fwd_c64(benchmark::State& st) { run_layer<float>(st, false, qfleet::Precision::complex64); }
 
 BENCHMARK(BM_Classifier_FwdBwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Classifier_Fwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Classifier_SavedFwdBwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_NoisyClassifier_FwdBwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_NoisyClassifier_Fwd_c128)->Args({4, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void scaling(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}) b->Args({n, n <= 12 ? 256 : (n <= 16 ? 16 : 1)});

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/mixed_cpu.hpp"
 #include "cpu/site_groups.hpp"
@@ -358,6 +359,12 @@ struct MixedTile {
       const DmOp& op = kp.ops[k];
       const R* m = block(op, t);
       const bool gate = op.kind == kern::kDmGate;
+      bool wanted = false;
+      for (int j = 0; j < op.n_params; ++j) wanted = wanted || param_wanted(kp, c, op.first_param + j);
+      if (gate && op.slot >= 0 && wanted && par <= 0) {
+        fused_gate_step(t, op, m, t.stored + st() * std::size_t(--slot), par);
+        continue;
+      }
       if (op.slot >= 0) {
         const R* x = t.stored + st() * std::size_t(--slot);
         for (int j = 0; j < op.n_params; ++j) {
@@ -389,6 +396,51 @@ struct MixedTile {
         apply_site<R, L, kern::kDmDag>(t.lam, op.sup, op.dim, kp.dim2, m, par);
       }
     }
+  }
+
+  // A parameterised gate's step of the reverse sweep (one sample per thread, or a
+  // tile): the row-side un-apply of lam fused with the outer product of x and lam
+  // (kern::dm_apply_outer_lane), each parameter's derivative its D x D trace, then the
+  // column side. One pass for the row side and every parameter, against a sandwich
+  // pass per parameter before it (the state-vector executor's way, docs/architecture.md).
+  void fused_gate_step(Scratch& t, const DmOp& op, const R* m, const R* x, int par) const {
+    kern::Cx<double> blk[kMaxEntries];
+    alignas(64) R outer[16 * 2 * L];  // gate blocks are 2 x 2 or 4 x 4
+    const int entries = op.dim * op.dim;
+    std::memset(outer, 0, std::size_t(entries) * 2 * L * sizeof(R));
+    auto pass = [&](auto dim) {
+      constexpr int D = decltype(dim)::value;
+      site_groups(op.row, kp.dim2, 0, [&](std::uint64_t base) {
+#pragma omp simd
+        for (int l = 0; l < L; ++l) kern::dm_apply_outer_lane<R, L, D, kern::kDmDag>(t.lam, x, op.row, base, m, outer, l);
+      });
+    };
+    if (op.dim == 2) {
+      pass(std::integral_constant<int, 2>{});
+    } else {
+      pass(std::integral_constant<int, 4>{});
+    }
+    for (int j = 0; j < op.n_params; ++j) {
+      const int s = op.first_param + j;
+      if (!param_wanted(kp, c, s)) continue;
+      const R* d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
+      if (per_sample(op, c)) {
+        for (int l = 0; l < L; ++l) {
+          op_block(kp, c, op, t.bl[l], j, blk);
+          scatter_block<R, L>(t.dblk, blk, entries, l);
+        }
+        d = t.dblk;
+      }
+      R* g = t.gslot + s * L;
+      if (op.dim == 2) {
+#pragma omp simd
+        for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 1>(d, outer, l);
+      } else {
+#pragma omp simd
+        for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
+      }
+    }
+    apply_gate_side<R, L, kern::kDmTrans>(t.lam, op, op.col, kp.dim2, m, par);
   }
 
   // Probabilities of lane l over bit positions pos[0..k) (first most significant),
