@@ -78,7 +78,6 @@ QFLEET_HD inline R dm_sandwich_lane(const R* lam, const R* x, const DmSite& site
 template <class R, int L, int D, int Mode, int ML = L>
 QFLEET_HD inline void dm_apply_outer_lane(R* lam, const R* x, const DmSite& site, std::uint64_t base, const R* m,
                                           R* outer, int l) {
-  const int ml = ML == 1 ? 0 : l;
   R lr[D], li[D];
   for (int c = 0; c < D; ++c) {
     const R* a = lam + (base + site.off[c]) * 2 * L;
@@ -94,21 +93,7 @@ QFLEET_HD inline void dm_apply_outer_lane(R* lam, const R* x, const DmSite& site
       outer[e * 2 * L + L + l] += xi * lr[r] - xr * li[r];
     }
   }
-  constexpr bool transpose = Mode == kDmDag || Mode == kDmTrans;
-  constexpr bool conjugate = Mode == kDmConj || Mode == kDmDag;
-  for (int r = 0; r < D; ++r) {
-    R yr = 0, yi = 0;
-    for (int c = 0; c < D; ++c) {
-      const int e = transpose ? c * D + r : r * D + c;
-      const R mr = m[e * 2 * ML + ml];
-      const R mi = conjugate ? -m[e * 2 * ML + ML + ml] : m[e * 2 * ML + ML + ml];
-      yr += mr * lr[c] - mi * li[c];
-      yi += mr * li[c] + mi * lr[c];
-    }
-    R* a = lam + (base + site.off[r]) * 2 * L;
-    a[l] = yr;
-    a[L + l] = yi;
-  }
+  dm_apply_lane<R, L, D, Mode, ML>(lam, site, base, m, l);  // reads the group again, from L1
 }
 
 // A gate block that is exactly X on one group: the amplitudes at local indices 0 and
