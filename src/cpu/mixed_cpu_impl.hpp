@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "cpu/mixed_cpu.hpp"
+#include "cpu/lane_blocks.hpp"
 #include "cpu/site_groups.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
@@ -170,13 +171,6 @@ inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::si
   }
 }
 
-template <class R, int L>
-inline void scatter_block(R* dst, const kern::Cx<double>* src, int entries, int l) {
-  for (int e = 0; e < entries; ++e) {
-    dst[e * 2 * L + l] = static_cast<R>(src[e].re);
-    dst[e * 2 * L + L + l] = static_cast<R>(src[e].im);
-  }
-}
 
 // p'[.. i ..] = sum_j A[i][j] p[.. j ..] over each measured bit (Transpose: A^T, the
 // adjoint of the readout on cotangents). pos[t] is wire t's n-bit position; outcome
@@ -424,7 +418,12 @@ struct MixedTile {
       const int s = op.first_param + j;
       if (!param_wanted(kp, c, s)) continue;
       const R* d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
-      if (per_sample(op, c)) {
+      if (per_sample(op, c) && op.n_params == 1 && kern::one_parameter_group(op.gate)) {
+        const double at_zero[kMaxGateParams] = {};
+        kern::gate_block_derivative<double>(op.gate, at_zero, 0, blk);  // K: dU/dt = K U
+        generator_times_block<R, L>(blk, m, t.dblk, op.dim);
+        d = t.dblk;
+      } else if (per_sample(op, c)) {
         for (int l = 0; l < L; ++l) {
           op_block(kp, c, op, t.bl[l], j, blk);
           scatter_block<R, L>(t.dblk, blk, entries, l);

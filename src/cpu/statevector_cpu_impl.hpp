@@ -18,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/lane_blocks.hpp"
 #include "cpu/site_groups.hpp"
 #include "cpu/statevector_cpu.hpp"
 #include "kernels/statevector.hpp"
@@ -158,14 +159,6 @@ inline void apply_op(R* s, const SvPlan& kp, const OpDesc& op, const R* m, int p
   }
 }
 
-// Writes a block given in double (re, im pairs) into lane l of a per-lane block.
-template <class R, int L>
-inline void scatter_block(R* dst, const kern::Cx<double>* src, int entries, int l) {
-  for (int e = 0; e < entries; ++e) {
-    dst[e * 2 * L + l] = static_cast<R>(src[e].re);
-    dst[e * 2 * L + L + l] = static_cast<R>(src[e].im);
-  }
-}
 
 
 // op's block (deriv < 0) or its derivative by parameter deriv for sample b, in
@@ -431,7 +424,7 @@ struct TileRunner {
           // dU/dt = K U: the generator once, times each lane's block (no trigonometry per lane).
           const double at_zero[kMaxGateParams] = {};
           kern::gate_block_derivative<double>(op.gate, at_zero, 0, blk);
-          generator_times_block(blk, m, t.dblk, op.site.kt);
+          generator_times_block<R, L>(blk, m, t.dblk, 1 << op.site.kt);
           d = t.dblk;
         } else if (per_sample) {
           for (int l = 0; l < L; ++l) {
@@ -449,28 +442,6 @@ struct TileRunner {
         } else {
 #pragma omp simd
           for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
-        }
-      }
-    }
-  }
-
-  // out = K m in every lane (K one block given in double, m and out per-lane blocks).
-  static void generator_times_block(const kern::Cx<double>* k, const R* m, R* out, int kt) {
-    const int D = 1 << kt;
-    for (int r = 0; r < D; ++r) {
-      for (int c2 = 0; c2 < D; ++c2) {
-        R* o = out + (r * D + c2) * 2 * L;
-#pragma omp simd
-        for (int l = 0; l < L; ++l) {
-          R re = 0, im = 0;
-          for (int q = 0; q < D; ++q) {
-            const R kr = static_cast<R>(k[r * D + q].re), ki = static_cast<R>(k[r * D + q].im);
-            const R* b = m + (q * D + c2) * 2 * L;
-            re += kr * b[l] - ki * b[L + l];
-            im += kr * b[L + l] + ki * b[l];
-          }
-          o[l] = re;
-          o[L + l] = im;
         }
       }
     }
