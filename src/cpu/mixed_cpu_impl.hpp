@@ -171,7 +171,6 @@ inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::si
   }
 }
 
-
 // p'[.. i ..] = sum_j A[i][j] p[.. j ..] over each measured bit (Transpose: A^T, the
 // adjoint of the readout on cotangents). pos[t] is wire t's n-bit position; outcome
 // bit k-1-t is wire t's.

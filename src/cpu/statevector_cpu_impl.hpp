@@ -130,7 +130,7 @@ inline bool is_x_block(const OpDesc& op, const R* m) {
 }
 
 // Swaps each group's two amplitudes in every lane: the X block without its
-// arithmetic (a quarter of the hybrid classifier's passes are its CNOTs).
+// arithmetic (the hybrid classifier's CNOTs).
 template <class R, int L>
 inline void swap_pairs(R* s, const GateSite& site, std::uint64_t ng) {
   site_groups(site, ng << site.k_all, 0, [&](std::uint64_t base) {
@@ -158,8 +158,6 @@ inline void apply_op(R* s, const SvPlan& kp, const OpDesc& op, const R* m, int p
       return apply_kt<R, L, 2, Dag>(s, op.site, ng, m, par);
   }
 }
-
-
 
 // op's block (deriv < 0) or its derivative by parameter deriv for sample b, in
 // double whatever the call's precision (scattered into lanes of R afterwards);
@@ -401,7 +399,7 @@ struct TileRunner {
   // gate (kern::adjoint_step_lane): both un-applies and the block's outer product,
   // from which each parameter's derivative is a D x D trace. Against an un-apply, one
   // sandwich pass per parameter and a second un-apply, a Rot gate reads the state
-  // twice instead of five times (BM_Classifier fwd + bwd 96 -> 62 us, docs/benchmarks.md).
+  // once instead of five times (forward + backward 1.3-1.9x, docs/benchmarks.md).
   void backward(Scratch& t, int par) const {
     kern::Cx<double> blk[kMaxBlockEntries];
     alignas(64) R outer[kMaxBlockEntries * 2 * L];
