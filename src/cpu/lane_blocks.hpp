@@ -3,7 +3,8 @@
 // block stores entry e of lane l at m[e*2L + l] (re) and m[e*2L + L + l] (im).
 #pragma once
 
-#include "kernels/complex.hpp"
+#include "kernels/gate_matrix.hpp"
+#include "kernels/statevector.hpp"
 
 namespace qfleet::cpu::QFLEET_KERN_ISA {
 
@@ -16,11 +17,14 @@ inline void scatter_block(R* dst, const kern::Cx<double>* src, int entries, int 
   }
 }
 
-// out = K m in every lane, for d x d blocks: K one block given in double, m and out
-// per-lane blocks. A one-parameter gate U(t) = exp(t K) has dU/dt = K U
-// (kern::one_parameter_group), so its per-sample derivatives need no trigonometry.
+// out = dU/dt in every lane for a one-parameter gate g (kern::one_parameter_group:
+// U(t) = exp(t K), so dU/dt = K U), from its per-lane d x d blocks m: the generator K
+// once, then K m per lane, with no trigonometry per lane.
 template <class R, int L>
-inline void generator_times_block(const kern::Cx<double>* k, const R* m, R* out, int d) {
+inline void one_parameter_derivative(Gate g, const R* m, R* out, int d) {
+  kern::Cx<double> k[16];  // one-parameter gates have at most two targets
+  const double at_zero[kMaxGateParams] = {};
+  kern::gate_block_derivative<double>(g, at_zero, 0, k);
   for (int r = 0; r < d; ++r) {
     for (int c = 0; c < d; ++c) {
       R* o = out + (r * d + c) * 2 * L;
@@ -37,6 +41,19 @@ inline void generator_times_block(const kern::Cx<double>* k, const R* m, R* out,
         o[L + l] = im;
       }
     }
+  }
+}
+
+// g[l] += 2 Re tr(dU outer) in every lane: one parameter's gradient from the outer
+// product the fused reverse-sweep step accumulated (dU: per-lane KT-target block).
+template <class R, int L>
+inline void add_outer_trace(R* g, const R* du, const R* outer, int kt) {
+  if (kt == 1) {
+#pragma omp simd
+    for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 1>(du, outer, l);
+  } else {  // 2 (kern::kMaxBlockTargets)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(du, outer, l);
   }
 }
 

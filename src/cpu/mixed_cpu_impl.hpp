@@ -418,9 +418,7 @@ struct MixedTile {
       if (!param_wanted(kp, c, s)) continue;
       const R* d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
       if (per_sample(op, c) && op.n_params == 1 && kern::one_parameter_group(op.gate)) {
-        const double at_zero[kMaxGateParams] = {};
-        kern::gate_block_derivative<double>(op.gate, at_zero, 0, blk);  // K: dU/dt = K U
-        generator_times_block<R, L>(blk, m, t.dblk, op.dim);
+        one_parameter_derivative<R, L>(op.gate, m, t.dblk, op.dim);
         d = t.dblk;
       } else if (per_sample(op, c)) {
         for (int l = 0; l < L; ++l) {
@@ -429,14 +427,7 @@ struct MixedTile {
         }
         d = t.dblk;
       }
-      R* g = t.gslot + s * L;
-      if (op.dim == 2) {
-#pragma omp simd
-        for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 1>(d, outer, l);
-      } else {
-#pragma omp simd
-        for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
-      }
+      add_outer_trace<R, L>(t.gslot + s * L, d, outer, op.dim == 2 ? 1 : 2);
     }
     apply_gate_side<R, L, kern::kDmTrans>(t.lam, op, op.col, kp.dim2, m, par);
   }

@@ -419,10 +419,7 @@ struct TileRunner {
         if (!kern::param_wanted(kp, c, slot)) continue;
         const R* d;
         if (per_sample && op.n_params == 1 && kern::one_parameter_group(op.gate)) {
-          // dU/dt = K U: the generator once, times each lane's block (no trigonometry per lane).
-          const double at_zero[kMaxGateParams] = {};
-          kern::gate_block_derivative<double>(op.gate, at_zero, 0, blk);
-          generator_times_block<R, L>(blk, m, t.dblk, 1 << op.site.kt);
+          one_parameter_derivative<R, L>(op.gate, m, t.dblk, 1 << op.site.kt);
           d = t.dblk;
         } else if (per_sample) {
           for (int l = 0; l < L; ++l) {
@@ -433,14 +430,7 @@ struct TileRunner {
         } else {
           d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
         }
-        R* g = t.gslot + slot * L;
-        if (op.site.kt == 1) {
-#pragma omp simd
-          for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 1>(d, outer, l);
-        } else {
-#pragma omp simd
-          for (int l = 0; l < L; ++l) g[l] += 2 * kern::outer_trace_lane<R, L, 2>(d, outer, l);
-        }
+        add_outer_trace<R, L>(t.gslot + slot * L, d, outer, op.site.kt);
       }
     }
   }
