@@ -43,6 +43,20 @@ struct Vec<double> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V swap(V v) { return _mm512_shuffle_pd(v, v, 0x55); }
   static V alt(double x) { return _mm512_set_pd(x, -x, x, -x, x, -x, x, -x); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  // Not _mm512_reduce_add_pd (nor the plain extract or cast to 256 bits): GCC 12's header
+  // passes an undefined vector to the builtin, -Wmaybe-uninitialized under -Werror. The
+  // masked extract takes a defined one.
+  static __m256d half(V v, int hi) {
+    return hi ? _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), __mmask8(0xFF), v, 1)
+              : _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), __mmask8(0xFF), v, 0);
+  }
+  static double sum(V v) {
+    const __m256d q = _mm256_add_pd(half(v, 0), half(v, 1));
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  }
 };
 template <>
 struct Vec<float> {
@@ -56,6 +70,16 @@ struct Vec<float> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V swap(V v) { return _mm512_shuffle_ps(v, v, 0xB1); }
   static V alt(float x) { return _mm512_set_ps(x, -x, x, -x, x, -x, x, -x, x, -x, x, -x, x, -x, x, -x); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static float sum(V v) {  // as Vec<double>::sum
+    const __m256 q = _mm256_add_ps(_mm256_castpd_ps(Vec<double>::half(_mm512_castps_pd(v), 0)),
+                                   _mm256_castpd_ps(Vec<double>::half(_mm512_castps_pd(v), 1)));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
+
 };
 #else
 template <>
@@ -70,6 +94,12 @@ struct Vec<double> {
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V swap(V v) { return _mm256_shuffle_pd(v, v, 0x5); }
   static V alt(double x) { return _mm256_set_pd(x, -x, x, -x); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static double sum(V v) {
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  }
 };
 template <>
 struct Vec<float> {
@@ -83,6 +113,13 @@ struct Vec<float> {
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V swap(V v) { return _mm256_shuffle_ps(v, v, 0xB1); }
   static V alt(float x) { return _mm256_set_ps(x, -x, x, -x, x, -x, x, -x); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static float sum(V v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
 };
 #endif
 
@@ -146,6 +183,35 @@ inline void add_weighted_columns(int n, int terms, const Term& term, Cx<R>* oc) 
   };
   for (; v0 + CB <= nv; v0 += CB) run(std::integral_constant<int, CB>{});
   for (; v0 < nv; ++v0) run(std::integral_constant<int, 1>{});
+}
+
+// sum over i < n of conj(a_i) b_i for contiguous a, b; n % Vec<R>::cpv == 0. Two
+// accumulators of interleaved lanes, (a.re b.re, a.im b.im) and (a.re b.im, a.im b.re),
+// reduced once at the end: the real part is the first's sum, the imaginary part the
+// second's with alternating signs (the Lindblad gradient's column dot products,
+// kernels/lindblad_action.hpp, held one running sum per lane of the plain loop).
+template <class R>
+inline Cx<R> conj_dot(int n, const Cx<R>* ac, const Cx<R>* bc) {
+  using T = Vec<R>;
+  const R* a = reinterpret_cast<const R*>(ac);
+  const R* b = reinterpret_cast<const R*>(bc);
+  typename T::V same[2] = {T::zero(), T::zero()}, cross[2] = {T::zero(), T::zero()};
+  const int nv = n / T::cpv;
+  int v = 0;
+  for (; v + 1 < nv; v += 2) {
+    for (int u = 0; u < 2; ++u) {
+      const typename T::V av = T::load(a + 2 * T::cpv * (v + u)), bv = T::load(b + 2 * T::cpv * (v + u));
+      same[u] = T::fma(av, bv, same[u]);
+      cross[u] = T::fma(av, T::swap(bv), cross[u]);
+    }
+  }
+  if (v < nv) {
+    const typename T::V av = T::load(a + 2 * T::cpv * v), bv = T::load(b + 2 * T::cpv * v);
+    same[0] = T::fma(av, bv, same[0]);
+    cross[0] = T::fma(av, T::swap(bv), cross[0]);
+  }
+  // alt(-1): +1 on the real lanes (a.re b.im), -1 on the imaginary ones (a.im b.re)
+  return {T::sum(T::add(same[0], same[1])), T::sum(T::mul(T::add(cross[0], cross[1]), T::alt(R(-1))))};
 }
 
 template <class R>
