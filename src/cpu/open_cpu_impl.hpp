@@ -41,13 +41,29 @@ OpenWorkspace<R>& thread_workspace() {
 // complex128 (64 x 5 x 4096 x 16 B = 21 MiB); past it the reverse sweep recomputes them.
 inline constexpr std::size_t kStageStoreBytes = std::size_t(32) << 20;
 
+// The most a thread's workspace holds of a fused call's forward trajectory
+// (OpenView::traj_records): the backward pass then reads the segments kept rather than
+// stepping through them again, the forward sweep's cost a second time. 32 MiB holds
+// 1,365 tsit5 steps at d = 16 (6 states x 256 x 16 B each; BM_LocalQubits' run takes
+// fewer) and 341 at d = 32; past it the later segments are re-run as before.
+inline constexpr std::size_t kTrajectoryBytes = std::size_t(32) << 20;
+
 // This thread's view: the caller's, keeping the stage states of an adjoint call's
-// steps when the store fits (kStageStoreBytes).
+// steps when the store fits (kStageStoreBytes), and in a fused call (forward and
+// backward in one: not the backward of a saved forward) the trajectory too.
 template <class R>
-kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, int cap) {
+kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, bool fused, int cap) {
   kern::OpenView tv = v;
   tv.keep_stages = true;  // (open_stage_store sizes the store only when it is kept)
   tv.keep_stages = adjoint && kern::open_stage_store(tv, cap) * sizeof(Cx<R>) <= kStageStoreBytes;
+  tv.traj_records = 0;
+  if (tv.keep_stages && fused && tv.solver != qfleet::Solver::exact) {
+    const std::size_t record = sizeof(Cx<R>) * std::size_t(kern::open_detail::tableau(tv.solver).s) * tv.n * tv.c;
+    const int steps = kern::open_detail::adaptive(tv.solver) ? cap : tv.fixed_steps;
+    const std::size_t all = std::size_t(tv.nseg) * (std::size_t(steps) + 1), fit = kTrajectoryBytes / record;
+    const std::size_t records = all < fit ? all : fit;
+    tv.traj_records = records >= 2 ? static_cast<int>(records) : 0;
+  }
   return tv;
 }
 
@@ -69,7 +85,8 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
     // Every member sizes its workspace whether or not the dynamic schedule hands it a
     // task this call: otherwise which threads allocate varies from call to call, and a
     // warm program still allocates (seen with 16 threads and 5 tasks).
-    kern::OpenView tv = thread_view<R>(v, c.adjoint, ws.cap);
+    const bool fused = c.adjoint && c.resume == nullptr;
+    kern::OpenView tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
     try {
       const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
       if (ws.work.size() < need) ws.work.resize(need);
@@ -101,7 +118,7 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
           const int st = task.run(b, b, cf, cl, r, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, cp, ru);
           if (st == kern::kOpenStepCapacity) {
             ws.cap *= 2;
-            tv = thread_view<R>(v, c.adjoint, ws.cap);
+            tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
             continue;
           }
           computed += cp;

@@ -65,7 +65,8 @@ QFLEET_HD inline long open_fixed_steps(double duration, double dt) {
 // gradients.
 QFLEET_HD inline std::size_t open_task_doubles(const OpenView& v, int cap) {
   return std::size_t(v.nseg) + (open_detail::adaptive(v.solver) ? std::size_t(cap) : 0) +
-         (v.lindblad ? std::size_t(v.nrate) : 0);
+         (v.lindblad ? std::size_t(v.nrate) : 0) +
+         (v.traj_records > 0 ? std::size_t(v.traj_records) + 2 * std::size_t(v.nseg) : 0);
 }
 
 // Saved-state adjoint (OpenTaskCall::save / resume): what one run keeps between a
@@ -91,6 +92,14 @@ QFLEET_HD inline std::size_t open_stage_store(const OpenView& v, int cap) {
   return std::size_t(v.n) * v.c * std::size_t(steps) * std::size_t(open_detail::tableau(v.solver).s - 1);
 }
 
+// With OpenView::traj_records, the forward sweep's store of whole segments, in Cx<R>:
+// records of a step's state and its stage states 2..s (s nc entries each); a segment of
+// m steps takes m + 1 records (its end state is the last one's).
+QFLEET_HD inline std::size_t open_trajectory_store(const OpenView& v) {
+  if (v.traj_records <= 0) return 0;
+  return std::size_t(v.traj_records) * std::size_t(open_detail::tableau(v.solver).s) * v.n * v.c;
+}
+
 // Workspace of one task, in Cx<R> entries; `cap` is how many accepted dopri5 steps
 // (or the action's Taylor steps) per segment the backward pass can hold (rk4/euler
 // use v.fixed_steps instead). The propagator's n x n work matrices exist only for
@@ -105,7 +114,8 @@ QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
   if (v.solver == Solver::exact && !v.action) {
     w += 3 * nn + expm_frechet_work(v.n);
   } else {
-    w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1) + open_stage_store(v, cap);
+    w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1) + open_stage_store(v, cap) +
+         open_trajectory_store(v);
   }
   if (v.lindblad) w += 2 * dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);
@@ -125,6 +135,11 @@ class OpenTask {
     h_start_ = reinterpret_cast<double*>(work);
     hs_ = h_start_ + v.nseg;
     jump_grad_ = hs_ + (open_detail::adaptive(v.solver) ? cap : 0);
+    hs_seg_ = hs_;
+    if (v.traj_records > 0) {
+      traj_hs_ = jump_grad_ + (v.lindblad ? v.nrate : 0);
+      seg_slot_ = traj_hs_ + v.traj_records;
+    }
     Cx<R>* p = work + (open_task_doubles(v, cap) * sizeof(double) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
     a_static_ = p;
     a_ = a_static_ + ng_;
@@ -145,9 +160,17 @@ class OpenTask {
       rk_ = q;  // Runge-Kutta stages, or the Taylor terms (kernels/expm_action.hpp)
       xs_ = rk_ + (v.action ? taylor_work_states() : 30) * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
+      xs_seg_ = xs_;
+      xs_stride_ = nc_;
       if (open_stage_store(v, cap) > 0) {
-        stages_ = q;
+        stages_ = stages_seg_ = q;
+        stage_stride_ = nc_ * std::size_t(open_detail::tableau(v.solver).s - 1);
         q += open_stage_store(v, cap);
+        if (v.traj_records > 0) {
+          traj_ = q;
+          traj_records_ = v.traj_records;
+          q += open_trajectory_store(v);
+        }
       }
     }
     if (v.lindblad) {
@@ -168,6 +191,9 @@ class OpenTask {
     using open_detail::cx;
     const bool lead = grp_.rank() == 0;
     h_guess_ = 0;  // each task's dopri5 steps depend on that task alone
+    traj_used_ = 0;
+    traj_full_ = false;
+    if (c_.resume) traj_ = nullptr;  // no forward sweep to keep anything
     grp_.sync();   // the group's previous task is done with the shared workspace
 
     // A_static = A0 + sum c_m A_m + sum gamma_j D_j (each member its own entries).
@@ -251,7 +277,7 @@ class OpenTask {
         for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
         h_guess_ = h_start_[k];
-        const int st = segment_backward(dur, xprev);
+        const int st = segment_backward(k, dur, xprev);
         if (st != kOpenOk) return st;
       }
       if (grad_amp) {
@@ -337,7 +363,7 @@ class OpenTask {
       } else {
         ++computed;
         if (lead) h_start_[k] = h_guess_;
-        const int st = segment_steps(dur, x, xk, false);
+        const int st = traj_ ? segment_steps_kept(k, dur, x, xk) : segment_steps(dur, x, xk, false);
         if (st != kOpenOk) return st;
       }
       x = xk;
@@ -528,13 +554,14 @@ class OpenTask {
     Cx<R>* xb = xa + nc_;
     const bool lead = grp_.rank() == 0;
     copy(x, xa);
-    if (keep) copy(x, xs_);
+    if (keep) copy(x, step_state(0));
     m_ = 0;
     if (!open_detail::adaptive(v_.solver)) {
       const long m = open_fixed_steps(duration, v_.dt);
+      if (keep && m > cap_) return kOpenStepCapacity;  // only the trajectory store holds fewer
       h_fixed_ = duration / double(m);
       for (long i = 0; i < m; ++i) {
-        Cx<R>* out = keep ? xs_ + nc_ * (i + 1) : xb;
+        Cx<R>* out = keep ? step_state(int(i) + 1) : xb;
         rk_step(R(h_fixed_), xa, out, ks, ys);
         if (keep) {
           keep_stages(int(i), ys);
@@ -588,7 +615,7 @@ class OpenTask {
         if (keep) {
           if (m_ >= cap_) return kOpenStepCapacity;
           if (lead) hs_[m_] = h;
-          copy(xb, xs_ + nc_ * (m_ + 1));
+          copy(xb, step_state(m_ + 1));
           keep_stages(m_, ys);
         }
         ++m_;
@@ -606,10 +633,61 @@ class OpenTask {
     return kOpenOk;
   }
 
-  // Where step `step`'s stage i >= 1 is kept (stage 0 is the step's start, xs_).
+  // Step j's start state (j = m_: the segment's end), kept by segment_steps(keep).
+  QFLEET_HD Cx<R>* step_state(int j) const { return xs_ + xs_stride_ * std::size_t(j); }
+  // Where step `step`'s stage i >= 1 is kept (stage 0 is the step's start, step_state).
   QFLEET_HD Cx<R>* kept_stage(int step, int i) const {
-    const int s = open_detail::tableau(v_.solver).s;
-    return stages_ + nc_ * (std::size_t(s - 1) * step + i - 1);
+    return stages_ + stage_stride_ * std::size_t(step) + nc_ * std::size_t(i - 1);
+  }
+
+  // The segment's step records: the per-segment store the backward pass re-runs into,
+  // or records `first`.. of the trajectory store, each a step's state followed by its
+  // stage states 2..s.
+  QFLEET_HD void use_segment_store() {
+    xs_ = xs_seg_;
+    xs_stride_ = nc_;
+    stages_ = stages_seg_;
+    stage_stride_ = nc_ * std::size_t(open_detail::tableau(v_.solver).s - 1);
+    hs_ = hs_seg_;
+  }
+  QFLEET_HD void use_trajectory_records(int first) {
+    const std::size_t rec = nc_ * std::size_t(open_detail::tableau(v_.solver).s);
+    xs_ = traj_ + rec * std::size_t(first);
+    xs_stride_ = rec;
+    stages_ = xs_ + nc_;
+    stage_stride_ = rec;
+    hs_ = traj_hs_ + first;
+  }
+
+  // The forward sweep's segment k with the trajectory store: its steps kept in the
+  // records left (seg_slot_[2k] = first record, [2k + 1] = steps; -1 when not kept).
+  // Once the store is full, this and the later segments run as before and the backward
+  // pass re-runs them. The steps are the same either way (keep only stores them).
+  QFLEET_HD int segment_steps_kept(int k, double duration, const Cx<R>* x, Cx<R>* xout) {
+    const bool lead = grp_.rank() == 0;
+    const int left = traj_records_ - traj_used_ - 1;  // steps the records left can hold
+    if (!traj_full_ && left >= 1) {
+      const int cap = cap_;
+      cap_ = left < cap ? left : cap;
+      use_trajectory_records(traj_used_);
+      const int st = segment_steps(duration, x, xout, true);
+      const int held = cap_;
+      cap_ = cap;
+      use_segment_store();
+      if (st == kOpenOk) {
+        if (lead) {
+          seg_slot_[2 * k] = traj_used_;
+          seg_slot_[2 * k + 1] = m_;
+        }
+        traj_used_ += m_ + 1;
+        return kOpenOk;
+      }
+      if (st != kOpenStepCapacity || held == cap) return st;  // a failure, or more steps than the backward holds
+      h_guess_ = h_start_[k];  // the store is full: this segment again, unkept, from its first trial step
+    }
+    traj_full_ = true;
+    if (lead) seg_slot_[2 * k + 1] = -1;
+    return segment_steps(duration, x, xout, false);
   }
   // keep_stages: step `step`'s stage states 1..s-1.
   QFLEET_HD void keep_stages(int step, const Cx<R>* ys) const {
@@ -620,16 +698,25 @@ class OpenTask {
   // recomputed into ys.
   QFLEET_HD const Cx<R>* stage_state(int step, int i, const Cx<R>* ys) const {
     if (!stages_) return ys + nc_ * i;
-    return i == 0 ? xs_ + nc_ * step : kept_stage(step, i);
+    return i == 0 ? step_state(step) : kept_stage(step, i);
   }
 
-  // Discrete adjoint of the segment's steps: lam <- (d X_out / d X)^dag lam and
-  // g += dF/dA. The step states are recomputed from the segment's start
-  // (checkpointing: only segment boundaries are stored between the passes), and the
-  // stage states of each step with them (keep_stages), or again per step.
-  QFLEET_HD int segment_backward(double duration, const Cx<R>* x0) {
-    const int st = segment_steps(duration, x0, tmp_, true);
-    if (st != kOpenOk) return st;
+  // Discrete adjoint of segment k's steps: lam <- (d X_out / d X)^dag lam and
+  // g += dF/dA. The step states are those the forward sweep kept (the trajectory
+  // store), or recomputed from the segment's start (checkpointing: only segment
+  // boundaries are stored between the passes), and the stage states of each step with
+  // them (keep_stages), or again per step.
+  QFLEET_HD int segment_backward(int k, double duration, const Cx<R>* x0) {
+    if (traj_) grp_.sync();  // seg_slot_ was written by the lead
+    if (traj_ && seg_slot_[2 * k + 1] >= 0) {  // kept by the forward sweep (segment_steps_kept)
+      use_trajectory_records(int(seg_slot_[2 * k]));
+      m_ = int(seg_slot_[2 * k + 1]);
+      if (!open_detail::adaptive(v_.solver)) h_fixed_ = duration / double(open_fixed_steps(duration, v_.dt));
+    } else {
+      use_segment_store();
+      const int st = segment_steps(duration, x0, tmp_, true);
+      if (st != kOpenOk) return st;
+    }
     Cx<R>* ks = rk_;
     Cx<R>* ys = ks + nc_ * 7;
     Cx<R>* kbar = ys + nc_ * 7;
@@ -637,7 +724,7 @@ class OpenTask {
     const open_detail::Tableau& t = open_detail::tableau(v_.solver);
     for (int step = m_; step-- > 0;) {
       const R h = R(open_detail::adaptive(v_.solver) ? hs_[step] : h_fixed_);
-      if (!stages_) rk_step(h, xs_ + nc_ * step, ybar, ks, ys);  // recompute this step's stage states
+      if (!stages_) rk_step(h, step_state(step), ybar, ks, ys);  // recompute this step's stage states
       for (int i = 0; i < t.s; ++i) {
         for (std::size_t e = r0(); e < nc_; e += gs()) kbar[nc_ * i + e] = {R(t.b[i]) * h * lam_[e].re, R(t.b[i]) * h * lam_[e].im};
       }
@@ -693,8 +780,17 @@ class OpenTask {
   LindbladOps<R> ops_{};
   Cx<R>* diag_w_ = nullptr;  // Lindblad form: the diagonal jumps' weights (lindblad_diag_weights)
   Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
-  Cx<R>* xs_ = nullptr;   // (steps + 1) nc: step states of one segment
-  Cx<R>* stages_ = nullptr;  // keep_stages: open_stage_store() entries
+  Cx<R>* xs_ = nullptr;   // step states of the segment (step_state), xs_stride_ apart
+  Cx<R>* stages_ = nullptr;  // keep_stages: their stage states (kept_stage), stage_stride_ apart
+  std::size_t xs_stride_ = 0, stage_stride_ = 0;
+  Cx<R>* xs_seg_ = nullptr;      // (steps + 1) nc: the backward pass's re-run of one segment
+  Cx<R>* stages_seg_ = nullptr;  // open_stage_store() entries
+  double* hs_seg_ = nullptr;
+  Cx<R>* traj_ = nullptr;        // OpenView::traj_records: open_trajectory_store() entries
+  double* traj_hs_ = nullptr;    // [traj_records]: the kept steps' sizes
+  double* seg_slot_ = nullptr;   // [2 nseg]: each segment's first record and steps (-1: not kept)
+  int traj_records_ = 0, traj_used_ = 0;
+  bool traj_full_ = false;
   Cx<R>* fid_ = nullptr;  // fidelity scratch
 };
 

@@ -36,6 +36,12 @@ struct OpenView {
   // (open_stage_store). The cpu executor sets it when the store fits its budget
   // (src/cpu/open_cpu_impl.hpp); the cuda kernels do not (yet: not run on a GPU).
   bool keep_stages = false;
+  // Step solvers, fused forward + backward calls: the forward sweep keeps every step's
+  // state and stage states for up to this many step records (s states each) across the
+  // segments, and the backward pass reads the segments kept instead of re-running them
+  // (open_trajectory_store). 0: every segment is re-run. Needs keep_stages; set by the
+  // cpu executor when the store fits its budget (src/cpu/open_cpu_impl.hpp).
+  int traj_records = 0;
   const double* durations = nullptr;   // [nseg] (plain doubles)
   const double* a0 = nullptr;          // [n, n]
   const double* a_drift = nullptr;     // [ndrift, n, n]

@@ -241,6 +241,52 @@ TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
   }
 }
 
+// A fused call's forward sweep keeping its steps for the reverse sweep
+// (OpenView::traj_records, which the cpu executor sets): with room for every segment,
+// for some (the store fills part-way, in a segment the records left cannot hold: that
+// segment runs again unkept from its first trial step), and for none (3 records), the
+// outputs and gradients are the bits of the sweep that re-runs every segment; alone, dense
+// and in Lindblad form, and in groups.
+TEST(OpenGpuPaths, AKeptTrajectoryGivesTheRerunSweepsBits) {
+  std::mt19937_64 rng(509);
+  for (int kind : {1, 3, 5}) {
+    const ProblemKind& k = kProblemKinds[kind];
+    for (Solver s : {Solver::rk4, Solver::dopri5, Solver::tsit5}) {
+      for (bool lindblad : {false, true}) {
+        if (lindblad && k.closed) continue;
+        const Model m = kind_model(k, rng, 2);
+        qfleet::OpenCompileOptions o = options_for(s);
+        if (lindblad) o.form = qfleet::OpenForm::lindblad;
+        const auto plan = packed_plan(m, o);
+        plan->view.keep_stages = true;
+        const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate);
+        const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
+        for (int G : {0, 3}) {
+          if (G > 0 && !lindblad) continue;  // the emulated groups are slow: the Lindblad form's split products
+          plan->view.traj_records = 0;
+          Call rerun(m, b, cot_f, cot_l);
+          ASSERT_EQ(run_like_gpu(*plan, rerun.c, 1, 64, G), 0);  // one worker: shared gradients summed in task order
+          for (int records : {3, 12, 400}) {
+            if (G > 0 && records != 12) continue;  // groups: the part-way store
+            const std::string what = std::string(k.name) + " " + solver_name(s) + (lindblad ? " lindblad" : " dense") +
+                                     ", group of " + std::to_string(G) + ", " + std::to_string(records) + " records";
+            plan->view.traj_records = records;
+            Call kept(m, b, cot_f, cot_l);
+            ASSERT_EQ(run_like_gpu(*plan, kept.c, 1, 64, G), 0) << what;
+            EXPECT_EQ(kept.fid, rerun.fid) << what;
+            EXPECT_EQ(kept.leak, rerun.leak) << what;
+            EXPECT_EQ(kept.exp, rerun.exp) << what;
+            EXPECT_EQ(kept.fin, rerun.fin) << what;
+            EXPECT_EQ(kept.g_amp, rerun.g_amp) << what << ": d/d amplitudes";
+            EXPECT_EQ(kept.g_drift, rerun.g_drift) << what << ": d/d drift";
+            EXPECT_EQ(kept.g_rates, rerun.g_rates) << what << ": d/d rates";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Larger generators, where the GPU uses a warp (d = 3 open, n = 9) or a block
 // (d = 4 open, n = 16: 256 products per matrix, more entries than members).
 TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {

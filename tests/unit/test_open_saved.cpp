@@ -153,6 +153,34 @@ TEST(OpenSavedMore, TheBackwardDoesNotRerunTheForward) {
   }
 }
 
+// A fused vjp keeps the forward sweep's steps for its reverse sweep while they fit the cpu
+// executor's trajectory store (32 MiB per thread, src/cpu/open_cpu_impl.hpp) and re-runs
+// the later segments, as vjp_saved re-runs all of them: the same bits either way. At d = 32
+// (5 local qubits, Lindblad form, complex128) a step record is 4 (rk4) or 6 (tsit5) states
+// of 1,024 entries, so the store holds 512 or 341 records; these 10 segments take 870 rk4
+// steps (dt = 0.005: segments 0-6 kept, 7-9 re-run) and 353 tsit5 steps (rtol 1e-9:
+// segments 0-8 kept in 310 records; segment 9 takes more steps than the 30 left hold, so
+// it runs again unkept from its first trial step and is re-run in the backward pass).
+TEST(OpenSavedMore, APartlyKeptTrajectoryEqualsTheSavedStates) {
+  const Model m = local_qubits(5, Init::Pure, Target::Pure, 10);
+  for (Solver s : {Solver::rk4, Solver::tsit5}) {
+    qfleet::OpenCompileOptions o;
+    o.solver = s;
+    o.form = OpenForm::lindblad;
+    o.dt = 0.005;
+    o.rtol = 1e-9;
+    o.atol = 1e-11;
+    o.num_threads = 1;
+    const auto prog = qfleet::compile(build(m), o);
+    std::mt19937_64 rng(47);
+    const TaskBatch b = random_batch(rng, m, 1, true, false, true);
+    const std::vector<double> cf = {0.8}, cl = {-0.6};
+    const Want w = want_all(m);
+    expect_same(qsaved<double>(prog, m, b, cf, cl, w), qvjp<double>(prog, m, b, cf, cl, w),
+                s == Solver::rk4 ? "rk4 d=32" : "tsit5 d=32");
+  }
+}
+
 TEST(OpenSavedMore, WrongBuffersAreRefused) {
   std::mt19937_64 rng(43);
   const Model m = kind_model(kProblemKinds[3], rng, 2);
