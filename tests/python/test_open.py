@@ -134,9 +134,14 @@ def test_every_solver_differentiates(qfleet, solver):
 
 @pytest.mark.parametrize("solver", ["exact", "dopri5"])
 def test_backward_resumes_from_the_forward(qfleet, solver):
-    """The layer's forward keeps the states the backward needs (OpenProgram::vjp_saved):
-    its backward computes no propagator / step sequence again, and its gradients are the
-    fused engine vjp's (open_backward) exactly. create_graph and no_grad keep their ways."""
+    """The layer's differentiable forward prepares what the backward needs: with every
+    parameter that needs a gradient given per task, each task's gradient row (one fused
+    vjp with unit cotangents: the Jacobian is block diagonal), so the backward only scales
+    the rows; otherwise the states at the segment boundaries (OpenProgram::vjp_saved), so
+    the backward runs only the reverse sweep. Either way the backward computes no
+    propagator / step sequence again; the gradients are the fused engine vjp's
+    (open_backward): to rounding for the rows with other cotangents, exactly otherwise.
+    create_graph and no_grad keep their ways."""
     rng = np.random.default_rng(9)
     p = random_problem(rng, 2, n_seg=4)
     layer = qfleet.OpenSystemLayer(build(qfleet, p, 2).initial_state([1, 0]).target_state([0, 1]), solver=solver)
@@ -145,6 +150,8 @@ def test_backward_resumes_from_the_forward(qfleet, solver):
     g = (torch.rand(3, 2) * 0.2 + 0.01).requires_grad_()
     c = torch.rand(3, 1, requires_grad=True)
     computed = lambda: prog.cache_stats()[0]  # noqa: E731
+    ones = torch.ones(3, dtype=u.dtype)
+    # everything per task: gradient rows
     c0 = computed()
     f = layer(u, g, c)
     c1 = computed()
@@ -153,21 +160,38 @@ def test_backward_resumes_from_the_forward(qfleet, solver):
     f.backward(w)
     assert computed() == c1  # no forward sweep in the backward
     want = torch.ops.qfleet.open_backward(prog, u.detach(), c.detach(), g.detach(), w)
+    for got, ref in zip((u.grad, c.grad, g.grad), want):  # rounding: ~1e-15 of the largest entry here
+        assert torch.allclose(got, ref, rtol=1e-12, atol=1e-13 * float(ref.abs().max()))
+    assert not torch.equal(f.detach(), torch.zeros_like(f)) and torch.equal(f.detach(), layer(u, g, c).detach())
+    u.grad = g.grad = c.grad = None
+    layer(u, g, c).sum().backward()
+    want = torch.ops.qfleet.open_backward(prog, u.detach(), c.detach(), g.detach(), ones)
     assert torch.equal(u.grad, want[0]) and torch.equal(c.grad, want[1]) and torch.equal(g.grad, want[2])
+    # a shared parameter that needs a gradient (the drift coefficient): saved states
+    cs = c.detach()[0].clone().requires_grad_()
+    u.grad = None
+    c2 = computed()
+    f = layer(u, g.detach(), cs)
+    assert computed() - c2 == 3 * 4
+    f.backward(w)
+    assert computed() - c2 == 3 * 4  # no forward sweep in the backward
+    want = torch.ops.qfleet.open_backward(prog, u.detach(), cs.detach(), g.detach(), w)
+    assert torch.equal(u.grad, want[0]) and torch.equal(cs.grad, want[1])
     # create_graph records the backward op (the fused vjp: its own forward sweep), as before
     (gu,) = torch.autograd.grad(layer(u, g, c).sum(), u, create_graph=True)
-    assert torch.allclose(gu, torch.ops.qfleet.open_backward(prog, u.detach(), c.detach(), g.detach(),
-                                                             torch.ones(3, dtype=f.dtype))[0], atol=0, rtol=0)
+    assert torch.allclose(gu, torch.ops.qfleet.open_backward(prog, u.detach(), c.detach(), g.detach(), ones)[0],
+                          atol=0, rtol=0)
     # only the amplitudes need a gradient; shared rates and drift
     ua = u.detach().clone().requires_grad_()
     layer(ua, g.detach()[0], c.detach()[0]).sum().backward()
     assert torch.equal(ua.grad, torch.ops.qfleet.open_backward(prog, ua.detach(), c.detach()[0], g.detach()[0],
-                                                               torch.ones(3, dtype=f.dtype))[0])
+                                                               ones)[0])
     # everything shared: one simulation stands for the batch, in both calls
     us, gs, cs = (t.detach()[0].clone().requires_grad_() for t in (u, g, c))
     layer(us, gs, cs).sum().backward()
     want = torch.ops.qfleet.open_backward(prog, us.detach(), cs.detach(), gs.detach(), torch.ones(1, dtype=f.dtype))
     assert torch.equal(us.grad, want[0]) and torch.equal(cs.grad, want[1]) and torch.equal(gs.grad, want[2])
+
 
 def local_qubit_problem(n):
     """n qubits with local terms: Z frequencies and a ZZ chain, X/Y drives, relaxation and dephasing."""

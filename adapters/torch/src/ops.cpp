@@ -454,13 +454,59 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_saved(const c10::intrusive_ptr<
   return {ga, gc, gr};
 }
 
+// Per-task gradient rows (OpenFunction's kRows): when every tensor that needs a gradient
+// holds its own values per task, task b's fidelity depends on task b's row of each alone
+// (the Jacobian is block diagonal), so one fused vjp with unit cotangents gives every row
+// and the backward only scales row b by grad_fidelity[b]. The fused call is the engine's
+// cheapest way to the gradient: forward and reverse sweep in one, the step solvers
+// reading back the steps their forward sweep kept (kernels/open_task.hpp's trajectory
+// store) where the saved-state backward has to step through every segment again.
+std::tuple<Tensor, Tensor, Tensor, Tensor> open_forward_rows(const c10::intrusive_ptr<OpenSystemProgram>& p,
+                                                             const Tensor& amplitudes,
+                                                             const std::optional<Tensor>& drift,
+                                                             const std::optional<Tensor>& rates, bool need_a,
+                                                             bool need_c, bool need_r) {
+  const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
+  Tensor fid = ::torch::empty({B}, a.options()), ones = ::torch::ones({B}, a.options());
+  Tensor ga = need_a ? ::torch::empty_like(a) : Tensor();
+  Tensor gc = need_c && c.defined() ? ::torch::empty_like(c) : Tensor();
+  Tensor gr = need_r && r.defined() ? ::torch::empty_like(r) : Tensor();
+  guarded([&] {
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_forward_rows", [&] {
+      TaskOutputs<scalar_t> out;
+      out.fidelity = mspan<scalar_t>(fid);
+      p->program.vjp<scalar_t>(
+          TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}},
+          cspan<scalar_t>(ones), {}, TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)},
+          out);
+    });
+  });
+  return {fid, ga, gc, gr};
+}
+
+// How OpenFunction's forward prepares its backward.
+enum OpenMode : int64_t {
+  kRecompute = 0,  // nothing kept: the backward is the fused vjp (and create_graph's way)
+  kSaveStates = 1,  // the states at the segment boundaries (OpenProgram::vjp_saved)
+  kRows = 2,        // every task's gradient row (open_forward_rows)
+};
+
 class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
  public:
   static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<OpenSystemProgram>& p,
-                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates, bool save_states) {
+                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates, int64_t mode) {
     ctx->saved_data["program"] = p;
+    ctx->saved_data["mode"] = mode;
     at::AutoDispatchBelowADInplaceOrView guard;
-    if (save_states) {
+    if (mode == kRows) {
+      auto [fid, ja, jc, jr] = open_forward_rows(p, amplitudes, opt(drift), opt(rates), amplitudes.requires_grad(),
+                                                 drift.requires_grad(), rates.requires_grad());
+      auto none = [&](const Tensor& t) { return t.defined() ? t : ::torch::empty({0}, amplitudes.options()); };
+      ctx->save_for_backward({amplitudes, drift, rates, none(ja), none(jc), none(jr)});
+      return fid;
+    }
+    if (mode == kSaveStates) {
       auto [fid, saved] = open_forward_saving(p, amplitudes, opt(drift), opt(rates));
       ctx->save_for_backward({amplitudes, drift, rates, saved});
       return fid;
@@ -475,8 +521,19 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
     const auto p = ctx->saved_data["program"].toCustomClass<OpenSystemProgram>();
     // needs_input_grad counts tensor arguments only (the program is not one).
     const bool need_a = ctx->needs_input_grad(0), need_c = ctx->needs_input_grad(1), need_r = ctx->needs_input_grad(2);
+    const int64_t mode = ctx->saved_data["mode"].toInt();
     Tensor ga, gc, gr;
-    if (saved.size() == 4 && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
+    if (mode == kRows && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
+      // row b of each per-task tensor times grad_fidelity[b]
+      const Tensor g = grads[0].contiguous();
+      auto scaled = [&](const Tensor& rows, bool need) {
+        if (!need || rows.numel() == 0) return Tensor();
+        std::vector<int64_t> shape(std::size_t(rows.dim()), 1);
+        shape[0] = g.size(0);
+        return rows * g.view(shape);
+      };
+      ga = scaled(saved[3], need_a), gc = scaled(saved[4], need_c), gr = scaled(saved[5], need_r);
+    } else if (mode == kSaveStates && !::torch::GradMode::is_enabled()) {
       std::tie(ga, gc, gr) = open_backward_saved(p, saved[0], opt(saved[1]), opt(saved[2]), saved[3], grads[0], need_a,
                                                  need_c, need_r);
     } else {
@@ -501,10 +558,13 @@ Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, con
     return t.has_value() && t->defined() ? *t : ::torch::empty({0}, amplitudes.options());
   };
   const Tensor c = arg(drift), r = arg(rates);
-  const bool save = ::torch::GradMode::is_enabled() &&
-                    (amplitudes.requires_grad() || c.requires_grad() || r.requires_grad()) &&
-                    amplitudes.device().is_cpu() && B > 0 && p->program.saved_size(std::size_t(B)) > 0;
-  return OpenFunction::apply(p, amplitudes, c, r, save);
+  const bool grad = ::torch::GradMode::is_enabled() && (amplitudes.requires_grad() || c.requires_grad() || r.requires_grad());
+  // Per task: amplitudes [B, n_seg, n_ctrl], drift_coeffs and rates [B, n] (check_open has
+  // checked the shapes; a shared tensor has one dimension fewer).
+  const bool rows = grad && amplitudes.device().is_cpu() && B > 0 && (!amplitudes.requires_grad() || amplitudes.dim() == 3) &&
+                    (!c.requires_grad() || c.dim() == 2) && (!r.requires_grad() || r.dim() == 2);
+  const bool save = grad && amplitudes.device().is_cpu() && B > 0 && p->program.saved_size(std::size_t(B)) > 0;
+  return OpenFunction::apply(p, amplitudes, c, r, rows ? kRows : save ? kSaveStates : kRecompute);
 }
 
 // base_dir: the problem file's directory, for its relative .npy names ("" = the working directory).
