@@ -201,14 +201,12 @@ TEST(OpenGpuPaths, LindbladFormOnThreadAndGroupsMatchesTheReference) {
   }
 }
 
-// The step solvers' reverse sweep reading each step's kept stage states
-// (OpenView::keep_stages, which the cpu executor sets) instead of recomputing them:
-// the forward outputs are the same bits, the gradients those of the recomputing sweep
-// to rounding (the kept first-same-as-last stage and the recomputed one may differ in
-// the last bit) and the finite differences'; alone and in groups, dense and in
-// Lindblad form, for a closed and two open kinds.
-TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
-  std::mt19937_64 rng(508);
+// The step-solver cases of the two tests below: a closed and two open kinds (d = 2), rk4,
+// dopri5 and tsit5, dense and (open kinds) in Lindblad form, three tasks with per-task
+// amplitudes, rates and initial states. fn(what, solver, lindblad, model, plan, batch).
+template <class Fn>
+void for_each_step_solver_case(std::uint64_t seed, const Fn& fn) {
+  std::mt19937_64 rng(seed);
   for (int kind : {1, 3, 5}) {
     const ProblemKind& k = kProblemKinds[kind];
     for (Solver s : {Solver::rk4, Solver::dopri5, Solver::tsit5}) {
@@ -219,26 +217,38 @@ TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
         if (lindblad) o.form = qfleet::OpenForm::lindblad;
         const auto plan = packed_plan(m, o);
         const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate);
-        const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
-        for (int G : {0, 3}) {
-          const std::string what = std::string(k.name) + " " + solver_name(s) + (lindblad ? " lindblad" : " dense") +
-                                   ", group of " + std::to_string(G);
-          plan->view.keep_stages = false;
-          Call recomputed(m, b, cot_f, cot_l);
-          ASSERT_EQ(run_like_gpu(*plan, recomputed.c, 2, 64, G), 0) << what;
-          plan->view.keep_stages = true;
-          Call kept(m, b, cot_f, cot_l);
-          ASSERT_EQ(run_like_gpu(*plan, kept.c, 2, 64, G), 0) << what;
-          if (G == 0) expect_matches_reference(kept, m, b, s, what + ", kept stages");
-          EXPECT_EQ(kept.fid, recomputed.fid) << what;
-          EXPECT_EQ(kept.fin, recomputed.fin) << what;
-          EXPECT_TRUE(all_close(kept.g_amp, recomputed.g_amp, 1e-13, 1e-12)) << what << ": d/d amplitudes";
-          EXPECT_TRUE(all_close(kept.g_drift, recomputed.g_drift, 1e-13, 1e-12)) << what << ": d/d drift";
-          EXPECT_TRUE(all_close(kept.g_rates, recomputed.g_rates, 1e-13, 1e-12)) << what << ": d/d rates";
-        }
+        fn(std::string(k.name) + " " + solver_name(s) + (lindblad ? " lindblad" : " dense"), s, lindblad, m, *plan, b);
       }
     }
   }
+}
+
+// The step solvers' reverse sweep reading each step's kept stage states
+// (OpenView::keep_stages, which the cpu executor sets) instead of recomputing them:
+// the forward outputs are the same bits, the gradients those of the recomputing sweep
+// to rounding (the kept first-same-as-last stage and the recomputed one may differ in
+// the last bit) and the finite differences'; alone and in groups, dense and in
+// Lindblad form, for a closed and two open kinds.
+TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
+  const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
+  for_each_step_solver_case(508, [&](const std::string& name, Solver s, bool, const Model& m,
+                                     qfleet::detail::OpenPlan& plan, const TaskBatch& b) {
+    for (int G : {0, 3}) {
+      const std::string what = name + ", group of " + std::to_string(G);
+      plan.view.keep_stages = false;
+      Call recomputed(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(plan, recomputed.c, 2, 64, G), 0) << what;
+      plan.view.keep_stages = true;
+      Call kept(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(plan, kept.c, 2, 64, G), 0) << what;
+      if (G == 0) expect_matches_reference(kept, m, b, s, what + ", kept stages");
+      EXPECT_EQ(kept.fid, recomputed.fid) << what;
+      EXPECT_EQ(kept.fin, recomputed.fin) << what;
+      EXPECT_TRUE(all_close(kept.g_amp, recomputed.g_amp, 1e-13, 1e-12)) << what << ": d/d amplitudes";
+      EXPECT_TRUE(all_close(kept.g_drift, recomputed.g_drift, 1e-13, 1e-12)) << what << ": d/d drift";
+      EXPECT_TRUE(all_close(kept.g_rates, recomputed.g_rates, 1e-13, 1e-12)) << what << ": d/d rates";
+    }
+  });
 }
 
 // A fused call's forward sweep keeping its steps for the reverse sweep
@@ -248,43 +258,31 @@ TEST(OpenGpuPaths, KeptStageStatesGiveTheRecomputedGradients) {
 // outputs and gradients are the bits of the sweep that re-runs every segment; alone, dense
 // and in Lindblad form, and in groups.
 TEST(OpenGpuPaths, AKeptTrajectoryGivesTheRerunSweepsBits) {
-  std::mt19937_64 rng(509);
-  for (int kind : {1, 3, 5}) {
-    const ProblemKind& k = kProblemKinds[kind];
-    for (Solver s : {Solver::rk4, Solver::dopri5, Solver::tsit5}) {
-      for (bool lindblad : {false, true}) {
-        if (lindblad && k.closed) continue;
-        const Model m = kind_model(k, rng, 2);
-        qfleet::OpenCompileOptions o = options_for(s);
-        if (lindblad) o.form = qfleet::OpenForm::lindblad;
-        const auto plan = packed_plan(m, o);
-        plan->view.keep_stages = true;
-        const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate);
-        const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
-        for (int G : {0, 3}) {
-          if (G > 0 && !lindblad) continue;  // the emulated groups are slow: the Lindblad form's split products
-          plan->view.traj_records = 0;
-          Call rerun(m, b, cot_f, cot_l);
-          ASSERT_EQ(run_like_gpu(*plan, rerun.c, 1, 64, G), 0);  // one worker: shared gradients summed in task order
-          for (int records : {3, 12, 400}) {
-            if (G > 0 && records != 12) continue;  // groups: the part-way store
-            const std::string what = std::string(k.name) + " " + solver_name(s) + (lindblad ? " lindblad" : " dense") +
-                                     ", group of " + std::to_string(G) + ", " + std::to_string(records) + " records";
-            plan->view.traj_records = records;
-            Call kept(m, b, cot_f, cot_l);
-            ASSERT_EQ(run_like_gpu(*plan, kept.c, 1, 64, G), 0) << what;
-            EXPECT_EQ(kept.fid, rerun.fid) << what;
-            EXPECT_EQ(kept.leak, rerun.leak) << what;
-            EXPECT_EQ(kept.exp, rerun.exp) << what;
-            EXPECT_EQ(kept.fin, rerun.fin) << what;
-            EXPECT_EQ(kept.g_amp, rerun.g_amp) << what << ": d/d amplitudes";
-            EXPECT_EQ(kept.g_drift, rerun.g_drift) << what << ": d/d drift";
-            EXPECT_EQ(kept.g_rates, rerun.g_rates) << what << ": d/d rates";
-          }
-        }
+  const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
+  for_each_step_solver_case(509, [&](const std::string& name, Solver, bool lindblad, const Model& m,
+                                     qfleet::detail::OpenPlan& plan, const TaskBatch& b) {
+    plan.view.keep_stages = true;
+    for (int G : {0, 3}) {
+      if (G > 0 && !lindblad) continue;  // the emulated groups are slow: the Lindblad form's split products
+      plan.view.traj_records = 0;
+      Call rerun(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(plan, rerun.c, 1, 64, G), 0);  // one worker: shared gradients summed in task order
+      for (int records : {3, 12, 400}) {
+        if (G > 0 && records != 12) continue;  // groups: the part-way store
+        const std::string what = name + ", group of " + std::to_string(G) + ", " + std::to_string(records) + " records";
+        plan.view.traj_records = records;
+        Call kept(m, b, cot_f, cot_l);
+        ASSERT_EQ(run_like_gpu(plan, kept.c, 1, 64, G), 0) << what;
+        EXPECT_EQ(kept.fid, rerun.fid) << what;
+        EXPECT_EQ(kept.leak, rerun.leak) << what;
+        EXPECT_EQ(kept.exp, rerun.exp) << what;
+        EXPECT_EQ(kept.fin, rerun.fin) << what;
+        EXPECT_EQ(kept.g_amp, rerun.g_amp) << what << ": d/d amplitudes";
+        EXPECT_EQ(kept.g_drift, rerun.g_drift) << what << ": d/d drift";
+        EXPECT_EQ(kept.g_rates, rerun.g_rates) << what << ": d/d rates";
       }
     }
-  }
+  });
 }
 
 // Larger generators, where the GPU uses a warp (d = 3 open, n = 9) or a block

@@ -478,8 +478,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> open_forward_rows(const c10::intrusiv
       out.fidelity = mspan<scalar_t>(fid);
       p->program.vjp<scalar_t>(
           TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}},
-          cspan<scalar_t>(ones), {}, TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)},
-          out);
+          cspan<scalar_t>(ones), {},
+          TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)}, out);
     });
   });
   return {fid, ga, gc, gr};
@@ -558,11 +558,13 @@ Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, con
     return t.has_value() && t->defined() ? *t : ::torch::empty({0}, amplitudes.options());
   };
   const Tensor c = arg(drift), r = arg(rates);
-  const bool grad = ::torch::GradMode::is_enabled() && (amplitudes.requires_grad() || c.requires_grad() || r.requires_grad());
+  const bool grad = ::torch::GradMode::is_enabled() &&
+                    (amplitudes.requires_grad() || c.requires_grad() || r.requires_grad());
   // Per task: amplitudes [B, n_seg, n_ctrl], drift_coeffs and rates [B, n] (check_open has
   // checked the shapes; a shared tensor has one dimension fewer).
-  const bool rows = grad && amplitudes.device().is_cpu() && B > 0 && (!amplitudes.requires_grad() || amplitudes.dim() == 3) &&
-                    (!c.requires_grad() || c.dim() == 2) && (!r.requires_grad() || r.dim() == 2);
+  const bool rows = grad && amplitudes.device().is_cpu() && B > 0 &&
+                    (!amplitudes.requires_grad() || amplitudes.dim() == 3) && (!c.requires_grad() || c.dim() == 2) &&
+                    (!r.requires_grad() || r.dim() == 2);
   const bool save = grad && amplitudes.device().is_cpu() && B > 0 && p->program.saved_size(std::size_t(B)) > 0;
   return OpenFunction::apply(p, amplitudes, c, r, rows ? kRows : save ? kSaveStates : kRecompute);
 }
