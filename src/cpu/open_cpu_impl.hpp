@@ -58,7 +58,9 @@ kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, bool fused, in
   tv.keep_stages = adjoint && kern::open_stage_store(tv, cap) * sizeof(Cx<R>) <= kStageStoreBytes;
   tv.traj_records = 0;
   if (tv.keep_stages && fused && tv.solver != qfleet::Solver::exact) {
-    const std::size_t record = sizeof(Cx<R>) * std::size_t(kern::open_detail::tableau(tv.solver).s) * tv.n * tv.c;
+    kern::OpenView one = tv;  // the store's size per record, from its one definition
+    one.traj_records = 1;
+    const std::size_t record = sizeof(Cx<R>) * kern::open_trajectory_store(one);
     const int steps = kern::open_detail::adaptive(tv.solver) ? cap : tv.fixed_steps;
     const std::size_t all = std::size_t(tv.nseg) * (std::size_t(steps) + 1), fit = kTrajectoryBytes / record;
     const std::size_t records = all < fit ? all : fit;
