@@ -34,7 +34,11 @@ void compare(std::size_t B, bool per_sample) {
   const qfleet::Program pg = qfleet::compile(c, gpu), pc = qfleet::compile(c, cpu);
   ASSERT_GE(pg.cuda_device(), 0);
   std::mt19937_64 rng(B);
-  const ref::Batch b = ref::random_batch(rng, B, pc.n_inputs(), pc.n_weights(), per_sample, 0.1, 0.9);
+  ref::Batch b = ref::random_batch(rng, B, pc.n_inputs(), pc.n_weights(), per_sample, 0.1, 0.9);
+  // weight 18 drives the depolarizing probability 0.1 w: w in [0, pi] keeps it in [0, 1]
+  // (the layers' weights 0..17 stay in [-pi, pi]); its first run on a GPU drew a negative one
+  const std::size_t nw = std::size_t(pc.n_weights());
+  for (std::size_t s = 0; s < (per_sample ? B : 1); ++s) b.w[s * nw + 18] = std::abs(b.w[s * nw + 18]);
   const double tol = std::is_same_v<R, float> ? 1e-4 : 1e-11;
   const auto og = ref::q_forward<R>(pg, b), oc = ref::q_forward<R>(pc, b);
   for (std::size_t i = 0; i < oc.size(); ++i) ASSERT_NEAR(og[i], oc[i], tol) << "output " << i << " B " << B;

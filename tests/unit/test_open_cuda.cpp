@@ -459,7 +459,8 @@ TEST(OpenCudaBackend, EveryLaunchShapeMatchesTheCpuBackend) {
   qfleet::OpenCompileOptions o;
   o.device = qfleet::Device::cuda;
   const qfleet::OpenProgram p = qfleet::compile(build(kind_model(kProblemKinds[3], r2, 2)), o);
-  EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_OPEN_CUDA_SHAPE='diagonal'", "thread, warp, block");
+  EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_OPEN_CUDA_SHAPE='diagonal'",
+                      "expected \"thread\", \"warp\", \"block\" or \"automatic\"");
   unsetenv("QFLEET_OPEN_CUDA_SHAPE");
 }
 
