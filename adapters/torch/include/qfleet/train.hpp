@@ -310,6 +310,7 @@ std::optional<DistOptions> dist_from_env();
 class ProcessGroup {
  public:
   explicit ProcessGroup(const DistOptions& options = {});  // the default: one process
+  // Rank 0, which hosts the store, waits here (up to a minute) until every rank has left.
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;

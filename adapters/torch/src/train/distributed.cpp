@@ -3,7 +3,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <exception>
 
 #include "qfleet/train.hpp"
 
@@ -84,7 +86,23 @@ ProcessGroup::ProcessGroup(const DistOptions& options) : opt_(options), impl_(st
   }
 }
 
-ProcessGroup::~ProcessGroup() = default;
+// The rank whose process hosts the store (rank 0, unless torchrun's agent does) leaves
+// last. Otherwise it can pass the last barrier, exit and take the store with it while a
+// rank still waits for that barrier's reply: "Failed to recv, got 0 bytes" (7 runs of 40
+// of the kill-and-resume test, four at a time on 2 cores, before this handshake). Each
+// rank counts itself out; the last one out sets "left", which the host waits for. Not
+// while an exception unwinds (the others may be waiting on this rank: they time out) nor
+// with torchrun's agent store, which outlives the workers.
+ProcessGroup::~ProcessGroup() {
+  if (opt_.world_size == 1 || opt_.agent_store || !impl_->store || std::uncaught_exceptions() > 0) return;
+  try {
+    auto& store = impl_->store;
+    if (store->add("leaving", 1) == opt_.world_size) store->set("left", std::vector<std::uint8_t>{1});
+    if (opt_.rank == 0) store->wait({"left"}, std::min(opt_.timeout, std::chrono::milliseconds(60000)));
+  } catch (const std::exception&) {
+    // a rank that stopped without leaving: nothing else to wait for
+  }
+}
 
 std::pair<int64_t, int64_t> ProcessGroup::share(int64_t n) const { return share_of(n, opt_.world_size, opt_.rank); }
 
