@@ -1,6 +1,8 @@
 // The PyTorch adapter's cost from C++ (LibTorch): one op call at B = 1 next to
 // the engine's own time, and the hybrid-classifier layer (4 qubits, 3 layers,
-// B = 64) forward + backward through qfleet::nn::QuantumLayer and autograd.
+// B = 64) forward + backward through qfleet::nn::QuantumLayer and autograd, beside the
+// engine's fused call for the same work and the two calls the layer makes (forward
+// keeping the final states, then vjp_saved).
 //   build/bench/bench_torch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -48,6 +50,29 @@ void BM_TorchOp_FwdBwd_B1(benchmark::State& st) {
     benchmark::DoNotOptimize(layer->weight.grad());
   }
 }
+// The engine's fused call for the layer's work (outputs, input and weight gradients in
+// one forward + reverse sweep): the layer's excess over it is the adapter plus autograd.
+void BM_Engine_FwdBwd_B64(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  std::vector<double> x(64 * 4), w(36, 0.2), cot(64 * 4, 1.0), gx(64 * 4), gw(36), out(64 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.01 * double(i % 97);
+  for (auto _ : st) {
+    prog.vjp<double>({64, x, w}, cot, {gx, gw}, out);
+    benchmark::DoNotOptimize(gw.data());
+  }
+}
+// What the layer runs: the forward keeping the final states, then the reverse sweep alone.
+void BM_Engine_SavedFwdBwd_B64(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  std::vector<double> x(64 * 4), w(36, 0.2), cot(64 * 4, 1.0), gx(64 * 4), gw(36), out(64 * 4);
+  std::vector<double> saved(prog.saved_size(64));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.01 * double(i % 97);
+  for (auto _ : st) {
+    prog.forward<double>({64, x, w}, out, saved);
+    prog.vjp_saved<double>({64, x, w}, saved, cot, {gx, gw});
+    benchmark::DoNotOptimize(gw.data());
+  }
+}
 void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
   qfleet::nn::QuantumLayer layer(classifier());
   const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
@@ -61,6 +86,8 @@ BENCHMARK(BM_Engine_Forward_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOp_Forward_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOp_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_SavedFwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
