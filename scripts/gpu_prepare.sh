@@ -11,10 +11,38 @@
 #                programs for sm_90 (Release) into .gpu-bin/ (stripped, gzipped, about
 #                30 MB; carry ".gpu-bin" and ".gpu/debs"): gpu_run.sh's gtest, sanitize
 #                and bench steps then need no `build` on the lent machine, whose build
-#                costs 155-159 s of device time per call (it keeps nothing 30 s after one).
+#                costs 155-276 s of device time per call (it keeps nothing 30 s after one).
+#   scripts/gpu_prepare.sh --binaries DIR [NAME...]   the programs (default: all three;
+#                qfleet_tests, qfleet_cuda_tests, bench_cuda) taken from an existing build DIR
+#                instead of a new build-gpu-bin: e.g. `build`, the Release build with CUDA,
+#                whose sm_80 + sm_90 code makes each about 23-25 MB gzipped, so name the ones
+#                the call needs (the tree and carried files travel within 64 MiB). A program
+#                not built there is said and skipped; one without sm_90 code is refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "--binaries" ]; then
+if [ "${1:-}" = "--binaries" ] && [ -n "${2:-}" ]; then
+  from=$2
+  shift 2
+  [ -d "$from" ] || { echo "gpu_prepare: no build directory '$from'"; exit 2; }
+  names=("$@")
+  [ ${#names[@]} -gt 0 ] || names=(qfleet_tests qfleet_cuda_tests bench_cuda)
+  rm -rf .gpu-bin && mkdir -p .gpu-bin
+  for n in "${names[@]}"; do
+    case $n in
+      qfleet_tests | qfleet_cuda_tests) b=tests/$n ;;
+      bench_cuda) b=bench/$n ;;
+      *) echo "gpu_prepare: unknown program '$n' (qfleet_tests, qfleet_cuda_tests, bench_cuda)"; exit 2 ;;
+    esac
+    if [ ! -x "$from/$b" ]; then
+      echo "gpu_prepare: $from/$b not built (make -C $from $(basename "$b")): not packed"
+      continue
+    fi
+    grep -qa 'sm_90' "$from/$b" || { echo "gpu_prepare: $from/$b has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
+    strip -o ".gpu-bin/$(basename "$b")" "$from/$b"
+  done
+  compgen -G ".gpu-bin/*" >/dev/null || { echo "gpu_prepare: no program packed from $from"; exit 2; }
+  gzip -9 .gpu-bin/*
+elif [ "${1:-}" = "--binaries" ]; then
   cmake -S . -B build-gpu-bin -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
     -DQFLEET_BUILD_TORCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo >/dev/null
   cmake --build build-gpu-bin -j"$(nproc)" --target qfleet_tests qfleet_cuda_tests bench_cuda
@@ -24,7 +52,7 @@ if [ "${1:-}" = "--binaries" ]; then
   done
   gzip -9 .gpu-bin/*
 elif [ $# -gt 0 ]; then
-  echo "usage: scripts/gpu_prepare.sh [--binaries]"
+  echo "usage: scripts/gpu_prepare.sh [--binaries [BUILD_DIR [NAME...]]]"
   exit 2
 fi
 mkdir -p .gpu/debs .gpu/wheels
