@@ -101,7 +101,8 @@ TEST(CudaBackend, EveryPinnedShapeMatchesTheReference) {
   const qfleet::Program pb = compile_on(big.q, qfleet::Device::cuda);
   EXPECT_QFLEET_ERROR((void)pb.execution(10, true), "'registers' circuit launch shape needs at most 5 qubits");
   setenv("QFLEET_CUDA_SHAPE", "sideways", 1);
-  EXPECT_QFLEET_ERROR((void)pb.execution(10, true), "QFLEET_CUDA_SHAPE='sideways'", "expected \"registers\", \"warp\"");
+  EXPECT_QFLEET_ERROR((void)pb.execution(10, true), "QFLEET_CUDA_SHAPE='sideways'",
+                      "expected \"registers\", \"warp\"");
   unsetenv("QFLEET_CUDA_SHAPE");
 }
 
