@@ -377,10 +377,13 @@ TEST(OpenDevice, WithoutAGpuCudaIsAClearErrorAndAutomaticRunsOnTheCpu) {
 
 template <class R>
 void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std::size_t B, std::mt19937_64& rng,
-                           const std::string& what) {
+                           const std::string& what, qfleet::OpenForm form = qfleet::OpenForm::automatic,
+                           qfleet::ExactMethod exact = qfleet::ExactMethod::automatic) {
   qfleet::OpenCompileOptions o = options_for(s);
   o.precision = prec;
-  if (prec == qfleet::Precision::complex64 && s == Solver::dopri5) o.rtol = o.atol = 1e-6;
+  o.form = form;
+  o.exact = exact;
+  if (prec == qfleet::Precision::complex64 && (s == Solver::dopri5 || s == Solver::tsit5)) o.rtol = o.atol = 1e-6;
   const auto cpu = qfleet::compile(build(m), o);
   o.device = qfleet::Device::cuda;
   const auto gpu = qfleet::compile(build(m), o);
@@ -424,6 +427,43 @@ TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
                                    std::to_string(int(s)) + " B=" + std::to_string(B);
           expect_backends_agree<double>(m, s, qfleet::Precision::complex128, B, rng, what + " c128");
           expect_backends_agree<float>(m, s, qfleet::Precision::complex64, B, rng, what + " c64");
+        }
+      }
+    }
+  }
+}
+
+// What came after the test above: tsit5, the step solvers with the generator in Lindblad
+// form (open kinds) and the exact solver by its action (Al-Mohy & Higham), on the GPU
+// against the cpu backend. Written 2026-11-27 after that day's GPU run: not yet run on a GPU.
+TEST(OpenCudaBackend, Tsit5TheLindbladFormAndTheExactActionMatchTheCpuBackend) {
+  if (qfleet::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device visible: these paths of the task body are tested on the CPU by OpenGpuPaths.*";
+  }
+  using qfleet::ExactMethod;
+  using qfleet::OpenForm;
+  std::mt19937_64 rng(509);
+  for (const ProblemKind& k : kProblemKinds) {
+    for (int d : {2, 3}) {
+      const Model m = kind_model(k, rng, d);
+      struct Case {
+        Solver s;
+        OpenForm form;
+        ExactMethod exact;
+      };
+      std::vector<Case> cases = {{Solver::tsit5, OpenForm::automatic, ExactMethod::automatic},
+                                 {Solver::exact, OpenForm::automatic, ExactMethod::action}};
+      if (!k.closed) {
+        for (Solver s : {Solver::rk4, Solver::dopri5, Solver::tsit5})
+          cases.push_back({s, OpenForm::lindblad, ExactMethod::automatic});
+      }
+      for (const Case& c : cases) {
+        for (std::size_t B : {std::size_t(1), std::size_t(33)}) {
+          const std::string what = std::string(k.name) + " d=" + std::to_string(d) + " " + solver_name(c.s) +
+                                   (c.form == OpenForm::lindblad ? " lindblad" : "") +
+                                   (c.exact == ExactMethod::action ? " action" : "") + " B=" + std::to_string(B);
+          expect_backends_agree<double>(m, c.s, qfleet::Precision::complex128, B, rng, what + " c128", c.form, c.exact);
+          expect_backends_agree<float>(m, c.s, qfleet::Precision::complex64, B, rng, what + " c64", c.form, c.exact);
         }
       }
     }
