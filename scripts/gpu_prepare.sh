@@ -20,11 +20,11 @@
 #                not built there is said and skipped; one without sm_90 code is refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "--binaries" ] && [ -n "${2:-}" ]; then
-  from=$2
-  shift 2
+pack_binaries() {  # pack_binaries DIR [NAME...]: stripped, gzipped copies into .gpu-bin/
+  local from=$1 n b
+  shift
   [ -d "$from" ] || { echo "gpu_prepare: no build directory '$from'"; exit 2; }
-  names=("$@")
+  local names=("$@")
   [ ${#names[@]} -gt 0 ] || names=(qfleet_tests qfleet_cuda_tests bench_cuda)
   rm -rf .gpu-bin && mkdir -p .gpu-bin
   for n in "${names[@]}"; do
@@ -34,23 +34,23 @@ if [ "${1:-}" = "--binaries" ] && [ -n "${2:-}" ]; then
       *) echo "gpu_prepare: unknown program '$n' (qfleet_tests, qfleet_cuda_tests, bench_cuda)"; exit 2 ;;
     esac
     if [ ! -x "$from/$b" ]; then
-      echo "gpu_prepare: $from/$b not built (make -C $from $(basename "$b")): not packed"
+      echo "gpu_prepare: $from/$b not built (make -C $from $n): not packed"
       continue
     fi
     grep -qa 'sm_90' "$from/$b" || { echo "gpu_prepare: $from/$b has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
-    strip -o ".gpu-bin/$(basename "$b")" "$from/$b"
+    strip -o ".gpu-bin/$n" "$from/$b"
   done
   compgen -G ".gpu-bin/*" >/dev/null || { echo "gpu_prepare: no program packed from $from"; exit 2; }
   gzip -9 .gpu-bin/*
+}
+if [ "${1:-}" = "--binaries" ] && [ -n "${2:-}" ]; then
+  shift
+  pack_binaries "$@"
 elif [ "${1:-}" = "--binaries" ]; then
   cmake -S . -B build-gpu-bin -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
     -DQFLEET_BUILD_TORCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo >/dev/null
   cmake --build build-gpu-bin -j"$(nproc)" --target qfleet_tests qfleet_cuda_tests bench_cuda
-  rm -rf .gpu-bin && mkdir -p .gpu-bin
-  for b in tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda; do
-    strip -o ".gpu-bin/$(basename "$b")" "build-gpu-bin/$b"
-  done
-  gzip -9 .gpu-bin/*
+  pack_binaries build-gpu-bin
 elif [ $# -gt 0 ]; then
   echo "usage: scripts/gpu_prepare.sh [--binaries [BUILD_DIR [NAME...]]]"
   exit 2
