@@ -26,13 +26,15 @@ pack_binaries() {  # pack_binaries DIR [NAME...]: stripped, gzipped copies into 
   [ -d "$from" ] || { echo "gpu_prepare: no build directory '$from'"; exit 2; }
   local names=("$@")
   [ ${#names[@]} -gt 0 ] || names=(qfleet_tests qfleet_cuda_tests bench_cuda)
-  rm -rf .gpu-bin && mkdir -p .gpu-bin
-  for n in "${names[@]}"; do
+  for n in "${names[@]}"; do  # every name checked before the old .gpu-bin goes
     case $n in
-      qfleet_tests | qfleet_cuda_tests) b=tests/$n ;;
-      bench_cuda) b=bench/$n ;;
+      qfleet_tests | qfleet_cuda_tests | bench_cuda) ;;
       *) echo "gpu_prepare: unknown program '$n' (qfleet_tests, qfleet_cuda_tests, bench_cuda)"; exit 2 ;;
     esac
+  done
+  rm -rf .gpu-bin && mkdir -p .gpu-bin
+  for n in "${names[@]}"; do
+    case $n in bench_cuda) b=bench/$n ;; *) b=tests/$n ;; esac
     if [ ! -x "$from/$b" ]; then
       echo "gpu_prepare: $from/$b not built (make -C $from $n): not packed"
       continue
