@@ -26,23 +26,23 @@ pack_binaries() {  # pack_binaries DIR [NAME...]: stripped, gzipped copies into 
   [ -d "$from" ] || { echo "gpu_prepare: no build directory '$from'"; exit 2; }
   local names=("$@")
   [ ${#names[@]} -gt 0 ] || names=(qfleet_tests qfleet_cuda_tests bench_cuda)
-  for n in "${names[@]}"; do  # every name checked before the old .gpu-bin goes
+  local found=()
+  for n in "${names[@]}"; do  # everything checked before the old .gpu-bin goes
     case $n in
-      qfleet_tests | qfleet_cuda_tests | bench_cuda) ;;
+      qfleet_tests | qfleet_cuda_tests) b=tests/$n ;;
+      bench_cuda) b=bench/$n ;;
       *) echo "gpu_prepare: unknown program '$n' (qfleet_tests, qfleet_cuda_tests, bench_cuda)"; exit 2 ;;
     esac
-  done
-  rm -rf .gpu-bin && mkdir -p .gpu-bin
-  for n in "${names[@]}"; do
-    case $n in bench_cuda) b=bench/$n ;; *) b=tests/$n ;; esac
     if [ ! -x "$from/$b" ]; then
       echo "gpu_prepare: $from/$b not built (make -C $from $n): not packed"
       continue
     fi
     grep -qa 'sm_90' "$from/$b" || { echo "gpu_prepare: $from/$b has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
-    strip -o ".gpu-bin/$n" "$from/$b"
+    found+=("$b")
   done
-  compgen -G ".gpu-bin/*" >/dev/null || { echo "gpu_prepare: no program packed from $from"; exit 2; }
+  [ ${#found[@]} -gt 0 ] || { echo "gpu_prepare: no program to pack in $from"; exit 2; }
+  rm -rf .gpu-bin && mkdir -p .gpu-bin
+  for b in "${found[@]}"; do strip -o ".gpu-bin/$(basename "$b")" "$from/$b"; done
   gzip -9 .gpu-bin/*
 }
 if [ "${1:-}" = "--binaries" ] && [ -n "${2:-}" ]; then

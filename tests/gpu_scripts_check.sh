@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU-machine scripts run only where a GPU is lent: here they must at least parse, and
 # refuse what they cannot do before they touch anything: gpu_run.sh an unknown step,
-# gpu_prepare.sh a missing build directory or an unknown program.
+# gpu_prepare.sh a missing build directory, an unknown program or a build without them.
 #   tests/gpu_scripts_check.sh scripts/gpu_prepare.sh scripts/gpu_run.sh
 set -u
 prepare=$1 run=$2
@@ -18,5 +18,8 @@ expect_refusal "no build directory '/nonexistent-build'" "$prepare" --binaries /
 root=$(cd "$(dirname "$prepare")/.." && pwd)
 before=$(ls -l "$root/.gpu-bin" 2>/dev/null)
 expect_refusal "unknown program 'qfleet_tsts'" "$prepare" --binaries . qfleet_tsts
+empty=$(mktemp -d)
+expect_refusal "no program to pack in $empty" "$prepare" --binaries "$empty"
+rmdir "$empty"
 [ "$(ls -l "$root/.gpu-bin" 2>/dev/null)" = "$before" ] || { echo "a refused call changed .gpu-bin"; exit 1; }
 echo scripts-checked
