@@ -7,7 +7,8 @@ beside the engine's own time for the same forward pass, in one run: the classifi
 
 Rows (medians, ms; the cases interleaved, one call of each per round): the CLI with a
 1-sample problem (process start, reading, compiling: the fixed cost); the CLI with JSON
-arrays; the CLI with .npy files; the engine in-process (qfleet.circuit_forward on the same
+arrays; the CLI with .npy files (which binds its threads when they fill the CPUs:
+docs/cli.md#threads), and again with OMP_PROC_BIND=false (unbound); the engine in-process (qfleet.circuit_forward on the same
 arrays: warm, and the first call after compiling).
 The .npy results are checked equal to the JSON results (exactly) before timing.
 """
@@ -55,8 +56,11 @@ def main():
             with open(os.path.join(d, name + ".json"), "w") as f:
                 json.dump(problem, f)
 
-        def cli_run(name):
-            r = subprocess.run([cli, "eval", os.path.join(d, name + ".json")], capture_output=True, text=True)
+        unbound = dict(os.environ, OMP_PROC_BIND="false")
+
+        def cli_run(name, env=None):
+            r = subprocess.run([cli, "eval", os.path.join(d, name + ".json")], capture_output=True, text=True,
+                               env=env)
             if r.returncode != 0:
                 raise SystemExit(r.stderr)
             return r.stdout
@@ -74,6 +78,7 @@ def main():
             "qfleet eval, 1 sample (fixed cost)": lambda: cli_run("tiny"),
             "qfleet eval, JSON arrays": lambda: cli_run("json"),
             "qfleet eval, .npy arrays": lambda: cli_run("npy"),
+            "qfleet eval, .npy arrays, OMP_PROC_BIND=false": lambda: cli_run("npy", unbound),
             "engine in-process, warm": lambda: qfleet.circuit_forward(program, X, W),
         }, args.repeats)
     rows = {k: median * 1e3 for k, (median, _, _) in rows.items()}
@@ -83,7 +88,7 @@ def main():
           f"{os.environ.get('OMP_NUM_THREADS', '(all)')}; .npy results equal the JSON results; ms (median of "
           f"{args.repeats}) and ratio to the warm engine:")
     for name, ms in rows.items():
-        print(f"  {name:42s} {ms:9.2f}  {ms / engine:6.2f}x")
+        print(f"  {name:48s} {ms:9.2f}  {ms / engine:6.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"batch": args.batch, "median_ms": rows}, f, indent=2)

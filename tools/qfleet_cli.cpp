@@ -30,6 +30,7 @@
 
 #include "qfleet/json_problem.hpp"
 #include "qfleet/qfleet.hpp"
+#include "thread_placement.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -51,6 +52,7 @@ inline constexpr Registrar kSubcommands[] = {register_demo, register_eval, regis
 inline constexpr int kExitError = 2;  // any rejected input, library error or usage error
 
 namespace {
+
 
 // One line on stderr, whatever the message holds.
 int report_error(std::string_view message) {
@@ -136,9 +138,14 @@ void register_eval(CLI::App& app, Action& action) {
       const std::string text = read_input(opt->file, source);
       nlohmann::json problem = qfleet::json_problem::parse_text(text, source);
       // .npy files named in the problem are relative to its file (to the working directory for stdin)
-      if (opt->file != "-")
+      if (opt->file != "-") {
+        // A big batch: its one parallel region runs faster with the threads bound from
+        // the start (tools/thread_placement.cpp); the program may start again here.
+        if (qfleet::json_problem::reads_npy_arrays(problem)) run_again_with_threads_bound();
         qfleet::json_problem::resolve_npy_paths(problem, std::filesystem::path(opt->file).parent_path().string());
-      const nlohmann::json result = qfleet::json_problem::evaluate(problem);
+      }
+      nlohmann::json result = qfleet::json_problem::evaluate(problem);
+      result["openmp"] = openmp_placement();  // how this run was threaded (docs/cli.md "Threads")
       return print_json(result, opt->indent);
     };
   });
@@ -173,6 +180,7 @@ void register_info(CLI::App& app, Action& action) {
 #else
       info["openmp_threads"] = 1;
 #endif
+      info["openmp"] = openmp_placement();
       info["cuda_backend"] = qfleet::built_with_cuda();
       info["cuda_devices"] = qfleet::cuda_device_count();
       return print_json(info, *indent);
@@ -184,6 +192,7 @@ void register_info(CLI::App& app, Action& action) {
 
 int main(int argc, char** argv) {
   using namespace qfleet::cli;
+  remember_command_line(argv);  // for run_again_with_threads_bound (`eval` of .npy arrays)
   try {
     CLI::App app{"qfleet: batched simulation of parameterized quantum circuits", "qfleet"};
     app.set_version_flag("--version", "qfleet " QFLEET_VERSION_STRING,

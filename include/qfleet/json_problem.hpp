@@ -93,6 +93,9 @@ CircuitProblem parse_circuit_problem(const nlohmann::json& problem, bool model_o
 // not such a name, are left alone.
 void resolve_npy_paths(nlohmann::json& problem, const std::string& base_dir);
 
+// Whether any input array of the problem comes from a .npy file (the big-batch form).
+bool reads_npy_arrays(const nlohmann::json& problem);
+
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const CircuitProblem& problem);
 

@@ -684,6 +684,11 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   return p;
 }
 
+namespace {
+// The keys whose array may be {"npy": FILE} (docs/cli.md#arrays-in-npy-files).
+constexpr const char* kNpyArrayKeys[] = {"inputs", "weights", "amplitudes", "drift_coeffs", "rates"};
+}  // namespace
+
 void resolve_npy_paths(json& problem, const std::string& base_dir) {
   if (!problem.is_object() || base_dir.empty()) return;
   auto resolve = [&](json& name) {
@@ -691,11 +696,20 @@ void resolve_npy_paths(json& problem, const std::string& base_dir) {
     const std::filesystem::path f(name.get<std::string>());
     if (!f.empty() && f.is_relative()) name = (std::filesystem::path(base_dir) / f).string();
   };
-  for (const char* key : {"inputs", "weights", "amplitudes", "drift_coeffs", "rates"}) {
+  for (const char* key : kNpyArrayKeys) {
     const auto it = problem.find(key);
     if (it != problem.end() && it->is_object() && it->contains("npy")) resolve((*it)["npy"]);
   }
   if (const auto it = problem.find("output_npy"); it != problem.end()) resolve(*it);
+}
+
+bool reads_npy_arrays(const json& problem) {
+  if (!problem.is_object()) return false;
+  for (const char* key : kNpyArrayKeys) {
+    const auto it = problem.find(key);
+    if (it != problem.end() && it->is_object() && it->contains("npy")) return true;
+  }
+  return false;
 }
 
 json evaluate(const CircuitProblem& p) {

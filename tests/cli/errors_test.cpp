@@ -500,6 +500,9 @@ TEST(CliCommands, VersionHelpGatesInfo) {
   EXPECT_FALSE(info["isas"].empty());
   EXPECT_EQ(info["isas"].back(), "baseline");
   EXPECT_GE(info["openmp_threads"].get<int>(), 1);
+  EXPECT_EQ(info["openmp"]["threads"], info["openmp_threads"]);
+  EXPECT_TRUE(info["openmp"]["proc_bind"].is_string());
+  EXPECT_GE(info["openmp"]["places"].get<int>(), 0);
   EXPECT_GE(info["cuda_devices"].get<int>(), 0);
   ASSERT_TRUE(info["cuda_backend"].is_boolean());
   if (!info["cuda_backend"].get<bool>()) {

@@ -176,7 +176,9 @@ def test_python_evaluate_reads_npy_relative_to_the_problem_file(tmp_path):
     doc = dict(BASE, inputs={"npy": "x.npy"}, weights=[0.5, 0.6, 0.7], output_npy="py")
     (tmp_path / "p.json").write_text(json.dumps(doc))
     got = qfleet.evaluate(tmp_path / "p.json")
-    assert got == evaluate(doc, tmp_path / "p.json")  # the CLI on the same file
+    cli = evaluate(doc, tmp_path / "p.json")
+    cli.pop("openmp")  # the CLI adds how its run was threaded
+    assert got == cli  # the CLI on the same file
     want = evaluate(dict(BASE, inputs=x.tolist(), weights=[0.5, 0.6, 0.7]), tmp_path / "j.json")
     np.testing.assert_array_equal(np.load(got["expvals"]["npy"]), np.array(want["expvals"]))
 
@@ -188,3 +190,39 @@ def test_load_problem_takes_the_segments_from_an_npy_header(tmp_path):
     doc["amplitudes"] = {"npy": "a.npy"}
     (tmp_path / "p.json").write_text(json.dumps(doc))
     assert qfleet.load_problem(tmp_path / "p.json")["program"].n_segments() == 4
+
+
+def _cli_env(**set_vars):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")}
+    env.update(set_vars)
+    return env
+
+
+def test_an_npy_eval_binds_its_threads_when_they_fill_the_cpus(tmp_path):
+    # tools/thread_placement.cpp: with no placement of the user's and one OpenMP thread per
+    # CPU, an eval of .npy arrays starts again bound (one place per CPU); otherwise, and for
+    # JSON arrays, it runs as started. The results are the same either way.
+    cpus = len(os.sched_getaffinity(0))
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "x.npy", rng.random((300, 2)))
+    npy = tmp_path / "n.json"
+    npy.write_text(json.dumps(dict(BASE, inputs={"npy": "x.npy"}, weights=[0.1, 0.2, 0.3], output_npy="r")))
+    plain = tmp_path / "j.json"
+    plain.write_text(json.dumps(dict(BASE, inputs=[[0.1, 0.2]], weights=[0.1, 0.2, 0.3])))
+
+    def openmp(path, **env):
+        r = subprocess.run([CLI, "eval", str(path)], capture_output=True, text=True, env=_cli_env(**env))
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        out = json.loads(r.stdout)
+        return out["openmp"], (np.load(out["expvals"]["npy"]) if isinstance(out["expvals"], dict) else None)
+
+    bound, bound_values = openmp(npy, OMP_NUM_THREADS=str(cpus))
+    if cpus >= 2:
+        assert bound == {"threads": cpus, "proc_bind": "close", "places": cpus}
+    else:
+        assert bound["proc_bind"] == "false"
+    for env in ({"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": str(cpus), "OMP_PROC_BIND": "false"}):
+        got, values = openmp(npy, **env)
+        assert got["proc_bind"] == "false" and got["places"] == 0, env
+        np.testing.assert_array_equal(values, bound_values)
+    assert openmp(plain, OMP_NUM_THREADS=str(cpus))[0]["proc_bind"] == "false"

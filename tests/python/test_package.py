@@ -17,6 +17,7 @@ def test_evaluate_matches_the_cli(qfleet, path):
     if not cli:
         pytest.skip("QFLEET_CLI not set: run through ctest")
     expected = json.loads(subprocess.run([cli, "eval", str(path)], check=True, capture_output=True, text=True).stdout)
+    assert expected.pop("openmp")["threads"] >= 1  # the CLI adds how its run was threaded
     assert qfleet.evaluate(path) == expected
 
 
