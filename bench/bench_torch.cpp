@@ -80,6 +80,27 @@ void BM_Engine_SavedFwdBwd_B64(benchmark::State& st) {
     benchmark::DoNotOptimize(a.gw.data());
   }
 }
+// The two calls apart: the forward keeping the states (B = 64 is under the engine's
+// threshold for a second thread, kMinFlopsPerThread) and the reverse sweep alone.
+void BM_Engine_SavingForward_B64(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  LayerCall a;
+  std::vector<double> saved(prog.saved_size(64));
+  for (auto _ : st) {
+    prog.forward<double>({64, a.x, a.w}, a.out, saved);
+    benchmark::DoNotOptimize(saved.data());
+  }
+}
+void BM_Engine_VjpSaved_B64(benchmark::State& st) {
+  const auto prog = qfleet::compile(classifier());
+  LayerCall a;
+  std::vector<double> saved(prog.saved_size(64));
+  prog.forward<double>({64, a.x, a.w}, a.out, saved);
+  for (auto _ : st) {
+    prog.vjp_saved<double>({64, a.x, a.w}, saved, a.cot, {a.gx, a.gw});
+    benchmark::DoNotOptimize(a.gw.data());
+  }
+}
 void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
   qfleet::nn::QuantumLayer layer(classifier());
   const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
@@ -95,6 +116,8 @@ BENCHMARK(BM_Engine_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOp_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_SavedFwdBwd_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_SavingForward_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_VjpSaved_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

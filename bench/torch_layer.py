@@ -163,6 +163,7 @@ def interleaved_layer_cases(layer, x, repeat):
     gx, gw = torch.ops.qfleet.circuit_backward(prog, xd, w, ones)
     assert torch.equal(x.grad, gx) and torch.equal(layer.weight.grad, gw), "layer and fused vjp disagree"
     lin = torch.nn.Linear(N, N)
+    v = torch.rand(N, requires_grad=True)
 
     def no_grad(fn):
         def run():
@@ -176,6 +177,8 @@ def interleaved_layer_cases(layer, x, repeat):
         "qfleet.QuantumLayer": lambda: layer(x).sum().backward(),
         # torch's own floor for a layer from Python: autograd's forward + backward of a tiny nn.Linear
         "torch.nn.Linear(4, 4) (torch's autograd alone)": lambda: lin(x).sum().backward(),
+        # the least any layer with two leaves (inputs, weight) pays: one elementwise op
+        "(x * v).sum().backward() (one builtin op)": lambda: (x * v).sum().backward(),
     }, repeat, 200)
     excess = res["qfleet.QuantumLayer"][0] - res["engine fused vjp (circuit_backward)"][0]
     print(f"QuantumLayer forward + backward minus the engine's fused vjp, same run: {excess:+.1f} us")
