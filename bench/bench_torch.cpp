@@ -70,35 +70,36 @@ void BM_Engine_FwdBwd_B64(benchmark::State& st) {
   }
 }
 // What the layer runs: the forward keeping the final states, then the reverse sweep alone.
-void BM_Engine_SavedFwdBwd_B64(benchmark::State& st) {
-  const auto prog = qfleet::compile(classifier());
+struct SavedCall {
+  qfleet::Program prog = qfleet::compile(classifier());
   LayerCall a;
-  std::vector<double> saved(prog.saved_size(64));
+  std::vector<double> saved = std::vector<double>(prog.saved_size(64));
+  void forward() { prog.forward<double>({64, a.x, a.w}, a.out, saved); }
+  void backward() { prog.vjp_saved<double>({64, a.x, a.w}, saved, a.cot, {a.gx, a.gw}); }
+};
+void BM_Engine_SavedFwdBwd_B64(benchmark::State& st) {
+  SavedCall c;
   for (auto _ : st) {
-    prog.forward<double>({64, a.x, a.w}, a.out, saved);
-    prog.vjp_saved<double>({64, a.x, a.w}, saved, a.cot, {a.gx, a.gw});
-    benchmark::DoNotOptimize(a.gw.data());
+    c.forward();
+    c.backward();
+    benchmark::DoNotOptimize(c.a.gw.data());
   }
 }
 // The two calls apart: the forward keeping the states (B = 64 is under the engine's
 // threshold for a second thread, kMinFlopsPerThread) and the reverse sweep alone.
 void BM_Engine_SavingForward_B64(benchmark::State& st) {
-  const auto prog = qfleet::compile(classifier());
-  LayerCall a;
-  std::vector<double> saved(prog.saved_size(64));
+  SavedCall c;
   for (auto _ : st) {
-    prog.forward<double>({64, a.x, a.w}, a.out, saved);
-    benchmark::DoNotOptimize(saved.data());
+    c.forward();
+    benchmark::DoNotOptimize(c.saved.data());
   }
 }
 void BM_Engine_VjpSaved_B64(benchmark::State& st) {
-  const auto prog = qfleet::compile(classifier());
-  LayerCall a;
-  std::vector<double> saved(prog.saved_size(64));
-  prog.forward<double>({64, a.x, a.w}, a.out, saved);
+  SavedCall c;
+  c.forward();
   for (auto _ : st) {
-    prog.vjp_saved<double>({64, a.x, a.w}, saved, a.cot, {a.gx, a.gw});
-    benchmark::DoNotOptimize(a.gw.data());
+    c.backward();
+    benchmark::DoNotOptimize(c.a.gw.data());
   }
 }
 void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
