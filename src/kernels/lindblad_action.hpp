@@ -383,6 +383,19 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
     const Cx<R>* kb = kbar + blk;
     const Cx<R>* yb = y + blk;
     if (blocks == 1 && op.hermitian) {  // kbar Y^dag = (kbar^dag Y)^dag: 2 conj(kbar_:a) . Y_:b
+#if defined(QFLEET_SIMD_GEMM)
+      if (grp.size() == 1 && simd::gemm_applies<R>(d) && d <= lindblad_detail::kSimdMaxD) {
+        Cx<R> acc[lindblad_detail::kSimdMaxD];  // a row's entries, which share kbar_:a
+        for (int a = 0; a < d; ++a) {
+          const int e0 = op.g.row_ptr[a], m = op.g.row_ptr[a + 1] - e0;
+          simd::conj_dots_shared<R>(d, kb + std::size_t(d) * a, yb, std::size_t(d), op.g.col + e0, m, acc);
+          for (int j = 0; j < m; ++j) {
+            dg[e0 + j].re += R(2) * acc[j].re;
+            dg[e0 + j].im += R(2) * acc[j].im;
+          }
+        }
+      } else
+#endif
       for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
         const Cx<R>* ka = kb + std::size_t(d) * op.g.row[e];
         const Cx<R>* yc = yb + std::size_t(d) * op.g.col[e];

@@ -214,6 +214,53 @@ inline Cx<R> conj_dot(int n, const Cx<R>* ac, const Cx<R>* bc) {
   return {T::sum(T::add(same[0], same[1])), T::sum(T::mul(T::add(cross[0], cross[1]), T::alt(R(-1))))};
 }
 
+namespace detail {
+// conj_dots_shared for a column of exactly NV vectors (registers, fully unrolled).
+template <class R, int NV>
+inline void conj_dots_shared_nv(const R* a, const Cx<R>* bc, std::size_t ld, const int* idx, int m, Cx<R>* out) {
+  using T = Vec<R>;
+  typename T::V av[NV], as[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    av[v] = T::load(a + 2 * T::cpv * v);
+    as[v] = T::swap(av[v]);
+  }
+  for (int j = 0; j < m; ++j) {
+    const R* b = reinterpret_cast<const R*>(bc + ld * std::size_t(idx[j]));
+    typename T::V same[2] = {T::zero(), T::zero()}, cross[2] = {T::zero(), T::zero()};
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const typename T::V bv = T::load(b + 2 * T::cpv * v);
+      same[v & 1] = T::fma(av[v], bv, same[v & 1]);
+      cross[v & 1] = T::fma(as[v], bv, cross[v & 1]);
+    }
+    // cross holds a.im b.re on the real lanes and a.re b.im on the imaginary ones:
+    // alt(1) (-1 real, +1 imaginary) gives Im(conj(a) b) = a.re b.im - a.im b.re.
+    out[j] = {T::sum(T::add(same[0], same[1])), T::sum(T::mul(T::add(cross[0], cross[1]), T::alt(R(1))))};
+  }
+}
+}  // namespace detail
+
+// out[j] = conj_dot(n, a, b + ld * idx[j]) for j < m, a's vectors (and their swapped
+// copies, which carry the cross products here instead of b's) held in registers: the
+// Lindblad gradient's entries of one row of G's pattern share their kbar column. Columns
+// of 2, 4 or 8 vectors (8 only with AVX-512's 32 registers); others one conj_dot each.
+template <class R>
+inline void conj_dots_shared(int n, const Cx<R>* ac, const Cx<R>* bc, std::size_t ld, const int* idx, int m,
+                             Cx<R>* out) {
+  using T = Vec<R>;
+  const R* a = reinterpret_cast<const R*>(ac);
+  switch (n / T::cpv) {
+    case 2: return detail::conj_dots_shared_nv<R, 2>(a, bc, ld, idx, m, out);
+    case 4: return detail::conj_dots_shared_nv<R, 4>(a, bc, ld, idx, m, out);
+    case 8:
+      if constexpr (sizeof(typename T::V) == 64) return detail::conj_dots_shared_nv<R, 8>(a, bc, ld, idx, m, out);
+      [[fallthrough]];
+    default:
+      for (int j = 0; j < m; ++j) out[j] = conj_dot<R>(n, ac, bc + ld * std::size_t(idx[j]));
+  }
+}
+
 template <class R>
 inline bool gemm_applies(int p) {
   return p % Vec<R>::cpv == 0;
