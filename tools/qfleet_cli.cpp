@@ -53,7 +53,6 @@ inline constexpr int kExitError = 2;  // any rejected input, library error or us
 
 namespace {
 
-
 // One line on stderr, whatever the message holds.
 int report_error(std::string_view message) {
   std::string line;
@@ -140,8 +139,11 @@ void register_eval(CLI::App& app, Action& action) {
       // .npy files named in the problem are relative to its file (to the working directory for stdin)
       if (opt->file != "-") {
         // A big batch: its one parallel region runs faster with the threads bound from
-        // the start (tools/thread_placement.cpp); the program may start again here.
-        if (qfleet::json_problem::reads_npy_arrays(problem)) run_again_with_threads_bound();
+        // the start (tools/thread_placement.cpp); the program may start again here, where
+        // the file can be read again (a regular file: not a pipe such as /dev/stdin's).
+        std::error_code ec;
+        if (qfleet::json_problem::reads_npy_arrays(problem) && std::filesystem::is_regular_file(opt->file, ec))
+          run_again_with_threads_bound();
         qfleet::json_problem::resolve_npy_paths(problem, std::filesystem::path(opt->file).parent_path().string());
       }
       nlohmann::json result = qfleet::json_problem::evaluate(problem);

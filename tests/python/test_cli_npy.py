@@ -226,3 +226,11 @@ def test_an_npy_eval_binds_its_threads_when_they_fill_the_cpus(tmp_path):
         assert got["proc_bind"] == "false" and got["places"] == 0, env
         np.testing.assert_array_equal(values, bound_values)
     assert openmp(plain, OMP_NUM_THREADS=str(cpus))[0]["proc_bind"] == "false"
+    # A problem read from a pipe cannot be read again: it runs as started, nothing lost.
+    doc = dict(BASE, inputs={"npy": str(tmp_path / "x.npy")}, weights=[0.1, 0.2, 0.3], output_npy=str(tmp_path / "p"))
+    r = subprocess.run([CLI, "eval", "/dev/stdin"], input=json.dumps(doc), capture_output=True, text=True,
+                       env=_cli_env(OMP_NUM_THREADS=str(cpus)))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["openmp"]["proc_bind"] == "false"
+    np.testing.assert_array_equal(np.load(out["expvals"]["npy"]), bound_values)
