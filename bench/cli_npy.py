@@ -8,8 +8,8 @@ beside the engine's own time for the same forward pass, in one run: the classifi
 Rows (medians, ms; the cases interleaved, one call of each per round): the CLI with a
 1-sample problem (process start, reading, compiling: the fixed cost); the CLI with JSON
 arrays; the CLI with .npy files (which binds its threads when they fill the CPUs:
-docs/cli.md#threads), and again with OMP_PROC_BIND=false (unbound); the engine in-process (qfleet.circuit_forward on the same
-arrays: warm, and the first call after compiling).
+docs/cli.md#threads), and again with OMP_PROC_BIND=false (unbound); the engine in-process
+(qfleet.circuit_forward on the same arrays: warm, and the first call after compiling).
 The .npy results are checked equal to the JSON results (exactly) before timing.
 """
 import argparse

@@ -9,7 +9,7 @@
 // libgomp (OMP_PROC_BIND/OMP_PLACES: each thread starts on its own CPU), 0.08-0.3 ms.
 // `qfleet eval` of a B = 32,768 forward with .npy arrays (`perf stat -r 40`): 17.5-18.5 ms
 // unbound, 12.2-13.2 ms started bound, 13.8-14.1 ms running itself again bound; through
-// bench/cli_npy.py (three runs) 12.6-13.0 ms against 16.5-18.4 ms with OMP_PROC_BIND=false.
+// bench/cli_npy.py (six runs) 12.6-14.8 ms against 16.5-20.1 ms with OMP_PROC_BIND=false.
 // Starting again costs ~1.5 ms, which is why only the .npy form, the big-batch one, does
 // it (a 1-sample eval takes ~2-3 ms in all).
 //

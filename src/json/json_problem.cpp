@@ -12,6 +12,7 @@
 #include <complex>
 #include <filesystem>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <span>
@@ -687,6 +688,11 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
 namespace {
 // The keys whose array may be {"npy": FILE} (docs/cli.md#arrays-in-npy-files).
 constexpr const char* kNpyArrayKeys[] = {"inputs", "weights", "amplitudes", "drift_coeffs", "rates"};
+
+bool names_npy_file(const json& problem, const char* key) {
+  const auto it = problem.find(key);
+  return it != problem.end() && it->is_object() && it->contains("npy");
+}
 }  // namespace
 
 void resolve_npy_paths(json& problem, const std::string& base_dir) {
@@ -697,19 +703,15 @@ void resolve_npy_paths(json& problem, const std::string& base_dir) {
     if (!f.empty() && f.is_relative()) name = (std::filesystem::path(base_dir) / f).string();
   };
   for (const char* key : kNpyArrayKeys) {
-    const auto it = problem.find(key);
-    if (it != problem.end() && it->is_object() && it->contains("npy")) resolve((*it)["npy"]);
+    if (names_npy_file(problem, key)) resolve(problem[key]["npy"]);
   }
   if (const auto it = problem.find("output_npy"); it != problem.end()) resolve(*it);
 }
 
 bool reads_npy_arrays(const json& problem) {
   if (!problem.is_object()) return false;
-  for (const char* key : kNpyArrayKeys) {
-    const auto it = problem.find(key);
-    if (it != problem.end() && it->is_object() && it->contains("npy")) return true;
-  }
-  return false;
+  return std::any_of(std::begin(kNpyArrayKeys), std::end(kNpyArrayKeys),
+                     [&](const char* key) { return names_npy_file(problem, key); });
 }
 
 json evaluate(const CircuitProblem& p) {

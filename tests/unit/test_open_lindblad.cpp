@@ -188,8 +188,6 @@ TEST(OpenLindbladForm, StatesThatWouldNotFitAreAClearError) {
                       "GiB of states");
 }
 
-// d = 64 (6 qubits): the superoperators alone would take 16 * 4096^2 bytes each
-// (~268 MB, 31 of them); the Lindblad form runs it and keeps the trace.
 // d = 32 (5 local qubits): the gradient's dot products on a row of G's pattern hold the
 // row's cotangent column in registers (simd::conj_dots_shared), as 8 vectors under
 // AVX-512 double, a size the smaller tests do not reach. Checked against central
@@ -222,6 +220,8 @@ TEST(OpenLindbladForm, FiveQubitGradientsMatchCentralDifferences) {
   EXPECT_TRUE(all_close(q.g_rates, fd_rates, 1e-8, 1e-5)) << "d/d rates, d = 32";
 }
 
+// d = 64 (6 qubits): the superoperators alone would take 16 * 4096^2 bytes each
+// (~268 MB, 31 of them); the Lindblad form runs it and keeps the trace.
 TEST(OpenLindbladForm, SixQubitsRunWithoutSuperoperators) {
   Model m = local_qubits(6, Init::Pure, Target::Pure, 1);
   m.durations = {0.05};
