@@ -4,9 +4,8 @@
 // pass. libgomp creates the worker threads in that region; Linux starts a new thread
 // on its creator's CPU, and until the load balancer moves it (milliseconds) the worker
 // and the primary thread, which spins at libgomp's start-up barrier, share one CPU.
-// Measured on the 2-core development VM (2026-11-27): the first region of a two-thread
-// process took 1-10 ms, the two threads on one CPU about half the time; bound by
-// libgomp (OMP_PROC_BIND/OMP_PLACES: each thread starts on its own CPU), 0.08-0.3 ms.
+// Bound by libgomp (OMP_PROC_BIND/OMP_PLACES), each thread starts on its own CPU.
+// Measured on the 2-core development VM (2026-11-27):
 // `qfleet eval` of a B = 32,768 forward with .npy arrays (`perf stat -r 40`): 17.5-18.5 ms
 // unbound, 12.2-13.2 ms started bound, 13.8-14.1 ms running itself again bound; through
 // bench/cli_npy.py (six runs) 12.6-14.8 ms against 16.5-20.1 ms with OMP_PROC_BIND=false.
