@@ -150,6 +150,54 @@ TEST(TorchOpen, FidelityGradientsMatchFiniteDifferences) {
   EXPECT_LT((c.grad() - gc).abs().max().item<double>(), 1e-8);
 }
 
+// The backward reads a cotangent in whatever layout autograd hands it: the expanded
+// (stride 0) one of `out.sum()`, a strided one, a contiguous one; the gradients are the
+// finite differences of sum(cot * out) each time.
+std::vector<torch::Tensor> cotangent_layouts(const std::vector<int64_t>& shape) {
+  const auto dense = torch::rand(shape, torch::kFloat64) * 2 - 1;
+  auto strided = torch::empty({shape[0], 2 * (shape.size() == 2 ? shape[1] : 1)}, torch::kFloat64);
+  strided = strided.slice(1, 0, strided.size(1), 2).view(shape.size() == 2 ? shape : std::vector<int64_t>{shape[0], 1});
+  if (shape.size() == 1) strided = strided.squeeze(1);
+  strided.copy_(dense);
+  return {torch::ones({}, torch::kFloat64).expand(shape), strided, dense};
+}
+
+TEST(TorchCircuit, CotangentsInAnyLayout) {
+  qfleet::nn::QuantumLayer layer(classifier(3, 1), qfleet::nn::QuantumLayerOptions{qfleet::Precision::complex128, 0, 4});
+  const auto x = torch::rand({4, 3}, torch::kFloat64).requires_grad_();
+  for (const auto& cot : cotangent_layouts({4, 3})) {
+    const auto y = layer->forward(x);
+    const auto g = torch::autograd::grad({y}, {x, layer->weight}, {cot});
+    const auto dense = cot.contiguous();
+    const auto gx = fd_grad([&](const torch::Tensor& t) { return layer->forward(t); }, x.detach().clone(), dense);
+    const auto gw = fd_grad([&](const torch::Tensor& t) { return qfleet::nn::circuit_forward(layer->program(), x.detach(), t); },
+                            layer->weight.detach().clone(), dense);
+    EXPECT_LT((g[0] - gx).abs().max().item<double>(), 1e-8) << "cotangent strides " << cot.strides();
+    EXPECT_LT((g[1] - gw).abs().max().item<double>(), 1e-8) << "cotangent strides " << cot.strides();
+  }
+}
+
+// Both ways the open layer's forward prepares its backward: per-task rows (every tensor
+// per task) and the saved states (shared amplitudes).
+TEST(TorchOpen, CotangentsInAnyLayout) {
+  qfleet::nn::OpenSystemLayer layer(noisy_qubit(3));
+  const auto r = (torch::rand({3, 2}, torch::kFloat64) * 0.1).requires_grad_();
+  const auto c = (torch::rand({3, 1}, torch::kFloat64) * 0.2).requires_grad_();
+  for (const auto& a : {(torch::rand({3, 3, 2}, torch::kFloat64) * 4 - 2).requires_grad_(),
+                        (torch::rand({3, 2}, torch::kFloat64) * 4 - 2).requires_grad_()}) {
+    for (const auto& cot : cotangent_layouts({3})) {
+      const auto g = torch::autograd::grad({layer->forward(a, r, c)}, {a, r, c}, {cot});
+      const auto dense = cot.contiguous();
+      const auto ga = fd_grad([&](const torch::Tensor& t) { return layer->forward(t, r.detach(), c.detach()); },
+                              a.detach().clone(), dense);
+      const auto gr = fd_grad([&](const torch::Tensor& t) { return layer->forward(a.detach(), t, c.detach()); },
+                              r.detach().clone(), dense);
+      EXPECT_LT((g[0] - ga).abs().max().item<double>(), 1e-8) << a.sizes() << " cotangent strides " << cot.strides();
+      EXPECT_LT((g[1] - gr).abs().max().item<double>(), 1e-8) << a.sizes() << " cotangent strides " << cot.strides();
+    }
+  }
+}
+
 TEST(TorchErrors, BadInputGetsAClearError) {
   qfleet::nn::QuantumLayer layer(classifier(2, 1));
   auto msg = [](auto f) {

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "qfleet/error.hpp"
 #include "qfleet/json_problem.hpp"
@@ -84,6 +85,31 @@ template <class R>
 std::span<R> mspan(Tensor& t) {
   if (!t.defined()) return {};
   return {t.mutable_data_ptr<R>(), static_cast<std::size_t>(t.numel())};
+}
+
+// A cpu tensor's values (one or two dimensions) row-major, without Tensor::contiguous()
+// where it is not: autograd hands the backward of `out.sum()` an expanded (stride 0)
+// cotangent, and contiguous() on it goes through the dispatcher twice (empty_like, copy_),
+// ~3 us of a B = 1 layer call's backward (perf of bench/torch_layer.py's module call) for
+// a copy of a few hundred reals. `buffer` holds the copy when one is made.
+template <class R>
+std::span<const R> cpu_values(const Tensor& t, std::vector<R>& buffer) {
+  if (t.is_contiguous()) return cspan<R>(t);
+  const int64_t rows = t.size(0), cols = t.dim() == 2 ? t.size(1) : 1;
+  const int64_t row_stride = t.stride(0), col_stride = t.dim() == 2 ? t.stride(1) : 0;
+  buffer.resize(static_cast<std::size_t>(rows * cols));
+  const R* src = t.const_data_ptr<R>();
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) buffer[static_cast<std::size_t>(i * cols + j)] = src[i * row_stride + j * col_stride];
+  }
+  return buffer;
+}
+
+// A gradient the engine's vjp writes in full (its contract; the engine's tests fill these
+// spans with a sentinel first): no zero fill, except for an empty batch, where the engine
+// is not called.
+inline Tensor written_gradient(const Tensor& like, int64_t batch) {
+  return batch > 0 ? ::torch::empty_like(like, at::MemoryFormat::Contiguous) : ::torch::zeros_like(like);
 }
 
 inline c10::OperatorHandle op_handle(const char* name) {

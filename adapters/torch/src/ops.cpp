@@ -356,13 +356,14 @@ std::tuple<Tensor, Tensor> circuit_backward_saved(const c10::intrusive_ptr<Circu
                                                   bool need_x, bool need_w) {
   const int64_t B = inputs.size(0);
   check_grad_outputs(*p, grad_outputs, B);
-  const Tensor x = inputs.contiguous(), w = weights.contiguous(), g = grad_outputs.contiguous();
-  Tensor gx = need_x ? ::torch::zeros_like(x) : Tensor(), gw = need_w ? ::torch::zeros_like(w) : Tensor();
+  const Tensor x = inputs.contiguous(), w = weights.contiguous();
+  Tensor gx = need_x ? written_gradient(x, B) : Tensor(), gw = need_w ? written_gradient(w, B) : Tensor();
   if (B == 0 || !(need_x || need_w)) return {gx, gw};
   guarded([&] {
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qfleet_circuit_backward_saved", [&] {
+      std::vector<scalar_t> g_copy;
       p->program.vjp_saved<scalar_t>(BatchArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(x), cspan<scalar_t>(w)},
-                                     cspan<scalar_t>(saved), cspan<scalar_t>(g),
+                                     cspan<scalar_t>(saved), cpu_values<scalar_t>(grad_outputs, g_copy),
                                      Gradients<scalar_t>{mspan<scalar_t>(gx), mspan<scalar_t>(gw)});
     });
   });
@@ -438,16 +439,17 @@ std::tuple<Tensor, Tensor, Tensor> open_backward_saved(const c10::intrusive_ptr<
                                                        bool need_r) {
   const int64_t B = check_open(*p, "open_backward", amplitudes, drift, rates);
   check_grad_fidelity(*p, grad_fidelity, B);
-  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates), g = grad_fidelity.contiguous();
-  Tensor ga = need_a ? ::torch::zeros_like(a) : Tensor();
-  Tensor gc = need_c && c.defined() ? ::torch::zeros_like(c) : Tensor();
-  Tensor gr = need_r && r.defined() ? ::torch::zeros_like(r) : Tensor();
+  const Tensor a = amplitudes.contiguous(), c = contig(drift), r = contig(rates);
+  Tensor ga = need_a ? written_gradient(a, B) : Tensor();
+  Tensor gc = need_c && c.defined() ? written_gradient(c, B) : Tensor();
+  Tensor gr = need_r && r.defined() ? written_gradient(r, B) : Tensor();
   if (!(ga.defined() || gc.defined() || gr.defined())) return {ga, gc, gr};
   guarded([&] {
     AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "qfleet_open_backward_saved", [&] {
+      std::vector<scalar_t> g_copy;
       p->program.vjp_saved<scalar_t>(
           TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}},
-          cspan<scalar_t>(saved), cspan<scalar_t>(g), {},
+          cspan<scalar_t>(saved), cpu_values<scalar_t>(grad_fidelity, g_copy), {},
           TaskGradients<scalar_t>{mspan<scalar_t>(ga), mspan<scalar_t>(gc), mspan<scalar_t>(gr)});
     });
   });
@@ -483,6 +485,28 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> open_forward_rows(const c10::intrusiv
     });
   });
   return {fid, ga, gc, gr};
+}
+
+// Row b of a per-task gradient [B, ...] times grad_fidelity[b], into a new tensor (the
+// saved rows stay: retain_graph may run the backward again). One loop rather than a
+// broadcast multiply: that, with the contiguous() the expanded cotangent of `fid.sum()`
+// needs first, is three dispatched calls and an extra allocation per tensor.
+Tensor scale_rows(const Tensor& rows, const Tensor& grad_fidelity) {
+  if (rows.numel() == 0) return Tensor();
+  const Tensor g = grad_fidelity.scalar_type() == rows.scalar_type() ? grad_fidelity : grad_fidelity.to(rows.scalar_type());
+  Tensor out = ::torch::empty_like(rows, at::MemoryFormat::Contiguous);
+  AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "qfleet_scale_rows", [&] {
+    const int64_t B = rows.size(0), n = rows.numel() / B, g_stride = g.stride(0);
+    const Tensor dense = rows.contiguous();  // as saved (empty_like of a contiguous tensor): no copy
+    const scalar_t* src = dense.const_data_ptr<scalar_t>();
+    const scalar_t* gb = g.const_data_ptr<scalar_t>();
+    scalar_t* dst = out.mutable_data_ptr<scalar_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      const scalar_t scale = gb[b * g_stride];
+      for (int64_t j = 0; j < n; ++j) dst[b * n + j] = src[b * n + j] * scale;
+    }
+  });
+  return out;
 }
 
 // How OpenFunction's forward prepares its backward.
@@ -524,14 +548,8 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
     const int64_t mode = ctx->saved_data["mode"].toInt();
     Tensor ga, gc, gr;
     if (mode == kRows && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
-      // row b of each per-task tensor times grad_fidelity[b]
-      const Tensor g = grads[0].contiguous();
-      auto scaled = [&](const Tensor& rows, bool need) {
-        if (!need || rows.numel() == 0) return Tensor();
-        std::vector<int64_t> shape(std::size_t(rows.dim()), 1);
-        shape[0] = g.size(0);
-        return rows * g.view(shape);
-      };
+      const Tensor& g = grads[0];
+      auto scaled = [&](const Tensor& rows, bool need) { return need ? scale_rows(rows, g) : Tensor(); };
       ga = scaled(saved[3], need_a), gc = scaled(saved[4], need_c), gr = scaled(saved[5], need_r);
     } else if (mode == kSaveStates && !::torch::GradMode::is_enabled()) {
       std::tie(ga, gc, gr) = open_backward_saved(p, saved[0], opt(saved[1]), opt(saved[2]), saved[3], grads[0], need_a,
