@@ -2,10 +2,14 @@
 // the engine's own time, and the hybrid-classifier layer (4 qubits, 3 layers,
 // B = 64) forward + backward through qfleet::nn::QuantumLayer and autograd, beside the
 // engine's fused call for the same work and the two calls the layer makes (forward
-// keeping the final states, then vjp_saved).
+// keeping the final states, then vjp_saved). Then the open-system layer on the
+// meta-control app's default problem (one qubit, 60 segments, exact solver, B = 64)
+// beside the engine's fused vjp, and the least LibTorch's autograd costs for a
+// builtin op at B = 64 ((x * v).sum().backward()).
 //   build/bench/bench_torch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <complex>
 #include <string>
 #include <vector>
 
@@ -111,6 +115,58 @@ void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
   }
 }
 
+// The meta-control app's default problem (qubit_x): X/2 and Y/2 controls, relaxation
+// and dephasing, 60 segments, average gate fidelity to X (bench/torch_layer.py's open case).
+qfleet::OpenSystem qubit_x() {
+  using C = std::complex<double>;
+  const double r = 0.7071067811865476;
+  qfleet::OpenSystem s(2);
+  s.control({0, 0.5, 0.5, 0}).control({0, C(0, -0.5), C(0, 0.5), 0}).jump({0, 1, 0, 0}).jump({r, 0, 0, -r});
+  s.segments(60, 1.0).propagate_gate().target_unitary({0, 1, 1, 0});
+  return s;
+}
+struct OpenBatch {
+  std::vector<double> a = std::vector<double>(64 * 60 * 2), rates = std::vector<double>(64 * 2);
+  OpenBatch() {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.02 * double(i % 97) - 1;
+    for (std::size_t i = 0; i < rates.size(); ++i) rates[i] = 0.001 * double(i % 89);
+  }
+};
+void BM_Engine_OpenFusedVjp_B64(benchmark::State& st) {
+  const auto prog = qfleet::compile(qubit_x());
+  OpenBatch b;
+  std::vector<double> ones(64, 1.0), fid(64), ga(b.a.size()), gr(b.rates.size());
+  qfleet::TaskOutputs<double> out;
+  out.fidelity = fid;
+  for (auto _ : st) {
+    prog.vjp<double>(qfleet::TaskArgs<double>{64, b.a, {}, b.rates, {}}, ones, {},
+                     qfleet::TaskGradients<double>{ga, {}, gr}, out);
+    benchmark::DoNotOptimize(ga.data());
+  }
+}
+void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
+  qfleet::nn::OpenSystemLayer layer(qubit_x());
+  OpenBatch b;
+  auto a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
+  auto rates = torch::tensor(b.rates, torch::kFloat64).view({64, 2}).requires_grad_();
+  for (auto _ : st) {
+    a.mutable_grad() = torch::Tensor();
+    rates.mutable_grad() = torch::Tensor();
+    layer->forward(a, rates).sum().backward();
+    benchmark::DoNotOptimize(a.grad());
+  }
+}
+// The least autograd costs any layer: one builtin op on two tensors, one a leaf.
+void BM_TorchBuiltin_FwdBwd_B64(benchmark::State& st) {
+  const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
+  const auto v = torch::rand({64, 4}, torch::kFloat64);
+  for (auto _ : st) {
+    x.mutable_grad() = torch::Tensor();
+    (x * v).sum().backward();
+    benchmark::DoNotOptimize(x.grad());
+  }
+}
+
 BENCHMARK(BM_Engine_Forward_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOp_Forward_B1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_FwdBwd_B1)->Unit(benchmark::kMicrosecond);
@@ -120,6 +176,9 @@ BENCHMARK(BM_Engine_SavedFwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_SavingForward_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_VjpSaved_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Engine_OpenFusedVjp_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchOpenLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchBuiltin_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
