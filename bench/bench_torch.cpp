@@ -9,6 +9,7 @@
 //   build/bench/bench_torch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <complex>
 #include <string>
 #include <vector>
@@ -156,6 +157,27 @@ void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
     benchmark::DoNotOptimize(a.grad());
   }
 }
+// The open layer's backward alone (manual time: sum, backward and the gradients'
+// accumulation after each forward), where the engine's work is all in the forward (per-task
+// gradient rows): what autograd and the adapter add, run just after the engine's call.
+void BM_TorchOpenLayer_BackwardAlone_B64(benchmark::State& st) {
+  qfleet::nn::OpenSystemLayer layer(qubit_x());
+  OpenBatch b;
+  auto a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
+  auto rates = torch::tensor(b.rates, torch::kFloat64).view({64, 2}).requires_grad_();
+  for (auto _ : st) {
+    a.mutable_grad() = torch::Tensor();
+    rates.mutable_grad() = torch::Tensor();
+    const auto fid = layer->forward(a, rates);
+    fid.sum().backward({}, true);
+    a.mutable_grad() = torch::Tensor();
+    rates.mutable_grad() = torch::Tensor();
+    const auto t0 = std::chrono::steady_clock::now();
+    fid.sum().backward();
+    st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(a.grad());
+  }
+}
 // The least autograd costs any layer: one builtin op on two tensors, one a leaf.
 void BM_TorchBuiltin_FwdBwd_B64(benchmark::State& st) {
   const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
@@ -178,6 +200,7 @@ BENCHMARK(BM_Engine_VjpSaved_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_OpenFusedVjp_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOpenLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchOpenLayer_BackwardAlone_B64)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchBuiltin_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
