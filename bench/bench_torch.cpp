@@ -160,7 +160,9 @@ void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
 // The open layer's backward alone (manual time: sum, backward and the gradients'
 // accumulation after each forward), where the engine's work is all in the forward (per-task
 // gradient rows): what autograd and the adapter add, run just after the engine's call.
-void BM_TorchOpenLayer_BackwardAlone_B64(benchmark::State& st) {
+// With `again`, the same backward a second time at once (retain_graph on the first): the
+// same work with the caches warm.
+void open_layer_backward(benchmark::State& st, bool again) {
   qfleet::nn::OpenSystemLayer layer(qubit_x());
   OpenBatch b;
   auto a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
@@ -169,15 +171,19 @@ void BM_TorchOpenLayer_BackwardAlone_B64(benchmark::State& st) {
     a.mutable_grad() = torch::Tensor();
     rates.mutable_grad() = torch::Tensor();
     const auto fid = layer->forward(a, rates);
-    fid.sum().backward({}, true);
-    a.mutable_grad() = torch::Tensor();
-    rates.mutable_grad() = torch::Tensor();
+    if (again) {
+      fid.sum().backward({}, true);
+      a.mutable_grad() = torch::Tensor();
+      rates.mutable_grad() = torch::Tensor();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     fid.sum().backward();
     st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     benchmark::DoNotOptimize(a.grad());
   }
 }
+void BM_TorchOpenLayer_BackwardAlone_B64(benchmark::State& st) { open_layer_backward(st, false); }
+void BM_TorchOpenLayer_BackwardAgain_B64(benchmark::State& st) { open_layer_backward(st, true); }
 // The least autograd costs any layer: one builtin op on two tensors, one a leaf.
 void BM_TorchBuiltin_FwdBwd_B64(benchmark::State& st) {
   const auto x = torch::rand({64, 4}, torch::kFloat64).requires_grad_();
@@ -201,6 +207,7 @@ BENCHMARK(BM_TorchLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Engine_OpenFusedVjp_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOpenLayer_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchOpenLayer_BackwardAlone_B64)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TorchOpenLayer_BackwardAgain_B64)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchBuiltin_FwdBwd_B64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
