@@ -145,16 +145,26 @@ void BM_Engine_OpenFusedVjp_B64(benchmark::State& st) {
     benchmark::DoNotOptimize(ga.data());
   }
 }
-void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
-  qfleet::nn::OpenSystemLayer layer(qubit_x());
+// The open layer with B = 64 per-task pulses and rates that need gradients.
+struct OpenLayerCall {
+  qfleet::nn::OpenSystemLayer layer{qubit_x()};
   OpenBatch b;
-  auto a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
-  auto rates = torch::tensor(b.rates, torch::kFloat64).view({64, 2}).requires_grad_();
-  for (auto _ : st) {
+  torch::Tensor a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
+  torch::Tensor rates = torch::tensor(b.rates, torch::kFloat64).view({64, 2}).requires_grad_();
+  void clear_grads() {
     a.mutable_grad() = torch::Tensor();
     rates.mutable_grad() = torch::Tensor();
-    layer->forward(a, rates).sum().backward();
-    benchmark::DoNotOptimize(a.grad());
+  }
+  torch::Tensor forward() {
+    clear_grads();
+    return layer->forward(a, rates);
+  }
+};
+void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
+  OpenLayerCall c;
+  for (auto _ : st) {
+    c.forward().sum().backward();
+    benchmark::DoNotOptimize(c.a.grad());
   }
 }
 // The open layer's backward alone (manual time: sum, backward and the gradients'
@@ -163,23 +173,17 @@ void BM_TorchOpenLayer_FwdBwd_B64(benchmark::State& st) {
 // With `again`, the same backward a second time at once (retain_graph on the first): the
 // same work with the caches warm.
 void open_layer_backward(benchmark::State& st, bool again) {
-  qfleet::nn::OpenSystemLayer layer(qubit_x());
-  OpenBatch b;
-  auto a = torch::tensor(b.a, torch::kFloat64).view({64, 60, 2}).requires_grad_();
-  auto rates = torch::tensor(b.rates, torch::kFloat64).view({64, 2}).requires_grad_();
+  OpenLayerCall c;
   for (auto _ : st) {
-    a.mutable_grad() = torch::Tensor();
-    rates.mutable_grad() = torch::Tensor();
-    const auto fid = layer->forward(a, rates);
+    const auto fid = c.forward();
     if (again) {
       fid.sum().backward({}, true);
-      a.mutable_grad() = torch::Tensor();
-      rates.mutable_grad() = torch::Tensor();
+      c.clear_grads();
     }
     const auto t0 = std::chrono::steady_clock::now();
     fid.sum().backward();
     st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    benchmark::DoNotOptimize(a.grad());
+    benchmark::DoNotOptimize(c.a.grad());
   }
 }
 void BM_TorchOpenLayer_BackwardAlone_B64(benchmark::State& st) { open_layer_backward(st, false); }
