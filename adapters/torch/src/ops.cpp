@@ -488,22 +488,24 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> open_forward_rows(const c10::intrusiv
 }
 
 // Row b of a per-task gradient [B, ...] times grad_fidelity[b], into a new tensor (the
-// saved rows stay: retain_graph may run the backward again). One loop rather than a
-// broadcast multiply: that, with the contiguous() the expanded cotangent of `fid.sum()`
-// needs first, is three dispatched calls and an extra allocation per tensor.
+// saved rows stay: retain_graph may run the backward again). One loop, reading the
+// cotangent as the saved-state backward does (cpu_values), rather than a contiguous() of
+// `fid.sum()`'s expanded cotangent and a broadcast multiply per tensor.
 Tensor scale_rows(const Tensor& rows, const Tensor& grad_fidelity) {
   if (rows.numel() == 0) return Tensor();
-  const Tensor g = grad_fidelity.scalar_type() == rows.scalar_type() ? grad_fidelity : grad_fidelity.to(rows.scalar_type());
-  Tensor out = ::torch::empty_like(rows, at::MemoryFormat::Contiguous);
+  const int64_t B = rows.size(0), n = rows.numel() / B;
+  // Autograd casts and checks a node's cotangent against its output (fidelity [B]).
+  TORCH_INTERNAL_ASSERT(grad_fidelity.dim() == 1 && grad_fidelity.size(0) == B &&
+                        grad_fidelity.scalar_type() == rows.scalar_type());
+  const Tensor dense = rows.contiguous();  // as saved (empty_like of a contiguous tensor): no copy
+  Tensor out = ::torch::empty_like(dense);
   AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "qfleet_scale_rows", [&] {
-    const int64_t B = rows.size(0), n = rows.numel() / B, g_stride = g.stride(0);
-    const Tensor dense = rows.contiguous();  // as saved (empty_like of a contiguous tensor): no copy
+    std::vector<scalar_t> g_copy;
+    const std::span<const scalar_t> g = cpu_values<scalar_t>(grad_fidelity, g_copy);
     const scalar_t* src = dense.const_data_ptr<scalar_t>();
-    const scalar_t* gb = g.const_data_ptr<scalar_t>();
     scalar_t* dst = out.mutable_data_ptr<scalar_t>();
     for (int64_t b = 0; b < B; ++b) {
-      const scalar_t scale = gb[b * g_stride];
-      for (int64_t j = 0; j < n; ++j) dst[b * n + j] = src[b * n + j] * scale;
+      for (int64_t j = 0; j < n; ++j) dst[b * n + j] = src[b * n + j] * g[static_cast<std::size_t>(b)];
     }
   });
   return out;
