@@ -147,7 +147,9 @@ class Program {
 // vjp and jacobian then throw.
 Program compile(const Circuit& circuit, const CompileOptions& options = {});
 
-// Instruction sets this CPU and build support, best first (e.g. {"avx512","avx2","baseline"}).
+// Instruction sets this CPU and build support, best first (e.g. {"avx512","avx2","baseline"});
+// with the environment variable QFLEET_ISA set to one of them, that one and the narrower
+// ones only, as on a machine whose best it is.
 std::vector<std::string> available_isas();
 
 // Number of CUDA devices visible to this build (0 when built without CUDA).

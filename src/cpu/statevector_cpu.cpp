@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "qfleet/error.hpp"
 
@@ -45,6 +46,16 @@ constexpr int kMaxLaneQubits = 12;
 
 }  // namespace
 
+// QFLEET_ISA, when it names one of this machine's instruction sets, caps the table
+// there: the process behaves as on a machine whose best is that one ("auto" picks
+// it, wider ones are not offered), so a test run or a user can check the avx2 and
+// baseline paths on an AVX-512 machine. (oneDNN's ONEDNN_MAX_CPU_ISA is the same
+// idea.) A value this machine lacks leaves the table whole; select_isa refuses it.
+const char* isa_cap() {
+  const char* env = std::getenv("QFLEET_ISA");
+  return env != nullptr && *env != 0 ? env : nullptr;
+}
+
 const std::vector<IsaKernels>& isa_table() {
   static const std::vector<IsaKernels> table = [] {
     std::vector<IsaKernels> t;
@@ -55,6 +66,10 @@ const std::vector<IsaKernels>& isa_table() {
     if (cpu_has("avx2")) t.push_back(kKernels_avx2);
 #endif
     t.push_back(kKernels_baseline);
+    if (const char* cap = isa_cap()) {
+      const auto it = std::find_if(t.begin(), t.end(), [cap](const IsaKernels& k) { return k.name == std::string(cap); });
+      if (it != t.end()) t.erase(t.begin(), it);
+    }
     return t;
   }();
   return table;
@@ -62,19 +77,20 @@ const std::vector<IsaKernels>& isa_table() {
 
 int select_isa(const std::string& name) {
   const auto& t = isa_table();
-  std::string want = name;
-  if (want == "auto") {
-    const char* env = std::getenv("QFLEET_ISA");  // lets tests and users pin an ISA
-    want = (env && *env) ? env : "auto";
-  }
+  const bool from_env = name == "auto" && isa_cap() != nullptr;
+  const std::string want = from_env ? isa_cap() : name;
   if (want == "auto") return 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (want == t[i].name) return static_cast<int>(i);
   }
   std::string have;
   for (const auto& k : t) have += std::string(have.empty() ? "" : ", ") + k.name;
-  throw Error("instruction set '" + want + "' is not available on this machine/build (available: " +
-              have + ")");
+  std::string why = "instruction set '" + want + "'" + (from_env ? " (the environment variable QFLEET_ISA)" : "") +
+                    " is not available on this machine/build (available: " + have + ")";
+  if (!from_env && isa_cap() != nullptr && want != isa_cap()) {
+    why += "; QFLEET_ISA=" + std::string(isa_cap()) + " limits this process to it and narrower ones";
+  }
+  throw Error(why);
 }
 
 template <class R>

@@ -40,9 +40,11 @@ struct IsaKernels {
   std::size_t (*thread_reals)(const kern::SvPlan&, int lanes, bool adjoint);
 };
 
-// ISAs compiled into this build, best first; unsupported ones are filtered at run time.
+// ISAs compiled into this build, best first; unsupported ones are filtered at run
+// time, and those wider than QFLEET_ISA (when set) dropped.
 const std::vector<IsaKernels>& isa_table();
-// Index into isa_table() for a name ("auto" = best supported); throws qfleet::Error.
+// Index into isa_table() for a name ("auto" = QFLEET_ISA when set, else the best
+// supported); throws qfleet::Error.
 int select_isa(const std::string& name);
 
 // Runs a call on the plan's packed form with its ISA, choosing tile width,

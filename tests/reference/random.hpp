@@ -6,12 +6,30 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "dense.hpp"
 
 namespace ref {
+
+// A generator seeded from a test case's identity (a name and numbers such as a batch
+// size), so the case draws the same numbers whatever ran before it: every machine
+// checks the same inputs for the cases it shares with another, whichever instruction
+// sets, lane widths or GPUs it has. (std::seed_seq's mixing is specified by the
+// standard, so the seed does not depend on the library either.)
+inline std::mt19937_64 case_rng(std::string_view name, std::initializer_list<std::uint64_t> ids = {}) {
+  std::vector<std::uint32_t> words(name.begin(), name.end());
+  for (const std::uint64_t id : ids) {
+    words.push_back(static_cast<std::uint32_t>(id));
+    words.push_back(static_cast<std::uint32_t>(id >> 32));
+  }
+  std::seed_seq seq(words.begin(), words.end());
+  return std::mt19937_64(seq);
+}
 
 inline double uniform(std::mt19937_64& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);

@@ -153,7 +153,9 @@ TEST(RandomCircuits, OneAndTwoThreadsGiveBitwiseIdenticalResults) {
           EXPECT_TRUE(bitwise_equal(ref::q_forward<float>(f1, b), ref::q_forward<float>(f2, b)));
           // vjp: per-sample gradients and the batch-reduced shared-weight gradient.
           const std::size_t K = static_cast<std::size_t>(p1.n_outputs());
-          const std::vector<double> cot = ref::uniform_vec(rng, B * K, -1, 1);
+          // (its own generator: B depends on the ISA's lanes)
+          std::mt19937_64 crng = ref::case_rng("RandomCircuits.Threads", {std::uint64_t(n), per_sample, B});
+          const std::vector<double> cot = ref::uniform_vec(crng, B * K, -1, 1);
           std::vector<std::vector<double>> gi(2), gw(2), out(2);
           for (int k = 0; k < 2; ++k) {
             const qfleet::Program& p = k ? p2 : p1;

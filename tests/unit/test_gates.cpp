@@ -105,17 +105,19 @@ ref::Batch build(ref::Twin& t, const GateCase& gc, const std::vector<int>& wires
   return b;
 }
 
+// Each case is drawn once and run on every ISA (the draws do not depend on which
+// ISAs the machine has).
 TEST(GateMatrices, EveryGateOnEveryPlacementMatchesTheReferenceInComplex128) {
   std::mt19937_64 rng(20240601);
   int checked = 0;
-  for (const std::string& isa : qfleet::available_isas()) {
-    for (const GateCase& gc : catalogue()) {
-      for (int n = gc.wires; n <= 4; ++n) {
-        for (const auto& wires : placements(n, gc.wires)) {
-          for (Source src : {Source::Constant, Source::Input, Source::SharedWeight, Source::PerSampleWeight}) {
-            if (gc.params == 0 && src != Source::Constant) continue;
-            ref::Twin t(n);
-            const ref::Batch b = build(t, gc, wires, src, rng, 5);
+  for (const GateCase& gc : catalogue()) {
+    for (int n = gc.wires; n <= 4; ++n) {
+      for (const auto& wires : placements(n, gc.wires)) {
+        for (Source src : {Source::Constant, Source::Input, Source::SharedWeight, Source::PerSampleWeight}) {
+          if (gc.params == 0 && src != Source::Constant) continue;
+          ref::Twin t(n);
+          const ref::Batch b = build(t, gc, wires, src, rng, 5);
+          for (const std::string& isa : qfleet::available_isas()) {
             qfleet::CompileOptions o;
             o.isa = isa;
             const qfleet::Program prog = qfleet::compile(t.q, o);
@@ -134,13 +136,13 @@ TEST(GateMatrices, EveryGateOnEveryPlacementMatchesTheReferenceInComplex128) {
 
 TEST(GateMatrices, EveryGateOnEveryPlacementMatchesTheReferenceInComplex64) {
   std::mt19937_64 rng(77);
-  for (const std::string& isa : qfleet::available_isas()) {
-    for (const GateCase& gc : catalogue()) {
-      for (int n = gc.wires; n <= 4; ++n) {
-        for (const auto& wires : placements(n, gc.wires)) {
-          const Source src = gc.params ? Source::Input : Source::Constant;
-          ref::Twin t(n);
-          const ref::Batch b = build(t, gc, wires, src, rng, 9);
+  for (const GateCase& gc : catalogue()) {
+    for (int n = gc.wires; n <= 4; ++n) {
+      for (const auto& wires : placements(n, gc.wires)) {
+        const Source src = gc.params ? Source::Input : Source::Constant;
+        ref::Twin t(n);
+        const ref::Batch b = build(t, gc, wires, src, rng, 9);
+        for (const std::string& isa : qfleet::available_isas()) {
           qfleet::CompileOptions o;
           o.isa = isa;
           o.precision = qfleet::Precision::complex64;

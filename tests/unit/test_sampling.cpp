@@ -181,16 +181,20 @@ TEST(Sampling, LargeRegisterFrequenciesMatchTheReference) {
 }  // namespace
 
 // The call record holds at most kern::kMaxSampleWires (26) measured positions: more
-// is refused before anything runs (a 27-qubit circuit compiles without allocating).
+// is refused before anything runs (a 27-qubit circuit compiles without allocating;
+// complex64, so that a machine with 2 GiB of memory compiles it too: compile refuses
+// a register whose two states do not fit).
 TEST(Sampling, RefusesMoreWiresThanTheCallRecordHolds) {
   qfleet::Circuit c(27);
   c.add("Hadamard", {0}).expval("Z0");
-  const qfleet::Program p = qfleet::compile(c);
+  qfleet::CompileOptions o;
+  o.precision = qfleet::Precision::complex64;
+  const qfleet::Program p = qfleet::compile(c, o);
   std::vector<std::uint64_t> out(1);
-  qfleet::BatchArgs<double> a;
+  qfleet::BatchArgs<float> a;
   a.batch = 1;
   try {
-    p.sample<double>(a, {}, 1, 1, out);
+    p.sample<float>(a, {}, 1, 1, out);
     FAIL() << "sampling 27 wires was accepted";
   } catch (const qfleet::Error& e) {
     EXPECT_NE(std::string(e.what()).find("at most 26 wires"), std::string::npos) << e.what();
