@@ -511,3 +511,31 @@ TEST(CliCommands, VersionHelpGatesInfo) {
 }
 
 }  // namespace
+
+// QFLEET_ISA makes the process behave as on a machine whose best instruction set is
+// the one named: `info` lists it and the narrower ones, a problem asking for a wider
+// one is refused naming the variable, and a value this machine lacks is a clear error.
+TEST(CliErrors, QfleetIsaCapsTheInstructionSets) {
+  auto with_isa = [](const std::string& isa, const std::vector<std::string>& args) {
+    std::vector<std::string> a = {"QFLEET_ISA=" + isa, QFLEET_CLI_PATH};
+    a.insert(a.end(), args.begin(), args.end());
+    return qfleet_test::run_program("env", a);
+  };
+  const CliResult base_info = with_isa("baseline", {"info"});
+  ASSERT_EQ(base_info.status, 0) << base_info.err;
+  EXPECT_EQ(json::parse(base_info.out)["isas"], json::parse(R"(["baseline"])"));
+  const json all = json::parse(run_cli({"info"}).out)["isas"];
+  if (all.size() > 1) {  // a wider instruction set than baseline is here: asking for it is refused
+    json p = base();
+    p["isa"] = all.front();
+    const std::string path = qfleet_test::write_temp(p.dump());
+    expect_error(with_isa("baseline", {"eval", path}),
+                 "is not available on this machine/build (available: baseline); QFLEET_ISA=baseline limits",
+                 "a wider ISA than QFLEET_ISA");
+    std::remove(path.c_str());
+  }
+  const std::string path = qfleet_test::write_temp(base().dump());
+  expect_error(with_isa("avx9", {"eval", path}), "instruction set 'avx9' (the environment variable QFLEET_ISA)",
+               "an unknown QFLEET_ISA");
+  std::remove(path.c_str());
+}

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -170,6 +172,7 @@ TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch
     for (std::size_t B : batches_around(be.lanes)) all_batches.insert(B);
   }
   int cases = 0;
+  std::map<std::string, int> per_backend;
   double worst[2] = {0, 0};  // the largest error/bound ratio seen, complex128 and complex64
   for (const auto& g : qfleet::kGateTable) {
     ref::Twin t(3);
@@ -203,6 +206,7 @@ TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch
             EXPECT_LE(rw, 1.0) << "grad_weights: error / bound";
             worst[c64] = std::max({worst[c64], ri, rw});
             ++cases;
+            ++per_backend[be.name];
           }
         }
       }
@@ -214,7 +218,9 @@ TEST(BackendMatrix, EveryGateMeasurementAndOutputOnEveryBackendPrecisionAndBatch
               cases, names.c_str(),
               qfleet::cuda_device_count() > 0 ? "" : " (cuda itself: no GPU visible, its bodies emulated above)",
               worst[0], worst[1]);
-  EXPECT_GT(cases, 1000);
+  for (const Backend& be : bes) {  // every gate in both precisions, at least
+    EXPECT_GE(per_backend[be.name], 2 * int(std::size(qfleet::kGateTable))) << be.name;
+  }
 }
 
 // The error model must still see a real mistake: in every gate's case, on the cpu
