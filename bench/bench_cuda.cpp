@@ -15,6 +15,7 @@
 //             complex64 and complex128; the target is
 //             Open/d2/B100000/fwd+grad/c64.
 //   OpenShape/* the thread, warp and block launch shapes on the same problems.
+//   Mixed/*   density matrices: the layer with a depolarizing channel on every wire.
 // Counter gates/s = batch x gate applications per second (the backward counts its
 // two adjoint applications per gate, like bench_circuits). Without a GPU it says
 // so and exits 0.
@@ -229,6 +230,24 @@ void register_all() {
             }
           })->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
+      }
+    }
+  }
+  // Density matrices: the layer with a depolarizing channel after it on every wire
+  // (Mixed/n{2,4,6}/B{100,10000}/fwd+bwd/c{64,128}), the noisy-circuit workload.
+  for (int n : {2, 4, 6}) {
+    qfleet::Circuit c = layer_circuit(n);
+    for (int w = 0; w < n; ++w) c.channel("Depolarizing", {w}, {0.01});
+    for (std::size_t B : {std::size_t{100}, std::size_t{10000}}) {
+      for (int prec : {64, 128}) {
+        const std::string name = "Mixed/n" + std::to_string(n) + "/B" + std::to_string(B) + "/fwd+bwd/c" + std::to_string(prec);
+        benchmark::RegisterBenchmark(name.c_str(), [c, B, prec](benchmark::State& st) {
+          if (prec == 64) {
+            run<float>(st, c, B, true);
+          } else {
+            run<double>(st, c, B, true);
+          }
+        })->UseManualTime()->Unit(benchmark::kMicrosecond);
       }
     }
   }

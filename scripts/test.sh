@@ -15,7 +15,7 @@ jobs=$(nproc)
 echo "== Release build + tests ($((SECONDS - start)) s)"
 # (-U: a previous run's wheel build, below, left scikit-build-core's variables in the cache.)
 # The CUDA code is compiled for one architecture here, sm_90 (the H100/H200 the GPU
-# validation runs on, scripts/gpu_run.sh), not for both of a user's build (80 and 90,
+# checks run on, scripts/gpu_check.sh), not for both of a user's build (80 and 90,
 # CMakeLists.txt): the device code is the same source for both, and each architecture
 # costs its own device compile (open_cuda_k_group.cu: 127 s of CPU for sm_90 alone,
 # 246 s for both; nvcc 13, 2026-11-27). (Torch's CMake adds its own -gencode flags to

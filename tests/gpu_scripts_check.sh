@@ -1,25 +1,61 @@
 #!/usr/bin/env bash
-# The GPU-machine scripts run only where a GPU is lent: here they must at least parse, and
-# refuse what they cannot do before they touch anything: gpu_run.sh an unknown step,
-# gpu_prepare.sh a missing build directory, an unknown program or a build without them.
-#   tests/gpu_scripts_check.sh scripts/gpu_prepare.sh scripts/gpu_run.sh
+# The GPU-machine scripts, where no GPU is: they must parse, refuse what they cannot do
+# before touching anything, and scripts/gpu_check.sh must run to its end in seconds,
+# every GPU phase UNAVAILABLE (the dry run), or, where a GPU is seen but nothing was
+# carried, every phase FAILED with its reason (a stand-in nvidia-smi).
+#   tests/gpu_scripts_check.sh scripts/gpu_prepare.sh scripts/gpu_check.sh
 set -u
-prepare=$1 run=$2
+prepare=$1 check=$2
+fail() { echo "$*"; exit 1; }
 expect_refusal() {  # expect_refusal TEXT COMMAND...: fails unless COMMAND fails saying TEXT
   local text=$1 out
   shift
-  if out=$("$@" 2>&1); then echo "not refused: $*"; exit 1; fi
-  case $out in *"$text"*) ;; *) echo "refused without saying '$text': $*: $out"; exit 1 ;; esac
+  if out=$("$@" 2>&1); then fail "not refused: $*"; fi
+  case $out in *"$text"*) ;; *) fail "refused without saying '$text': $*: $out" ;; esac
 }
-bash -n "$prepare" && bash -n "$run" || exit 1
-expect_refusal "unknown step 'biuld'" "$run" biuld test
-expect_refusal "no build directory '/nonexistent-build'" "$prepare" --binaries /nonexistent-build
+bash -n "$prepare" && bash -n "$check" || exit 1
+expect_refusal "usage: scripts/gpu_check.sh [check|figures]" "$check" chek
+expect_refusal "usage: scripts/gpu_prepare.sh [--build-dir DIR]" "$prepare" --binaries
+expect_refusal "no build directory '/nonexistent-build'" "$prepare" --build-dir /nonexistent-build
 # what an earlier call packed is still there after a refused one
 root=$(cd "$(dirname "$prepare")/.." && pwd)
-before=$(ls -l "$root/.gpu-bin" 2>/dev/null)
-expect_refusal "unknown program 'qfleet_tsts'" "$prepare" --binaries . qfleet_tsts
+before=$(ls -l "$root/.gpu/bin" 2>/dev/null)
 empty=$(mktemp -d)
-expect_refusal "no program to pack in $empty" "$prepare" --binaries "$empty"
-rmdir "$empty"
-[ "$(ls -l "$root/.gpu-bin" 2>/dev/null)" = "$before" ] || { echo "a refused call changed .gpu-bin"; exit 1; }
+expect_refusal "$empty/tests/qfleet_tests is not built" "$prepare" --build-dir "$empty"
+[ "$(ls -l "$root/.gpu/bin" 2>/dev/null)" = "$before" ] || fail "a refused call changed .gpu/bin"
+
+# The dry run: no GPU visible.
+for mode in check figures; do
+  out=$(mktemp -d)
+  t0=$SECONDS
+  CUDA_VISIBLE_DEVICES=-1 OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty "$check" $mode >"$out.log" 2>&1 ||
+    fail "the $mode dry run failed: $(cat "$out.log")"
+  [ $((SECONDS - t0)) -lt 60 ] || fail "the $mode dry run took $((SECONDS - t0)) s"
+  grep -q '^probe UNAVAILABLE [0-9]* no GPU$' "$out/summary.txt" || fail "$mode: no probe line: $(cat "$out/summary.txt")"
+  phases=5
+  [ $mode = check ] || phases=6
+  [ "$(grep -c ' UNAVAILABLE ' "$out/summary.txt")" -eq $phases ] || fail "$mode: not $phases phases: $(cat "$out/summary.txt")"
+  grep -q '^revision: ' "$out/probe.txt" || fail "$mode: the probe names no revision"
+  rm -rf "$out" "$out.log"
+done
+
+# A GPU seen (a stand-in nvidia-smi) but nothing carried: every phase says why it failed.
+fake=$(mktemp -d)
+cat >"$fake/nvidia-smi" <<'EOF'
+#!/bin/sh
+case "$1" in -L) echo "GPU 0: stand-in (UUID: GPU-0)" ;; *) echo "stand-in, 0, 0 MiB, 0 MHz" ;; esac
+EOF
+chmod +x "$fake/nvidia-smi"
+out=$(mktemp -d)
+if env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty \
+   "$check" check >"$out.log" 2>&1; then
+  fail "nothing carried, yet the check passed: $(cat "$out.log")"
+fi
+for want in '^probe ok [0-9]* 1 GPU$' '^gtest FAILED [0-9]* circuits:missing open:missing density:missing graphs:missing $' \
+            '^device_build FAILED [0-9]* no .* carried$' '^python FAILED [0-9]* no device build$' \
+            '^sanitize FAILED [0-9]* qfleet_cuda_tests not carried$'; do
+  grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
+done
+[ "$(ls "$out" | wc -l)" -le 8 ] || fail "more than 8 result files: $(ls "$out")"
+rm -rf "$out" "$out.log" "$fake" "$empty"
 echo scripts-checked

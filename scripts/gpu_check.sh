@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# qfleet's GPU checks in one call that ends by a deadline, for a machine with one
+# NVIDIA GPU and no network, where one command may run at most 10 minutes, at most
+# 64 MiB travel with the source tree and a few result files come back. What needs no
+# GPU is done before, elsewhere, by scripts/gpu_prepare.sh: it builds the C++ test and
+# benchmark programs for sm_90 and packs them with the build dependencies into .gpu/,
+# and prints the command to run here.
+#
+#   scripts/gpu_check.sh [check]   1 probe; 2 the C++ GPU tests from the carried
+#                                  programs; 3 meanwhile the device build of what links
+#                                  this machine's PyTorch, then graph mode's tests and the
+#                                  Python CUDA-tensor suite; 4 compute-sanitizer
+#   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json), an ncu
+#                                  summary of the target kernels (ncu.txt), and with the
+#                                  device build the PyTorch comparison, a training step
+#                                  eager and as a CUDA graph, and the main app on cuda
+#
+# GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
+# sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
+#   PHASE STATUS SECONDS PASSED/FAILED/SKIPPED   (STATUS: ok, FAILED, TIMEOUT, UNAVAILABLE)
+# and each phase's log, written as it runs so that a killed call still leaves what ran;
+# at most 8 files (more are packed into results.tgz). Without a GPU every GPU phase is
+# UNAVAILABLE and the call takes seconds (the test suite runs it so). Exit status: 0
+# when every phase is ok or UNAVAILABLE, 1 otherwise. QFLEET_GPU_CARRY (default .gpu):
+# where the carried programs and dependencies are.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+mode=${1:-check}
+case $mode in check | figures) ;; *) echo "usage: scripts/gpu_check.sh [check|figures]"; exit 2 ;; esac
+[ $# -le 1 ] || { echo "usage: scripts/gpu_check.sh [check|figures]"; exit 2; }
+start=$SECONDS
+deadline=$((start + ${GPU_DEADLINE_S:-420}))
+out=${OUT:-$root/gpu-out}
+carry=${QFLEET_GPU_CARRY:-.gpu}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+bin=${TMPDIR:-/tmp}/qfleet-gpu-bin
+deps=${TMPDIR:-/tmp}/qfleet-gpu-deps
+worst=0
+
+left() { echo $((deadline - SECONDS)); }
+cap() {  # cap SECONDS: that many, or what is left of the call less 10 s for the summary
+  local l=$(($(left) - 10))
+  [ "$1" -lt "$l" ] && echo "$1" || echo $((l > 1 ? l : 1))
+}
+record() {  # record PHASE STATUS T0 COUNTS
+  echo "$1 $2 $((SECONDS - $3)) ${4:--}" | tee -a "$summary"
+  case $2 in ok | UNAVAILABLE) ;; *) worst=1 ;; esac
+}
+status_of() {  # status_of RC: ok, TIMEOUT (timeout's 124/137) or FAILED
+  case $1 in 0) echo ok ;; 124 | 137) echo TIMEOUT ;; *) echo FAILED ;; esac
+}
+
+# --- 1. probe ------------------------------------------------------------------------
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU')
+case ${CUDA_VISIBLE_DEVICES-unset} in "" | -1) gpus=0 ;; esac
+probe() {
+  echo "revision: $(cat $carry/REVISION 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "cores: $(nproc); memory: $(awk '/MemTotal/ {print int($2 / 1048576) " GiB"}' /proc/meminfo)"
+  if [ "$gpus" -gt 0 ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  else
+    echo "GPU: none visible (nvidia-smi absent or sees no device, or CUDA_VISIBLE_DEVICES hides them)"
+  fi
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo absent)"
+  echo "torch: $(timeout 60 python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' 2>&1 | tail -n 1)"
+  echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | tail -n 1 || echo absent)"
+  echo "ncu: $(ncu --version 2>/dev/null | tail -n 1 || echo absent)"
+  echo "carried programs: $(ls "$carry/bin" 2>/dev/null | tr '\n' ' ')"
+  echo "carried dependencies: $(ls "$carry/debs" 2>/dev/null | wc -l) packages, $(ls "$carry/wheels" 2>/dev/null | wc -l) wheels"
+}
+t0=$SECONDS
+probe >"$out/probe.txt" 2>&1
+cat "$out/probe.txt"
+if [ "$gpus" -gt 0 ]; then record probe ok "$t0" "$gpus GPU"; else record probe UNAVAILABLE "$t0" "no GPU"; fi
+
+unavailable() {  # the GPU phases of this mode, when there is no GPU
+  local p
+  for p in "$@"; do record "$p" UNAVAILABLE "$SECONDS" "no GPU"; done
+  echo "gpu_check: no GPU visible: nothing else runs ($((SECONDS - start)) s)"
+  exit $worst
+}
+if [ "$gpus" -eq 0 ]; then
+  if [ "$mode" = check ]; then unavailable gtest device_build python sanitize; fi
+  unavailable bench ncu compare train_graph apps
+fi
+
+# --- what the phases share -------------------------------------------------------------
+prog() {  # prog NAME: a carried program (.gpu/bin/NAME.xz, unpacked once) or build-gpu's
+  local name=$1 built
+  case $name in bench_cuda) built=build-gpu/bench/$name ;; *) built=build-gpu/tests/$name ;; esac
+  if [ -f "$carry/bin/$name.xz" ]; then
+    mkdir -p "$bin"
+    [ -x "$bin/$name" ] || { xz -dc "$carry/bin/$name.xz" >"$bin/$name" && chmod +x "$bin/$name"; } || return 1
+    echo "$bin/$name"
+  elif [ -x "$built" ]; then
+    echo "$built"
+  else
+    echo "gpu_check: no program $name (carry $carry from scripts/gpu_prepare.sh)" >&2
+    return 1
+  fi
+}
+gtest_counts() {  # gtest_counts LOG: passed/failed/skipped of one program's run
+  local p f s
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -n 1)
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -n 1)
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | tail -n 1)
+  echo "${p:-0}/${f:-0}/${s:-0}"
+}
+
+# The device build: what must link this machine's PyTorch (the operators, the apps,
+# graph mode's tests), with the carried Debian dependencies unpacked into a prefix.
+device_build() {
+  if [ ! -f "$deps/.done" ]; then
+    mkdir -p "$deps"
+    for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
+    if compgen -G "$carry/wheels/*.whl" >/dev/null; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$deps/site" "$carry"/wheels/*.whl ||
+        return 1
+    fi
+    touch "$deps/.done"
+  fi
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
+    -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
+    -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
+  cmake --build build-gpu -j"$(nproc)" --target qfleet_torch qfleet_graph_tests qfleet_meta qfleet_meta_cli qfleet_cli \
+    train_graph_step
+}
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+build_pid=""
+build_t0=$SECONDS
+if [ -d "$carry/debs" ]; then
+  (timeout "$(cap 400)" bash -c "$(declare -f device_build); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
+   echo $? >"$out/.build_rc") &
+  build_pid=$!
+fi
+wait_build() {  # wait_build PHASE: records the device build once; 0 when it built
+  if [ -z "$build_pid" ]; then
+    [ -f "$out/.build_recorded" ] || { record device_build FAILED "$build_t0" "no $carry/debs carried"; touch "$out/.build_recorded"; }
+    return 1
+  fi
+  wait "$build_pid" 2>/dev/null
+  local rc
+  rc=$(cat "$out/.build_rc" 2>/dev/null || echo 1)
+  if [ ! -f "$out/.build_recorded" ]; then
+    record device_build "$(status_of "$rc")" "$build_t0"
+    [ "$rc" = 0 ] || tail -n 30 "$out/build.log"
+    touch "$out/.build_recorded"
+  fi
+  [ "$rc" = 0 ]
+}
+py_env() {  # the Python suite's environment on the device build
+  env PYTHONPATH="$root/python:$deps/site" QFLEET_TORCH_LIBRARY="$root/build-gpu/adapters/torch/libqfleet_torch.so" \
+    QFLEET_META_LIBRARY="$root/build-gpu/apps/meta_control/libqfleet_meta.so" QFLEET_CLI="$root/build-gpu/tools/qfleet" \
+    QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" QFLEET_EXPECT_CUDA_BACKEND=1 QFLEET_EXPECT_GPU=1 \
+    PYTHONUNBUFFERED=1 "$@"
+}
+
+check() {
+  # --- 2. the C++ GPU tests, one family at a time, from the carried programs -------------
+  local t p fam filter log rc counts
+  t0=$SECONDS
+  : >"$out/gtest.log"
+  rc=0
+  counts=""
+  for fam in circuits:qfleet_tests:'CudaBackend*:LaunchShape*:DeviceChoice*:-DeviceChoice.CudaWithoutAGpu*' \
+             open:qfleet_tests:'OpenCudaBackend*' density:qfleet_tests:'MixedCuda*:-MixedCuda.WithoutAGpu*' \
+             graphs:qfleet_cuda_tests:'CudaGraph*'; do
+    IFS=: read -r name p filter <<<"$fam"
+    log=$(mktemp)
+    if t=$(prog "$p" 2>>"$out/gtest.log"); then
+      echo "== $name: $p --gtest_filter=$filter" | tee -a "$out/gtest.log"
+      timeout "$(cap 240)" "$t" --gtest_filter="$filter" 2>&1 | tee "$log" >>"$out/gtest.log"
+      local r=${PIPESTATUS[0]}
+      counts+="$name:$(gtest_counts "$log") "
+      # a skip where a GPU is visible is a test that did not run
+      if [ "$r" -ne 0 ] || grep -q '^\[  SKIPPED \]' "$log"; then rc=$((r ? r : 1)); fi
+    else
+      echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
+      counts+="$name:missing "
+      rc=1
+    fi
+    rm -f "$log"
+  done
+  record gtest "$(status_of $rc)" "$t0" "$counts"
+  grep -E '^\[  (FAILED|SKIPPED) \]' "$out/gtest.log" | head -n 20
+
+  # --- 3. graph mode and the Python CUDA-tensor suite on the device build ------------------
+  t0=$SECONDS
+  if wait_build; then
+    log=$(mktemp)
+    {
+      echo "== TrainGraph: build-gpu/tests/qfleet_graph_tests"
+      timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests 2>&1
+      echo "rc $?"
+      echo "== pytest tests/python/test_cuda_tensors.py test_meta_control.py (QFLEET_EXPECT_GPU=1: a skip fails)"
+      (cd "$(mktemp -d)" && py_env timeout "$(cap 300)" python3 -m pytest -q -p no:cacheprovider -rs \
+        "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py" 2>&1)
+      echo "rc $?"
+    } | tee "$log" >"$out/python.log"
+    rc=0
+    grep -q '^rc [1-9]' "$log" && rc=1
+    grep -q '^rc 12[4-9]\|^rc 137' "$log" && rc=124
+    record python "$(status_of $rc)" "$t0" "graph:$(gtest_counts "$log") pytest:$(sed -n 's/^=* *\(.*passed.*\) in .*/\1/p' "$log" | tail -n 1 | tr ' ,' '_')"
+    rm -f "$log"
+  else
+    record python FAILED "$t0" "no device build"
+  fi
+
+  # --- 4. compute-sanitizer on the small dedicated cases ---------------------------------
+  t0=$SECONDS
+  if ! p=$(prog qfleet_cuda_tests 2>/dev/null); then
+    record sanitize FAILED "$t0" "qfleet_cuda_tests not carried"
+    return
+  fi
+  if ! command -v compute-sanitizer >/dev/null; then
+    record sanitize UNAVAILABLE "$t0" "no compute-sanitizer on this machine"
+    return
+  fi
+  : >"$out/sanitize.log"
+  local tool results="" worst_tool=0
+  for tool in memcheck racecheck initcheck synccheck; do
+    if [ "$(left)" -lt 25 ]; then results+="$tool:TIMEOUT "; worst_tool=124; continue; fi
+    echo "== compute-sanitizer --tool $tool" >>"$out/sanitize.log"
+    timeout "$(cap 60)" compute-sanitizer --tool "$tool" --error-exitcode 1 "$p" --gtest_brief=1 \
+      --gtest_filter='SanitizerCases.*' >>"$out/sanitize.log" 2>&1
+    rc=$?
+    results+="$tool:$(status_of $rc) "
+    [ $rc -eq 0 ] || { [ $worst_tool -ne 0 ] || worst_tool=$rc; }
+  done
+  record sanitize "$(status_of $worst_tool)" "$t0" "$results"
+}
+
+figures() {
+  local p rc
+  # --- the benchmark rows of docs/benchmarks.md, medians of 5 ------------------------------
+  t0=$SECONDS
+  local rows='^(Target/|Layer/n(4|10)/B(100|10000)/|Open/d(2|4)/B(100|100000)/|Mixed/|OpenShape/d2/|Shape/n(4|10)/B10000/)'
+  if p=$(prog bench_cuda 2>>"$out/bench.log"); then
+    timeout "$(cap 200)" "$p" --benchmark_filter="$rows" --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_out="$out/bench.json" --benchmark_out_format=json \
+      2>&1 | tee -a "$out/bench.log"
+    rc=${PIPESTATUS[0]}
+    [ -s "$out/bench.json" ] || rc=1
+    record bench "$(status_of $rc)" "$t0" "$(grep -c '_median' "$out/bench.log") medians"
+  else
+    record bench FAILED "$t0" "bench_cuda not carried"
+  fi
+  # --- ncu: duration, occupancy, stalls, memory throughput, registers of the targets -------
+  t0=$SECONDS
+  if [ -n "$p" ] && command -v ncu >/dev/null; then
+    local row rc_ncu=0
+    : >"$out/ncu.txt"
+    # each target kernel once, past the benchmark's warm-up call
+    for row in 'Target/n10_g30_B100/fwd\+bwd/c64' 'Open/d2/B100000/fwd\+grad/c64' 'Layer/n4/B10000/fwd\+bwd/c64' \
+               'Mixed/n4/B10000/fwd\+bwd/c64'; do
+      echo "== $row" >>"$out/ncu.txt"
+      timeout "$(cap 45)" ncu --launch-skip 1 --launch-count 1 --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis "$p" \
+        --benchmark_filter="^$row\$" --benchmark_min_time=0.01 >>"$out/ncu.txt" 2>&1 || rc_ncu=$?
+    done
+    record ncu "$(status_of $rc_ncu)" "$t0" "$(grep -c 'Duration' "$out/ncu.txt") kernels"
+  else
+    record ncu UNAVAILABLE "$t0" "no ncu or no bench_cuda"
+  fi
+  # --- with the device build: PyTorch on the same GPU, and the apps on cuda ----------------
+  t0=$SECONDS
+  if wait_build; then
+    (py_env timeout "$(cap 150)" python3 bench/device_compare.py --device cuda) >"$out/compare.md" 2>&1
+    record compare "$(status_of $?)" "$t0"
+    t0=$SECONDS
+    timeout "$(cap 90)" build-gpu/bench/train_graph_step >"$out/train_graph.json" 2>&1
+    record train_graph "$(status_of $?)" "$t0" "$(sed -n 's/.*"eager_over_graph": \([0-9.]*\).*/eager\/graph=\1/p' "$out/train_graph.json")"
+    t0=$SECONDS
+    rm -rf /tmp/qfleet-gpu-apps
+    {
+      timeout "$(cap 90)" build-gpu/apps/meta_control/qfleet-meta --set device=cuda --quiet --out /tmp/qfleet-gpu-apps/meta &&
+        python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta/report.json')); print('meta', r['device'], r['timings_s'])"
+      echo "rc $?"
+    } >"$out/apps.log" 2>&1
+    rc=0
+    grep -q '^rc [1-9]' "$out/apps.log" && rc=1
+    record apps "$(status_of $rc)" "$t0"
+  else
+    record compare FAILED "$t0" "no device build"
+    record train_graph FAILED "$t0" "no device build"
+    record apps FAILED "$t0" "no device build"
+  fi
+}
+
+if [ "$mode" = check ]; then check; else figures; fi
+[ -z "$build_pid" ] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; }
+rm -f "$out/.build_rc" "$out/.build_recorded"
+# At most 8 files come back: the rest go into results.tgz.
+mapfile -t files < <(cd "$out" && ls -1)
+if [ ${#files[@]} -gt 8 ]; then
+  (cd "$out" && tar czf results.tgz $(ls -1 | grep -v -e '^summary.txt$' -e '^probe.txt$') &&
+   find . -maxdepth 1 -type f ! -name summary.txt ! -name probe.txt ! -name results.tgz -delete)
+fi
+echo "gpu_check: $mode done in $((SECONDS - start)) s; summary:"
+cat "$summary"
+exit $worst
