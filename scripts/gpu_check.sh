@@ -13,7 +13,8 @@
 #   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json), an ncu
 #                                  summary of the target kernels (ncu.txt), and with the
 #                                  device build the PyTorch comparison, a training step
-#                                  eager and as a CUDA graph, and the main app on cuda
+#                                  eager and as a CUDA graph, and the meta-control and qGAN
+#                                  apps with device cuda
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
@@ -126,7 +127,7 @@ device_build() {
     -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
   cmake --build build-gpu -j"$(nproc)" --target qfleet_torch qfleet_graph_tests qfleet_meta qfleet_meta_cli qfleet_cli \
-    train_graph_step
+    qfleet_qgan_cli train_graph_step
 }
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build_pid=""
@@ -276,8 +277,13 @@ figures() {
     t0=$SECONDS
     rm -rf /tmp/qfleet-gpu-apps
     {
-      timeout "$(cap 90)" build-gpu/apps/meta_control/qfleet-meta --set device=cuda --quiet --out /tmp/qfleet-gpu-apps/meta &&
+      timeout "$(cap 90)" build-gpu/apps/meta_control/qfleet-meta --set device=cuda --set iterations=20 \
+        --set robust_iterations=20 --set grape_iterations=20 --quiet --out /tmp/qfleet-gpu-apps/meta &&
         python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta/report.json')); print('meta', r['device'], r['timings_s'])"
+      echo "rc $?"
+      timeout "$(cap 90)" build-gpu/apps/qgan/qfleet-qgan train --device cuda --epochs 50 --quiet \
+        --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
+print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
       echo "rc $?"
     } >"$out/apps.log" 2>&1
     rc=0
