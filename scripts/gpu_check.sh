@@ -94,7 +94,12 @@ prog() {  # prog NAME: a carried program (.gpu/bin/NAME.xz, unpacked once) or bu
   case $name in bench_cuda) built=build-gpu/bench/$name ;; *) built=build-gpu/tests/$name ;; esac
   if [ -f "$carry/bin/$name.xz" ]; then
     mkdir -p "$bin"
-    [ -x "$bin/$name" ] || { xz -dc "$carry/bin/$name.xz" >"$bin/$name" && chmod +x "$bin/$name"; } || return 1
+    if [ ! -x "$bin/$name" ]; then  # (Python's lzma where xz itself is not installed)
+      { xz -dc "$carry/bin/$name.xz" 2>/dev/null ||
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
+          "$carry/bin/$name.xz"; } >"$bin/$name.part" && mv "$bin/$name.part" "$bin/$name" && chmod +x "$bin/$name" ||
+        return 1
+    fi
     echo "$bin/$name"
   elif [ -x "$built" ]; then
     echo "$built"
