@@ -51,10 +51,12 @@ constexpr int kMaxLaneQubits = 12;
 // it, wider ones are not offered), so a test run or a user can check the avx2 and
 // baseline paths on an AVX-512 machine. (oneDNN's ONEDNN_MAX_CPU_ISA is the same
 // idea.) A value this machine lacks leaves the table whole; select_isa refuses it.
+namespace {
 const char* isa_cap() {
   const char* env = std::getenv("QFLEET_ISA");
   return env != nullptr && *env != 0 ? env : nullptr;
 }
+}  // namespace
 
 const std::vector<IsaKernels>& isa_table() {
   static const std::vector<IsaKernels> table = [] {
