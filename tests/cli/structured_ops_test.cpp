@@ -92,7 +92,8 @@ TEST(StructuredOperators, PauliStringsOnQubits) {
   p["target"] = json::parse(R"({"state": [0.0, 0.0, 0.0, 1.0]})");
   json dense = p, paulis = p;
   dense["H0"] = as_json(0.5 * kron(pauli('X'), pauli('X')) - 0.2 * kron(eye(2), pauli('Z')));
-  dense["controls"] = {as_json(kron(pauli('Y'), eye(2)))};
+  // (json::array: a braced list of one json is that json itself under Clang, a list under GCC)
+  dense["controls"] = json::array({as_json(kron(pauli('Y'), eye(2)))});
   dense["jumps"] = {as_json(kron(kLower, eye(2))), as_json(kron(eye(2), kLower))};
   paulis["H0"] = json::parse(R"({"pauli": [[0.5, "X0 X1"], [-0.2, "Z1"]]})");
   paulis["controls"] = json::parse(R"([{"pauli": "Y0"}])");
