@@ -26,8 +26,7 @@ programs=(tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda)
 limit_mib=60
 
 if [ "$dir" = build-gpu-bin ]; then
-  ./scripts/configure.sh "$dir" -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
-    -DQFLEET_BUILD_TORCH=OFF -DQFLEET_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo >/dev/null
+  ./scripts/configure.sh gpu-bin >/dev/null
   cmake --build "$dir" -j"$(nproc)" --target qfleet_tests qfleet_cuda_tests bench_cuda
 fi
 [ -d "$dir" ] || { echo "gpu_prepare: no build directory '$dir'"; exit 2; }

@@ -12,10 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 venv=$(./scripts/setup_python.sh)
-jobs=$(nproc)
-./scripts/configure.sh build -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" \
-      >/dev/null
-cmake --build build -j"$jobs" --target qfleet_meta_cli
+# The Release tree scripts/test.sh builds too, in the same configuration (only the
+# app and what it links are compiled here); the CUDA backend only where a GPU is visible.
+./scripts/configure.sh release >/dev/null
+cmake --build build -j"$(nproc)" --target qfleet_meta_cli
 bin=./build/apps/meta_control/qfleet-meta
 case " $* " in
   *" --preset"* | *" --config"*) ;;

@@ -44,7 +44,4 @@ void validate(const Config& c);
 // backbone.pt, and prints a summary. Returns the report.
 nlohmann::json run(const Config& c);
 
-// The command line (cli.cpp), shared by qfleet-classify and python -m qfleet.classify.
-int cli_main(const std::string& prog, const std::vector<std::string>& args);
-
 }  // namespace qfleet::classify

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "classify.hpp"
+#include "cli.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::classify {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "classify.hpp"
+#include "cli.hpp"
 
 int main(int argc, char** argv) {
   // OpenMP threads that spin-wait after each parallel region (libgomp's default) starve

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "classify.hpp"
+#include "cli.hpp"
 
 namespace {
 int64_t cli(const std::string& prog, const std::vector<std::string>& args) {

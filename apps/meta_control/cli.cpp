@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "experiments.hpp"
 #include "meta_control.hpp"
 #include "qfleet/train.hpp"

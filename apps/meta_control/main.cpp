@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "meta_control.hpp"
+#include "cli.hpp"
 
 int main(int argc, char** argv) {
   return qfleet::meta::cli_main("qfleet-meta", std::vector<std::string>(argv + 1, argv + argc));

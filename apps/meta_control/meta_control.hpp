@@ -192,11 +192,6 @@ struct RunOptions {
 // stderr, redrawn in place on a terminal, one line per 10% otherwise (logs, CI).
 std::unique_ptr<Progress> make_progress_bar();
 
-// The command line (options in docs/meta_control.md): `prog` names the entry point in
-// messages and the report; `args` excludes the program name. Returns the exit status
-// (0 done, 1 failed, 2 bad configuration or option) and never throws.
-int cli_main(const std::string& prog, const std::vector<std::string>& args);
-
 struct RunResult {
   nlohmann::json report;
   bool complete = false;  // false when stopped by stop_after before the end

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli.hpp"
 #include "fit.hpp"
 #include "meta_control.hpp"
 

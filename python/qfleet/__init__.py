@@ -28,7 +28,7 @@ def cuda_device_count() -> int:
 
 
 def built_with_cuda() -> bool:
-    """Whether this build of qfleet has its CUDA backend (the wheel has it when nvcc was found at build time)."""
+    """Whether this build of qfleet has its CUDA backend (the wheel has it when built where nvcc and a GPU were found, or when asked: docs/torch.md)."""
     return bool(torch.ops.qfleet.built_with_cuda())
 
 

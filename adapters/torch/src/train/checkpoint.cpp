@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "qfleet/train.hpp"
+#include "first_line.hpp"
 
 namespace qfleet::train {
 
@@ -33,11 +34,6 @@ std::vector<std::pair<std::string, at::Generator>> default_generators() {
 torch::Tensor generator_state(at::Generator& gen) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get_state();
-}
-
-std::string first_line(const char* what) {
-  std::string s(what);
-  return s.substr(0, s.find('\n'));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "qfleet/train.hpp"
+#include "first_line.hpp"
 
 namespace qfleet::train {
 
@@ -32,11 +33,6 @@ int env_int(const char* name, int lo, int hi, int fallback) {
     throw std::invalid_argument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
                                 std::to_string(hi) + "], got '" + *v + "'");
   return x;
-}
-
-std::string first_line(const char* what) {
-  std::string s(what);
-  return s.substr(0, s.find('\n'));
 }
 
 }  // namespace

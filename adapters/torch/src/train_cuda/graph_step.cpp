@@ -11,16 +11,9 @@
 
 #include <cstdio>
 
+#include "../train/first_line.hpp"
+
 namespace qfleet::train {
-
-namespace {
-
-std::string first_line(const char* what) {
-  std::string s(what);
-  return s.substr(0, s.find('\n'));
-}
-
-}  // namespace
 
 struct GraphStep::Graph {
   at::cuda::CUDAGraph graph;
