@@ -38,7 +38,8 @@ if [ "$dir" = release ]; then
   case "${QFLEET_CUDA:-}" in
     on | ON | 1) preset+=(-DQFLEET_ENABLE_CUDA=ON) ;;
     off | OFF | 0) preset+=(-DQFLEET_ENABLE_CUDA=OFF) ;;
-    "") preset+=(-U QFLEET_ENABLE_CUDA) ;;
+    # (and the architectures: LibTorch's config caches its own default where nvcc is found)
+    "") preset+=(-U QFLEET_ENABLE_CUDA -U CMAKE_CUDA_ARCHITECTURES) ;;
     *) echo "configure: QFLEET_CUDA must be on or off, not '$QFLEET_CUDA'" >&2; exit 2 ;;
   esac
 elif [ "$dir" = gpu-bin ]; then
