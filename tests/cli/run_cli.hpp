@@ -41,6 +41,19 @@ inline std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The JSON object a doc shows between `<!-- MARKER:begin -->` and `<!-- MARKER:end -->`
+// (docs/cli.md's example problems and outputs), from its first `{` to its last `}`;
+// empty when a marker or the braces are missing.
+inline std::string doc_block(const std::string& doc, const std::string& marker) {
+  const std::string begin = "<!-- " + marker + ":begin -->", end = "<!-- " + marker + ":end -->";
+  const auto b = doc.find(begin), e = doc.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return "";
+  const std::string block = doc.substr(b + begin.size(), e - b - begin.size());
+  const auto open = block.find('{'), close = block.rfind('}');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  return block.substr(open, close - open + 1);
+}
+
 // A fresh path in the test temp directory (unique per process and call).
 inline std::string temp_path(const std::string& suffix) {
   static std::atomic<int> counter{0};

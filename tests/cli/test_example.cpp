@@ -112,13 +112,8 @@ TEST(CliExample, StdinAndIndentGiveTheSameNumbers) {
 // docs/cli.md shows the example's output between <!-- example-output:begin/end -->.
 TEST(CliExample, OutputShownInTheDocIsCurrent) {
   const std::string doc = qfleet_test::read_file(source_path("docs/cli.md"));
-  const std::string begin = "<!-- example-output:begin -->", end = "<!-- example-output:end -->";
-  const auto b = doc.find(begin), e = doc.find(end);
-  ASSERT_NE(b, std::string::npos);
-  ASSERT_NE(e, std::string::npos);
-  std::string block = doc.substr(b + begin.size(), e - b - begin.size());
-  block = block.substr(block.find('{'));
-  block = block.substr(0, block.rfind('}') + 1);
+  const std::string block = qfleet_test::doc_block(doc, "example-output");
+  ASSERT_FALSE(block.empty()) << "docs/cli.md: no example-output block";
   json shown = json::parse(block);
   const json problem = load_example();
   check_against_reference(problem, shown);  // the doc's numbers are right...

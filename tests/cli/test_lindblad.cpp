@@ -108,13 +108,8 @@ TEST(LindbladExample, StdinAndIndentGiveTheSameNumbers) {
 // docs/cli.md shows the example's output between <!-- lindblad-output:begin/end -->.
 TEST(LindbladExample, OutputShownInTheDocIsCurrent) {
   const std::string doc = qfleet_test::read_file(source_path("docs/cli.md"));
-  const std::string begin = "<!-- lindblad-output:begin -->", end = "<!-- lindblad-output:end -->";
-  const auto b = doc.find(begin), e = doc.find(end);
-  ASSERT_NE(b, std::string::npos);
-  ASSERT_NE(e, std::string::npos);
-  std::string block = doc.substr(b + begin.size(), e - b - begin.size());
-  block = block.substr(block.find('{'));
-  block = block.substr(0, block.rfind('}') + 1);
+  const std::string block = qfleet_test::doc_block(doc, "lindblad-output");
+  ASSERT_FALSE(block.empty()) << "docs/cli.md: no lindblad-output block";
   json shown = json::parse(block);
   expect_matches_reference(load_example(), shown);  // the doc's numbers are right...
 
@@ -133,13 +128,8 @@ TEST(LindbladExample, OutputShownInTheDocIsCurrent) {
     }
   }
   // The doc's example problem is the file.
-  const std::string pb = "<!-- lindblad-problem:begin -->", pe = "<!-- lindblad-problem:end -->";
-  const auto b2 = doc.find(pb), e2 = doc.find(pe);
-  ASSERT_NE(b2, std::string::npos);
-  ASSERT_NE(e2, std::string::npos);
-  std::string pblock = doc.substr(b2 + pb.size(), e2 - b2 - pb.size());
-  pblock = pblock.substr(pblock.find('{'));
-  pblock = pblock.substr(0, pblock.rfind('}') + 1);
+  const std::string pblock = qfleet_test::doc_block(doc, "lindblad-problem");
+  ASSERT_FALSE(pblock.empty()) << "docs/cli.md: no lindblad-problem block";
   EXPECT_EQ(json::parse(pblock), load_example());
 }
 
