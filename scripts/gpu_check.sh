@@ -172,7 +172,7 @@ check() {
   rc=0
   counts=""
   for fam in circuits:qfleet_tests:'CudaBackend*:LaunchShape*:DeviceChoice*:-DeviceChoice.CudaWithoutAGpu*' \
-             open:qfleet_tests:'OpenCudaBackend*' density:qfleet_tests:'MixedCuda*:-MixedCuda.WithoutAGpu*' \
+             open:qfleet_tests:'OpenCudaBackend*' density:qfleet_tests:'DmCuda*:-DmCuda.WithoutAGpu*' \
              graphs:qfleet_cuda_tests:'CudaGraph*'; do
     IFS=: read -r name p filter <<<"$fam"
     log=$(mktemp)

@@ -110,6 +110,9 @@ struct OpenCompileOptions {
   double rtol = 1e-8;  // dopri5/tsit5 error control (Dormand & Prince 1980; Tsitouras 2011)
   double atol = 1e-10;
   int num_threads = 0;
+  // The cpu kernels' instruction set, as CompileOptions::isa: "auto" (the best this
+  // machine runs, or QFLEET_ISA) | "avx512" | "avx2" | "baseline".
+  std::string isa = "auto";
   // cpu; cuda (the plan is uploaded to the current CUDA device now and every call
   // runs there: a thread per task, one launch per call); automatic (uploaded when a
   // GPU is visible, then each call on host data goes where the cost model of
@@ -185,6 +188,7 @@ class OpenProgram {
   std::size_t final_state_size() const;  // per task, in complex numbers
   CacheStats cache_stats() const;  // propagator counts cover calls run on the cpu
   Device device() const;             // as compiled
+  std::string isa() const;           // the cpu kernels' instruction set (OpenCompileOptions::isa)
   int cuda_device() const;           // the CUDA device holding its copy; -1: none
   // Where and how a call on host data of this batch size runs, in words.
   std::string execution(std::size_t batch, bool adjoint = false) const;

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "qfleet/channels.hpp"
 #include "qfleet/error.hpp"
 

@@ -6,7 +6,7 @@
 #include <complex>
 #include <string>
 
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "qfleet/circuit.hpp"
 #include "qfleet/error.hpp"
 

@@ -7,7 +7,6 @@
 
 #include "core/plan.hpp"
 #include "core/sv_pack.hpp"
-#include "cpu/statevector_cpu.hpp"
 #include "kernels/gate_matrix.hpp"
 #include "kernels/sv_plan.hpp"
 #include "qfleet/error.hpp"
@@ -127,8 +126,6 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   plan.precision = options.precision;
   if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
   plan.num_threads = options.num_threads;
-  plan.device = options.device;
-  plan.isa = cpu::select_isa(options.isa);
 
   // Memory: the adjoint sweep keeps two states per sample in flight.
   const double real_bytes = options.precision == Precision::complex64 ? 4.0 : 8.0;

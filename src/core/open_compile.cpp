@@ -185,6 +185,7 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
   p.n = n;
   p.c = gate ? n : 1;
   p.precision = o.precision;
+  p.num_threads = o.num_threads;
   p.options = o;
   p.action = exact.action;
   p.action_products = exact.products;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/executor.hpp"
 #include "kernels/open_view.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/open_system.hpp"
@@ -33,15 +34,14 @@ inline constexpr int kMaxExactGenerator = 256;
 // kernels are specialised (n = 2, 4, 16) and identical segments reuse it.
 inline constexpr int kActionMinGenerator = 64;
 
-struct OpenPlan {
-  explicit OpenPlan(const OpenSystem& s) : sys(s) {}
+struct OpenPlan : Model {
+  explicit OpenPlan(const OpenSystem& s) : Model(ModelKind::open_system), sys(s) {}
   OpenSystem sys;
   int d = 0;
   bool closed = true;
   bool gate = false;
   int n = 0;  // generator dimension
   int c = 0;  // state columns
-  Precision precision = Precision::complex128;
   OpenCompileOptions options;
 
   CVec a0;                    // n x n
@@ -81,12 +81,7 @@ struct OpenPlan {
   std::vector<std::byte> blob;
   kern::OpenView offsets;  // pointers hold byte offsets into blob
   kern::OpenView view;     // pointers into blob (host)
-  // Estimated floating-point operations of one task (the automatic device choice).
-  double flops_forward = 0, flops_adjoint = 0;
-  // Where calls run (OpenCompileOptions::device) and the plan's copy on the GPU.
-  Device device = Device::cpu;
-  std::shared_ptr<const struct Resident> resident;  // core/backend.hpp
-
+  // (Model's flops_forward / flops_adjoint: per task, set by open_pack.cpp.)
   mutable std::atomic<std::uint64_t> computed{0}, reused{0}, calls{0};
 };
 

@@ -1,8 +1,6 @@
 // The OpenProgram API: per-call checks (shapes, finiteness, rates >= 0, per-task
 // initial states), then the cpu executor or the cuda backend. Nothing is written
 // before every check passes.
-#include <omp.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -14,8 +12,7 @@
 #include "core/backend.hpp"
 #include "core/call_checks.hpp"
 #include "core/open_plan.hpp"
-#include "cpu/open_cpu.hpp"
-#include "cpu/statevector_cpu.hpp"
+#include "core/executor.hpp"
 #include "kernels/open_task.hpp"
 #include "qfleet/error.hpp"
 
@@ -130,8 +127,8 @@ void check_outputs(const detail::OpenPlan& p, std::size_t B, const TaskOutputs<R
 }
 
 template <class R>
-cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutputs<R>& o) {
-  cpu::OpenCall<R> c;
+kern::OpenTaskCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutputs<R>& o) {
+  kern::OpenTaskCall<R> c;
   c.batch = a.batch;
   c.amplitudes = a.amplitudes.data();
   c.amplitudes_per_task = sh.amp;
@@ -150,10 +147,6 @@ cpu::OpenCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const TaskOutp
 
 using detail::Route;
 
-int cpu_threads(const detail::OpenPlan& p) {
-  return p.options.num_threads > 0 ? p.options.num_threads : omp_get_max_threads();
-}
-
 // A call's buffers and their lengths in reals; inputs first, then outputs.
 constexpr int kBuffers = 13, kFirstOutput = 6;
 struct Buffers {
@@ -162,7 +155,7 @@ struct Buffers {
 };
 
 template <class R>
-Buffers buffers_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
+Buffers buffers_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
   const std::size_t B = c.batch, n_amp = std::size_t(p.sys.n_segments()) * p.sys.n_controls();
   const std::size_t nd = p.a_drift.size(), nr = p.a_rate.size(), d = std::size_t(p.d);
   const std::size_t per_init = p.closed ? d : d * d;
@@ -199,21 +192,17 @@ detail::CallBuffers call_buffers(const Buffers& b) {
 }
 
 template <class R>
-Route route_of(const detail::OpenPlan& p, const cpu::OpenCall<R>& c) {
+Route route_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
   if (!p.resident) return Route::cpu;
-  const detail::DeviceBackend& be = *detail::device_backend();
   const Buffers b = buffers_of(p, c);
-  return detail::route_call(be, p.device, b.ptr, [&] {
-    return be.estimate_seconds(p, c.batch, c.adjoint, host_bytes<R>(b)) <
-           detail::estimate_cpu_seconds(p, c.batch, c.adjoint, cpu_threads(p));
-  });
+  return detail::route_call(p, b.ptr, c.batch, c.adjoint, host_bytes<R>(b));
 }
 
 template <class R>
-void run(const detail::OpenPlan& p, const cpu::OpenCall<R>& c, Route r) {
-  if (r == Route::cpu) return cpu::execute_open(p, c);
-  detail::device_backend()->run(p, c, call_buffers<R>(buffers_of(p, c)), r == Route::device_staged, cuda_stream());
-  p.calls += 1;
+void run(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c, Route r) {
+  const detail::CallBuffers buffers = call_buffers<R>(buffers_of(p, c));
+  detail::run_call(p, r, {&c, std::is_same_v<R, float>, &buffers, r == Route::device_staged, cuda_stream()});
+  if (r != Route::cpu) p.calls += 1;  // (the cpu executor counts its own)
 }
 
 }  // namespace
@@ -232,6 +221,7 @@ CacheStats OpenProgram::cache_stats() const {
 }
 
 Device OpenProgram::device() const { return plan_->device; }
+std::string OpenProgram::isa() const { return plan_->host->isa; }
 OpenForm OpenProgram::form() const { return plan_->lindblad ? OpenForm::lindblad : OpenForm::superoperator; }
 ExactMethod OpenProgram::exact_method() const {
   if (plan_->options.solver != Solver::exact) return ExactMethod::automatic;
@@ -241,21 +231,17 @@ int OpenProgram::cuda_device() const { return plan_->resident ? plan_->resident-
 
 std::string OpenProgram::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");
-  cpu::OpenCall<double> probe;
+  kern::OpenTaskCall<double> probe;
   probe.batch = batch;
   probe.adjoint = adjoint;
-  if (route_of(*plan_, probe) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
-  return "cpu " + std::string(cpu::isa_table()[cpu::select_isa("auto")].name) + ": a task per thread, up to " +
-         std::to_string(cpu_threads(*plan_)) + " threads" +
-         (plan_->action ? ", exact solver by the action of the exponential (Taylor steps)" : "") +
-         (plan_->lindblad ? ", generator in Lindblad form" : "");
+  return detail::describe_call(*plan_, route_of(*plan_, probe), batch, adjoint);
 }
 
 template <class R>
 void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs) const {
   const Shape sh = check_shapes(*plan_, args);
   check_outputs(*plan_, args.batch, outputs);
-  const cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  const kern::OpenTaskCall<R> c = make_call(args, sh, outputs);
   const Route r = route_of(*plan_, c);
   if (r != Route::device_buffers) check_values(*plan_, args);
   run(*plan_, c, r);
@@ -281,7 +267,7 @@ void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, std::span<c
     if (plan.subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
     if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
   }
-  cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  kern::OpenTaskCall<R> c = make_call(args, sh, outputs);
   c.adjoint = true;
   c.cot_fidelity = cot_fidelity.empty() ? nullptr : cot_fidelity.data();
   c.cot_leakage = cot_leakage.empty() ? nullptr : cot_leakage.data();
@@ -351,10 +337,10 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
     return "(saved_size(batch): the states at every segment boundary of each task)";
   });
   check_values(*plan_, args);
-  cpu::OpenCall<R> c = make_call(args, sh, outputs);
+  kern::OpenTaskCall<R> c = make_call(args, sh, outputs);
   c.save = saved.data() + saved_header<R>();
   run(*plan_, c, Route::cpu);
-  const std::uint64_t header[2] = {kSavedTag, saved_runs(args.batch, cpu::identical_tasks(c))};
+  const std::uint64_t header[2] = {kSavedTag, saved_runs(args.batch, kern::identical_tasks(c))};
   std::memcpy(saved.data(), header, kSavedHeaderBytes);
 }
 
@@ -368,7 +354,7 @@ void OpenProgram::vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, s
   std::uint64_t header[2];
   std::memcpy(header, saved.data(), kSavedHeaderBytes);
   if (header[0] != kSavedTag) throw Error("saved was not written by forward() with a saved buffer");
-  const bool identical = cpu::identical_tasks(make_call(args, sh, TaskOutputs<R>{}));
+  const bool identical = kern::identical_tasks(make_call(args, sh, TaskOutputs<R>{}));
   if (header[1] != saved_runs(args.batch, identical)) {
     throw Error(std::string("saved was written by forward() for other arguments: ") +
                 (identical ? "these share every parameter (one simulation stands for all tasks), that call's did not"
@@ -392,10 +378,7 @@ OpenProgram compile(const OpenSystem& system, const OpenCompileOptions& options)
   std::shared_ptr<detail::OpenPlan> plan(detail::build_open_plan(system, options));
   detail::finish_open_plan(*plan);
   detail::pack_open_plan(*plan);
-  plan->device = options.device;
-  if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
-    plan->resident = detail::prepare_on_device(*plan);
-  }
+  detail::place(*plan, options.device, options.isa);
   return OpenProgram(std::move(plan));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/executor.hpp"
 #include "kernels/sv_plan.hpp"
 #include "qfleet/program.hpp"
 
@@ -21,11 +22,11 @@ struct AmpEmbedPlan {
   std::vector<std::uint64_t> index;  // basis index of embedded amplitude j (2^k entries)
 };
 
-struct Resident;  // core/backend.hpp
-struct MixedPlan;  // core/mixed_plan.hpp
+struct DmCompiled;  // core/dm_compiled.hpp
 
-struct Plan {
-  explicit Plan(const Circuit& c) : circuit(c) {}
+// A compiled circuit: ModelKind::statevector, or density_matrix with `dm` set.
+struct Plan : Model {
+  explicit Plan(const Circuit& c) : Model(ModelKind::statevector), circuit(c) {}
   Plan(Plan&&) = default;
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -33,14 +34,7 @@ struct Plan {
   int n = 0;
   std::uint64_t dim = 0;  // 2^n
   int n_inputs = 0, n_weights = 0, n_outputs = 0, n_expvals = 0;
-  Precision precision = Precision::complex128;
-  int num_threads = 0;
-  int isa = 0;  // index into the cpu backend's ISA table
-  Device device = Device::cpu;               // as asked at compile time
-  std::shared_ptr<const Resident> resident;  // the device copy (cuda, or automatic with a GPU)
   AmpEmbedPlan amp;  // also in the packed plan; the argument checks read it here
-  // Estimated real FLOPs per sample (forward; adjoint sweep extra), for the thread count.
-  double flops_forward = 0, flops_adjoint = 0;
   // The flat form every executor reads (sv_pack.cpp): the cpu reads `view`; the cuda
   // backend uploads `blob` and relocates `offsets` to the copy. `view` points into
   // `blob`, so a Plan moves (the buffer moves with it) but is never copied.
@@ -48,8 +42,9 @@ struct Plan {
   kern::SvPlan offsets;  // pointers hold byte offsets into blob
   kern::SvPlan view;     // pointers into blob (host)
   // Density-matrix circuits (Circuit::is_noisy, or CompileOptions::simulator): their
-  // plan; the state-vector fields above other than the sizes are then unused.
-  std::shared_ptr<const MixedPlan> mixed;
+  // plan (kind density_matrix); the state-vector fields above other than the sizes
+  // are then unused.
+  std::shared_ptr<const DmCompiled> dm;
 };
 
 Plan build_plan(const Circuit& circuit, const CompileOptions& options);

@@ -8,14 +8,12 @@
 #include <string>
 #include <type_traits>
 
-#include <omp.h>
-
 #include "core/backend.hpp"
 #include "core/call_checks.hpp"
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
+#include "core/executor.hpp"
 #include "core/plan.hpp"
-#include "cpu/mixed_cpu.hpp"
-#include "cpu/statevector_cpu.hpp"
+#include "kernels/sv_plan.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/program.hpp"
 
@@ -32,6 +30,8 @@ namespace {
 
 using detail::expect_finite;
 using detail::expect_size;
+
+bool is_dm(const detail::Plan& p) { return p.kind == detail::ModelKind::density_matrix; }
 
 // forward/vjp/jacobian need outputs; states() and sample() do not.
 void expect_measurements(const detail::Plan& p) {
@@ -90,8 +90,8 @@ Checked check_args(const detail::Plan& p, const BatchArgs<R>& a, bool values_on_
 }
 
 template <class R>
-cpu::Call<R> base_call(const BatchArgs<R>& a, const Checked& c) {
-  cpu::Call<R> call;
+kern::SvCall<R> base_call(const BatchArgs<R>& a, const Checked& c) {
+  kern::SvCall<R> call;
   call.batch = a.batch;
   call.inputs = a.inputs.data();
   call.weights = a.weights.data();
@@ -101,22 +101,20 @@ cpu::Call<R> base_call(const BatchArgs<R>& a, const Checked& c) {
 
 using detail::Route;
 
-int cpu_threads(const detail::Plan& p) { return p.num_threads > 0 ? p.num_threads : omp_get_max_threads(); }
-
 // Element counts of a call's buffers, in the order of Call's pointer fields.
 struct Extents {
   std::size_t n[8];
 };
 template <class R>
-Extents extents(const detail::Plan& p, const cpu::Call<R>& c) {
+Extents extents(const detail::Plan& p, const kern::SvCall<R>& c) {
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
-  const std::size_t state = p.mixed ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
+  const std::size_t state = p.kind == detail::ModelKind::density_matrix ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
   return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
            B * state * 2, c.extra_probs ? B << c.extra_k : 0}};
 }
 
 template <class R>
-std::size_t host_bytes(const detail::Plan& p, const cpu::Call<R>& c) {
+std::size_t host_bytes(const detail::Plan& p, const kern::SvCall<R>& c) {
   const Extents e = extents(p, c);
   const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
   std::size_t bytes = 0;
@@ -126,7 +124,7 @@ std::size_t host_bytes(const detail::Plan& p, const cpu::Call<R>& c) {
 
 // A call's buffers for the device backend (staging, bytes moved).
 template <class R>
-detail::CallBuffers call_buffers(const detail::Plan& p, const cpu::Call<R>& c) {
+detail::CallBuffers call_buffers(const detail::Plan& p, const kern::SvCall<R>& c) {
   const Extents e = extents(p, c);
   const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
   const bool output[8] = {false, false, true, false, true, true, true, true};
@@ -142,14 +140,9 @@ detail::CallBuffers call_buffers(const detail::Plan& p, const cpu::Call<R>& c) {
 
 // The route of a call whose (non-empty) buffers are `ptrs`.
 template <class R>
-Route route_of(const detail::Plan& p, const cpu::Call<R>& c, std::initializer_list<const void*> ptrs) {
+Route route_of(const detail::Plan& p, const kern::SvCall<R>& c, std::initializer_list<const void*> ptrs) {
   if (!p.resident) return Route::cpu;
-  const detail::DeviceBackend& be = *detail::device_backend();
-  return detail::route_call(be, p.device, ptrs, [&] {
-    const bool adjoint = c.cotangents != nullptr;
-    return be.estimate_seconds(p, c.batch, adjoint, host_bytes(p, c)) <
-           detail::estimate_cpu_seconds(p, c.batch, adjoint, cpu_threads(p));
-  });
+  return detail::route_call(p, ptrs, c.batch, c.cotangents != nullptr, host_bytes(p, c));
 }
 
 template <class R>
@@ -158,9 +151,9 @@ const void* data_of(std::span<R> s) {
 }
 
 template <class R>
-void run(const detail::Plan& p, const cpu::Call<R>& c, Route r) {
-  if (r == Route::cpu) return p.mixed ? cpu::execute_mixed(p, c) : cpu::execute(p, c);
-  detail::device_backend()->run(p, c, call_buffers(p, c), r == Route::device_staged, t_cuda_stream);
+void run(const detail::Plan& p, const kern::SvCall<R>& c, Route r) {
+  const detail::CallBuffers buffers = call_buffers(p, c);
+  detail::run_call(p, r, {&c, std::is_same_v<R, float>, &buffers, r == Route::device_staged, t_cuda_stream});
 }
 
 void expect_host(Route r, const char* what) {
@@ -179,17 +172,16 @@ int Program::n_inputs() const { return plan_->n_inputs; }
 int Program::n_weights() const { return plan_->n_weights; }
 int Program::n_outputs() const { return plan_->n_outputs; }
 Precision Program::precision() const { return plan_->precision; }
-std::string Program::isa() const { return cpu::isa_table()[plan_->isa].name; }
+std::string Program::isa() const { return plan_->host->isa; }
 int Program::lanes() const {
-  const auto& k = cpu::isa_table()[plan_->isa];
-  return plan_->precision == Precision::complex64 ? k.lanes_f32 : k.lanes_f64;
+  return plan_->precision == Precision::complex64 ? plan_->host->lanes_f32 : plan_->host->lanes_f64;
 }
 const Circuit& Program::circuit() const { return plan_->circuit; }
 
 template <class R>
 void Program::forward(const BatchArgs<R>& args, std::span<R> outputs) const {
   expect_measurements(*plan_);
-  cpu::Call<R> call = base_call(args, Checked{});
+  kern::SvCall<R> call = base_call(args, Checked{});
   call.outputs = outputs.data();
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(outputs)});
   const Checked c = check_args(*plan_, args, r != Route::device_buffers);
@@ -207,7 +199,7 @@ std::vector<R> Program::forward(const BatchArgs<R>& args) const {
 }
 
 std::size_t Program::saved_size(std::size_t batch) const {
-  return plan_->mixed || plan_->resident ? 0 : batch * plan_->dim * 2;
+  return is_dm(*plan_) || plan_->resident ? 0 : batch * plan_->dim * 2;
 }
 
 template <class R>
@@ -215,7 +207,7 @@ void Program::forward(const BatchArgs<R>& args, std::span<R> outputs, std::span<
   if (saved.empty()) return forward(args, outputs);
   if (saved_size(args.batch) == 0) {
     throw Error(std::string("this program cannot save states for vjp_saved() (") +
-                (plan_->mixed ? "it simulates density matrices" : "it has a GPU copy") +
+                (is_dm(*plan_) ? "it simulates density matrices" : "it has a GPU copy") +
                 "): pass an empty `saved` (vjp_saved() then runs vjp())");
   }
   expect_measurements(*plan_);
@@ -223,7 +215,7 @@ void Program::forward(const BatchArgs<R>& args, std::span<R> outputs, std::span<
   expect_size("outputs", outputs.size(), args.batch * plan_->n_outputs,
               [&] { return "([batch, n_outputs=" + std::to_string(plan_->n_outputs) + "])"; });
   expect_size("saved", saved.size(), saved_size(args.batch), [] { return "(saved_size(batch): [batch, 2^n] complex)"; });
-  cpu::Call<R> call = base_call(args, c);
+  kern::SvCall<R> call = base_call(args, c);
   call.outputs = outputs.data();
   call.states = saved.data();
   run(*plan_, call, Route::cpu);
@@ -248,7 +240,7 @@ template <class R>
 void Program::vjp_call(const BatchArgs<R>& args, std::span<const R> cotangents, const Gradients<R>& grads,
                        std::span<R> outputs, const R* resume) const {
   expect_measurements(*plan_);
-  const Route r = route_of(*plan_, cpu::Call<R>{},
+  const Route r = route_of(*plan_, kern::SvCall<R>{},
                            {data_of(args.inputs), data_of(args.weights), data_of(cotangents), data_of(grads.inputs),
                             data_of(grads.weights), data_of(outputs)});
   const Checked c = check_args(*plan_, args, r != Route::device_buffers);
@@ -265,7 +257,7 @@ void Program::vjp_call(const BatchArgs<R>& args, std::span<const R> cotangents, 
                 });
   }
   if (!outputs.empty()) expect_size("outputs", outputs.size(), B * plan_->n_outputs, [] { return "([batch, n_outputs])"; });
-  cpu::Call<R> call = base_call(args, c);
+  kern::SvCall<R> call = base_call(args, c);
   call.cotangents = cotangents.data();
   call.grad_inputs = grads.inputs.empty() ? nullptr : grads.inputs.data();
   call.grad_weights = grads.weights.empty() ? nullptr : grads.weights.data();
@@ -278,7 +270,7 @@ void Program::vjp_call(const BatchArgs<R>& args, std::span<const R> cotangents, 
 template <class R>
 void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::span<R> jac_weights) const {
   expect_measurements(*plan_);
-  expect_host(route_of(*plan_, cpu::Call<R>{}, {data_of(args.inputs), data_of(args.weights)}), "jacobian()");
+  expect_host(route_of(*plan_, kern::SvCall<R>{}, {data_of(args.inputs), data_of(args.weights)}), "jacobian()");
   const Checked c = check_args(*plan_, args);
   const std::size_t B = args.batch, K = plan_->n_outputs, ni = plan_->n_inputs, nw = plan_->n_weights;
   if (!jac_inputs.empty()) expect_size("jac_inputs", jac_inputs.size(), B * K * ni, [] { return "([batch, n_outputs, n_inputs])"; });
@@ -287,7 +279,7 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
   for (std::size_t k = 0; k < K; ++k) {  // one adjoint sweep per output row of the Jacobian
     std::fill(cot.begin(), cot.end(), R(0));
     for (std::size_t b = 0; b < B; ++b) cot[b * K + k] = 1;
-    cpu::Call<R> call = base_call(args, c);
+    kern::SvCall<R> call = base_call(args, c);
     call.cotangents = cot.data();
     call.grad_inputs = gi.data();
     call.grad_weights = gw.data();
@@ -302,11 +294,11 @@ void Program::jacobian(const BatchArgs<R>& args, std::span<R> jac_inputs, std::s
 
 template <class R>
 void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
-  if (plan_->mixed) {
+  if (is_dm(*plan_)) {
     throw Error("this program simulates density matrices (the circuit is noisy, or simulator density_matrix was "
                 "asked): use density_matrices(); states() is for state-vector programs");
   }
-  cpu::Call<R> call = base_call(args, Checked{});
+  kern::SvCall<R> call = base_call(args, Checked{});
   call.states = reinterpret_cast<R*>(out.data());
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
   const Checked c = check_args(*plan_, args, r != Route::device_buffers);
@@ -317,10 +309,10 @@ void Program::states(const BatchArgs<R>& args, std::span<std::complex<R>> out) c
 
 template <class R>
 void Program::density_matrices(const BatchArgs<R>& args, std::span<std::complex<R>> out) const {
-  if (!plan_->mixed) {
+  if (!is_dm(*plan_)) {
     throw Error("this program simulates state vectors: use states(), or compile with simulator density_matrix");
   }
-  cpu::Call<R> call = base_call(args, Checked{});
+  kern::SvCall<R> call = base_call(args, Checked{});
   call.states = reinterpret_cast<R*>(out.data());
   const Route r = route_of(*plan_, call, {data_of(args.inputs), data_of(args.weights), data_of(out)});
   const Checked c = check_args(*plan_, args, r != Route::device_buffers);
@@ -333,7 +325,7 @@ void Program::density_matrices(const BatchArgs<R>& args, std::span<std::complex<
 template <class R>
 void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, std::size_t shots,
                      std::uint64_t seed, std::span<std::uint64_t> out) const {
-  expect_host(route_of(*plan_, cpu::Call<R>{}, {data_of(args.inputs), data_of(args.weights)}), "sample()");
+  expect_host(route_of(*plan_, kern::SvCall<R>{}, {data_of(args.inputs), data_of(args.weights)}), "sample()");
   const Checked c = check_args(*plan_, args);
   std::vector<int> w = wires;
   if (w.empty()) {
@@ -347,7 +339,7 @@ void Program::sample(const BatchArgs<R>& args, const std::vector<int>& wires, st
   expect_size("samples", out.size(), args.batch * shots, [] { return "([batch, shots])"; });
   const std::size_t no = std::size_t{1} << w.size();
   std::vector<R> probs(args.batch * no);
-  cpu::Call<R> call = base_call(args, c);
+  kern::SvCall<R> call = base_call(args, c);
   call.extra_k = static_cast<int>(w.size());
   for (int i = 0; i < call.extra_k; ++i) call.extra_pos[i] = call.extra_sorted[i] = plan_->n - 1 - w[i];
   std::sort(call.extra_sorted, call.extra_sorted + call.extra_k);  // the group bodies' walk order
@@ -387,7 +379,7 @@ QFLEET_INSTANTIATE(float)
 QFLEET_INSTANTIATE(double)
 #undef QFLEET_INSTANTIATE
 
-Simulator Program::simulator() const { return plan_->mixed ? Simulator::density_matrix : Simulator::statevector; }
+Simulator Program::simulator() const { return is_dm(*plan_) ? Simulator::density_matrix : Simulator::statevector; }
 
 Program compile(const Circuit& circuit, const CompileOptions& options) {
   const bool noisy = circuit.is_noisy();
@@ -395,25 +387,14 @@ Program compile(const Circuit& circuit, const CompileOptions& options) {
     throw Error("this circuit is noisy (a channel, a readout error or a purity output) and needs the density-matrix "
                 "simulator: compile with simulator density_matrix or automatic");
   }
+  std::shared_ptr<detail::Plan> plan;
   if (options.simulator == Simulator::density_matrix || (options.simulator == Simulator::automatic && noisy)) {
-    auto plan = std::make_shared<detail::Plan>(circuit);
-    detail::build_mixed_plan(circuit, options, *plan);
-    // The GPU body starts from |0...0><0...0| (kernels/dm_group.hpp): an amplitude-embedded
-    // circuit stays on the cpu (and device cuda says so).
-    if (options.device == Device::cuda && plan->amp.active) {
-      throw Error("density-matrix circuits with AmplitudeEmbedding run on the cpu only; compile with device cpu "
-                  "or automatic");
-    }
-    if (options.device == Device::cuda ||
-        (options.device == Device::automatic && !plan->amp.active && cuda_device_count() > 0)) {
-      plan->resident = detail::prepare_on_device(*plan);
-    }
-    return Program(std::move(plan));
+    plan = std::make_shared<detail::Plan>(circuit);
+    detail::build_dm_plan(circuit, options, *plan);
+  } else {
+    plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
   }
-  auto plan = std::make_shared<detail::Plan>(detail::build_plan(circuit, options));
-  if (options.device == Device::cuda || (options.device == Device::automatic && cuda_device_count() > 0)) {
-    plan->resident = detail::prepare_on_device(*plan);
-  }
+  detail::place(*plan, options.device, options.isa);
   return Program(std::move(plan));
 }
 
@@ -422,22 +403,18 @@ int Program::cuda_device() const { return plan_->resident ? plan_->resident->dev
 
 std::string Program::execution(std::size_t batch, bool adjoint) const {
   if (batch == 0) throw Error("batch must be at least 1");
-  cpu::Call<double> probe;
+  kern::SvCall<double> probe;
   probe.batch = batch;
   double cot = 0;
   if (adjoint) probe.cotangents = &cot;
-  if (route_of(*plan_, probe, {}) != Route::cpu) return detail::device_backend()->describe(*plan_, batch, adjoint);
-  if (plan_->mixed) {
-    return "cpu " + isa() + ": density matrices, " + std::to_string(plan_->n <= 6 ? lanes() : 1) +
-           " sample(s) per SIMD tile, up to " + std::to_string(cpu_threads(*plan_)) + " threads";
-  }
-  return "cpu " + isa() + ": " + std::to_string(lanes()) + " samples per SIMD tile, up to " +
-         std::to_string(cpu_threads(*plan_)) + " threads";
+  return detail::describe_call(*plan_, route_of(*plan_, probe, {}), batch, adjoint);
 }
 
 std::vector<std::string> available_isas() {
   std::vector<std::string> v;
-  for (const auto& k : cpu::isa_table()) v.emplace_back(k.name);
+  for (const detail::Executor& e : detail::executors()) {
+    if (e.host && e.kind == detail::ModelKind::statevector) v.emplace_back(e.isa);
+  }
   return v;
 }
 

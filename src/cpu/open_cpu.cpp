@@ -1,6 +1,6 @@
-// Open-system execution on the cpu: picks the instruction set, holds the gradient
-// rows, reports failures and broadcasts/reduces results. The per-task work is in
-// open_cpu_impl.hpp, compiled per ISA.
+// Open-system execution on the cpu: holds the gradient rows, reports failures and
+// broadcasts/reduces results. The per-task work is open_cpu_impl.hpp, compiled per
+// instruction set (cpu_isa.hpp).
 #include "cpu/open_cpu.hpp"
 
 #include <algorithm>
@@ -8,49 +8,24 @@
 #include <string>
 #include <vector>
 
-#include "cpu/statevector_cpu.hpp"
+#include "cpu/cpu_isa.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::cpu {
 
-#if defined(QFLEET_HAVE_AVX512)
-extern const OpenIsaKernels kOpenKernels_avx512;
-#endif
-#if defined(QFLEET_HAVE_AVX2)
-extern const OpenIsaKernels kOpenKernels_avx2;
-#endif
-extern const OpenIsaKernels kOpenKernels_baseline;
-
-namespace {
-// The same ISA the circuit backend picked (best supported, or QFLEET_ISA).
-const OpenIsaKernels& open_kernels() {
-  static const OpenIsaKernels* chosen = [] {
-    const std::string name = isa_table()[select_isa("auto")].name;
-#if defined(QFLEET_HAVE_AVX512)
-    if (name == "avx512") return &kOpenKernels_avx512;
-#endif
-#if defined(QFLEET_HAVE_AVX2)
-    if (name == "avx2") return &kOpenKernels_avx2;
-#endif
-    return &kOpenKernels_baseline;
-  }();
-  return *chosen;
-}
-}  // namespace
-
 template <class R>
-void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
+void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCall<R>& c) {
   const std::size_t B = c.batch;
   const int nseg = plan.sys.n_segments(), nctrl = plan.sys.n_controls();
   const std::size_t n_amp = std::size_t(nseg) * nctrl, n_drift = plan.a_drift.size(), n_rate = plan.a_rate.size();
-  const bool identical = identical_tasks(c);
+  const bool identical = kern::identical_tasks(c);
   const std::size_t runs = identical ? 1 : B;
   // Per-task gradient rows, reduced in task order afterwards when a parameter is shared.
   thread_local std::vector<R> rows;
   const std::size_t row = n_amp + n_drift + n_rate;
   if (c.adjoint && rows.size() < runs * row) rows.resize(runs * row);
   std::uint64_t computed = 0, reused = 0;
-  const OpenIsaKernels& k = open_kernels();
+  const OpenIsaKernels& k = isa.open;
   int failed;
   if constexpr (std::is_same_v<R, float>) {
     failed = k.run_f32(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
@@ -99,7 +74,7 @@ void execute_open(const detail::OpenPlan& plan, const OpenCall<R>& c) {
   scatter(c.grad_rates, c.rates_per_task, n_amp + n_drift, n_rate);
 }
 
-template void execute_open<float>(const detail::OpenPlan&, const OpenCall<float>&);
-template void execute_open<double>(const detail::OpenPlan&, const OpenCall<double>&);
+template void execute_open<float>(const CpuIsa&, const detail::OpenPlan&, const OpenCall<float>&);
+template void execute_open<double>(const CpuIsa&, const detail::OpenPlan&, const OpenCall<double>&);
 
 }  // namespace qfleet::cpu

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "core/open_plan.hpp"
 #include "core/plan.hpp"
 #include "core/sv_pack.hpp"
 #include "cuda/cuda_staging.hpp"
-#include "cuda/mixed_cuda.hpp"
+#include "cuda/dm_cuda.hpp"
 #include "cuda/open_cuda.hpp"
 #include "cuda/sv_cuda.hpp"
 #include "qfleet/error.hpp"
@@ -44,7 +44,7 @@ struct SvResident : CudaResident {
 struct OpenResident : CudaResident {
   kern::OpenView view;
 };
-struct MixedResident : CudaResident {
+struct DmResident : CudaResident {
   kern::DmPlan view;  // the density-matrix plan with device pointers
 };
 
@@ -114,7 +114,7 @@ void on_staged_buffers(kern::SvCall<R>& k, StagedCall& staged_call) {
 }
 
 template <class R>
-void run_circuits_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buffers, bool staged,
+void run_circuits_call(const Plan& p, const kern::SvCall<R>& c, const CallBuffers& buffers, bool staged,
                        void* stream) {
   const SvResident& res = resident_of(p);
   DeviceGuard guard(res.device);
@@ -151,23 +151,23 @@ std::vector<int> device_segments(const kern::DmPlan& v, bool adjoint, int real_b
 }
 
 template <class R>
-void run_mixed_call(const Plan& p, const cpu::Call<R>& c, const CallBuffers& buffers, bool staged, void* stream) {
-  const MixedResident& res = static_cast<const MixedResident&>(*p.resident);
+void run_dm_call(const Plan& p, const kern::SvCall<R>& c, const CallBuffers& buffers, bool staged, void* stream) {
+  const DmResident& res = static_cast<const DmResident&>(*p.resident);
   DeviceGuard guard(res.device);
   kern::DmSegments seg;
   const std::vector<int> begin = device_segments(res.view, c.cotangents != nullptr, int(sizeof(R)), res.props, seg);
   seg.begin = begin.data();
-  const MixedLaunch shape =
-      mixed_launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, seg, c.extra_k, res.props);
+  const DmLaunch shape =
+      dm_launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, seg, c.extra_k, res.props);
   expect_fits(shape.work_bytes + (staged ? buffers.total_bytes() + 16 * 8 : 0), res);
   kern::SvCall<R> k = c;
   if (!staged) {
-    run_mixed(res.view, k, seg, shape, stream);
+    run_dm(res.view, k, seg, shape, stream);
     return;
   }
   StagedCall staged_call(stream, buffers);
   on_staged_buffers(k, staged_call);
-  run_mixed(res.view, k, seg, shape, stream);
+  run_dm(res.view, k, seg, shape, stream);
   staged_call.finish();
 }
 
@@ -197,7 +197,7 @@ OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int 
 }
 
 template <class R>
-void run_open_call(const OpenPlan& p, const cpu::OpenCall<R>& c, const CallBuffers& buffers, bool staged,
+void run_open_call(const OpenPlan& p, const kern::OpenTaskCall<R>& c, const CallBuffers& buffers, bool staged,
                    void* stream) {
   const OpenResident& res = resident_of(p);
   DeviceGuard guard(res.device);
@@ -212,7 +212,7 @@ void run_open_call(const OpenPlan& p, const cpu::OpenCall<R>& c, const CallBuffe
     const OpenLaunch shape = open_shape(res, c.batch, real, cap);
     expect_fits(shape.work_bytes + buffers.total_bytes(), res);
     StagedCall staged_call(stream, buffers, sizeof(int));
-    cpu::OpenCall<R> k = c;
+    kern::OpenTaskCall<R> k = c;
     k.amplitudes = static_cast<const R*>(staged_call.device(0));
     k.drift = static_cast<const R*>(staged_call.device(1));
     k.rates = static_cast<const R*>(staged_call.device(2));
@@ -236,6 +236,104 @@ void run_open_call(const OpenPlan& p, const cpu::OpenCall<R>& c, const CallBuffe
 
 // ---- the backend
 
+using detail::CallRef;
+using detail::Executor;
+using detail::Model;
+using detail::ModelKind;
+
+const Plan& circuit_of(const Model& m) { return static_cast<const Plan&>(m); }
+const OpenPlan& open_of(const Model& m) { return static_cast<const OpenPlan&>(m); }
+int real_bytes(const Model& m) { return m.precision == Precision::complex64 ? 4 : 8; }
+
+template <class Record>
+const Record& record(const CallRef& c) {
+  return *static_cast<const Record*>(c.record);
+}
+
+std::string runs_every_model(const Executor&, const Model&) { return {}; }
+// The GPU body starts from |0...0><0...0| (kernels/dm_group.hpp): an amplitude-embedded
+// density-matrix circuit stays on the cpu.
+std::string dm_supports(const Executor&, const Model& m) {
+  return circuit_of(m).amp.active ? "density-matrix circuits with AmplitudeEmbedding run on the cpu only" : "";
+}
+
+double estimate_seconds(const Executor&, const Model& m, std::size_t batch, bool adjoint, std::size_t bytes) {
+  return gpu_seconds(detail::call_flops(m, batch, adjoint), bytes);
+}
+
+std::shared_ptr<const detail::Resident> prepare_sv(const Executor&, const Model& m) {
+  const Plan& plan = circuit_of(m);
+  const DeviceProps props = visible_device();
+  const double per_circuit = std::ldexp(2.0 * 2.0 * real_bytes(m), plan.n);  // psi and lam
+  if (per_circuit > 0.9 * static_cast<double>(props.total_mem)) {
+    throw Error("a " + std::to_string(plan.n) + "-qubit circuit's adjoint needs " + detail::gib(per_circuit) +
+                " on the GPU, but " + props.name + " has " + detail::gib(double(props.total_mem)) +
+                "; use device 'cpu'");
+  }
+  auto r = std::make_shared<SvResident>();
+  upload(*r, plan.blob, props);
+  r->view = detail::sv_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
+  return r;
+}
+std::shared_ptr<const detail::Resident> prepare_dm(const Executor&, const Model& m) {
+  const Plan& plan = circuit_of(m);
+  const DeviceProps props = visible_device();
+  auto r = std::make_shared<DmResident>();
+  upload(*r, plan.dm->blob, props);
+  r->view = detail::dm_view_at(plan.dm->offsets, static_cast<const std::byte*>(r->blob));
+  return r;
+}
+std::shared_ptr<const detail::Resident> prepare_open(const Executor&, const Model& m) {
+  const OpenPlan& plan = open_of(m);
+  const DeviceProps props = visible_device();
+  auto r = std::make_shared<OpenResident>();
+  upload(*r, plan.blob, props);
+  r->view = detail::open_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
+  return r;
+}
+
+void run_sv(const Executor&, const Model& m, const CallRef& c) {
+  if (c.f32) return run_circuits_call(circuit_of(m), record<kern::SvCall<float>>(c), *c.buffers, c.staged, c.stream);
+  run_circuits_call(circuit_of(m), record<kern::SvCall<double>>(c), *c.buffers, c.staged, c.stream);
+}
+void run_dm(const Executor&, const Model& m, const CallRef& c) {
+  if (c.f32) return run_dm_call(circuit_of(m), record<kern::SvCall<float>>(c), *c.buffers, c.staged, c.stream);
+  run_dm_call(circuit_of(m), record<kern::SvCall<double>>(c), *c.buffers, c.staged, c.stream);
+}
+void run_open(const Executor&, const Model& m, const CallRef& c) {
+  if (c.f32) return run_open_call(open_of(m), record<kern::OpenTaskCall<float>>(c), *c.buffers, c.staged, c.stream);
+  run_open_call(open_of(m), record<kern::OpenTaskCall<double>>(c), *c.buffers, c.staged, c.stream);
+}
+
+std::string describe_sv(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
+  const SvResident& res = resident_of(circuit_of(m));
+  const LaunchShape s = launch_shape(res.view, batch, real_bytes(m), adjoint, res.props, requested_strategy());
+  return "cuda " + std::string(strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
+         " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
+         std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
+         res.device_name;
+}
+std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
+  const DmResident& res = static_cast<const DmResident&>(*m.resident);
+  kern::DmSegments seg;
+  const std::vector<int> begin = device_segments(res.view, adjoint, real_bytes(m), res.props, seg);
+  const DmLaunch s = dm_launch_shape(res.view, batch, real_bytes(m), adjoint, seg, 0, res.props);
+  return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
+         std::to_string(s.blocks) + " blocks, " + std::to_string(s.work_bytes >> 20) + " MiB global scratch on " +
+         res.device_name;
+}
+std::string describe_open(const Executor&, const Model& m, std::size_t batch, bool /*adjoint*/) {
+  const OpenResident& res = resident_of(open_of(m));
+  const OpenLaunch s = open_shape(res, batch, real_bytes(m), kFirstCap);
+  const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
+                                       : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
+  return "cuda " + std::string(open_shape_name(s.shape)) +
+         (s.group == 1 ? " (a thread per task): "
+                       : " (a block of " + std::to_string(s.group) + " threads per task): ") +
+         std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
+         " on " + res.device_name;
+}
+
 class CudaBackend final : public detail::DeviceBackend {
  public:
   std::string name() const override { return "cuda"; }
@@ -245,88 +343,16 @@ class CudaBackend final : public detail::DeviceBackend {
     return 10 * p.cc_major + p.cc_minor;
   }
   bool is_device_pointer(const void* p) const override { return gpu::is_device_pointer(p); }
-
-  std::shared_ptr<const detail::Resident> prepare(const Plan& plan) const override {
-    const DeviceProps props = visible_device();
-    if (plan.mixed) {
-      auto r = std::make_shared<MixedResident>();
-      upload(*r, plan.mixed->blob, props);
-      r->view = detail::dm_view_at(plan.mixed->offsets, static_cast<const std::byte*>(r->blob));
-      return r;
-    }
-    const double real_bytes = plan.precision == Precision::complex64 ? 4.0 : 8.0;
-    const double per_circuit = std::ldexp(2.0 * 2.0 * real_bytes, plan.n);  // psi and lam
-    if (per_circuit > 0.9 * static_cast<double>(props.total_mem)) {
-      throw Error("a " + std::to_string(plan.n) + "-qubit circuit's adjoint needs " + detail::gib(per_circuit) +
-                  " on the GPU, but " + props.name + " has " + detail::gib(double(props.total_mem)) +
-                  "; use device 'cpu'");
-    }
-    auto r = std::make_shared<SvResident>();
-    upload(*r, plan.blob, props);
-    r->view = detail::sv_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
-    return r;
-  }
-  std::shared_ptr<const detail::Resident> prepare(const OpenPlan& plan) const override {
-    const DeviceProps props = visible_device();
-    auto r = std::make_shared<OpenResident>();
-    upload(*r, plan.blob, props);
-    r->view = detail::open_view_at(plan.offsets, static_cast<const std::byte*>(r->blob));
-    return r;
-  }
-
-  double estimate_seconds(const Plan& plan, std::size_t batch, bool adjoint, std::size_t bytes) const override {
-    return gpu_seconds(detail::call_flops(plan, batch, adjoint), bytes);
-  }
-  double estimate_seconds(const OpenPlan& plan, std::size_t batch, bool adjoint, std::size_t bytes) const override {
-    return gpu_seconds(detail::call_flops(plan, batch, adjoint), bytes);
-  }
-
-  void run(const Plan& p, const cpu::Call<float>& c, const CallBuffers& b, bool staged, void* s) const override {
-    if (p.mixed) return run_mixed_call(p, c, b, staged, s);
-    run_circuits_call(p, c, b, staged, s);
-  }
-  void run(const Plan& p, const cpu::Call<double>& c, const CallBuffers& b, bool staged, void* s) const override {
-    if (p.mixed) return run_mixed_call(p, c, b, staged, s);
-    run_circuits_call(p, c, b, staged, s);
-  }
-  void run(const OpenPlan& p, const cpu::OpenCall<float>& c, const CallBuffers& b, bool staged,
-           void* s) const override {
-    run_open_call(p, c, b, staged, s);
-  }
-  void run(const OpenPlan& p, const cpu::OpenCall<double>& c, const CallBuffers& b, bool staged,
-           void* s) const override {
-    run_open_call(p, c, b, staged, s);
-  }
-
-  std::string describe(const Plan& p, std::size_t batch, bool adjoint) const override {
-    if (p.mixed) {
-      const MixedResident& res = static_cast<const MixedResident&>(*p.resident);
-      const int real = p.precision == Precision::complex64 ? 4 : 8;
-      kern::DmSegments seg;
-      const std::vector<int> begin = device_segments(res.view, adjoint, real, res.props, seg);
-      const MixedLaunch s = mixed_launch_shape(res.view, batch, real, adjoint, seg, 0, res.props);
-      return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
-             std::to_string(s.blocks) + " blocks, " + std::to_string(s.work_bytes >> 20) +
-             " MiB global scratch on " + res.device_name;
-    }
-    const SvResident& res = resident_of(p);
-    const LaunchShape s = launch_shape(res.view, batch, p.precision == Precision::complex64 ? 4 : 8, adjoint,
-                                       res.props, requested_strategy());
-    return "cuda " + std::string(strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
-           " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
-           std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
-           res.device_name;
-  }
-  std::string describe(const OpenPlan& p, std::size_t batch, bool /*adjoint*/) const override {
-    const OpenResident& res = resident_of(p);
-    const OpenLaunch s = open_shape(res, batch, p.precision == Precision::complex64 ? 4 : 8, kFirstCap);
-    const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
-                                         : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
-    return "cuda " + std::string(open_shape_name(s.shape)) +
-           (s.group == 1 ? " (a thread per task): "
-                         : " (a block of " + std::to_string(s.group) + " threads per task): ") +
-           std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
-           " on " + res.device_name;
+  // Batch granularity: the warp.
+  std::vector<Executor> executors() const override {
+    return {
+        {ModelKind::statevector, "cuda", "", this, false, 32, 32, &runs_every_model, &prepare_sv,
+         &estimate_seconds, &run_sv, &describe_sv},
+        {ModelKind::density_matrix, "cuda", "", this, false, 32, 32, &dm_supports, &prepare_dm,
+         &estimate_seconds, &run_dm, &describe_dm},
+        {ModelKind::open_system, "cuda", "", this, false, 32, 32, &runs_every_model, &prepare_open,
+         &estimate_seconds, &run_open, &describe_open},
+    };
   }
 };
 

@@ -2,7 +2,7 @@
 // outputs and the adjoint sweep (with stored or checkpointed states), written once
 // for host and device like kernels/sv_group.hpp - the body a CUDA launch of a thread
 // block per sample would run. The cpu tests run it with groups of std::threads
-// (tests/unit/test_mixed_group.cpp) against the cpu executor. The group G provides
+// (tests/unit/test_dm_group.cpp) against the cpu executor. The group G provides
 // rank(), size(), sync(), sum(R) and atomic_add(R*, R) (kernels/sv_group.hpp's
 // contract); every member calls the body with the same arguments.
 //
@@ -215,7 +215,7 @@ QFLEET_HD inline void dm_group_outputs(const DmPlan& p, const SvCall<R>& c, std:
   g.sync();
 }
 
-// lam = sum_k cot_k O_k as a vectorised matrix (kernels/../cpu/mixed_cpu_impl.hpp's seed).
+// lam = sum_k cot_k O_k as a vectorised matrix (kernels/../cpu/dm_cpu_impl.hpp's seed).
 template <class R, class G>
 QFLEET_HD inline void dm_group_seed(const DmPlan& p, const SvCall<R>& c, std::size_t b, const R* rho, R* lam,
                                     R* probs, G& g) {

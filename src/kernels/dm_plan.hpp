@@ -1,5 +1,5 @@
 // A compiled density-matrix circuit as plain data, read by the density-matrix
-// executors (cpu/mixed_cpu_impl.hpp). C++17 and no std containers, like sv_plan.hpp.
+// executors (cpu/dm_cpu_impl.hpp). C++17 and no std containers, like sv_plan.hpp.
 //
 // The density matrix rho of n qubits is held as a vector of 4^n amplitudes,
 // entry (i, j) at index (i << n) | j: a 2n-bit index whose high n bits are the row

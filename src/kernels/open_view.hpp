@@ -102,6 +102,13 @@ struct OpenTaskCall {
   const R* resume = nullptr;
 };
 
+// Every task identical (all parameters shared, no per-task initial state): one
+// simulation stands for the whole batch (its cotangents summed, its outputs broadcast).
+template <class R>
+bool identical_tasks(const OpenTaskCall<R>& c) {
+  return !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.initial;
+}
+
 // What one task's run returns.
 enum OpenTaskStatus : int {
   kOpenOk = 0,

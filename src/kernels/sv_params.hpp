@@ -1,5 +1,5 @@
 // A gate's parameters and block for one sample, written once for every circuit
-// executor: the cpu tiles (cpu/statevector_cpu_impl.hpp) compute blocks in double
+// executor: the cpu tiles (cpu/sv_cpu_impl.hpp) compute blocks in double
 // and scatter them into their lanes; the group and lanes bodies (sv_group.hpp,
 // sv_lanes.hpp) compute them in the call's precision. All read the packed plan.
 #pragma once

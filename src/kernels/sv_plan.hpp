@@ -1,5 +1,5 @@
 // A compiled circuit as plain data, the one form every executor reads: the cpu
-// tiles (cpu/statevector_cpu_impl.hpp), the group and lanes bodies
+// tiles (cpu/sv_cpu_impl.hpp), the group and lanes bodies
 // (kernels/sv_group.hpp, sv_lanes.hpp). Every array is a raw pointer into one
 // contiguous blob (core/sv_pack.cpp), so the same struct views the plan in host
 // memory (the cpu executor) and in device memory (the cuda backend uploads the

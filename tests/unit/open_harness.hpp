@@ -106,6 +106,12 @@ inline Model random_model(std::mt19937_64& rng, const Spec& sp) {
   return m;
 }
 
+// The reference scheme a solver's results are held to: its own fixed-step scheme, or
+// the exact propagator (the adaptive solvers, within their tolerance).
+inline Scheme scheme_of(qfleet::Solver s) {
+  return s == qfleet::Solver::rk4 ? Scheme::RK4 : s == qfleet::Solver::euler ? Scheme::Euler : Scheme::Exact;
+}
+
 // The six problem kinds the gradient and cuda tests sweep: closed/open x pure,
 // mixed (Uhlmann) and unitary targets. Every mixed-target case starts from a
 // full-rank density matrix (or is closed), so the Uhlmann fidelity is smooth and

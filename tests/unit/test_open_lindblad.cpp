@@ -27,7 +27,6 @@ qfleet::OpenCompileOptions options(Solver s, OpenForm form) {
   return o;
 }
 
-Scheme scheme_of(Solver s) { return s == Solver::rk4 ? Scheme::RK4 : s == Solver::euler ? Scheme::Euler : Scheme::Exact; }
 double dt_of(Solver s) { return s == Solver::rk4 ? 0.0437 : s == Solver::euler ? 0.0113 : 0.0; }
 const char* name_of(Solver s) {
   return s == Solver::rk4 ? "rk4" : s == Solver::euler ? "euler" : s == Solver::dopri5 ? "dopri5" : "tsit5";

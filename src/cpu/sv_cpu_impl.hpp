@@ -20,7 +20,7 @@
 
 #include "cpu/lane_blocks.hpp"
 #include "cpu/site_groups.hpp"
-#include "cpu/statevector_cpu.hpp"
+#include "cpu/sv_cpu.hpp"
 #include "kernels/statevector.hpp"
 #include "kernels/sv_params.hpp"
 #include "kernels/sv_plan.hpp"

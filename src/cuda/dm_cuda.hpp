@@ -12,7 +12,7 @@
 
 namespace qfleet::gpu {
 
-struct MixedLaunch {
+struct DmLaunch {
   int threads = 128;                 // per block (whole warps: BlockGroup's sums)
   std::size_t blocks = 1;            // concurrent samples (a grid-stride loop covers the batch)
   std::size_t per_block_reals = 0;   // scratch of one block
@@ -21,13 +21,13 @@ struct MixedLaunch {
 
 // Blocks: the batch, capped so the scratch stays within a quarter of the device memory
 // and at 4 blocks per SM. Throws when one sample's scratch does not fit.
-MixedLaunch mixed_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
+DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                                const kern::DmSegments& seg, int extra_k, const DeviceProps& dev);
 
 // Enqueues one call on `stream` (device pointers; reduced weight gradients zeroed
 // here). seg.begin is a host array: it is copied into the call's workspace.
 template <class R>
-void run_mixed(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const kern::DmSegments& seg,
-               const MixedLaunch& shape, void* stream);
+void run_dm(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const kern::DmSegments& seg,
+               const DmLaunch& shape, void* stream);
 
 }  // namespace qfleet::gpu

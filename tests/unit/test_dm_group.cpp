@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "core/plan.hpp"
 #include "kernels/dm_group.hpp"
 #include "unit/group_emu.hpp"
@@ -36,8 +36,8 @@ void check(int segment_cap) {
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
   const qfleet::Program prog = qfleet::compile(circ, o);
   qfleet::detail::Plan plan(circ);
-  qfleet::detail::build_mixed_plan(circ, o, plan);
-  const qfleet::kern::DmPlan& dp = plan.mixed->view;
+  qfleet::detail::build_dm_plan(circ, o, plan);
+  const qfleet::kern::DmPlan& dp = plan.dm->view;
   const std::size_t B = 5, K = std::size_t(dp.n_outputs), ni = 3, nw = 4;
   std::mt19937_64 rng(17);
   std::vector<R> x, w, cot;
@@ -103,11 +103,11 @@ void check(int segment_cap) {
   }
 }
 
-TEST(MixedGroupBody, MatchesTheCpuExecutor) {
+TEST(DmGroupBody, MatchesTheCpuExecutor) {
   check<double>(0);
   check<float>(0);
 }
 
-TEST(MixedGroupBody, CheckpointedSegmentsMatch) { check<double>(2); }
+TEST(DmGroupBody, CheckpointedSegmentsMatch) { check<double>(2); }
 
 }  // namespace

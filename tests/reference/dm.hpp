@@ -62,7 +62,7 @@ inline std::vector<Mat> kraus_of(const std::string& name, const std::vector<doub
   throw std::runtime_error("reference: no channel " + name);
 }
 
-struct MixedOp {
+struct DmRefOp {
   bool channel = false;
   Op gate;                  // gates
   std::string name;         // channels
@@ -71,18 +71,18 @@ struct MixedOp {
   std::vector<Mat> kraus;   // Kraus channels (given operators)
 };
 
-struct MixedCircuit {
+struct DmCircuit {
   Circuit base;  // n, amplitude embedding, expval / probs measurements, input / weight counts
-  std::vector<MixedOp> ops;
+  std::vector<DmRefOp> ops;
   std::vector<std::array<double, 4>> readout;  // per wire, or empty
   int n_purity = 0;
   int n_outputs() const { return base.n_outputs() + n_purity; }
 };
 
-inline Mat density(const MixedCircuit& c, const double* x, const double* w) {
+inline Mat density(const DmCircuit& c, const double* x, const double* w) {
   const Vec psi0 = initial_state(c.base, x);
   Mat rho = psi0 * psi0.adjoint();
-  for (const MixedOp& op : c.ops) {
+  for (const DmRefOp& op : c.ops) {
     if (!op.channel) {
       const Mat U = embed(op_matrix(op.gate, x, w), op.gate.wires, c.base.n);
       rho = U * rho * U.adjoint();
@@ -101,12 +101,12 @@ inline Mat density(const MixedCircuit& c, const double* x, const double* w) {
   return rho;
 }
 
-inline std::array<double, 4> readout_of(const MixedCircuit& c, int wire) {
+inline std::array<double, 4> readout_of(const DmCircuit& c, int wire) {
   return c.readout.empty() ? std::array<double, 4>{1, 0, 0, 1} : c.readout[std::size_t(wire)];
 }
 
 // Marginal probabilities of rho on `wires` pushed through their assignment matrices.
-inline std::vector<double> measured_probs(const MixedCircuit& c, const Mat& rho, const std::vector<int>& wires) {
+inline std::vector<double> measured_probs(const DmCircuit& c, const Mat& rho, const std::vector<int>& wires) {
   const int n = c.base.n;
   std::vector<double> p(std::size_t{1} << wires.size(), 0.0);
   for (Index i = 0; i < rho.rows(); ++i) {
@@ -127,7 +127,7 @@ inline std::vector<double> measured_probs(const MixedCircuit& c, const Mat& rho,
 }
 
 // <word> as a device measures it: diagonalise (X: H, Y: H S^dag), read the word's wires.
-inline double measured_word(const MixedCircuit& c, const Mat& rho, const Word& word) {
+inline double measured_word(const DmCircuit& c, const Mat& rho, const Word& word) {
   const int n = c.base.n;
   Mat r = rho;
   std::vector<int> wires;
@@ -147,7 +147,7 @@ inline double measured_word(const MixedCircuit& c, const Mat& rho, const Word& w
 }
 
 // qfleet's output order: expectation values, probabilities, purities.
-inline std::vector<double> mixed_outputs(const MixedCircuit& c, const double* x, const double* w) {
+inline std::vector<double> dm_outputs(const DmCircuit& c, const double* x, const double* w) {
   const Mat rho = density(c, x, w);
   std::vector<double> out;
   for (const Meas& m : c.base.meas) {
@@ -166,10 +166,10 @@ inline std::vector<double> mixed_outputs(const MixedCircuit& c, const double* x,
 }
 
 // Gradient of sum_k cot[k] outputs[k] by the 5-point central difference (as ref::jacobian).
-inline void mixed_fd_gradient(const MixedCircuit& c, std::vector<double> x, std::vector<double> w, const double* cot,
+inline void dm_fd_gradient(const DmCircuit& c, std::vector<double> x, std::vector<double> w, const double* cot,
                               std::vector<double>& gx, std::vector<double>& gw, double h = 1e-4) {
   auto f = [&] {
-    const auto o = mixed_outputs(c, x.data(), w.data());
+    const auto o = dm_outputs(c, x.data(), w.data());
     double s = 0;
     for (std::size_t k = 0; k < o.size(); ++k) s += cot[k] * o[k];
     return s;

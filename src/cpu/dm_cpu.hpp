@@ -1,20 +1,20 @@
 // The cpu executor of density-matrix circuits (kernels/dm_plan.hpp): picks the
-// instruction set (the circuit backend's), the tile width, the checkpoint segments
-// of the adjoint sweep and the workspace. The per-tile work is mixed_cpu_impl.hpp,
-// compiled per ISA (mixed_cpu_{baseline,avx2,avx512}.cpp).
+// tile width, the checkpoint segments
+// of the adjoint sweep and the workspace. The per-tile work is dm_cpu_impl.hpp,
+// compiled per instruction set (cpu/isa_<name>.cpp, cpu_isa.hpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/mixed_plan.hpp"
-#include "cpu/statevector_cpu.hpp"
+#include "core/dm_compiled.hpp"
+#include "cpu/sv_cpu.hpp"
 #include "kernels/dm_plan.hpp"
 
 namespace qfleet::cpu {
 
 template <class R>
-struct MixedExec {
+struct DmExec {
   int lanes = 1;
   bool amplitude_parallel = false;  // one large density matrix's groups split across threads
   int threads = 1;
@@ -23,11 +23,10 @@ struct MixedExec {
   kern::DmSegments segments;
 };
 
-struct MixedIsaKernels {
-  const char* name;
-  int lanes_f32, lanes_f64;
-  void (*run_f32)(const kern::DmPlan&, const Call<float>&, const MixedExec<float>&);
-  void (*run_f64)(const kern::DmPlan&, const Call<double>&, const MixedExec<double>&);
+// One instruction set's density-matrix kernels (a part of its cpu::CpuIsa row).
+struct DmIsaKernels {
+  void (*run_f32)(const kern::DmPlan&, const Call<float>&, const DmExec<float>&);
+  void (*run_f64)(const kern::DmPlan&, const Call<double>&, const DmExec<double>&);
   // Per-thread scratch of a tile, in reals (the weight partials come on top).
   std::size_t (*thread_reals)(const kern::DmPlan&, int lanes, bool adjoint, const kern::DmSegments&);
   // The call's uniform blocks, shared by the threads, in reals.
@@ -37,6 +36,6 @@ struct MixedIsaKernels {
 // Runs a call (the state-vector call record: outputs, cotangents, gradients, states =
 // density matrices [batch, 4^n], extra_probs = sampling probabilities with readout).
 template <class R>
-void execute_mixed(const detail::Plan& plan, const Call<R>& call);
+void execute_dm(const CpuIsa& isa, const detail::Plan& plan, const Call<R>& call);
 
 }  // namespace qfleet::cpu

@@ -2,7 +2,7 @@
 // that come from inputs or weights, and density_matrices().
 #include <string>
 
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "core/plan.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/program.hpp"
@@ -11,8 +11,8 @@ namespace qfleet::detail {
 
 template <class R>
 void check_channel_args(const Plan& p, const BatchArgs<R>& a, bool per_sample_weights) {
-  if (!p.mixed || p.mixed->checked_channels.empty()) return;
-  const MixedPlan& mp = *p.mixed;
+  if (!p.dm || p.dm->checked_channels.empty()) return;
+  const DmCompiled& mp = *p.dm;
   const kern::DmPlan& v = mp.view;
   // Without inputs or per-sample weights every sample has the same parameters.
   bool varies = false;

@@ -1,7 +1,7 @@
-// The cpu backend's seam. Kernels are compiled once per instruction set
-// (statevector_cpu_{baseline,avx2,avx512}.cpp all include statevector_cpu_impl.hpp)
-// and picked at run time; they read the packed plan (kern::SvPlan) and its call
-// record like the cuda bodies do. Everything crossing here is plain data so the
+// The cpu executor of state-vector circuits. Its kernels (sv_cpu_impl.hpp) are
+// compiled once per instruction set (cpu/isa_<name>.cpp, cpu_isa.hpp) and picked at
+// run time; they read the packed plan (kern::SvPlan) and its call record like the
+// cuda bodies do. Everything crossing here is plain data so the
 // per-ISA code never instantiates a std:: template another ISA's object could emit.
 #pragma once
 
@@ -30,9 +30,8 @@ struct Exec {
   std::size_t work_per_thread = 0;
 };
 
-struct IsaKernels {
-  const char* name;
-  int lanes_f32, lanes_f64;
+// One instruction set's state-vector kernels (a part of its cpu::CpuIsa row).
+struct SvIsaKernels {
   void (*run_f32)(const kern::SvPlan&, const Call<float>&, const Exec<float>&);
   void (*run_f64)(const kern::SvPlan&, const Call<double>&, const Exec<double>&);
   // Scratch the run needs: shared part + per-thread part, in reals.
@@ -40,16 +39,11 @@ struct IsaKernels {
   std::size_t (*thread_reals)(const kern::SvPlan&, int lanes, bool adjoint);
 };
 
-// ISAs compiled into this build, best first; unsupported ones are filtered at run
-// time, and those wider than QFLEET_ISA (when set) dropped.
-const std::vector<IsaKernels>& isa_table();
-// Index into isa_table() for a name ("auto" = QFLEET_ISA when set, else the best
-// supported); throws qfleet::Error.
-int select_isa(const std::string& name);
+struct CpuIsa;  // cpu_isa.hpp
 
-// Runs a call on the plan's packed form with its ISA, choosing tile width,
-// threading and workspace.
+// Runs a call on the plan's packed form with the kernels of `isa`, choosing tile
+// width, threading and workspace.
 template <class R>
-void execute(const detail::Plan& plan, const Call<R>& call);
+void execute(const CpuIsa& isa, const detail::Plan& plan, const Call<R>& call);
 
 }  // namespace qfleet::cpu

@@ -1,5 +1,5 @@
 // The compiled form of a density-matrix circuit (kernels/dm_plan.hpp's DmPlan and
-// the arrays it points into), built once by build_mixed_plan (mixed_compile.cpp).
+// the arrays it points into), built once by build_dm_plan (dm_compile.cpp).
 #pragma once
 
 #include <cstddef>
@@ -12,11 +12,11 @@
 
 namespace qfleet::detail {
 
-struct MixedPlan {
-  MixedPlan() = default;
-  MixedPlan(MixedPlan&&) = default;
-  MixedPlan(const MixedPlan&) = delete;
-  MixedPlan& operator=(const MixedPlan&) = delete;
+struct DmCompiled {
+  DmCompiled() = default;
+  DmCompiled(DmCompiled&&) = default;
+  DmCompiled(const DmCompiled&) = delete;
+  DmCompiled& operator=(const DmCompiled&) = delete;
   std::vector<kern::DmOp> ops;
   std::vector<kern::ParamDesc> params;
   std::vector<double> fixed_blocks;
@@ -40,17 +40,17 @@ struct MixedPlan {
 // end): segments of at most `per` parameterised ops (kern::DmSegments).
 std::vector<int> cut_dm_segments(const kern::DmPlan& plan, int per);
 
-// Packs mp.view's arrays into mp.blob / mp.offsets (mixed_pack.cpp).
-void pack_mixed_plan(MixedPlan& mp);
+// Packs mp.view's arrays into mp.blob / mp.offsets (dm_pack.cpp).
+void pack_dm_plan(DmCompiled& mp);
 // The plan with its pointers relocated to a copy of the blob at base.
 kern::DmPlan dm_view_at(const kern::DmPlan& offsets, const std::byte* base);
 
 struct Plan;
-// Fills plan's density-matrix part (plan.mixed) and its sizes (n, n_outputs, ...).
-void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Plan& plan);
+// Fills plan's density-matrix part (plan.dm) and its sizes (n, n_outputs, ...).
+void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& plan);
 
 // Throws qfleet::Error when a channel parameter read from the call's inputs or
-// weights is out of its range (mixed_program.cpp); values are already finite.
+// weights is out of its range (dm_program.cpp); values are already finite.
 template <class R>
 void check_channel_args(const Plan& p, const BatchArgs<R>& a, bool per_sample_weights);
 

@@ -1,5 +1,4 @@
-// Density-matrix execution on the cpu: the instruction set (the circuit backend's),
-// the tile width, the checkpoint segments of the adjoint sweep and the workspace.
+// Density-matrix execution on the cpu: the tile width, the checkpoint segments of the adjoint sweep and the workspace.
 #include <omp.h>
 
 #include <algorithm>
@@ -8,31 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "cpu/mixed_cpu.hpp"
+#include "cpu/cpu_isa.hpp"
+#include "cpu/dm_cpu.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::cpu {
 
-#if defined(QFLEET_HAVE_AVX512)
-extern const MixedIsaKernels kMixedKernels_avx512;
-#endif
-#if defined(QFLEET_HAVE_AVX2)
-extern const MixedIsaKernels kMixedKernels_avx2;
-#endif
-extern const MixedIsaKernels kMixedKernels_baseline;
-
 namespace {
-
-const MixedIsaKernels& mixed_kernels(int isa) {
-  const std::string name = isa_table()[isa].name;
-#if defined(QFLEET_HAVE_AVX512)
-  if (name == "avx512") return kMixedKernels_avx512;
-#endif
-#if defined(QFLEET_HAVE_AVX2)
-  if (name == "avx2") return kMixedKernels_avx2;
-#endif
-  return kMixedKernels_baseline;
-}
 
 // As in the state-vector backend: ~0.5 MFLOP of work per thread pays for a region.
 constexpr double kMinFlopsPerThread = 0.5e6;
@@ -43,18 +24,18 @@ constexpr int kMaxLaneQubits = 6;
 }  // namespace
 
 template <class R>
-void execute_mixed(const detail::Plan& plan, const Call<R>& call) {
-  const detail::MixedPlan& mp = *plan.mixed;
+void execute_dm(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& call) {
+  const detail::DmCompiled& mp = *plan.dm;
   kern::DmPlan kp = mp.view;
   kp.max_probs_k = std::max(kp.max_probs_k, call.extra_k);
-  const MixedIsaKernels& isa = mixed_kernels(plan.isa);
-  const int wide = std::is_same_v<R, float> ? isa.lanes_f32 : isa.lanes_f64;
+  const DmIsaKernels& isa = cpu_isa.dm;
+  const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;
   const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
   const double flops = double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
   const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
 
-  MixedExec<R> ex;
+  DmExec<R> ex;
   ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
   ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
   const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
@@ -103,7 +84,7 @@ void execute_mixed(const detail::Plan& plan, const Call<R>& call) {
   }
 }
 
-template void execute_mixed<float>(const detail::Plan&, const Call<float>&);
-template void execute_mixed<double>(const detail::Plan&, const Call<double>&);
+template void execute_dm<float>(const CpuIsa&, const detail::Plan&, const Call<float>&);
+template void execute_dm<double>(const CpuIsa&, const detail::Plan&, const Call<double>&);
 
 }  // namespace qfleet::cpu

@@ -1,6 +1,6 @@
 // Density-matrix circuits on cuda: one thread block per sample running the group body
 // of kernels/dm_group.hpp (tested on the CPU with std::thread groups every run), its
-// scratch in global memory. See mixed_cuda.hpp.
+// scratch in global memory. See dm_cuda.hpp.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_groups.cuh"
-#include "cuda/mixed_cuda.hpp"
+#include "cuda/dm_cuda.hpp"
 #include "kernels/dm_group.hpp"
 #include "qfleet/error.hpp"
 
@@ -59,9 +59,9 @@ __global__ void dm_block_kernel(kern::DmPlan p, kern::SvCall<R> c, kern::DmSegme
 
 }  // namespace
 
-MixedLaunch mixed_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
+DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                                const kern::DmSegments& seg, int extra_k, const DeviceProps& dev) {
-  MixedLaunch s;
+  DmLaunch s;
   const ScratchLayout l = scratch_layout(p, adjoint, seg, extra_k);
   s.per_block_reals = l.total;
   const double per_block = double(l.total) * real_bytes;
@@ -80,8 +80,8 @@ MixedLaunch mixed_launch_shape(const kern::DmPlan& p, std::size_t batch, int rea
 }
 
 template <class R>
-void run_mixed(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const kern::DmSegments& seg,
-               const MixedLaunch& shape, void* stream) {
+void run_dm(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const kern::DmSegments& seg,
+               const DmLaunch& shape, void* stream) {
   if (call.batch == 0) return;
   if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
     memset_async(call.grad_weights, sizeof(R) * std::size_t(device_plan.n_weights), stream);
@@ -100,9 +100,9 @@ void run_mixed(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, con
   free_async(work, stream);
 }
 
-template void run_mixed<float>(const kern::DmPlan&, const kern::SvCall<float>&, const kern::DmSegments&,
-                               const MixedLaunch&, void*);
-template void run_mixed<double>(const kern::DmPlan&, const kern::SvCall<double>&, const kern::DmSegments&,
-                                const MixedLaunch&, void*);
+template void run_dm<float>(const kern::DmPlan&, const kern::SvCall<float>&, const kern::DmSegments&,
+                               const DmLaunch&, void*);
+template void run_dm<double>(const kern::DmPlan&, const kern::SvCall<double>&, const kern::DmSegments&,
+                                const DmLaunch&, void*);
 
 }  // namespace qfleet::gpu

@@ -5,9 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 #include "core/plan.hpp"
-#include "cpu/statevector_cpu.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/gate_matrix.hpp"
 #include "qfleet/error.hpp"
@@ -142,8 +141,8 @@ void fold_readout(double coef, const PauliWord& word, const std::vector<std::arr
 
 }  // namespace
 
-void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Plan& plan) {
-  auto mp = std::make_shared<MixedPlan>();
+void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& plan) {
+  auto mp = std::make_shared<DmCompiled>();
   const int n = circuit.n_qubits();
   const double real_bytes = options.precision == Precision::complex64 ? 4.0 : 8.0;
   // 2n index bits; the memory check below refuses far earlier than 62 bits.
@@ -162,8 +161,6 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   plan.precision = options.precision;
   if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
   plan.num_threads = options.num_threads;
-  plan.device = options.device;
-  plan.isa = cpu::select_isa(options.isa);
 
   kern::DmPlan& v = mp->view;
   v.n = n;
@@ -292,8 +289,9 @@ void build_mixed_plan(const Circuit& circuit, const CompileOptions& options, Pla
   v.amp_index = mp->amp_index.empty() ? nullptr : mp->amp_index.data();
   plan.flops_forward = mp->flops_forward;
   plan.flops_adjoint = mp->flops_adjoint;
-  pack_mixed_plan(*mp);
-  plan.mixed = std::move(mp);
+  pack_dm_plan(*mp);
+  plan.kind = ModelKind::density_matrix;
+  plan.dm = std::move(mp);
 }
 
 }  // namespace qfleet::detail

@@ -1,7 +1,7 @@
-// Flattens a compiled density-matrix circuit into one blob (mixed_plan.hpp), the form
+// Flattens a compiled density-matrix circuit into one blob (dm_compiled.hpp), the form
 // a device backend uploads; like sv_pack.cpp for state-vector plans.
 #include "core/blob.hpp"
-#include "core/mixed_plan.hpp"
+#include "core/dm_compiled.hpp"
 
 namespace qfleet::detail {
 
@@ -42,7 +42,7 @@ std::vector<int> cut_dm_segments(const kern::DmPlan& kp, int per) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #endif
-void pack_mixed_plan(MixedPlan& mp) {
+void pack_dm_plan(DmCompiled& mp) {
   Blob blob;
   kern::DmPlan& o = mp.offsets;
   o = mp.view;

@@ -1,4 +1,4 @@
-// Density-matrix circuits against the dense Kraus reference (tests/reference/mixed.hpp):
+// Density-matrix circuits against the dense Kraus reference (tests/reference/dm.hpp):
 // the mixed backend matrix (every channel of the catalogue, constant or read from
 // weights or inputs, x every instruction set x both precisions x batch sizes around
 // the SIMD width, with readout errors, probabilities and purity), adjoint gradients
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/mixed.hpp"
+#include "reference/dm.hpp"
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
 
@@ -19,23 +19,23 @@ namespace {
 
 using qfleet::Param;
 
-// Drives a qfleet::Circuit and a ref::MixedCircuit with the same calls.
-struct MixedTwin {
+// Drives a qfleet::Circuit and a ref::DmCircuit with the same calls.
+struct DmTwin {
   qfleet::Circuit q;
-  ref::MixedCircuit r;
-  explicit MixedTwin(int n) : q(n) { r.base.n = n; }
-  MixedTwin& add(const std::string& name, const std::vector<int>& wires, const std::vector<Param>& p = {}) {
+  ref::DmCircuit r;
+  explicit DmTwin(int n) : q(n) { r.base.n = n; }
+  DmTwin& add(const std::string& name, const std::vector<int>& wires, const std::vector<Param>& p = {}) {
     q.add(name, wires, p);
     for (const auto& x : p) r.base.note(x);
-    ref::MixedOp op;
+    ref::DmRefOp op;
     op.gate = ref::Op{name, wires, p, ref::Mat()};
     r.ops.push_back(op);
     return *this;
   }
-  MixedTwin& channel(const std::string& name, const std::vector<int>& wires, const std::vector<Param>& p) {
+  DmTwin& channel(const std::string& name, const std::vector<int>& wires, const std::vector<Param>& p) {
     q.channel(name, wires, p);
     for (const auto& x : p) r.base.note(x);
-    ref::MixedOp op;
+    ref::DmRefOp op;
     op.channel = true;
     op.name = name;
     op.wires = wires;
@@ -43,11 +43,11 @@ struct MixedTwin {
     r.ops.push_back(op);
     return *this;
   }
-  MixedTwin& kraus(const std::vector<int>& wires, const std::vector<ref::Mat>& ks) {
+  DmTwin& kraus(const std::vector<int>& wires, const std::vector<ref::Mat>& ks) {
     std::vector<std::vector<std::complex<double>>> rows;
     for (const auto& k : ks) rows.push_back(ref::row_major(k));
     q.kraus(wires, rows);
-    ref::MixedOp op;
+    ref::DmRefOp op;
     op.channel = true;
     op.name = "Kraus";
     op.wires = wires;
@@ -55,25 +55,25 @@ struct MixedTwin {
     r.ops.push_back(op);
     return *this;
   }
-  MixedTwin& readout(int wire, double p10, double p01) {
+  DmTwin& readout(int wire, double p10, double p01) {
     q.readout_error(wire, p10, p01);
     if (r.readout.empty()) r.readout.assign(std::size_t(r.base.n), {1, 0, 0, 1});
     r.readout[std::size_t(wire)] = {1 - p10, p01, p10, 1 - p01};
     return *this;
   }
-  MixedTwin& expval(const std::vector<std::pair<double, ref::Word>>& terms) {
+  DmTwin& expval(const std::vector<std::pair<double, ref::Word>>& terms) {
     std::vector<std::pair<double, std::string>> t;
     for (const auto& [c, w] : terms) t.emplace_back(c, w.str());
     q.expval(qfleet::Observable::sum(t));
     r.base.meas.push_back(ref::Meas{false, terms, {}});
     return *this;
   }
-  MixedTwin& probs(const std::vector<int>& wires) {
+  DmTwin& probs(const std::vector<int>& wires) {
     q.probs(wires);
     r.base.meas.push_back(ref::Meas{true, {}, wires});
     return *this;
   }
-  MixedTwin& purity() {
+  DmTwin& purity() {
     q.purity();
     ++r.n_purity;
     return *this;
@@ -116,10 +116,10 @@ enum class Source { Constant, Weight, Input };
 
 // The circuit: gates reading inputs and weights, the channel, more gates, readout
 // errors, expvals (with a two-wire word), probabilities and a purity.
-MixedTwin channel_circuit(const ChannelCase& ch, Source src, std::mt19937_64& rng, int& ni, int& nw,
+DmTwin channel_circuit(const ChannelCase& ch, Source src, std::mt19937_64& rng, int& ni, int& nw,
                           std::vector<double>& lo, std::vector<double>& hi) {
   const int n = 3;
-  MixedTwin t(n);
+  DmTwin t(n);
   // Inputs 0..2 and weights 0..2 are gate angles in [0.3, 1.2].
   t.add("RX", {0}, {Param::input(0)}).add("Hadamard", {1}).add("RY", {2}, {Param::input(1, 0.7)});
   t.add("CNOT", {0, 1}).add("Rot", {1}, {Param::weight(0), Param::weight(1, -0.5), Param::weight(2)});
@@ -193,7 +193,7 @@ ref::Batch ranged_batch(std::mt19937_64& rng, std::size_t B, int ni, int nw, boo
 }
 
 template <class R>
-void check_case(const MixedTwin& t, const ref::Batch& b, const std::string& isa, const std::string& what) {
+void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, const std::string& what) {
   qfleet::CompileOptions o;
   o.isa = isa;
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
@@ -204,7 +204,7 @@ void check_case(const MixedTwin& t, const ref::Batch& b, const std::string& isa,
   const std::vector<R> out = ref::q_forward<R>(p, b);
   const double tol = std::is_same_v<R, float> ? 2e-5 : 1e-11;
   for (std::size_t s = 0; s < b.B; ++s) {
-    const auto want = ref::mixed_outputs(t.r, b.xrow(s), b.wrow(s));
+    const auto want = ref::dm_outputs(t.r, b.xrow(s), b.wrow(s));
     for (std::size_t k = 0; k < K; ++k) {
       ASSERT_NEAR(out[s * K + k], want[k], tol) << what << " sample " << s << " output " << k;
     }
@@ -217,7 +217,7 @@ void check_case(const MixedTwin& t, const ref::Batch& b, const std::string& isa,
   std::vector<double> gw_sum(std::size_t(b.nw), 0.0);
   for (std::size_t s = 0; s < b.B; ++s) {
     std::vector<double> x(b.xrow(s), b.xrow(s) + b.ni), w(b.wrow(s), b.wrow(s) + b.nw), gx, gw;
-    ref::mixed_fd_gradient(t.r, x, w, cot.data() + s * K, gx, gw);
+    ref::dm_fd_gradient(t.r, x, w, cot.data() + s * K, gx, gw);
     for (int i = 0; i < b.ni; ++i) {
       ASSERT_NEAR(g.gi[s * std::size_t(b.ni) + std::size_t(i)], gx[std::size_t(i)], 1e-7 * (1 + std::abs(gx[std::size_t(i)])))
           << what << " d/dinput " << i << " sample " << s;
@@ -240,13 +240,13 @@ void check_case(const MixedTwin& t, const ref::Batch& b, const std::string& isa,
 }
 
 // The mixed backend matrix.
-TEST(MixedMatrix, EveryChannelEverySourceEveryIsaBothPrecisions) {
+TEST(DmMatrix, EveryChannelEverySourceEveryIsaBothPrecisions) {
   std::mt19937_64 rng(2026);
   for (const auto& ch : kChannels) {
     for (Source src : {Source::Constant, Source::Weight, Source::Input}) {
       int ni = 0, nw = 0;
       std::vector<double> lo, hi;
-      const MixedTwin t = channel_circuit(ch, src, rng, ni, nw, lo, hi);
+      const DmTwin t = channel_circuit(ch, src, rng, ni, nw, lo, hi);
       for (const std::string& isa : qfleet::available_isas()) {
         qfleet::CompileOptions probe;
         probe.isa = isa;
@@ -268,10 +268,10 @@ TEST(MixedMatrix, EveryChannelEverySourceEveryIsaBothPrecisions) {
   }
 }
 
-TEST(MixedMatrix, KrausChannelsOnOneAndTwoWires) {
+TEST(DmMatrix, KrausChannelsOnOneAndTwoWires) {
   std::mt19937_64 rng(11);
   for (int k : {1, 2}) {
-    MixedTwin t(3);
+    DmTwin t(3);
     t.add("RY", {0}, {Param::weight(0)}).add("CNOT", {0, 2}).add("RX", {1}, {Param::input(0)});
     t.kraus(k == 1 ? std::vector<int>{2} : std::vector<int>{2, 0}, random_kraus(rng, k, 3));
     t.add("CRX", {2, 1}, {Param::weight(1)});
@@ -288,7 +288,7 @@ TEST(MixedMatrix, KrausChannelsOnOneAndTwoWires) {
 
 // Channels of zero strength are the identity bit for bit, and a noiseless circuit
 // run as density matrices equals |psi><psi| of the state-vector engine.
-TEST(Mixed, ZeroStrengthChannelsAreTheNoiselessEngineBitForBit) {
+TEST(DensityMatrix, ZeroStrengthChannelsAreTheNoiselessEngineBitForBit) {
   auto build = [](bool channels) {
     qfleet::Circuit c(3);
     c.angle_embedding({0, 1, 2}, qfleet::Rotation::Y).strongly_entangling_layers({0, 1, 2}, 2);
@@ -328,7 +328,7 @@ TEST(Mixed, ZeroStrengthChannelsAreTheNoiselessEngineBitForBit) {
 }
 
 // Trace 1, Hermitian and positive after hundreds of random gates and channels.
-TEST(Mixed, DeepCircuitsStayPhysical) {
+TEST(DensityMatrix, DeepCircuitsStayPhysical) {
   std::mt19937_64 rng(5);
   const int n = 4;
   qfleet::Circuit c(n);
@@ -368,7 +368,7 @@ TEST(Mixed, DeepCircuitsStayPhysical) {
 }
 
 // The checkpointed adjoint (segments rerun from stored states) gives the same gradient.
-TEST(Mixed, CheckpointedAdjointMatchesStoredStates) {
+TEST(DensityMatrix, CheckpointedAdjointMatchesStoredStates) {
   std::mt19937_64 rng(9);
   qfleet::Circuit c(3);
   for (int l = 0; l < 6; ++l) {
@@ -389,8 +389,8 @@ TEST(Mixed, CheckpointedAdjointMatchesStoredStates) {
   for (std::size_t i = 0; i < full.gw.size(); ++i) EXPECT_NEAR(seg.gw[i], full.gw[i], 1e-13);
 }
 
-TEST(Mixed, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
-  MixedTwin t(2);
+TEST(DensityMatrix, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
+  DmTwin t(2);
   t.q.amplitude_embedding({0, 1}, 3, 0, true, 0.5);
   t.r.base.amp = ref::AmpEmb{{0, 1}, 0, 3, true, 0.5};
   t.r.base.n_inputs = 3;
@@ -401,7 +401,7 @@ TEST(Mixed, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
   check_case<double>(t, b, "auto", "amplitude embedding");
 }
 
-TEST(Mixed, SamplesAreSeededAndFollowTheReadoutProbabilities) {
+TEST(DensityMatrix, SamplesAreSeededAndFollowTheReadoutProbabilities) {
   qfleet::Circuit c(2);
   c.add("RY", {0}, {1.1}).add("CNOT", {0, 1}).channel("Depolarizing", {1}, {0.2});
   c.readout_error(0, 0.05, 0.15).probs({0, 1});
@@ -420,7 +420,7 @@ TEST(Mixed, SamplesAreSeededAndFollowTheReadoutProbabilities) {
   }
 }
 
-TEST(Mixed, ErrorsAreClear) {
+TEST(DensityMatrix, ErrorsAreClear) {
   using qfleet_test::error_of;
   qfleet::Circuit c(2);
   EXPECT_NE(error_of([&] { c.channel("Depolarizing", {0}, {1.5}); }).find("outside [0, 1]"), std::string::npos);

@@ -1,5 +1,5 @@
 // The density-matrix executor, compiled once per instruction set like
-// statevector_cpu_impl.hpp (the including file defines QFLEET_KERN_ISA and the lane
+// sv_cpu_impl.hpp (the including file defines QFLEET_KERN_ISA and the lane
 // widths). It reads kern::DmPlan and the state-vector call record.
 //
 // Per tile of L samples: every op's block (per lane) -> forward sweep -> outputs ->
@@ -19,14 +19,14 @@
 #include <cstring>
 #include <type_traits>
 
-#include "cpu/mixed_cpu.hpp"
+#include "cpu/dm_cpu.hpp"
 #include "cpu/lane_blocks.hpp"
 #include "cpu/site_groups.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
 #include "kernels/gate_matrix.hpp"
 
-namespace qfleet::cpu::QFLEET_KERN_ISA::mixed {
+namespace qfleet::cpu::QFLEET_KERN_ISA::dm {
 
 using kern::DmOp;
 using kern::DmPlan;
@@ -222,7 +222,7 @@ void prepare_uniform(const DmPlan& kp, const Call<R>& c, R* mats, R* dmats) {
 }
 
 template <class R, int L>
-struct MixedTile {
+struct DmTile {
   const DmPlan& kp;
   const Call<R>& c;
   const kern::DmSegments& seg;
@@ -638,7 +638,7 @@ struct MixedTile {
 };
 
 template <class R, int L>
-void run_lanes(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
+void run_lanes(const DmPlan& kp, const Call<R>& c, const DmExec<R>& ex) {
   const bool adjoint = c.cotangents != nullptr;
   const std::size_t n_tiles = (c.batch + L - 1) / L;
   R* base = ex.work;
@@ -648,7 +648,7 @@ void run_lanes(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
   base += (shared_reals_impl(kp, L, adjoint) + 15) / 16 * 16;
   R* partials = (adjoint && c.grad_weights && c.reduce_weights) ? base : nullptr;
   if (partials) base += (n_tiles * kp.n_weights + 15) / 16 * 16;  // keeps the slices 8-byte aligned
-  const MixedTile<R, L> runner{kp, c, ex.segments, partials, umats, udmats};
+  const DmTile<R, L> runner{kp, c, ex.segments, partials, umats, udmats};
   if (ex.amplitude_parallel) {
     for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, base, ex.threads);
   } else if (ex.threads <= 1) {
@@ -673,7 +673,7 @@ void run_lanes(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
 }
 
 template <class R, int LW>
-void run(const DmPlan& kp, const Call<R>& c, const MixedExec<R>& ex) {
+void run(const DmPlan& kp, const Call<R>& c, const DmExec<R>& ex) {
   if (ex.lanes == LW) {
     run_lanes<R, LW>(kp, c, ex);
   } else {
@@ -686,4 +686,4 @@ inline std::size_t thread_reals(const DmPlan& kp, int L, bool adjoint, const ker
 }
 inline std::size_t shared_reals(const DmPlan& kp, int L, bool adjoint) { return shared_reals_impl(kp, L, adjoint); }
 
-}  // namespace qfleet::cpu::QFLEET_KERN_ISA::mixed
+}  // namespace qfleet::cpu::QFLEET_KERN_ISA::dm

@@ -1,0 +1,72 @@
+// The execution shape and workspace of a state-vector call on the cpu. Compiled
+// with baseline flags only.
+#include "cpu/sv_cpu.hpp"
+
+#include "cpu/cpu_isa.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "qfleet/error.hpp"
+
+namespace qfleet::cpu {
+
+namespace {
+
+// Threads only pay when each has enough work: an OpenMP region costs microseconds,
+// and when other processes share the cores a region can wait a whole scheduler
+// slice for a descheduled worker. ~0.5 MFLOP is 25-50 us of work for one core.
+constexpr double kMinFlopsPerThread = 0.5e6;
+
+// Tiles of `lanes` samples pay off once they are mostly full; states above 2^12
+// amplitudes no longer fit a core's L2 cache as a tile, so each sample is its own tile.
+constexpr int kMaxLaneQubits = 12;
+
+}  // namespace
+
+template <class R>
+void execute(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& call) {
+  const SvIsaKernels& isa = cpu_isa.sv;
+  const kern::SvPlan& kp = plan.view;
+  const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
+  const bool adjoint = call.cotangents != nullptr;
+  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
+  const double flops =
+      double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
+  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
+
+  Exec<R> ex;
+  ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
+  ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
+  const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
+  ex.threads = ex.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+
+  const std::size_t shared = isa.shared_reals(kp, ex.lanes, adjoint);
+  const std::size_t partials =
+      (adjoint && call.grad_weights && call.reduce_weights) ? n_tiles * plan.n_weights : 0;
+  const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint) + 15) / 16 * 16;
+  const int slices = ex.amplitude_parallel ? 1 : ex.threads;
+  const std::size_t total = shared + partials + per_thread * slices;
+  if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
+    throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) +
+                " MiB of workspace, more than this machine's memory; use a smaller batch or fewer threads");
+  }
+  // Grow-only per-calling-thread workspace: a warm program allocates nothing.
+  thread_local std::vector<R> workspace;
+  if (workspace.size() < total) workspace.resize(total);
+  ex.work = workspace.data();
+  ex.work_per_thread = per_thread;
+  if constexpr (std::is_same_v<R, float>) {
+    isa.run_f32(kp, call, ex);
+  } else {
+    isa.run_f64(kp, call, ex);
+  }
+}
+
+template void execute<float>(const CpuIsa&, const detail::Plan&, const Call<float>&);
+template void execute<double>(const CpuIsa&, const detail::Plan&, const Call<double>&);
+
+}  // namespace qfleet::cpu
