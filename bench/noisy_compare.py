@@ -1,5 +1,5 @@
 """Noisy circuits, same machine, same run: qfleet's density-matrix engine against
-PennyLane default.dm (backprop, torch) and Qiskit Aer's density-matrix simulator.
+PennyLane default.mixed (backprop, torch) and Qiskit Aer's density-matrix simulator.
 
     PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
         python bench/noisy_compare.py [--threads 2] [--json out.json] [--quick]
@@ -10,7 +10,7 @@ PennyLane default.dm (backprop, torch) and Qiskit Aer's density-matrix simulator
    and 3 StronglyEntanglingLayers written out as Rot and CNOT gates, a depolarizing
    channel (p = 0.01) on every wire of every gate, readout error 0.02 on every wire,
    <Z_i> on each wire. Forward + gradient w.r.t. the inputs and the 36 weights (cotangent
-   all ones): qfleet (adjoint) vs default.dm (backprop, torch; one call on the batch
+   all ones): qfleet (adjoint) vs default.mixed (backprop, torch; one call on the batch
    when PennyLane broadcasts it, else a loop). Forward only: Aer (density matrix, the 64
    circuits as one run with parameter binds; <Z_i> from saved expectation values times the
    readout factor 1 - 2 p_ro).
@@ -23,10 +23,10 @@ PennyLane default.dm (backprop, torch) and Qiskit Aer's density-matrix simulator
    flops); a one-wire catalogue channel costs 24 flops per group of 4 (8 real-complex
    products and 4 complex sums).
 
-Outputs are checked equal before anything is timed (default.dm to 1e-10; Aer to 1e-9,
+Outputs are checked equal before anything is timed (default.mixed to 1e-10; Aer to 1e-9,
 see docs/noisy.md); a disagreement exits with status 1. Figures are medians over repeats
 (at least 3, about 5 s per figure; --quick: 1 and 1 s). The targets (qfleet >= 100x
-default.dm; faster than Aer forward-only) are printed beside the figures, never asserted.
+default.mixed; faster than Aer forward-only) are printed beside the figures, never asserted.
 """
 import argparse
 import json
@@ -85,7 +85,7 @@ def qfleet_classifier(qfleet):
 
 
 def pennylane_classifier(qml):
-    dev = qml.device("default.dm", wires=N)
+    dev = qml.device("default.mixed", wires=N)
 
     @qml.qnode(dev, interface="torch", diff_method="backprop")
     def f(x, w):
@@ -173,9 +173,9 @@ def run_classifier(args, results, failures):
     q, p = qfleet_step(), pl_step()
     for name, a, b in zip(("outputs", "input gradients", "weight gradients"), q, p):
         err = (a - b).abs().max().item()
-        results.setdefault("checks", {})[f"default.dm {name}"] = err
+        results.setdefault("checks", {})[f"default.mixed {name}"] = err
         if err > 1e-10:
-            failures.append(f"default.dm {name} differ by {err:.3g}")
+            failures.append(f"default.mixed {name} differ by {err:.3g}")
     sim, qc, xp, wp = aer_classifier()
     binds = {xp[i]: xs[:, i].tolist() for i in range(N)}
     binds.update({wp[j]: [ws[j].item()] * B for j in range(len(wp))})
@@ -194,11 +194,11 @@ def run_classifier(args, results, failures):
     budget, reps = (1.0, 1) if args.quick else (5.0, 3)
     t = {"qfleet forward+gradient": timed(qfleet_step, budget, reps),
          "qfleet forward": timed(lambda: qfleet.circuit_forward(prog, xs, ws), budget, reps),
-         "default.dm backprop forward+gradient": timed(pl_step, budget, reps),
+         "default.mixed backprop forward+gradient": timed(pl_step, budget, reps),
          "aer density_matrix forward": timed(aer_forward, budget, reps)}
     results["classifier"] = {"timings": t, "pennylane_broadcast": broadcast,
-                             "ratio default.dm / qfleet (forward+gradient)":
-                                 t["default.dm backprop forward+gradient"]["median_s"]
+                             "ratio default.mixed / qfleet (forward+gradient)":
+                                 t["default.mixed backprop forward+gradient"]["median_s"]
                                  / t["qfleet forward+gradient"]["median_s"],
                              "ratio aer forward / qfleet forward+gradient":
                                  t["aer density_matrix forward"]["median_s"] / t["qfleet forward+gradient"]["median_s"],
@@ -287,7 +287,7 @@ def main():
     print(json.dumps(results, indent=1))
     if "classifier" in results:
         r = results["classifier"]
-        print(f"classifier B={B}: default.dm / qfleet = {r['ratio default.dm / qfleet (forward+gradient)']:.0f}x "
+        print(f"classifier B={B}: default.mixed / qfleet = {r['ratio default.mixed / qfleet (forward+gradient)']:.0f}x "
               f"(target >= 100x); Aer forward / qfleet forward+gradient = "
               f"{r['ratio aer forward / qfleet forward+gradient']:.1f}x (target > 1)")
     if "large" in results:

@@ -43,4 +43,18 @@ class Blob {
   std::vector<std::byte> bytes_;
 };
 
+// The arrays every packed circuit view has (kern::SvPlan, kern::DmPlan), relocated to
+// a copy of the blob at base; each view's own arrays are relocated beside it.
+template <class View>
+void relocate_circuit_arrays(View& v, const View& offsets, const std::byte* base) {
+  v.ops = relocate(offsets.ops, base);
+  v.params = relocate(offsets.params, base);
+  v.fixed_blocks = relocate(offsets.fixed_blocks, base);
+  v.terms = relocate(offsets.terms, base);
+  v.term_begin = relocate(offsets.term_begin, base);
+  v.probs_pos = relocate(offsets.probs_pos, base);
+  v.probs_begin = relocate(offsets.probs_begin, base);
+  v.probs_out = relocate(offsets.probs_out, base);
+}
+
 }  // namespace qfleet::detail

@@ -117,8 +117,7 @@ kern::OpDesc plan_op(const Operation& op, int n, SvPlanParts& parts) {
 
 }  // namespace
 
-Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
-  Plan plan(circuit);
+void set_circuit_sizes(Plan& plan, const Circuit& circuit, const CompileOptions& options) {
   plan.n = circuit.n_qubits();
   plan.dim = std::uint64_t{1} << plan.n;
   plan.n_inputs = circuit.n_inputs();
@@ -126,6 +125,11 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   plan.precision = options.precision;
   if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
   plan.num_threads = options.num_threads;
+}
+
+Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
+  Plan plan(circuit);
+  set_circuit_sizes(plan, circuit, options);
 
   // Memory: the adjoint sweep keeps two states per sample in flight.
   const double real_bytes = options.precision == Precision::complex64 ? 4.0 : 8.0;

@@ -154,13 +154,7 @@ void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& 
                 " and a gradient at least three of them, but this machine has " + gib(phys) +
                 " of memory (a 12-qubit one is 256 MiB in complex128; docs/noisy.md lists what fits)");
   }
-  plan.n = n;
-  plan.dim = std::uint64_t{1} << n;
-  plan.n_inputs = circuit.n_inputs();
-  plan.n_weights = circuit.n_weights();
-  plan.precision = options.precision;
-  if (options.num_threads < 0) throw Error("num_threads must be >= 0 (0 = OpenMP default)");
-  plan.num_threads = options.num_threads;
+  set_circuit_sizes(plan, circuit, options);
 
   kern::DmPlan& v = mp->view;
   v.n = n;

@@ -7,14 +7,7 @@ namespace qfleet::detail {
 
 kern::DmPlan dm_view_at(const kern::DmPlan& offsets, const std::byte* base) {
   kern::DmPlan v = offsets;
-  v.ops = relocate(offsets.ops, base);
-  v.params = relocate(offsets.params, base);
-  v.fixed_blocks = relocate(offsets.fixed_blocks, base);
-  v.terms = relocate(offsets.terms, base);
-  v.term_begin = relocate(offsets.term_begin, base);
-  v.probs_pos = relocate(offsets.probs_pos, base);
-  v.probs_begin = relocate(offsets.probs_begin, base);
-  v.probs_out = relocate(offsets.probs_out, base);
+  relocate_circuit_arrays(v, offsets, base);
   v.readout = offsets.readout != nullptr ? relocate(offsets.readout, base) : nullptr;
   v.amp_index = offsets.amp_index != nullptr ? relocate(offsets.amp_index, base) : nullptr;
   return v;

@@ -68,7 +68,7 @@ void place(Model& model, Device device, const std::string& isa) {
     }
     const std::string why = row->supports(*row, model);
     if (!why.empty()) throw Error(why + "; compile with device cpu or automatic");
-  } else if (row == nullptr || be->device_count() == 0 || !row->supports(*row, model).empty()) {
+  } else if (be == nullptr || row == nullptr || be->device_count() == 0 || !row->supports(*row, model).empty()) {
     return;  // automatic: the cpu
   }
   model.resident = row->prepare(*row, model);

@@ -48,6 +48,9 @@ struct Plan : Model {
 };
 
 Plan build_plan(const Circuit& circuit, const CompileOptions& options);
+// The sizes and options both circuit planners set (n, dim, inputs, weights, precision,
+// threads); throws on a negative thread count.
+void set_circuit_sizes(Plan& plan, const Circuit& circuit, const CompileOptions& options);
 // The AmplitudeEmbedding's basis indices (n-bit, wire 0 most significant), shared by
 // the state-vector and density-matrix planners.
 AmpEmbedPlan plan_amplitude_embedding(const Circuit& circuit);

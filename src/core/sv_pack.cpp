@@ -14,15 +14,8 @@ static_assert(kern::kParamConstant == int(Param::Kind::Constant) &&
 
 kern::SvPlan sv_view_at(const kern::SvPlan& offsets, const std::byte* base) {
   kern::SvPlan v = offsets;
-  v.ops = relocate(offsets.ops, base);
-  v.params = relocate(offsets.params, base);
-  v.fixed_blocks = relocate(offsets.fixed_blocks, base);
-  v.terms = relocate(offsets.terms, base);
-  v.term_begin = relocate(offsets.term_begin, base);
-  v.probs_pos = relocate(offsets.probs_pos, base);
+  relocate_circuit_arrays(v, offsets, base);
   v.probs_sorted = relocate(offsets.probs_sorted, base);
-  v.probs_begin = relocate(offsets.probs_begin, base);
-  v.probs_out = relocate(offsets.probs_out, base);
   v.amp_index = relocate(offsets.amp_index, base);
   return v;
 }

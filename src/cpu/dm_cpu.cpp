@@ -9,14 +9,13 @@
 
 #include "cpu/cpu_isa.hpp"
 #include "cpu/dm_cpu.hpp"
+#include "cpu/exec_shape.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::cpu {
 
 namespace {
 
-// As in the state-vector backend: ~0.5 MFLOP of work per thread pays for a region.
-constexpr double kMinFlopsPerThread = 0.5e6;
 // Tiles of several samples while a density matrix (4^n amplitudes) fits a core's
 // L2 cache as a tile: n <= 6, like the state vector's 12 qubits.
 constexpr int kMaxLaneQubits = 6;
@@ -31,15 +30,12 @@ void execute_dm(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& 
   const DmIsaKernels& isa = cpu_isa.dm;
   const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;
-  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
-  const double flops = double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
-  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
-
+  const ExecShape shape = exec_shape(plan, call.batch, adjoint, wide, kMaxLaneQubits);
+  const std::size_t n_tiles = shape.n_tiles;
   DmExec<R> ex;
-  ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
-  ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
-  const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
-  ex.threads = ex.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+  ex.amplitude_parallel = shape.amplitude_parallel;
+  ex.lanes = shape.lanes;
+  ex.threads = shape.threads;
   const int slices = ex.amplitude_parallel ? 1 : ex.threads;
 
   // The adjoint keeps one state per parameterised op when that fits in half of the
@@ -73,9 +69,7 @@ void execute_dm(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& 
                 std::to_string(ex.segments.per_segment + ex.segments.count + 2) +
                 " density matrices each), more than this machine's memory; use fewer threads");
   }
-  thread_local std::vector<R> workspace;  // grow-only: a warm program allocates nothing
-  if (workspace.size() < total) workspace.resize(total);
-  ex.work = workspace.data();
+  ex.work = thread_workspace<R>(total);
   ex.work_per_thread = per_thread;
   if constexpr (std::is_same_v<R, float>) {
     isa.run_f32(kp, call, ex);

@@ -3,6 +3,7 @@
 #include "cpu/sv_cpu.hpp"
 
 #include "cpu/cpu_isa.hpp"
+#include "cpu/exec_shape.hpp"
 
 #include <omp.h>
 
@@ -16,11 +17,6 @@ namespace qfleet::cpu {
 
 namespace {
 
-// Threads only pay when each has enough work: an OpenMP region costs microseconds,
-// and when other processes share the cores a region can wait a whole scheduler
-// slice for a descheduled worker. ~0.5 MFLOP is 25-50 us of work for one core.
-constexpr double kMinFlopsPerThread = 0.5e6;
-
 // Tiles of `lanes` samples pay off once they are mostly full; states above 2^12
 // amplitudes no longer fit a core's L2 cache as a tile, so each sample is its own tile.
 constexpr int kMaxLaneQubits = 12;
@@ -33,16 +29,12 @@ void execute(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& cal
   const kern::SvPlan& kp = plan.view;
   const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;
-  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
-  const double flops =
-      double(call.batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
-  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
-
+  const ExecShape shape = exec_shape(plan, call.batch, adjoint, wide, kMaxLaneQubits);
+  const std::size_t n_tiles = shape.n_tiles;
   Exec<R> ex;
-  ex.amplitude_parallel = plan.n > kMaxLaneQubits && call.batch < std::size_t(threads) && threads > 1;
-  ex.lanes = (plan.n <= kMaxLaneQubits && 2 * call.batch > std::size_t(wide)) ? wide : 1;
-  const std::size_t n_tiles = (call.batch + ex.lanes - 1) / ex.lanes;
-  ex.threads = ex.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, n_tiles));
+  ex.amplitude_parallel = shape.amplitude_parallel;
+  ex.lanes = shape.lanes;
+  ex.threads = shape.threads;
 
   const std::size_t shared = isa.shared_reals(kp, ex.lanes, adjoint);
   const std::size_t partials =
@@ -54,10 +46,7 @@ void execute(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& cal
     throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) +
                 " MiB of workspace, more than this machine's memory; use a smaller batch or fewer threads");
   }
-  // Grow-only per-calling-thread workspace: a warm program allocates nothing.
-  thread_local std::vector<R> workspace;
-  if (workspace.size() < total) workspace.resize(total);
-  ex.work = workspace.data();
+  ex.work = thread_workspace<R>(total);
   ex.work_per_thread = per_thread;
   if constexpr (std::is_same_v<R, float>) {
     isa.run_f32(kp, call, ex);

@@ -20,13 +20,13 @@ def test_device_compare_smoke_run_agrees_on_the_cpu():
 
 
 def test_noisy_compare_checks_outputs_before_timing():
-    # bench/noisy_compare.py checks qfleet's noisy classifier against default.dm (outputs
+    # bench/noisy_compare.py checks qfleet's noisy classifier against default.mixed (outputs
     # and gradients to 1e-10) and Aer (outputs to 1e-9) and exits 1 on a disagreement.
     script = SCRIPT.parent / "noisy_compare.py"
     r = subprocess.run([sys.executable, str(script), "--quick", "--part", "classifier"], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "default.dm / qfleet" in r.stdout
+    assert "default.mixed / qfleet" in r.stdout
 
 
 def test_qgan_compare_checks_generators_before_timing():

@@ -1,4 +1,4 @@
-"""Noisy circuits (density matrices) against PennyLane default.dm (every channel,
+"""Noisy circuits (density matrices) against PennyLane default.mixed (every channel,
 readout error, gradients) and Qiskit Aer's density-matrix simulator with the noise
 models of qiskit-ibm-runtime's fake backends (converted by qfleet.noise); the
 converter's and the engine's errors."""
@@ -50,7 +50,7 @@ def test_every_channel_matches_default_mixed_with_gradients(qfleet, name, cls, p
     w = torch.tensor([params[0], 0.6], dtype=F64, requires_grad=True)
     out = qfleet.circuit_forward(prog, x, w)
 
-    dev = qml.device("default.dm", wires=2)
+    dev = qml.device("default.mixed", wires=2)
 
     @qml.qnode(dev)
     def f(xb, wv):
@@ -70,7 +70,7 @@ def test_every_channel_matches_default_mixed_with_gradients(qfleet, name, cls, p
     xs, wv = x.detach().numpy(), w.detach().numpy()
     want = np.stack([ref(xs[b], wv) for b in range(xs.shape[0])])
     assert np.abs(out.detach().numpy() - want).max() < 1e-10
-    # Gradients: the adjoint against the 5-point central difference of default.dm
+    # Gradients: the adjoint against the 5-point central difference of default.mixed
     # (error ~h^4, 1e-13 here), w.r.t. inputs, gate weights and the noise strength.
     cot = np.random.default_rng(1).normal(size=want.shape)
     gx, gw = torch.autograd.grad((out * torch.tensor(cot)).sum(), (x, w))
@@ -99,7 +99,7 @@ def test_kraus_and_density_matrices_match_default_mixed(qfleet):
     c = qfleet.Circuit(2).add("Hadamard", [0]).add("CNOT", [0, 1]).kraus([1, 0], ks).add("RX", [0], [0.4])
     c.channel("TwoQubitDepolarizing", [0, 1], [0.3]).expval("Z0")
     rho = c.compile().density_matrices(torch.zeros(1, 0, dtype=F64), torch.zeros(0, dtype=F64))[0].numpy()
-    dev = qml.device("default.dm", wires=2)
+    dev = qml.device("default.mixed", wires=2)
 
     @qml.qnode(dev)
     def f():
@@ -129,10 +129,10 @@ def test_readout_error_matches_default_mixed_bit_flips(qfleet):
     prog = c.compile()
     x = torch.tensor([[0.3, 1.1], [2.0, -0.5]], dtype=F64)
     out = qfleet.circuit_forward(prog, x, torch.zeros(0, dtype=F64))
-    # default.dm's readout_prob is what the test checks against, written out: PennyLane
+    # default.mixed's readout_prob is what the test checks against, written out: PennyLane
     # 0.45 fails inside it (measure.py iterates over the float), so the bit flips it stands
     # for are applied explicitly after each observable's diagonalising gate.
-    plain = qml.device("default.dm", wires=3)
+    plain = qml.device("default.mixed", wires=3)
 
     def prep(xb):
         qml.RY(xb[0], wires=0)

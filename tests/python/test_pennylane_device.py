@@ -1,5 +1,5 @@
-"""The PennyLane devices qfleet.qubit and qfleet.dm (python/qfleet/pennylane) against
-references that do not use qfleet: default.qubit / default.dm, analytic formulas and
+"""The PennyLane devices qfleet.qubit and qfleet.mixed (python/qfleet/pennylane) against
+references that do not use qfleet: default.qubit / default.mixed, analytic formulas and
 the statistics of sampling. Gates, decompositions and every measurement on custom wire
 labels; parameter broadcasting; one engine call per tape structure and the program
 cache; adjoint derivatives under autograd, torch (Jacobian and VJP), jax and TorchLayer;
@@ -24,7 +24,7 @@ def device(name, **kwargs):
     try:
         return qml.device(name, **kwargs)
     except qml.exceptions.DeviceError:
-        return {"qfleet.qubit": QubitDevice, "qfleet.dm": MixedDevice}[name](**kwargs)
+        return {"qfleet.qubit": QubitDevice, "qfleet.mixed": MixedDevice}[name](**kwargs)
 
 
 def numpy(x):
@@ -377,7 +377,7 @@ def test_shot_expectations_within_five_standard_errors():
         assert abs(estimate - exact[0]) < 5 * np.sqrt(exact[1] / shots), (obs, estimate, exact)
 
 
-# ---- 6. qfleet.dm: channels, their gradients, readout error -------------------------------------
+# ---- 6. qfleet.mixed: channels, their gradients, readout error -------------------------------------
 
 _iso, _ = np.linalg.qr(np.random.default_rng(3).normal(size=(12, 4, 2)) @ [1, 1j])
 KRAUS = [_iso[4 * j:4 * j + 4] for j in range(3)]  # a random 2-qubit channel: sum K^dag K = 1
@@ -407,8 +407,8 @@ def test_channels_match_default_mixed(name, params):
                 qml.expval(qml.Hermitian(H2, [2, 1])), qml.probs([1, 0]), qml.probs(),
                 qml.density_matrix([0, 2]), qml.state(), qml.purity([0, 1]))
 
-    want = qml.QNode(circuit, qml.device("default.dm", wires=3))(0.7)
-    got = qml.QNode(circuit, device("qfleet.dm", wires=3))(0.7)
+    want = qml.QNode(circuit, qml.device("default.mixed", wires=3))(0.7)
+    got = qml.QNode(circuit, device("qfleet.mixed", wires=3))(0.7)
     assert_close(got, want)
 
 
@@ -441,7 +441,7 @@ def test_mixed_adjoint_gradients_match_default_mixed():
 
 def test_readout_prob_matches_default_mixed():
     p = 0.1
-    ref = qml.device("default.dm", wires=3, readout_prob=p)
+    ref = qml.device("default.mixed", wires=3, readout_prob=p)
     # PennyLane 0.45 hands its simulate the float where a list of channels is expected
     # ("'float' object is not iterable"): give it the bit flips the float stands for.
     ref.readout_err = [lambda wire: qml.BitFlip(p, wires=wire)]
@@ -460,7 +460,7 @@ def test_readout_prob_matches_default_mixed():
                 qml.expval(0.5 * qml.Z(0) + qml.X(1) @ qml.Z(2)), qml.var(qml.Z(0) @ qml.Z(1)),
                 qml.probs([0, 1]), qml.probs([2]), qml.probs())
 
-    dev = device("qfleet.dm", wires=3, readout_prob=p)
+    dev = device("qfleet.mixed", wires=3, readout_prob=p)
     want = qml.QNode(circuit, ref)(0.8)
     assert_close(qml.QNode(circuit, dev)(0.8), want)
     # the adjoint method differentiates through the readout error
@@ -470,12 +470,12 @@ def test_readout_prob_matches_default_mixed():
     assert_close(jacs[1], jacs[0])
 
     # a one-wire Hermitian reads its eigenvalue through a flipped bit: tr/2 + (1 - 2p)(<H> - tr/2)
-    # (default.dm applies no readout error to Hermitian expectation values)
+    # (default.mixed applies no readout error to Hermitian expectation values)
     def hermitian_expval(x):
         prepare(x)
         return qml.expval(qml.Hermitian(h1, 2))
 
-    exact = qml.QNode(hermitian_expval, qml.device("default.dm", wires=3))(0.8)
+    exact = qml.QNode(hermitian_expval, qml.device("default.mixed", wires=3))(0.8)
     mid = np.trace(h1).real / 2
     assert abs(exact - mid) > 0.1
     assert abs(qml.QNode(hermitian_expval, dev)(0.8) - (mid + (1 - 2 * p) * (exact - mid))) < TOL
@@ -486,7 +486,7 @@ def test_readout_prob_matches_default_mixed():
         return qml.sample()
 
     shots, probs = 20000, want[-1]
-    noisy = device("qfleet.dm", wires=3, readout_prob=p, seed=5)
+    noisy = device("qfleet.mixed", wires=3, readout_prob=p, seed=5)
     samples = qml.set_shots(qml.QNode(sample, noisy), shots=shots)(0.8)
     freq = np.bincount(samples @ [4, 2, 1], minlength=8) / shots
     assert np.all(np.abs(freq - probs) < 5 * np.sqrt(probs * (1 - probs) / shots) + 1e-12)
@@ -500,7 +500,7 @@ def test_invalid_device_arguments():
         device("qfleet.qubit", wires=2, seed="bogus")
     for bad in (1.5, -0.1, float("nan")):
         with pytest.raises(ValueError, match="readout_prob"):
-            device("qfleet.dm", wires=2, readout_prob=bad)
+            device("qfleet.mixed", wires=2, readout_prob=bad)
 
 
 def test_execution_config_errors():

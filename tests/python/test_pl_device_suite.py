@@ -1,5 +1,5 @@
 """PennyLane's own device test suite (the one `pl-device-test` runs, shipped in the pennylane
-wheel) against qfleet.qubit and qfleet.dm, analytic and with 1e6 shots: zero failures,
+wheel) against qfleet.qubit and qfleet.mixed, analytic and with 1e6 shots: zero failures,
 and every skip one of the reasons listed in docs/pennylane.md#the-device-test-suite.
 
 The devices are found through the installed package's `pennylane.plugins` entry point, so
@@ -54,7 +54,7 @@ pytestmark = [
 
 
 @pytest.mark.parametrize("shots", ["None", "1000000"])
-@pytest.mark.parametrize("device", ["qfleet.qubit", "qfleet.dm"])
+@pytest.mark.parametrize("device", ["qfleet.qubit", "qfleet.mixed"])
 def test_pennylane_device_suite(device, shots, tmp_path):
     cmd = [sys.executable, "-m", "pytest", get_device_tests(), f"--device={device}", f"--shots={shots}",
            "-q", "-p", "no:cacheprovider", "-rsxX", "--no-flaky-report"]

@@ -3,7 +3,8 @@
 // gradients with shared and per-sample weights), on every backend this build and
 // machine have — the cpu executor on each instruction set, the cuda bodies emulated
 // on the CPU in their launch shapes (group, registers, interleaved; unit/group_emu.hpp),
-// and the cuda backend itself where a GPU is visible — in both precisions, at batch
+// and the cuda backend itself where a GPU is visible: the executor registry's
+// statevector rows, so a new row joins by itself — in both precisions, at batch
 // sizes around the SIMD width and the warp (1, L-1, L, L+1, 31, 32, 33), against one
 // reference: the dense simulator and its finite differences (tests/reference/).
 // BackendMatrix.ListsTheWholeCatalogue fails when the library grows a gate or a
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/executor.hpp"
 #include "core/plan.hpp"
 #include "unit/group_emu.hpp"
 #include "unit/harness.hpp"
@@ -74,14 +76,22 @@ Result run_emulated(const emu::Runner<R>& run, const ref::Batch& b, const std::v
 
 std::vector<Backend> backends() {
   std::vector<Backend> v;
-  for (const std::string& isa : qfleet::available_isas()) {
-    qfleet::CompileOptions probe;
-    probe.isa = isa;
-    const int lanes = qfleet::compile(qfleet::Circuit(1).expval("Z0"), probe).lanes();
-    v.push_back({"cpu " + isa, lanes, false, [isa](const qfleet::Circuit& c, const ref::Batch& b,
-                                            const std::vector<double>& cot, bool c64) {
+  // The registry's statevector rows: each cpu instruction set, and cuda where a GPU is
+  // visible (its bodies are emulated below either way).
+  for (const auto& e : qfleet::detail::executors()) {
+    if (e.kind != qfleet::detail::ModelKind::statevector) continue;
+    const std::string device = e.device, isa = e.isa;
+    if (device != "cpu" && device != "cuda") {
+      ADD_FAILURE() << "the backend matrix cannot drive device '" << device << "'";
+      continue;
+    }
+    if (device == "cuda" && qfleet::cuda_device_count() == 0) continue;
+    v.push_back({device == "cpu" ? "cpu " + isa : device, e.lanes_f64, false,
+                 [device, isa](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot,
+                               bool c64) {
                    qfleet::CompileOptions o;
-                   o.isa = isa;
+                   if (device == "cpu") o.isa = isa;
+                   if (device == "cuda") o.device = qfleet::Device::cuda;
                    o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
                    const qfleet::Program p = qfleet::compile(c, o);
                    return c64 ? run_program<float>(p, b, cot) : run_program<double>(p, b, cot);
@@ -111,16 +121,6 @@ std::vector<Backend> backends() {
                    emu::Runner<double> r{plan, s.G, s.warp};
                    r.tile = s.tile;
                    return run_emulated(r, b, cot);
-                 }});
-  }
-  if (qfleet::cuda_device_count() > 0) {
-    v.push_back({"cuda", 32, false, [](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot,
-                                bool c64) {
-                   qfleet::CompileOptions o;
-                   o.device = qfleet::Device::cuda;
-                   o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
-                   const qfleet::Program p = qfleet::compile(c, o);
-                   return c64 ? run_program<float>(p, b, cot) : run_program<double>(p, b, cot);
                  }});
   }
   // QFLEET_MATRIX_BACKEND=avx2 (a part of a name) runs only the matching backends.

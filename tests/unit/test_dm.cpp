@@ -1,16 +1,18 @@
 // Density-matrix circuits against the dense Kraus reference (tests/reference/dm.hpp):
-// the mixed backend matrix (every channel of the catalogue, constant or read from
-// weights or inputs, x every instruction set x both precisions x batch sizes around
-// the SIMD width, with readout errors, probabilities and purity), adjoint gradients
+// the density-matrix backend matrix (every channel of the engine's table, constant or
+// read from weights or inputs, x every density_matrix row of the executor registry x
+// both precisions x batch sizes around the lanes and the warp, with readout errors, probabilities and purity), adjoint gradients
 // against finite differences, the checkpointed adjoint, physical checks over deep
 // circuits, sampling, and the errors.
 #include <gtest/gtest.h>
 
 #include <Eigen/Eigenvalues>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/executor.hpp"
 #include "reference/dm.hpp"
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
@@ -193,9 +195,11 @@ ref::Batch ranged_batch(std::mt19937_64& rng, std::size_t B, int ni, int nw, boo
 }
 
 template <class R>
-void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, const std::string& what) {
+void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, const std::string& what,
+                qfleet::Device device = qfleet::Device::cpu) {
   qfleet::CompileOptions o;
   o.isa = isa;
+  o.device = device;
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
   const qfleet::Program p = qfleet::compile(t.q, o);
   ASSERT_EQ(p.simulator(), qfleet::Simulator::density_matrix);
@@ -239,33 +243,59 @@ void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, co
   }
 }
 
-// The mixed backend matrix.
-TEST(DmMatrix, EveryChannelEverySourceEveryIsaBothPrecisions) {
+// The density-matrix backend matrix: every channel of the engine's table (Kraus: the
+// next test), its parameters constant or read from weights or inputs, on every
+// density_matrix row of the executor registry (each cpu instruction set; cuda where a
+// GPU is visible: its body on the CPU is DmGroupBody.*), both precisions, batch sizes
+// around the row's lanes and the warp. A channel added to the table without a case
+// here fails, as does a row on a device the matrix cannot drive.
+TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
+  std::vector<const qfleet::detail::Executor*> rows;
+  for (const auto& e : qfleet::detail::executors()) {
+    if (e.kind != qfleet::detail::ModelKind::density_matrix) continue;
+    if (std::string(e.device) != "cpu" && std::string(e.device) != "cuda") {
+      ADD_FAILURE() << "the density-matrix matrix cannot drive device '" << e.device << "'";
+    } else if (e.host || qfleet::cuda_device_count() > 0) {
+      rows.push_back(&e);
+    }
+  }
   std::mt19937_64 rng(2026);
-  for (const auto& ch : kChannels) {
+  int channels = 0;
+  for (const qfleet::ChannelInfo& info : qfleet::kChannelTable) {
+    if (info.id == qfleet::Channel::Kraus) continue;  // DmMatrix.KrausChannelsOnOneAndTwoWires
+    const auto ch = std::find_if(kChannels.begin(), kChannels.end(),
+                                 [&](const ChannelCase& c) { return c.name == info.name; });
+    if (ch == kChannels.end()) {
+      ADD_FAILURE() << "channel " << info.name << " is in the engine's table but has no case here (kChannels)";
+      continue;
+    }
+    ++channels;
     for (Source src : {Source::Constant, Source::Weight, Source::Input}) {
       int ni = 0, nw = 0;
       std::vector<double> lo, hi;
-      const DmTwin t = channel_circuit(ch, src, rng, ni, nw, lo, hi);
-      for (const std::string& isa : qfleet::available_isas()) {
-        qfleet::CompileOptions probe;
-        probe.isa = isa;
-        const int L = qfleet::compile(t.q, probe).lanes();
-        for (std::size_t B : {std::size_t(1), std::size_t(L - 1), std::size_t(L + 1)}) {
-          if (B == 0) continue;
+      const DmTwin t = channel_circuit(*ch, src, rng, ni, nw, lo, hi);
+      for (const auto* row : rows) {
+        const bool cuda = std::string(row->device) == "cuda";
+        const int L = row->lanes_f64;
+        // (1, L-1, L, L+1, 33; the cuda row's L is the warp: 31, 32, 33)
+        std::set<std::size_t> sizes = {1, std::size_t(L), std::size_t(L + 1), 33};
+        if (L > 1) sizes.insert(std::size_t(L - 1));
+        for (std::size_t B : sizes) {
           for (bool per_sample : {false, true}) {
-            // (its own generator: the batch sizes depend on the ISA's lanes)
-            std::mt19937_64 brng = ref::case_rng(ch.name, {std::uint64_t(src), B, per_sample});
+            // (its own generator: the batch sizes depend on the row's lanes)
+            std::mt19937_64 brng = ref::case_rng(ch->name, {std::uint64_t(src), B, per_sample});
             const ref::Batch b = ranged_batch(brng, B, ni, nw, per_sample, src, lo, hi);
-            const std::string what = ch.name + " src " + std::to_string(int(src)) + " " + isa + " B " +
-                                     std::to_string(B) + (per_sample ? " per-sample" : "");
-            check_case<double>(t, b, isa, what);
-            check_case<float>(t, b, isa, what);
+            const std::string what = ch->name + " src " + std::to_string(int(src)) + " " + row->device + " " +
+                                     row->isa + " B " + std::to_string(B) + (per_sample ? " per-sample" : "");
+            const qfleet::Device device = cuda ? qfleet::Device::cuda : qfleet::Device::cpu;
+            check_case<double>(t, b, cuda ? "auto" : row->isa, what, device);
+            check_case<float>(t, b, cuda ? "auto" : row->isa, what, device);
           }
         }
       }
     }
   }
+  EXPECT_EQ(channels, int(qfleet::kChannelTable.size()) - 1);
 }
 
 TEST(DmMatrix, KrausChannelsOnOneAndTwoWires) {

@@ -1,4 +1,4 @@
-"""PennyLane devices on qfleet's engine: qfleet.qubit and qfleet.dm (docs/pennylane.md).
+"""PennyLane devices on qfleet's engine: qfleet.qubit and qfleet.mixed (docs/pennylane.md).
 
 They are registered through the `pennylane.plugins` entry point of the qfleet package:
 

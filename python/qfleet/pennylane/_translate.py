@@ -210,7 +210,7 @@ def plan_tape(tape, wire_order, *, mixed: bool, analytic: bool, readout_prob=Non
         doc["probs"] = probs
     if not observables and not probs:
         doc["states"] = True  # a program for states()/sample() only
-    if readout_prob is not None:  # a bit flip of every measured wire (default.dm's readout_prob)
+    if readout_prob is not None:  # a bit flip of every measured wire (default.mixed's readout_prob)
         p_flip = float(readout_prob)
         doc["readout_errors"] = [{"wire": q, "p1_given_0": p_flip, "p0_given_1": p_flip} for q in range(n)]
     key = (n, mixed, analytic, readout_prob, tuple(key_ops), json.dumps(observables), json.dumps(probs),

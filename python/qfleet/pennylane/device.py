@@ -1,4 +1,4 @@
-"""PennyLane devices `qfleet.qubit` (state vectors) and `qfleet.dm` (density matrices)
+"""PennyLane devices `qfleet.qubit` (state vectors) and `qfleet.mixed` (density matrices)
 on PennyLane's device API (pennylane.devices.Device), registered through the
 `pennylane.plugins` entry point of the qfleet package (docs/pennylane.md).
 
@@ -123,7 +123,7 @@ def _expand_trainable_broadcast(tape):
 
 
 class _QfleetDevice(Device):
-    """What qfleet.qubit and qfleet.dm share; subclasses set `_mixed`."""
+    """What qfleet.qubit and qfleet.mixed share; subclasses set `_mixed`."""
 
     _mixed = False
     _device_options = ()
@@ -296,16 +296,16 @@ class QubitDevice(_QfleetDevice):
 @simulator_tracking
 @single_tape_support
 class MixedDevice(_QfleetDevice):
-    """qfleet.dm: density-matrix simulation with noise channels and readout error,
+    """qfleet.mixed: density-matrix simulation with noise channels and readout error,
     adjoint derivatives of the mixed-state engine (docs/noisy.md).
 
     Args:
         wires, shots, seed: as qfleet.qubit.
         readout_prob: probability that a measured bit is flipped (applied to
-            expectation values, probabilities and samples, as default.dm's).
+            expectation values, probabilities and samples, as default.mixed's).
     """
 
-    name = "qfleet.dm"
+    name = "qfleet.mixed"
     config_filepath = _HERE / "qfleet_mixed.toml"
     _mixed = True
 

@@ -1,0 +1,51 @@
+// The execution shape both circuit executors choose (sv_cpu.cpp, dm_cpu.cpp): how many
+// threads a call's work pays for, tiles of SIMD lanes or one sample each, whether one
+// large state's amplitudes are split across threads; and the grow-only workspace.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "core/plan.hpp"
+
+namespace qfleet::cpu {
+
+// Threads only pay when each has enough work: an OpenMP region costs microseconds,
+// and when other processes share the cores a region can wait a whole scheduler
+// slice for a descheduled worker. ~0.5 MFLOP is 25-50 us of work for one core.
+inline constexpr double kMinFlopsPerThread = 0.5e6;
+
+struct ExecShape {
+  int lanes = 1;                    // samples per tile
+  bool amplitude_parallel = false;  // one large state's groups split across threads
+  int threads = 1;
+  std::size_t n_tiles = 0;
+};
+
+// `wide`: the ISA's lanes; tiles of `wide` samples while a state of up to
+// `max_lane_qubits` qubits fits a core's L2 cache as a tile and the tiles are mostly full.
+inline ExecShape exec_shape(const detail::Plan& plan, std::size_t batch, bool adjoint, int wide, int max_lane_qubits) {
+  const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
+  const double flops = double(batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
+  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
+  ExecShape s;
+  s.amplitude_parallel = plan.n > max_lane_qubits && batch < std::size_t(threads) && threads > 1;
+  s.lanes = (plan.n <= max_lane_qubits && 2 * batch > std::size_t(wide)) ? wide : 1;
+  s.n_tiles = (batch + s.lanes - 1) / s.lanes;
+  s.threads = s.amplitude_parallel ? threads : static_cast<int>(std::min<std::size_t>(threads, s.n_tiles));
+  return s;
+}
+
+// Grow-only per-calling-thread workspace of at least `reals` values: a warm program
+// allocates nothing.
+template <class R>
+R* thread_workspace(std::size_t reals) {
+  thread_local std::vector<R> workspace;
+  if (workspace.size() < reals) workspace.resize(reals);
+  return workspace.data();
+}
+
+}  // namespace qfleet::cpu
