@@ -200,9 +200,10 @@ Route route_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
 
 template <class R>
 void run(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c, Route r) {
-  const detail::CallBuffers buffers = call_buffers<R>(buffers_of(p, c));
+  if (r == Route::cpu) return detail::run_call(p, r, {&c, std::is_same_v<R, float>, nullptr, false, nullptr});
+  const detail::CallBuffers buffers = call_buffers<R>(buffers_of(p, c));  // what a device row stages
   detail::run_call(p, r, {&c, std::is_same_v<R, float>, &buffers, r == Route::device_staged, cuda_stream()});
-  if (r != Route::cpu) p.calls += 1;  // (the cpu executor counts its own)
+  p.calls += 1;  // (the cpu executor counts its own)
 }
 
 }  // namespace

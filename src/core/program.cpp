@@ -152,7 +152,8 @@ const void* data_of(std::span<R> s) {
 
 template <class R>
 void run(const detail::Plan& p, const kern::SvCall<R>& c, Route r) {
-  const detail::CallBuffers buffers = call_buffers(p, c);
+  if (r == Route::cpu) return detail::run_call(p, r, {&c, std::is_same_v<R, float>, nullptr, false, nullptr});
+  const detail::CallBuffers buffers = call_buffers(p, c);  // what a device row stages
   detail::run_call(p, r, {&c, std::is_same_v<R, float>, &buffers, r == Route::device_staged, t_cuda_stream});
 }
 
