@@ -62,7 +62,7 @@ rm -rf "$tmp"
 
 echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 # Clang (its sanitizer builds compile the kernels 2-5x faster than GCC's: the heaviest,
-# the open-system kernels of src/cpu/isa_baseline.cpp, 32 s against 155 s; 2026-11-28) at -O1 -g1 (line
+# src/cpu/isa_open.cpp for baseline, 32 s against 155 s; 2026-11-28) at -O1 -g1 (line
 # tables: the reports still name file and line), the optimisation AddressSanitizer's
 # documentation recommends. The same tree builds the libFuzzer targets (QFLEET_FUZZ).
 # Left out of this tree's run: the unit tests' AVX2 rerun (the baseline rerun has its

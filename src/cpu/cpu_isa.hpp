@@ -1,9 +1,11 @@
-// The cpu device's instruction sets. Each is one translation unit, cpu/isa_<name>.cpp,
-// compiled with its flags (CMakeLists.txt): it includes the three model kinds'
-// kernels (sv_cpu_impl.hpp, dm_cpu_impl.hpp, open_cpu_impl.hpp) and defines its row
-// with QFLEET_CPU_ISA_ROW, so adding an instruction set is one such file and one
-// line in isa_table(). Everything crossing here is plain data, so the per-ISA code
-// never instantiates a std:: template another ISA's object could emit.
+// The cpu device's instruction sets. CMake compiles the kernels once per instruction
+// set (qfleet_cpu_isa in CMakeLists.txt: an object library with the ISA's flags and
+// QFLEET_KERN_ISA): each model kind's kernels in its own translation unit
+// (isa_sv.cpp, isa_dm.cpp, isa_open.cpp, which define their part with
+// QFLEET_CPU_ISA_PART) and the row tying them together (isa_row.cpp). Adding an
+// instruction set is one qfleet_cpu_isa line and its place in isa_table(). Everything
+// crossing here is plain data, so the per-ISA code never instantiates a std::
+// template another ISA's object could emit.
 #pragma once
 
 #include <string>
@@ -18,9 +20,11 @@ namespace qfleet::cpu {
 struct CpuIsa {
   const char* name;           // "baseline", "avx2", "avx512"
   int lanes_f32, lanes_f64;   // samples per SIMD tile
-  SvIsaKernels sv;
-  DmIsaKernels dm;
-  OpenIsaKernels open;
+  // Each kind's kernels, defined in its own translation unit (constant-initialised, so
+  // the rows can point at them from another).
+  const SvIsaKernels* sv;
+  const DmIsaKernels* dm;
+  const OpenIsaKernels* open;
 };
 
 // ISAs compiled into this build that this machine runs, best first; those wider than
@@ -32,19 +36,16 @@ int select_isa(const std::string& name);
 
 }  // namespace qfleet::cpu
 
-// The row of the ISA this translation unit is compiled for (QFLEET_KERN_ISA; lanes
-// from CMakeLists.txt), after the three kernel headers.
-#define QFLEET_CPU_ISA_ROW(isa)                                                                      \
-  namespace qfleet::cpu {                                                                            \
-  extern const CpuIsa kIsa_##isa;                                                                    \
-  const CpuIsa kIsa_##isa = {                                                                        \
-      #isa,                                                                                          \
-      QFLEET_LANES_F32,                                                                              \
-      QFLEET_LANES_F64,                                                                              \
-      {&isa::run<float, QFLEET_LANES_F32>, &isa::run<double, QFLEET_LANES_F64>, &isa::shared_reals,  \
-       &isa::thread_reals},                                                                          \
-      {&isa::dm::run<float, QFLEET_LANES_F32>, &isa::dm::run<double, QFLEET_LANES_F64>,              \
-       &isa::dm::thread_reals, &isa::dm::shared_reals},                                              \
-      {&isa::run_open<float>, &isa::run_open<double>},                                               \
-  };                                                                                                 \
+// The names of this translation unit's ISA's parts (QFLEET_KERN_ISA, set by CMake).
+#define QFLEET_CPU_ISA_CAT2(a, b) a##b
+#define QFLEET_CPU_ISA_CAT(a, b) QFLEET_CPU_ISA_CAT2(a, b)
+#define QFLEET_CPU_ISA_NAME(prefix) QFLEET_CPU_ISA_CAT(prefix, QFLEET_KERN_ISA)
+#define QFLEET_CPU_ISA_STR2(x) #x
+#define QFLEET_CPU_ISA_STR(x) QFLEET_CPU_ISA_STR2(x)
+
+// Defines this ISA's part `Type kPrefix_<isa> = {...}` (after its kernel header).
+#define QFLEET_CPU_ISA_PART(Type, prefix, ...)          \
+  namespace qfleet::cpu {                               \
+  extern const Type QFLEET_CPU_ISA_NAME(prefix);        \
+  const Type QFLEET_CPU_ISA_NAME(prefix) = __VA_ARGS__; \
   }

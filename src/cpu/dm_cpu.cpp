@@ -27,7 +27,7 @@ void execute_dm(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& 
   const detail::DmCompiled& mp = *plan.dm;
   kern::DmPlan kp = mp.view;
   kp.max_probs_k = std::max(kp.max_probs_k, call.extra_k);
-  const DmIsaKernels& isa = cpu_isa.dm;
+  const DmIsaKernels& isa = *cpu_isa.dm;
   const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;
   const ExecShape shape = exec_shape(plan, call.batch, adjoint, wide, kMaxLaneQubits);

@@ -1,7 +1,7 @@
 // The cpu executor of density-matrix circuits (kernels/dm_plan.hpp): picks the
 // tile width, the checkpoint segments
 // of the adjoint sweep and the workspace. The per-tile work is dm_cpu_impl.hpp,
-// compiled per instruction set (cpu/isa_<name>.cpp, cpu_isa.hpp).
+// compiled per instruction set (cpu/isa_dm.cpp, cpu_isa.hpp).
 #pragma once
 
 #include <cstddef>

@@ -25,7 +25,7 @@ void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCal
   const std::size_t row = n_amp + n_drift + n_rate;
   if (c.adjoint && rows.size() < runs * row) rows.resize(runs * row);
   std::uint64_t computed = 0, reused = 0;
-  const OpenIsaKernels& k = isa.open;
+  const OpenIsaKernels& k = *isa.open;
   int failed;
   if constexpr (std::is_same_v<R, float>) {
     failed = k.run_f32(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);

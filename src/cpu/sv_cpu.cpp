@@ -25,7 +25,7 @@ constexpr int kMaxLaneQubits = 12;
 
 template <class R>
 void execute(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& call) {
-  const SvIsaKernels& isa = cpu_isa.sv;
+  const SvIsaKernels& isa = *cpu_isa.sv;
   const kern::SvPlan& kp = plan.view;
   const int wide = std::is_same_v<R, float> ? cpu_isa.lanes_f32 : cpu_isa.lanes_f64;
   const bool adjoint = call.cotangents != nullptr;

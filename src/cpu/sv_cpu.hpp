@@ -1,5 +1,5 @@
 // The cpu executor of state-vector circuits. Its kernels (sv_cpu_impl.hpp) are
-// compiled once per instruction set (cpu/isa_<name>.cpp, cpu_isa.hpp) and picked at
+// compiled once per instruction set (cpu/isa_sv.cpp, cpu_isa.hpp) and picked at
 // run time; they read the packed plan (kern::SvPlan) and its call record like the
 // cuda bodies do. Everything crossing here is plain data so the
 // per-ISA code never instantiates a std:: template another ISA's object could emit.
