@@ -42,12 +42,11 @@ class DeviceBackend {
 // or src/core/no_device_backend.cpp: CMake builds one of the two).
 const DeviceBackend* device_backend();
 
-// The route of a call whose non-null buffers are `ptrs`: the cpu without a resident
-// copy; else every buffer on the device -> device_buffers (host and device mixed: an
-// error); on the host -> route_for_host_buffers.
+// The route of a call, whose non-null buffers are `ptrs`, on a model with a resident
+// copy (without one, every call is the cpu's): every buffer on the device ->
+// device_buffers (host and device mixed: an error); on the host -> route_for_host_buffers.
 template <class Ptrs>
 Route route_call(const Model& model, const Ptrs& ptrs, std::size_t batch, bool adjoint, std::size_t host_bytes) {
-  if (!model.resident) return Route::cpu;
   const DeviceBackend& be = *device_backend();
   int on_device = 0, on_host = 0;
   for (const void* q : ptrs) {

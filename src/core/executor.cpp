@@ -89,13 +89,19 @@ Route route_for_host_buffers(const Model& model, std::size_t batch, bool adjoint
              : Route::cpu;
 }
 
+namespace {
+const Executor& row_of(const Model& model, Route route) {
+  return route == Route::cpu ? *model.host : *model.on_device;
+}
+}  // namespace
+
 void run_call(const Model& model, Route route, const CallRef& call) {
-  const Executor& row = route == Route::cpu ? *model.host : *model.on_device;
+  const Executor& row = row_of(model, route);
   row.run(row, model, call);
 }
 
 std::string describe_call(const Model& model, Route route, std::size_t batch, bool adjoint) {
-  const Executor& row = route == Route::cpu ? *model.host : *model.on_device;
+  const Executor& row = row_of(model, route);
   return row.describe(row, model, batch, adjoint);
 }
 

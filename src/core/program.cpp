@@ -108,7 +108,7 @@ struct Extents {
 template <class R>
 Extents extents(const detail::Plan& p, const kern::SvCall<R>& c) {
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
-  const std::size_t state = p.kind == detail::ModelKind::density_matrix ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
+  const std::size_t state = is_dm(p) ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
   return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
            B * state * 2, c.extra_probs ? B << c.extra_k : 0}};
 }

@@ -81,9 +81,18 @@ Executor row(const CpuIsa& isa, ModelKind kind) {
   Executor e{kind, "cpu", isa.name, &isa, true, isa.lanes_f32, isa.lanes_f64, &runs_every_model, nullptr,
              &estimate_seconds, nullptr, nullptr};
   switch (kind) {
-    case ModelKind::statevector: e.run = &run_sv, e.describe = &describe_sv; break;
-    case ModelKind::density_matrix: e.run = &run_dm, e.describe = &describe_dm; break;
-    case ModelKind::open_system: e.run = &run_open, e.describe = &describe_open; break;
+    case ModelKind::statevector:
+      e.run = &run_sv;
+      e.describe = &describe_sv;
+      break;
+    case ModelKind::density_matrix:
+      e.run = &run_dm;
+      e.describe = &describe_dm;
+      break;
+    case ModelKind::open_system:
+      e.run = &run_open;
+      e.describe = &describe_open;
+      break;
   }
   return e;
 }

@@ -63,13 +63,11 @@ void execute_dm(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& 
   const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint, ex.segments) + 15) / 16 * 16;
   const std::size_t shared = (isa.shared_reals(kp, ex.lanes, adjoint) + 15) / 16 * 16;
   const std::size_t total = shared + partials + per_thread * std::size_t(slices);
-  if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
-    throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) + " MiB of workspace (" +
-                std::to_string(slices) + " thread(s) x " + std::to_string(ex.lanes) + " sample(s), " +
-                std::to_string(ex.segments.per_segment + ex.segments.count + 2) +
-                " density matrices each), more than this machine's memory; use fewer threads");
-  }
-  ex.work = thread_workspace<R>(total);
+  ex.work = call_workspace<R>(total, [&] {
+    return " (" + std::to_string(slices) + " thread(s) x " + std::to_string(ex.lanes) + " sample(s), " +
+           std::to_string(ex.segments.per_segment + ex.segments.count + 2) +
+           " density matrices each), more than this machine's memory; use fewer threads";
+  });
   ex.work_per_thread = per_thread;
   if constexpr (std::is_same_v<R, float>) {
     isa.run_f32(kp, call, ex);

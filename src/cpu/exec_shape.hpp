@@ -1,15 +1,17 @@
 // The execution shape both circuit executors choose (sv_cpu.cpp, dm_cpu.cpp): how many
 // threads a call's work pays for, tiles of SIMD lanes or one sample each, whether one
-// large state's amplitudes are split across threads; and the grow-only workspace.
+// large state's amplitudes are split across threads; and the workspace.
 #pragma once
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/plan.hpp"
+#include "qfleet/error.hpp"
 
 namespace qfleet::cpu {
 
@@ -39,10 +41,14 @@ inline ExecShape exec_shape(const detail::Plan& plan, std::size_t batch, bool ad
   return s;
 }
 
-// Grow-only per-calling-thread workspace of at least `reals` values: a warm program
-// allocates nothing.
-template <class R>
-R* thread_workspace(std::size_t reals) {
+// A call's workspace of `reals` values, grow-only per calling thread (a warm program
+// allocates nothing); throws when it would not fit in memory, `rest()` ending the
+// message after "this call needs N MiB of workspace".
+template <class R, class Rest>
+R* call_workspace(std::size_t reals, Rest rest) {
+  if (static_cast<double>(reals) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
+    throw Error("this call needs " + std::to_string(reals * sizeof(R) >> 20) + " MiB of workspace" + rest());
+  }
   thread_local std::vector<R> workspace;
   if (workspace.size() < reals) workspace.resize(reals);
   return workspace.data();

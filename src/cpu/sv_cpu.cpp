@@ -42,11 +42,8 @@ void execute(const CpuIsa& cpu_isa, const detail::Plan& plan, const Call<R>& cal
   const std::size_t per_thread = (isa.thread_reals(kp, ex.lanes, adjoint) + 15) / 16 * 16;
   const int slices = ex.amplitude_parallel ? 1 : ex.threads;
   const std::size_t total = shared + partials + per_thread * slices;
-  if (static_cast<double>(total) * sizeof(R) > 0.9 * static_cast<double>(detail::physical_memory_bytes())) {
-    throw Error("this call needs " + std::to_string(total * sizeof(R) >> 20) +
-                " MiB of workspace, more than this machine's memory; use a smaller batch or fewer threads");
-  }
-  ex.work = thread_workspace<R>(total);
+  ex.work = call_workspace<R>(
+      total, [] { return std::string(", more than this machine's memory; use a smaller batch or fewer threads"); });
   ex.work_per_thread = per_thread;
   if constexpr (std::is_same_v<R, float>) {
     isa.run_f32(kp, call, ex);

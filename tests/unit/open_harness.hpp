@@ -106,6 +106,16 @@ inline Model random_model(std::mt19937_64& rng, const Spec& sp) {
   return m;
 }
 
+// A solver's options as the cross-backend tests run it: the fixed-step solvers at
+// dt = 0.0437, the adaptive ones at rtol = atol = tol.
+inline qfleet::OpenCompileOptions solver_options(qfleet::Solver s, double tol = 1e-10) {
+  qfleet::OpenCompileOptions o;
+  o.solver = s;
+  if (qfleet::solver_info(s).fixed_step) o.dt = 0.0437;
+  if (qfleet::solver_info(s).adaptive) o.rtol = o.atol = tol;
+  return o;
+}
+
 // The reference scheme a solver's results are held to: its own fixed-step scheme, or
 // the exact propagator (the adaptive solvers, within their tolerance).
 inline Scheme scheme_of(qfleet::Solver s) {

@@ -26,14 +26,6 @@ namespace {
 using namespace ref;
 using qfleet::Solver;
 
-qfleet::OpenCompileOptions options_for(Solver s) {
-  qfleet::OpenCompileOptions o;
-  o.solver = s;
-  if (s == Solver::rk4 || s == Solver::euler) o.dt = 0.0437;  // both fixed-step solvers need dt
-  if (s == Solver::dopri5 || s == Solver::tsit5) o.rtol = o.atol = 1e-10;
-  return o;
-}
-
 std::unique_ptr<qfleet::detail::OpenPlan> packed_plan(const Model& m, const qfleet::OpenCompileOptions& o) {
   std::unique_ptr<qfleet::detail::OpenPlan> p(qfleet::detail::build_open_plan(build(m), o));
   qfleet::detail::finish_open_plan(*p);
@@ -127,8 +119,8 @@ struct Call {
 
 // Outputs against the independent reference, gradients against finite differences.
 void expect_matches_reference(const Call& call, const Model& m, const TaskBatch& b, Solver s, const std::string& what) {
-  const Scheme scheme = s == Solver::rk4 ? Scheme::RK4 : Scheme::Exact;
-  const double dt = s == Solver::rk4 ? 0.0437 : 0.0;
+  const Scheme scheme = scheme_of(s);
+  const double dt = solver_options(s).dt;
   const Flat want = flatten(simulate_batch(m, b, scheme, dt));
   const bool adaptive = s == Solver::dopri5 || s == Solver::tsit5;
   const double tol = adaptive ? 1e-7 : 1e-10;
@@ -156,7 +148,7 @@ TEST(OpenGpuPaths, ThreadAndGroupsMatchTheReferenceForEveryKindAndSolver) {
   for (const ProblemKind& k : kProblemKinds) {
     for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
       const Model m = kind_model(k, rng, k.closed ? 3 : 2);
-      const auto plan = packed_plan(m, options_for(s));
+      const auto plan = packed_plan(m, solver_options(s));
       const bool initial = k.init != Init::Gate;
       const TaskBatch b = random_batch(rng, m, 5, true, false, true, initial);
       const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
@@ -185,7 +177,7 @@ TEST(OpenGpuPaths, LindbladFormOnThreadAndGroupsMatchesTheReference) {
     const ProblemKind& k = kProblemKinds[kind];
     for (Solver s : {Solver::rk4, Solver::dopri5}) {
       const Model m = kind_model(k, rng, 3);
-      qfleet::OpenCompileOptions o = options_for(s);
+      qfleet::OpenCompileOptions o = solver_options(s);
       o.form = qfleet::OpenForm::lindblad;
       const auto plan = packed_plan(m, o);
       ASSERT_TRUE(plan->view.lindblad);
@@ -213,7 +205,7 @@ void for_each_step_solver_case(std::uint64_t seed, const Fn& fn) {
       for (bool lindblad : {false, true}) {
         if (lindblad && k.closed) continue;
         const Model m = kind_model(k, rng, 2);
-        qfleet::OpenCompileOptions o = options_for(s);
+        qfleet::OpenCompileOptions o = solver_options(s);
         if (lindblad) o.form = qfleet::OpenForm::lindblad;
         const auto plan = packed_plan(m, o);
         const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate);
@@ -292,7 +284,7 @@ TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {
   for (int d : {3, 4}) {
     for (Solver s : {Solver::exact, Solver::rk4}) {
       const Model m = kind_model(kProblemKinds[4], rng, d);
-      const auto plan = packed_plan(m, options_for(s));
+      const auto plan = packed_plan(m, solver_options(s));
       const TaskBatch b = random_batch(rng, m, 3, true, true, false);
       Call call(m, b, {0.9, -0.4, 1.2}, {0.3, 0.0, -0.7});
       ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, d == 3 ? 32 : 13), 0);
@@ -308,7 +300,7 @@ TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {
 void expect_shared_sums(std::uint64_t seed, std::size_t B, int slots, int group) {
   std::mt19937_64 rng(seed);
   const Model m = kind_model(kProblemKinds[3], rng, 2);
-  const auto plan = packed_plan(m, options_for(Solver::exact));
+  const auto plan = packed_plan(m, solver_options(Solver::exact));
   const TaskBatch b = random_batch(rng, m, B, false, true, false);
   std::vector<double> cot_f(B), cot_l(B);
   for (std::size_t i = 0; i < B; ++i) {
@@ -336,7 +328,7 @@ TEST(OpenGpuPaths, ATaskWhoseStepsDoNotFitReportsItAndGetsNaN) {
   std::mt19937_64 rng(503);
   Model m = kind_model(kProblemKinds[3], rng, 2);
   for (double& t : m.durations) t *= 20;  // hundreds of dopri5 steps per segment
-  const auto plan = packed_plan(m, options_for(Solver::dopri5));
+  const auto plan = packed_plan(m, solver_options(Solver::dopri5));
   const TaskBatch b = random_batch(rng, m, 2, true, false, false);
   for (int group : {0, 3}) {
     Call call(m, b, {1.0, 1.0}, {0.0, 0.0});
@@ -379,7 +371,7 @@ template <class R>
 void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std::size_t B, std::mt19937_64& rng,
                            const std::string& what, qfleet::OpenForm form = qfleet::OpenForm::automatic,
                            qfleet::ExactMethod exact = qfleet::ExactMethod::automatic) {
-  qfleet::OpenCompileOptions o = options_for(s);
+  qfleet::OpenCompileOptions o = solver_options(s);
   o.precision = prec;
   o.form = form;
   o.exact = exact;

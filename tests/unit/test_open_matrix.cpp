@@ -33,12 +33,9 @@ std::vector<std::size_t> batches_around(int lanes) {
 }
 
 qfleet::OpenCompileOptions options_for(const qfleet::SolverInfo& s, qfleet::OpenForm form, bool c64) {
-  qfleet::OpenCompileOptions o;
-  o.solver = s.id;
+  qfleet::OpenCompileOptions o = solver_options(s.id, c64 ? 1e-6 : 1e-10);
   o.form = form;
   o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
-  if (s.fixed_step) o.dt = 0.0437;
-  if (s.adaptive) o.rtol = o.atol = c64 ? 1e-6 : 1e-10;
   return o;
 }
 
@@ -124,7 +121,7 @@ TEST(OpenMatrix, EveryKindSolverAndFormOnEveryRowPrecisionAndBatch) {
         k.b = random_batch(rng, k.m, kMaxBatch, true, true, true, kind.init != Init::Gate);
         k.cot_f = uniform_vec(rng, kMaxBatch, -1, 1);
         k.cot_l = uniform_vec(rng, kMaxBatch, -1, 1);
-        const double dt = s.fixed_step ? 0.0437 : 0.0;
+        const double dt = solver_options(s.id).dt;
         k.want = flatten(simulate_batch(k.m, k.b, scheme_of(s.id), dt));
         k.fd = fd_grads(k.m, k.b, k.cot_f, k.cot_l, scheme_of(s.id), dt);
         for (const auto* row : rows) {
