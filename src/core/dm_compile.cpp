@@ -139,21 +139,134 @@ void fold_readout(double coef, const PauliWord& word, const std::vector<std::arr
   }
 }
 
+// A density matrix and a gradient's three of them must fit in memory.
+double dm_state_bytes(int n, Precision precision) {
+  const double real_bytes = precision == Precision::complex64 ? 4.0 : 8.0;
+  // 2n index bits; the memory check refuses far earlier than 62 bits.
+  const double state_bytes = std::ldexp(2.0 * real_bytes, 2 * std::min(n, 30));
+  const double phys = static_cast<double>(physical_memory_bytes());
+  if (n > 30 || 3.0 * state_bytes > 0.9 * phys) {
+    throw Error("a " + std::to_string(n) + "-qubit density matrix needs " + gib(state_bytes) + " in " +
+                (real_bytes == 4 ? "complex64" : "complex128") +
+                " and a gradient at least three of them, but this machine has " + gib(phys) +
+                " of memory (a 12-qubit one is 256 MiB in complex128; docs/noisy.md lists what fits)");
+  }
+  return state_bytes;
+}
+
+// One operation's op: its site, parameter slots, constant block or slot, and flops.
+kern::DmOp plan_dm_op(const Operation& op, std::size_t i, int n, DmCompiled& mp, int& slots, std::size_t& mat_entries,
+                      std::size_t& dmat_entries) {
+  kern::DmOp d = op.is_channel() ? plan_channel(op, n) : plan_gate(op, n);
+  d.n_params = static_cast<int>(op.params.size());
+  d.first_param = static_cast<int>(mp.params.size());
+  bool constant = true;
+  double q[kMaxChannelParams] = {0, 0, 0, 0};
+  for (std::size_t j = 0; j < op.params.size(); ++j) {
+    const Param& p = op.params[j];
+    mp.params.push_back({static_cast<std::uint8_t>(p.kind), p.index, p.value, p.scale});
+    if (p.kind == Param::Kind::Input) d.reads |= kern::kReadsInputs;
+    if (p.kind == Param::Kind::Weight) d.reads |= kern::kReadsWeights;
+    constant &= p.kind == Param::Kind::Constant;
+    q[j] = p.value;
+  }
+  const int entries = d.dim * d.dim;
+  if (constant) {
+    d.fixed = static_cast<int>(mp.fixed_blocks.size() / 2);
+    kern::Cx<double> blk[256];
+    if (op.is_channel()) {
+      if (op.channel == Channel::Kraus) {
+        kraus_superop(op.kraus, static_cast<int>(op.wires.size()), blk);
+      } else {
+        kern::channel_superop<double>(op.channel, q, blk);
+      }
+    } else if (op.gate == Gate::QubitUnitary) {
+      for (int e = 0; e < entries; ++e) blk[e] = {op.matrix[std::size_t(e)].real(), op.matrix[std::size_t(e)].imag()};
+    } else {
+      kern::gate_block<double>(op.gate, q, blk);
+    }
+    push_block(mp.fixed_blocks, blk, entries);
+  } else {
+    d.slot = slots++;
+    if (op.is_channel()) mp.checked_channels.push_back(static_cast<int>(i));
+  }
+  d.mat_entry = mat_entries;
+  mat_entries += std::size_t(entries);
+  d.dmat_entry = dmat_entries;
+  dmat_entries += std::size_t(entries) * std::size_t(d.n_params);
+  d.x_block = !op.is_channel() && (op.gate == Gate::PauliX || op.gate == Gate::CNOT || op.gate == Gate::Toffoli);
+  // Real flops per sample (the thread count reads them): a block of dim^2 complex
+  // multiply-adds (8 flops) on each of the 4^n / 2^k_all groups; a gate is two such
+  // blocks (rows and columns).
+  const kern::DmSite& s = op.is_channel() ? d.sup : d.row;
+  // (a one-wire catalogue channel: 24 flops per group; an X block: a swap, counted as 8)
+  const double per_group = d.population_coherence ? 24.0 : (d.x_block ? 8.0 : 8.0 * entries);
+  const double per = std::ldexp(per_group, 2 * n - s.k_all) * (op.is_channel() ? 1 : 2);
+  mp.flops_forward += per;
+  mp.flops_adjoint += per * (2 + d.n_params);  // recomputation, lam, a sandwich per parameter
+  return d;
+}
+
+// Outputs: expectation values (readout errors folded in), then probabilities, then
+// purities; returns the number of output columns.
+int plan_dm_outputs(const Circuit& circuit, int n, DmCompiled& mp) {
+  kern::DmPlan& v = mp.view;
+  mp.readout.clear();
+  const auto& ro = circuit.readout();
+  for (const auto& a : ro) mp.readout.insert(mp.readout.end(), a.begin(), a.end());
+  int col = 0;
+  for (const Measurement& m : circuit.measurements()) {
+    if (m.kind != Measurement::Kind::Expval) continue;
+    mp.term_begin.push_back(static_cast<int>(mp.terms.size()));
+    for (const auto& [coef, word] : m.observable.terms) fold_readout(coef, word, ro, n, mp.terms);
+    ++col;
+  }
+  mp.term_begin.push_back(static_cast<int>(mp.terms.size()));
+  v.n_expvals = col;
+  for (const Measurement& m : circuit.measurements()) {
+    if (m.kind != Measurement::Kind::Probs) continue;
+    mp.probs_begin.push_back(static_cast<int>(mp.probs_pos.size()));
+    for (int w : m.wires) mp.probs_pos.push_back(kern::bit_of_wire(n, w));
+    mp.probs_out.push_back(col);
+    v.max_probs_k = std::max<int>(v.max_probs_k, static_cast<int>(m.wires.size()));
+    if (static_cast<long long>(col) + (1LL << m.wires.size()) > (1LL << 30)) {
+      throw Error("too many outputs: probabilities exceed 2^30 columns");
+    }
+    col += 1 << m.wires.size();
+  }
+  mp.probs_begin.push_back(static_cast<int>(mp.probs_pos.size()));
+  v.purity_out = col;
+  for (const Measurement& m : circuit.measurements()) {
+    if (m.kind == Measurement::Kind::Purity) ++v.n_purity;
+  }
+  v.n_outputs = col + v.n_purity;
+  return v.n_outputs;
+}
+
+// The view's pointers into mp's arrays (they move with it).
+void point_dm_view(DmCompiled& mp) {
+  kern::DmPlan& v = mp.view;
+  v.ops = mp.ops.data();
+  v.n_ops = static_cast<int>(mp.ops.size());
+  v.params = mp.params.data();
+  v.n_params = static_cast<int>(mp.params.size());
+  v.fixed_blocks = mp.fixed_blocks.data();
+  v.terms = mp.terms.data();
+  v.term_begin = mp.term_begin.data();
+  v.probs_pos = mp.probs_pos.data();
+  v.probs_begin = mp.probs_begin.data();
+  v.probs_out = mp.probs_out.data();
+  v.n_probs = static_cast<int>(mp.probs_out.size());
+  v.readout = mp.readout.empty() ? nullptr : mp.readout.data();
+  v.amp_index = mp.amp_index.empty() ? nullptr : mp.amp_index.data();
+}
+
 }  // namespace
 
 void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& plan) {
   auto mp = std::make_shared<DmCompiled>();
   const int n = circuit.n_qubits();
-  const double real_bytes = options.precision == Precision::complex64 ? 4.0 : 8.0;
-  // 2n index bits; the memory check below refuses far earlier than 62 bits.
-  mp->state_bytes = std::ldexp(2.0 * real_bytes, 2 * std::min(n, 30));
-  const double phys = static_cast<double>(physical_memory_bytes());
-  if (n > 30 || 3.0 * mp->state_bytes > 0.9 * phys) {
-    throw Error("a " + std::to_string(n) + "-qubit density matrix needs " + gib(mp->state_bytes) + " in " +
-                (real_bytes == 4 ? "complex64" : "complex128") +
-                " and a gradient at least three of them, but this machine has " + gib(phys) +
-                " of memory (a 12-qubit one is 256 MiB in complex128; docs/noisy.md lists what fits)");
-  }
+  mp->state_bytes = dm_state_bytes(n, options.precision);
   set_circuit_sizes(plan, circuit, options);
 
   kern::DmPlan& v = mp->view;
@@ -166,95 +279,13 @@ void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& 
   int slots = 0;
   const auto& ops = circuit.operations();
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Operation& op = ops[i];
-    kern::DmOp d = op.is_channel() ? plan_channel(op, n) : plan_gate(op, n);
-    d.n_params = static_cast<int>(op.params.size());
-    d.first_param = static_cast<int>(mp->params.size());
-    bool constant = true;
-    double q[kMaxChannelParams] = {0, 0, 0, 0};
-    for (std::size_t j = 0; j < op.params.size(); ++j) {
-      const Param& p = op.params[j];
-      mp->params.push_back({static_cast<std::uint8_t>(p.kind), p.index, p.value, p.scale});
-      if (p.kind == Param::Kind::Input) d.reads |= kern::kReadsInputs;
-      if (p.kind == Param::Kind::Weight) d.reads |= kern::kReadsWeights;
-      constant &= p.kind == Param::Kind::Constant;
-      q[j] = p.value;
-    }
-    const int entries = d.dim * d.dim;
-    if (constant) {
-      d.fixed = static_cast<int>(mp->fixed_blocks.size() / 2);
-      kern::Cx<double> blk[256];
-      if (op.is_channel()) {
-        if (op.channel == Channel::Kraus) {
-          kraus_superop(op.kraus, static_cast<int>(op.wires.size()), blk);
-        } else {
-          kern::channel_superop<double>(op.channel, q, blk);
-        }
-      } else if (op.gate == Gate::QubitUnitary) {
-        for (int e = 0; e < entries; ++e) blk[e] = {op.matrix[std::size_t(e)].real(), op.matrix[std::size_t(e)].imag()};
-      } else {
-        kern::gate_block<double>(op.gate, q, blk);
-      }
-      push_block(mp->fixed_blocks, blk, entries);
-    } else {
-      d.slot = slots++;
-      if (op.is_channel()) mp->checked_channels.push_back(static_cast<int>(i));
-    }
-    d.mat_entry = mat_entries;
-    mat_entries += std::size_t(entries);
-    d.dmat_entry = dmat_entries;
-    dmat_entries += std::size_t(entries) * std::size_t(d.n_params);
-    d.x_block = !op.is_channel() && (op.gate == Gate::PauliX || op.gate == Gate::CNOT || op.gate == Gate::Toffoli);
-    // Real flops per sample (the thread count reads them): a block of dim^2 complex
-    // multiply-adds (8 flops) on each of the 4^n / 2^k_all groups; a gate is two such
-    // blocks (rows and columns).
-    const kern::DmSite& s = op.is_channel() ? d.sup : d.row;
-    // (a one-wire catalogue channel: 24 flops per group; an X block: a swap, counted as 8)
-    const double per_group = d.population_coherence ? 24.0 : (d.x_block ? 8.0 : 8.0 * entries);
-    const double per = std::ldexp(per_group, 2 * n - s.k_all) * (op.is_channel() ? 1 : 2);
-    mp->flops_forward += per;
-    mp->flops_adjoint += per * (2 + d.n_params);  // recomputation, lam, a sandwich per parameter
-    mp->ops.push_back(d);
-    mp->op_names.push_back(op_name(op, i));
+    mp->ops.push_back(plan_dm_op(ops[i], i, n, *mp, slots, mat_entries, dmat_entries));
+    mp->op_names.push_back(op_name(ops[i], i));
   }
   v.n_slots = slots;
   v.mat_entries = mat_entries;
   v.dmat_entries = dmat_entries;
-
-  // Outputs: expectation values, then probabilities, then purities.
-  mp->readout.clear();
-  const auto& ro = circuit.readout();
-  if (!ro.empty()) {
-    for (const auto& a : ro) mp->readout.insert(mp->readout.end(), a.begin(), a.end());
-  }
-  int col = 0;
-  for (const Measurement& m : circuit.measurements()) {
-    if (m.kind != Measurement::Kind::Expval) continue;
-    mp->term_begin.push_back(static_cast<int>(mp->terms.size()));
-    for (const auto& [coef, word] : m.observable.terms) fold_readout(coef, word, ro, n, mp->terms);
-    ++col;
-  }
-  mp->term_begin.push_back(static_cast<int>(mp->terms.size()));
-  v.n_expvals = col;
-  for (const Measurement& m : circuit.measurements()) {
-    if (m.kind != Measurement::Kind::Probs) continue;
-    mp->probs_begin.push_back(static_cast<int>(mp->probs_pos.size()));
-    for (int w : m.wires) mp->probs_pos.push_back(kern::bit_of_wire(n, w));
-    mp->probs_out.push_back(col);
-    v.max_probs_k = std::max<int>(v.max_probs_k, static_cast<int>(m.wires.size()));
-    if (static_cast<long long>(col) + (1LL << m.wires.size()) > (1LL << 30)) {
-      throw Error("too many outputs: probabilities exceed 2^30 columns");
-    }
-    col += 1 << m.wires.size();
-  }
-  mp->probs_begin.push_back(static_cast<int>(mp->probs_pos.size()));
-  v.purity_out = col;
-  for (const Measurement& m : circuit.measurements()) {
-    if (m.kind == Measurement::Kind::Purity) ++v.n_purity;
-  }
-  col += v.n_purity;
-  v.n_outputs = col;
-  plan.n_outputs = col;
+  plan.n_outputs = plan_dm_outputs(circuit, n, *mp);
   plan.n_expvals = v.n_expvals;
 
   plan.amp = plan_amplitude_embedding(circuit);
@@ -267,20 +298,7 @@ void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& 
     v.amp_normalize = a->normalize;
     v.amp_pad = a->pad_with;
   }
-
-  v.ops = mp->ops.data();
-  v.n_ops = static_cast<int>(mp->ops.size());
-  v.params = mp->params.data();
-  v.n_params = static_cast<int>(mp->params.size());
-  v.fixed_blocks = mp->fixed_blocks.data();
-  v.terms = mp->terms.data();
-  v.term_begin = mp->term_begin.data();
-  v.probs_pos = mp->probs_pos.data();
-  v.probs_begin = mp->probs_begin.data();
-  v.probs_out = mp->probs_out.data();
-  v.n_probs = static_cast<int>(mp->probs_out.size());
-  v.readout = mp->readout.empty() ? nullptr : mp->readout.data();
-  v.amp_index = mp->amp_index.empty() ? nullptr : mp->amp_index.data();
+  point_dm_view(*mp);
   plan.flops_forward = mp->flops_forward;
   plan.flops_adjoint = mp->flops_adjoint;
   pack_dm_plan(*mp);

@@ -110,32 +110,18 @@ void check_open_options(const OpenSystem& s, const OpenCompileOptions& o, int n)
   }
 }
 
-OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
-  const int d = s.dim();
-  if (s.n_segments() == 0) throw Error("no time grid: call segments(n_seg, total_time) or durations(...)");
-  const bool gate = s.initial_kind() == OpenSystem::Initial::Gate;
-  if (s.target_kind() == OpenSystem::Target::Unitary && !gate) {
-    throw Error("a target unitary needs the gate problem: call propagate_gate()");
-  }
-  if (gate && (s.target_kind() == OpenSystem::Target::Pure || s.target_kind() == OpenSystem::Target::Mixed)) {
-    throw Error("a gate problem is measured against a target unitary, not a target state");
-  }
-  if (gate && s.n_observables() > 0) {
-    throw Error("observables are measured on states; this is a gate problem (propagate_gate)");
-  }
-  const bool closed = s.closed();
-  const int n = closed ? d : d * d;
-  check_open_options(s, o, n);
-  const ExactChoice exact = choose_exact_method(s, o, gate);
-  const bool lindblad = choose_lindblad_form(s, o, exact.action);
+namespace {
 
-  // Memory: dense n x n generators (A0, each drift term, rate and control) plus, per
+// Memory: refuses a system whose generators and per-thread states would not fit.
+void check_open_memory(const OpenSystem& s, const OpenCompileOptions& o, bool gate, bool action, bool lindblad) {
+  const int d = s.dim(), n = s.closed() ? d : d * d;
+  // Dense n x n generators (A0, each drift term, rate and control) plus, per
   // thread, a few n x n work matrices and the state at every segment boundary. The
   // Lindblad form holds d x d matrices. Step solvers and the action keep per thread
   // the n x c state at every segment boundary and every step of a segment (the
   // backward pass's checkpoints; the action also one Taylor step's terms).
   const double state = double(n) * (gate ? n : 1);
-  if (exact.action) {
+  if (action) {
     const double nn = double(n) * n, matrices = 1.0 + s.n_drift_terms() + s.n_jumps() + s.n_controls();
     // 64: the first store of Taylor step starts (it grows when a segment needs more).
     const double per_thread = state * (s.n_segments() + 64 + double(kern::taylor_work_states()) + 4);
@@ -177,50 +163,36 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
                   (s.closed() ? std::string() : "; form lindblad on a step solver needs no superoperators"));
     }
   }
-  auto plan = std::make_unique<OpenPlan>(s);
-  OpenPlan& p = *plan;
-  p.d = d;
-  p.closed = closed;
-  p.gate = gate;
-  p.n = n;
-  p.c = gate ? n : 1;
-  p.precision = o.precision;
-  p.num_threads = o.num_threads;
-  p.options = o;
-  p.action = exact.action;
-  p.action_products = exact.products;
-  if (lindblad) {
-    plan_lindblad_form(p);
-  } else {
-    p.a0 = hamiltonian_generator(d, closed, s.h0());
-    for (const auto& h : s.drift_terms()) p.a_drift.push_back(hamiltonian_generator(d, closed, h));
-    for (const auto& h : s.controls()) p.a_ctrl.push_back(hamiltonian_generator(d, closed, h));
-    for (const auto& l : s.jumps()) p.a_rate.push_back(dissipator(d, l));
-  }
+}
 
-  // Initial state X0.
-  if (gate) {
-    p.x0 = identity(n);
-  } else if (closed) {
+// The initial state X0: the identity (gate problems), psi (closed) or vec(rho).
+CVec initial_state(const OpenSystem& s, bool closed, bool gate) {
+  const int d = s.dim(), n = closed ? d : d * d;
+  if (gate) return identity(n);
+  if (closed) {
     if (s.initial_kind() == OpenSystem::Initial::Density) {
       throw Error("a closed system (no jump operators) propagates a pure state: use initial_state(psi), "
                   "or add a jump operator to propagate a density matrix");
     }
-    p.x0 = s.initial_pure_state();
-  } else {
-    CVec rho;
-    if (s.initial_kind() == OpenSystem::Initial::Density) {
-      rho = s.initial_density_matrix();
-    } else {
-      const CVec& psi = s.initial_pure_state();
-      rho.assign(std::size_t(d) * d, C(0));
-      for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) rho[std::size_t(i) * d + j] = psi[i] * std::conj(psi[j]);
-    }
-    p.x0 = vec(d, rho);
+    return s.initial_pure_state();
   }
+  CVec rho;
+  if (s.initial_kind() == OpenSystem::Initial::Density) {
+    rho = s.initial_density_matrix();
+  } else {
+    const CVec& psi = s.initial_pure_state();
+    rho.assign(std::size_t(d) * d, C(0));
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) rho[std::size_t(i) * d + j] = psi[i] * std::conj(psi[j]);
+  }
+  return vec(d, rho);
+}
 
-  // Figures of merit.
+// Figures of merit: the subspace, observables, the target as a linear functional where
+// it is one (fid_lam, fid_offset) and the leakage's (leak_lam, leak_offset).
+void plan_figures_of_merit(const OpenSystem& s, OpenPlan& p) {
+  const int d = p.d, n = p.n;
+  const bool closed = p.closed, gate = p.gate;
   p.subspace = s.subspace();
   p.observables = s.observables();
   switch (s.target_kind()) {
@@ -262,6 +234,54 @@ OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
     }
     p.leak_offset = 1.0;
   }
+}
+
+}  // namespace
+
+OpenPlan* build_open_plan(const OpenSystem& s, const OpenCompileOptions& o) {
+  const int d = s.dim();
+  if (s.n_segments() == 0) throw Error("no time grid: call segments(n_seg, total_time) or durations(...)");
+  const bool gate = s.initial_kind() == OpenSystem::Initial::Gate;
+  if (s.target_kind() == OpenSystem::Target::Unitary && !gate) {
+    throw Error("a target unitary needs the gate problem: call propagate_gate()");
+  }
+  if (gate && (s.target_kind() == OpenSystem::Target::Pure || s.target_kind() == OpenSystem::Target::Mixed)) {
+    throw Error("a gate problem is measured against a target unitary, not a target state");
+  }
+  if (gate && s.n_observables() > 0) {
+    throw Error("observables are measured on states; this is a gate problem (propagate_gate)");
+  }
+  const bool closed = s.closed();
+  const int n = closed ? d : d * d;
+  check_open_options(s, o, n);
+  const ExactChoice exact = choose_exact_method(s, o, gate);
+  const bool lindblad = choose_lindblad_form(s, o, exact.action);
+
+  check_open_memory(s, o, gate, exact.action, lindblad);
+
+  auto plan = std::make_unique<OpenPlan>(s);
+  OpenPlan& p = *plan;
+  p.d = d;
+  p.closed = closed;
+  p.gate = gate;
+  p.n = n;
+  p.c = gate ? n : 1;
+  p.precision = o.precision;
+  p.num_threads = o.num_threads;
+  p.options = o;
+  p.action = exact.action;
+  p.action_products = exact.products;
+  if (lindblad) {
+    plan_lindblad_form(p);
+  } else {
+    p.a0 = hamiltonian_generator(d, closed, s.h0());
+    for (const auto& h : s.drift_terms()) p.a_drift.push_back(hamiltonian_generator(d, closed, h));
+    for (const auto& h : s.controls()) p.a_ctrl.push_back(hamiltonian_generator(d, closed, h));
+    for (const auto& l : s.jumps()) p.a_rate.push_back(dissipator(d, l));
+  }
+
+  p.x0 = initial_state(s, closed, gate);
+  plan_figures_of_merit(s, p);
   return plan.release();
 }
 
