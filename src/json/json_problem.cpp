@@ -220,6 +220,70 @@ std::vector<R> columns(const std::vector<R>& src, std::size_t B, std::size_t str
 }
 
 template <class R>
+json complex_json(const std::complex<R>& z) {
+  return json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
+}
+
+// "states" ([batch, 2^n] complex), or "density_matrices" ([batch, 2^n, 2^n]) for a
+// density-matrix program: in the JSON result or as .npy files.
+template <class R>
+void add_states(const CircuitProblem& p, const Program& prog, const BatchArgs<R>& args, json& res) {
+  const std::size_t B = p.batch, dim = std::size_t{1} << prog.n_qubits();
+  const bool npy = !p.output_npy.empty();
+  if (prog.simulator() == Simulator::density_matrix) {
+    std::vector<std::complex<R>> rho(B * dim * dim);
+    prog.density_matrices(args, std::span<std::complex<R>>(rho));
+    if (npy) {
+      res["density_matrices"] = npy::write_result(p.output_npy, "density_matrices", {B, dim, dim}, rho);
+      return;
+    }
+    json all = json::array();
+    for (std::size_t b = 0; b < B; ++b) {
+      json mat = json::array();
+      for (std::size_t i = 0; i < dim; ++i) {
+        json row = json::array();
+        for (std::size_t j = 0; j < dim; ++j) row.push_back(complex_json(rho[(b * dim + i) * dim + j]));
+        mat.push_back(std::move(row));
+      }
+      all.push_back(std::move(mat));
+    }
+    res["density_matrices"] = std::move(all);
+    return;
+  }
+  std::vector<std::complex<R>> st(B * dim);
+  prog.states(args, std::span<std::complex<R>>(st));
+  if (npy) {
+    res["states"] = npy::write_result(p.output_npy, "states", {B, dim}, st);
+    return;
+  }
+  json all = json::array();
+  for (std::size_t b = 0; b < B; ++b) {
+    json row = json::array();
+    for (std::size_t i = 0; i < dim; ++i) row.push_back(complex_json(st[b * dim + i]));
+    all.push_back(std::move(row));
+  }
+  res["states"] = std::move(all);
+}
+
+// "samples": `shots` basis-state indices per sample, seeded.
+template <class R>
+void add_samples(const CircuitProblem& p, const Program& prog, const BatchArgs<R>& args, json& res) {
+  const std::size_t B = p.batch, shots = static_cast<std::size_t>(*p.shots);
+  std::vector<std::uint64_t> s(B * shots);
+  prog.sample(args, {}, shots, p.seed, std::span<std::uint64_t>(s));
+  if (!p.output_npy.empty()) {
+    res["samples"] = npy::write_result(p.output_npy, "samples", {B, shots}, s);
+    return;
+  }
+  json all = json::array();
+  for (std::size_t b = 0; b < B; ++b) {
+    all.push_back(json(std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
+                                                  s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
+  }
+  res["samples"] = std::move(all);
+}
+
+template <class R>
 json run(const CircuitProblem& p) {
   const Program prog = compile(p.circuit, p.options);
   const std::size_t B = p.batch;
@@ -336,67 +400,8 @@ json run(const CircuitProblem& p) {
     }
   }
 
-  if (p.states && prog.simulator() == Simulator::density_matrix) {
-    const std::size_t dim = std::size_t{1} << prog.n_qubits();
-    std::vector<std::complex<R>> rho(B * dim * dim);
-    prog.density_matrices(args, std::span<std::complex<R>>(rho));
-    if (npy) {
-      res["density_matrices"] =
-          npy::write_result(p.output_npy, "density_matrices", {B, dim, dim}, rho);
-    } else {
-      json all = json::array();
-      for (std::size_t b = 0; b < B; ++b) {
-        json mat = json::array();
-        for (std::size_t i = 0; i < dim; ++i) {
-          json row = json::array();
-          for (std::size_t j = 0; j < dim; ++j) {
-            const auto z = rho[(b * dim + i) * dim + j];
-            row.push_back(
-                json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
-          }
-          mat.push_back(std::move(row));
-        }
-        all.push_back(std::move(mat));
-      }
-      res["density_matrices"] = std::move(all);
-    }
-  } else if (p.states) {
-    const std::size_t dim = std::size_t{1} << prog.n_qubits();
-    std::vector<std::complex<R>> st(B * dim);
-    prog.states(args, std::span<std::complex<R>>(st));
-    if (npy) {
-      res["states"] = npy::write_result(p.output_npy, "states", {B, dim}, st);
-    } else {
-      json all = json::array();
-      for (std::size_t b = 0; b < B; ++b) {
-        json row = json::array();
-        for (std::size_t i = 0; i < dim; ++i) {
-          const auto z = st[b * dim + i];
-          row.push_back(
-              json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())}));
-        }
-        all.push_back(std::move(row));
-      }
-      res["states"] = std::move(all);
-    }
-  }
-
-  if (p.shots) {
-    const std::size_t shots = static_cast<std::size_t>(*p.shots);
-    std::vector<std::uint64_t> s(B * shots);
-    prog.sample(args, {}, shots, p.seed, std::span<std::uint64_t>(s));
-    if (npy) {
-      res["samples"] = npy::write_result(p.output_npy, "samples", {B, shots}, s);
-    } else {
-      json all = json::array();
-      for (std::size_t b = 0; b < B; ++b) {
-        all.push_back(json(
-            std::vector<std::uint64_t>(s.begin() + static_cast<std::ptrdiff_t>(b * shots),
-                                       s.begin() + static_cast<std::ptrdiff_t>((b + 1) * shots))));
-      }
-      res["samples"] = std::move(all);
-    }
-  }
+  if (p.states) add_states(p, prog, args, res);
+  if (p.shots) add_samples(p, prog, args, res);
   return res;
 }
 
@@ -515,6 +520,93 @@ json parse_text(std::string_view text, std::string_view source) {
   }
 }
 
+namespace {
+
+// "probs": a list of wires (one measurement) or a list of wire lists.
+void read_probs(const json& pr, CircuitProblem& p) {
+  const std::string hint =
+      "expected a list of wires like [0, 1] or a list of wire lists like [[0], [1, 2]]";
+  if (!pr.is_array() || pr.empty())
+    fail("probs", hint + ", got " + (pr.is_array() ? "[]" : describe(pr)));
+  const bool nested = pr[0].is_array();
+  for (const json& e : pr) {
+    if (e.is_array() != nested) fail("probs", hint + " (not a mix of both)");
+  }
+  p.probs_nested = nested;
+  if (nested) {
+    for (std::size_t m = 0; m < pr.size(); ++m)
+      p.probs.push_back(read_wires(pr[m], index_path("probs", m)));
+  } else {
+    p.probs.push_back(read_wires(pr, "probs"));
+  }
+  for (std::size_t m = 0; m < p.probs.size(); ++m) {
+    // (the library's message starts with "probs: " already)
+    at(nested ? index_path("probs", m) : std::string(), [&] { p.circuit.probs(p.probs[m]); });
+  }
+}
+
+// "weights": shared ([n_weights]) or per sample ([batch, n_weights]), as JSON or a .npy
+// reference; sets their row and column counts.
+void read_weights(const json& v, CircuitProblem& p, std::size_t& w_rows, std::size_t& w_cols) {
+  if (v.is_object()) {
+    npy::Array a = npy::read_ref(v, "weights");
+    if (a.shape.size() == 1) {
+      w_cols = a.shape[0];
+    } else if (a.shape.size() == 2 && a.shape[0] > 0) {
+      w_rows = a.shape[0];
+      w_cols = a.shape[1];
+      p.per_sample_weights = true;
+    } else {
+      fail("weights", "the .npy array must be 1-D [n_weights] (shared) or 2-D [batch, n_weights] (per sample)");
+    }
+    p.weights = std::move(a.values);
+  } else {
+    read_array(v, "weights", "a list of numbers (shared) or a list of rows (per sample)");
+    if (!v.empty() && v[0].is_array()) {
+      p.weights = read_matrix(v, "weights", w_rows, w_cols);
+      p.per_sample_weights = true;
+    } else {
+      for (std::size_t j = 0; j < v.size(); ++j) {
+        if (v[j].is_array())
+          fail(index_path("weights", j),
+               "shared weights are a list of numbers; "
+               "per-sample weights a list of rows, not a mix");
+        p.weights.push_back(read_number(v[j], index_path("weights", j)));
+      }
+      w_cols = v.size();
+    }
+  }
+}
+
+// The options: precision, threads, isa, device, simulator, what to compute.
+void read_circuit_options(const Object& top, CircuitProblem& p) {
+  if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
+  if (const json* v = top.get("threads"))
+    p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
+  if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
+  if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
+  if (const json* v = top.get("simulator")) {
+    const std::string name = read_string(*v, "simulator");
+    const auto sim = value_in(kSimulatorNames, name);
+    if (!sim) fail("simulator", "unknown simulator " + quote(name) + "; expected " + names_in(kSimulatorNames));
+    p.options.simulator = *sim;
+  }
+  if (const json* v = top.get("gradients")) p.gradients = read_bool(*v, "gradients");
+  if (const json* v = top.get("states")) p.states = read_bool(*v, "states");
+  if (const json* v = top.get("shots"))
+    p.shots = static_cast<std::uint64_t>(read_int(*v, "shots", 1, 1LL << 40));
+  if (const json* v = top.get("seed")) {
+    if (!p.shots) fail("seed", "only used with \"shots\" (give \"shots\": N to sample)");
+    p.seed = read_uint64(*v, "seed");
+  }
+  if (const json* v = top.get("output_npy")) {
+    p.output_npy = read_string(*v, "output_npy");
+    if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
+  }
+}
+
+}  // namespace
+
 CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   if (check_kind(doc)) {
     fail("kind", "expected \"circuit\", got \"lindblad\" (read it with parse_lindblad_problem)");
@@ -543,27 +635,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     p.n_observables = static_cast<int>(obs->size());
   }
 
-  if (const json* pr = top.get("probs")) {
-    const std::string hint =
-        "expected a list of wires like [0, 1] or a list of wire lists like [[0], [1, 2]]";
-    if (!pr->is_array() || pr->empty())
-      fail("probs", hint + ", got " + (pr->is_array() ? "[]" : describe(*pr)));
-    const bool nested = (*pr)[0].is_array();
-    for (const json& e : *pr) {
-      if (e.is_array() != nested) fail("probs", hint + " (not a mix of both)");
-    }
-    p.probs_nested = nested;
-    if (nested) {
-      for (std::size_t m = 0; m < pr->size(); ++m)
-        p.probs.push_back(read_wires((*pr)[m], index_path("probs", m)));
-    } else {
-      p.probs.push_back(read_wires(*pr, "probs"));
-    }
-    for (std::size_t m = 0; m < p.probs.size(); ++m) {
-      // (the library's message starts with "probs: " already)
-      at(nested ? index_path("probs", m) : std::string(), [&] { c.probs(p.probs[m]); });
-    }
-  }
+  if (const json* pr = top.get("probs")) read_probs(*pr, p);
 
   if (const json* v = top.get("purity")) {
     if (read_bool(*v, "purity")) c.purity();
@@ -590,34 +662,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     p.inputs = read_matrix(v, "inputs", in_rows, in_cols);
   }
   std::size_t w_rows = 0, w_cols = 0;
-  if (const json* v = top.get("weights"); v && v->is_object()) {
-    npy::Array a = npy::read_ref(*v, "weights");
-    if (a.shape.size() == 1) {
-      w_cols = a.shape[0];
-    } else if (a.shape.size() == 2 && a.shape[0] > 0) {
-      w_rows = a.shape[0];
-      w_cols = a.shape[1];
-      p.per_sample_weights = true;
-    } else {
-      fail("weights", "the .npy array must be 1-D [n_weights] (shared) or 2-D [batch, n_weights] (per sample)");
-    }
-    p.weights = std::move(a.values);
-  } else if (v) {
-    read_array(*v, "weights", "a list of numbers (shared) or a list of rows (per sample)");
-    if (!v->empty() && (*v)[0].is_array()) {
-      p.weights = read_matrix(*v, "weights", w_rows, w_cols);
-      p.per_sample_weights = true;
-    } else {
-      for (std::size_t j = 0; j < v->size(); ++j) {
-        if ((*v)[j].is_array())
-          fail(index_path("weights", j),
-               "shared weights are a list of numbers; "
-               "per-sample weights a list of rows, not a mix");
-        p.weights.push_back(read_number((*v)[j], index_path("weights", j)));
-      }
-      w_cols = v->size();
-    }
-  }
+  if (const json* v = top.get("weights")) read_weights(*v, p, w_rows, w_cols);
   if (has_inputs) {
     p.batch = in_rows;
     if (p.per_sample_weights && w_rows != in_rows) {
@@ -652,30 +697,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   c.reserve_weights(p.n_weights);
   if (p.n_weights == 0) p.per_sample_weights = false;
 
-  // Options.
-  if (const json* v = top.get("precision")) p.options.precision = read_precision(*v, "precision");
-  if (const json* v = top.get("threads"))
-    p.options.num_threads = read_int32(*v, "threads", 0, 1 << 16);
-  if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
-  if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
-  if (const json* v = top.get("simulator")) {
-    const std::string name = read_string(*v, "simulator");
-    const auto sim = value_in(kSimulatorNames, name);
-    if (!sim) fail("simulator", "unknown simulator " + quote(name) + "; expected " + names_in(kSimulatorNames));
-    p.options.simulator = *sim;
-  }
-  if (const json* v = top.get("gradients")) p.gradients = read_bool(*v, "gradients");
-  if (const json* v = top.get("states")) p.states = read_bool(*v, "states");
-  if (const json* v = top.get("shots"))
-    p.shots = static_cast<std::uint64_t>(read_int(*v, "shots", 1, 1LL << 40));
-  if (const json* v = top.get("seed")) {
-    if (!p.shots) fail("seed", "only used with \"shots\" (give \"shots\": N to sample)");
-    p.seed = read_uint64(*v, "seed");
-  }
-  if (const json* v = top.get("output_npy")) {
-    p.output_npy = read_string(*v, "output_npy");
-    if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
-  }
+  read_circuit_options(top, p);
   if (c.measurements().empty() && !p.states && !p.shots) {
     fail("", "nothing to compute: give \"observables\", \"probs\", \"states\": true or \"shots\"");
   }
