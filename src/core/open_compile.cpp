@@ -7,7 +7,7 @@
 #include "core/open_plan.hpp"
 #include "core/plan.hpp"
 #include "kernels/dense.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_workspace.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::detail {

@@ -6,7 +6,7 @@
 
 #include "core/blob.hpp"
 #include "core/open_plan.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_workspace.hpp"
 
 namespace qfleet::detail {
 

@@ -13,7 +13,7 @@
 #include "core/call_checks.hpp"
 #include "core/open_plan.hpp"
 #include "core/executor.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_workspace.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet {
