@@ -21,6 +21,7 @@
 
 #include "cpu/dm_cpu.hpp"
 #include "cpu/lane_blocks.hpp"
+#include "cpu/scatter_gradients.hpp"
 #include "cpu/site_groups.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
@@ -572,42 +573,8 @@ struct DmTile {
       }
       backward_range(t, seg.begin[s], seg.begin[s + 1], par);
     }
-    scatter_gradients(t, tile, b0, nvalid);
+    scatter_slot_gradients<R, L>(kp, c, t.gslot, partials, tile, b0, nvalid);
     embedding_gradient(t, b0, nvalid);
-  }
-
-  void scatter_gradients(const Scratch& t, std::size_t tile, std::size_t b0, int nvalid) const {
-    if (c.grad_inputs) {
-      for (int l = 0; l < nvalid; ++l) {
-        for (int i = 0; i < kp.n_inputs; ++i) c.grad_inputs[(b0 + l) * kp.n_inputs + i] = 0;
-      }
-    }
-    R* part = partials ? partials + tile * kp.n_weights : nullptr;
-    if (part) {
-      for (int i = 0; i < kp.n_weights; ++i) part[i] = 0;
-    }
-    if (c.grad_weights && !c.reduce_weights) {
-      for (int l = 0; l < nvalid; ++l) {
-        for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[(b0 + l) * kp.n_weights + i] = 0;
-      }
-    }
-    for (int s = 0; s < kp.n_params; ++s) {
-      const kern::ParamDesc& p = kp.params[s];
-      if (p.kind == kern::kParamConstant) continue;
-      const R sc = static_cast<R>(p.scale);
-      for (int l = 0; l < nvalid; ++l) {
-        const R g = sc * t.gslot[s * L + l];
-        if (p.kind == kern::kParamInput) {
-          if (c.grad_inputs) c.grad_inputs[(b0 + l) * kp.n_inputs + p.index] += g;
-        } else if (c.grad_weights) {
-          if (part) {
-            part[p.index] += g;
-          } else {
-            c.grad_weights[(b0 + l) * kp.n_weights + p.index] += g;
-          }
-        }
-      }
-    }
   }
 
   // rho0 = psi0 psi0^T (psi0 = v / |v| real): d f / d psi0_a = 2 sum_b Re lam0[a, b] psi0_b,

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "cpu/lane_blocks.hpp"
+#include "cpu/scatter_gradients.hpp"
 #include "cpu/site_groups.hpp"
 #include "cpu/sv_cpu.hpp"
 #include "kernels/statevector.hpp"
@@ -258,7 +259,7 @@ struct TileRunner {
     if (c.cotangents == nullptr) return;
     seed_adjoint(t, nvalid, par);
     backward(t, par);
-    scatter_gradients(t, tile, b0, nvalid);
+    scatter_slot_gradients<R, L>(kp, c, t.gslot, partials, tile, b0, nvalid);
     embedding_gradient(t, b0, nvalid);
   }
 
@@ -526,43 +527,6 @@ struct TileRunner {
       for (int th = 0; th < nt; ++th) {
 #pragma omp ordered
         for (int q = 0; q < NE; ++q) outer[q] += acc[q];
-      }
-    }
-  }
-
-  // Slot gradients to inputs and weights (per sample, or this tile's partial sums).
-  void scatter_gradients(const Scratch& t, std::size_t tile, std::size_t b0, int nvalid) const {
-    if (c.grad_inputs) {
-      for (int l = 0; l < nvalid; ++l) {
-        R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs;
-        for (int i = 0; i < kp.n_inputs; ++i) gx[i] = 0;
-      }
-    }
-    R* part = partials ? partials + tile * kp.n_weights : nullptr;
-    if (part) {
-      for (int i = 0; i < kp.n_weights; ++i) part[i] = 0;
-    }
-    if (c.grad_weights && !c.reduce_weights) {
-      for (int l = 0; l < nvalid; ++l) {
-        R* gw = c.grad_weights + (b0 + l) * kp.n_weights;
-        for (int i = 0; i < kp.n_weights; ++i) gw[i] = 0;
-      }
-    }
-    for (int s = 0; s < kp.n_params; ++s) {
-      const kern::ParamDesc& p = kp.params[s];
-      if (p.kind == kern::kParamConstant) continue;
-      const R sc = static_cast<R>(p.scale);
-      for (int l = 0; l < nvalid; ++l) {
-        const R g = sc * t.gslot[s * L + l];
-        if (p.kind == kern::kParamInput) {
-          if (c.grad_inputs) c.grad_inputs[(b0 + l) * kp.n_inputs + p.index] += g;
-        } else if (c.grad_weights) {
-          if (part) {
-            part[p.index] += g;
-          } else {
-            c.grad_weights[(b0 + l) * kp.n_weights + p.index] += g;
-          }
-        }
       }
     }
   }
