@@ -178,6 +178,7 @@ json run(const LindbladProblem& p) {
   res["form"] = std::string(qfleet::to_string(prog.form()));
   if (p.options.solver == Solver::exact) res["exact"] = std::string(qfleet::to_string(prog.exact_method()));
   res["precision"] = precision_name(p.options.precision);
+  res["isa"] = prog.isa();
   if (!p.output_npy.empty()) return with_npy_results(p, res, fidelity, leakage, expvals, final_state,
                                                      {g_amp, g_drift, g_rates});
   if (has_target) res["fidelity"] = reals(fidelity.data(), B);

@@ -480,6 +480,7 @@ void read_lindblad_options(const Object& top, LindbladProblem& p) {
   if (const json* v = top.get("threads")) {
     p.options.num_threads = static_cast<int>(read_int(*v, "threads", 0, 1 << 16));
   }
+  if (const json* v = top.get("isa")) p.options.isa = read_string(*v, "isa");
   if (const json* v = top.get("output_npy")) {
     p.output_npy = read_string(*v, "output_npy");
     if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
@@ -509,7 +510,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "form", "exact", "precision", "threads", "device", "gradients", "output_npy", "subsystems"});
+                    "atol", "form", "exact", "precision", "threads", "isa", "device", "gradients", "output_npy", "subsystems"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),

@@ -51,7 +51,7 @@ void expect_matches(const json& got, const json& want, double tol, double grad_t
     const bool grad = item.key().rfind("grad_", 0) == 0;
     compare(got[item.key()], item.value(), grad ? grad_tol : tol, item.key());
   }
-  const std::set<std::string> info = {"dim", "batch", "solver", "form", "exact", "precision", "openmp"};
+  const std::set<std::string> info = {"dim", "batch", "solver", "form", "exact", "precision", "isa", "openmp"};
   for (const auto& item : got.items()) {
     EXPECT_TRUE(want.contains(item.key()) || info.count(item.key())) << "unexpected " << item.key();
   }
@@ -116,8 +116,10 @@ TEST(LindbladExample, OutputShownInTheDocIsCurrent) {
   const auto r = run_cli({"eval", source_path(kExample)});
   ASSERT_EQ(r.status, 0) << r.err;
   json actual = json::parse(r.out);
-  shown.erase("openmp");  // machine-dependent
-  actual.erase("openmp");
+  for (const char* key : {"isa", "openmp"}) {  // machine-dependent
+    shown.erase(key);
+    actual.erase(key);
+  }
   ASSERT_EQ(shown.size(), actual.size());
   for (const auto& item : shown.items()) {  // ...and the binary still prints them
     ASSERT_TRUE(actual.contains(item.key())) << item.key();
@@ -320,6 +322,17 @@ TEST(LindbladEvaluate, Complex64) {
   // Single-precision results widened exactly: each is a float.
   const double f = out["fidelity"][0].get<double>();
   EXPECT_EQ(static_cast<double>(static_cast<float>(f)), f);
+}
+
+// Every instruction set this machine runs gives the reference's results, and says so.
+TEST(LindbladEvaluate, EveryInstructionSet) {
+  for (const std::string& isa : qfleet::available_isas()) {
+    json p = load_example();
+    p["isa"] = isa;
+    const json out = qj::evaluate(p);
+    EXPECT_EQ(out["isa"], isa);
+    expect_matches_reference(load_example(), out);
+  }
 }
 
 TEST(LindbladEvaluate, ParsedProblemAndDefaults) {
@@ -572,6 +585,8 @@ TEST(LindbladErrors, BadProblemsExitWithStatus2AndOneLine) {
       {"precision", [](json& p) { p["precision"] = "complex32"; },
        "precision: expected \"complex64\" or \"complex128\", got \"complex32\""},
       {"threads", [](json& p) { p["threads"] = -1; }, "threads: must be at least 0, got -1"},
+      {"isa", [](json& p) { p["isa"] = "sse9"; }, "instruction set 'sse9' is not available"},
+      {"isa type", [](json& p) { p["isa"] = 2; }, "isa: expected a string"},
       {"gradients type", [](json& p) { p["gradients"] = 1; }, "gradients: expected true or false, got the number 1"},
       {"gradients of nothing", [](json& p) { p.erase("target"); },
        "gradients: needs a \"target\" (gradients of the fidelity) or a \"subspace\" (gradients of the leakage)"},
