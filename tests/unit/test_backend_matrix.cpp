@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
 #include "core/plan.hpp"
 #include "unit/group_emu.hpp"
 #include "unit/harness.hpp"
+#include "unit/matrix_rows.hpp"
 #include "unit/vjp_bound.hpp"
 
 namespace {
@@ -78,20 +78,10 @@ std::vector<Backend> backends() {
   std::vector<Backend> v;
   // The registry's statevector rows: each cpu instruction set, and cuda where a GPU is
   // visible (its bodies are emulated below either way).
-  for (const auto& e : qfleet::detail::executors()) {
-    if (e.kind != qfleet::detail::ModelKind::statevector) continue;
-    const std::string device = e.device, isa = e.isa;
-    if (device != "cpu" && device != "cuda") {
-      ADD_FAILURE() << "the backend matrix cannot drive device '" << device << "'";
-      continue;
-    }
-    if (device == "cuda" && qfleet::cuda_device_count() == 0) continue;
-    v.push_back({device == "cpu" ? "cpu " + isa : device, e.lanes_f64, false,
-                 [device, isa](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot,
-                               bool c64) {
-                   qfleet::CompileOptions o;
-                   if (device == "cpu") o.isa = isa;
-                   if (device == "cuda") o.device = qfleet::Device::cuda;
+  for (const qfleet::detail::Executor* row : qfleet_test::matrix_rows(qfleet::detail::ModelKind::statevector)) {
+    v.push_back({row->host ? "cpu " + std::string(row->isa) : std::string(row->device), row->lanes_f64, false,
+                 [row](const qfleet::Circuit& c, const ref::Batch& b, const std::vector<double>& cot, bool c64) {
+                   qfleet::CompileOptions o = qfleet_test::on_row(qfleet::CompileOptions{}, *row);
                    o.precision = c64 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
                    const qfleet::Program p = qfleet::compile(c, o);
                    return c64 ? run_program<float>(p, b, cot) : run_program<double>(p, b, cot);

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
 #include "reference/dm.hpp"
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
+#include "unit/matrix_rows.hpp"
 
 namespace {
 
@@ -195,11 +195,8 @@ ref::Batch ranged_batch(std::mt19937_64& rng, std::size_t B, int ni, int nw, boo
 }
 
 template <class R>
-void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, const std::string& what,
-                qfleet::Device device = qfleet::Device::cpu) {
-  qfleet::CompileOptions o;
-  o.isa = isa;
-  o.device = device;
+void check_case(const DmTwin& t, const ref::Batch& b, const qfleet::detail::Executor& row, const std::string& what) {
+  qfleet::CompileOptions o = qfleet_test::on_row(qfleet::CompileOptions{}, row);
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
   const qfleet::Program p = qfleet::compile(t.q, o);
   ASSERT_EQ(p.simulator(), qfleet::Simulator::density_matrix);
@@ -250,15 +247,7 @@ void check_case(const DmTwin& t, const ref::Batch& b, const std::string& isa, co
 // around the row's lanes and the warp. A channel added to the table without a case
 // here fails, as does a row on a device the matrix cannot drive.
 TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
-  std::vector<const qfleet::detail::Executor*> rows;
-  for (const auto& e : qfleet::detail::executors()) {
-    if (e.kind != qfleet::detail::ModelKind::density_matrix) continue;
-    if (std::string(e.device) != "cpu" && std::string(e.device) != "cuda") {
-      ADD_FAILURE() << "the density-matrix matrix cannot drive device '" << e.device << "'";
-    } else if (e.host || qfleet::cuda_device_count() > 0) {
-      rows.push_back(&e);
-    }
-  }
+  const auto rows = qfleet_test::matrix_rows(qfleet::detail::ModelKind::density_matrix);
   std::mt19937_64 rng(2026);
   int channels = 0;
   for (const qfleet::ChannelInfo& info : qfleet::kChannelTable) {
@@ -275,7 +264,6 @@ TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
       std::vector<double> lo, hi;
       const DmTwin t = channel_circuit(*ch, src, rng, ni, nw, lo, hi);
       for (const auto* row : rows) {
-        const bool cuda = std::string(row->device) == "cuda";
         const int L = row->lanes_f64;
         // (1, L-1, L, L+1, 33; the cuda row's L is the warp: 31, 32, 33)
         std::set<std::size_t> sizes = {1, std::size_t(L), std::size_t(L + 1), 33};
@@ -287,9 +275,8 @@ TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
             const ref::Batch b = ranged_batch(brng, B, ni, nw, per_sample, src, lo, hi);
             const std::string what = ch->name + " src " + std::to_string(int(src)) + " " + row->device + " " +
                                      row->isa + " B " + std::to_string(B) + (per_sample ? " per-sample" : "");
-            const qfleet::Device device = cuda ? qfleet::Device::cuda : qfleet::Device::cpu;
-            check_case<double>(t, b, cuda ? "auto" : row->isa, what, device);
-            check_case<float>(t, b, cuda ? "auto" : row->isa, what, device);
+            check_case<double>(t, b, *row, what);
+            check_case<float>(t, b, *row, what);
           }
         }
       }
@@ -308,9 +295,10 @@ TEST(DmMatrix, KrausChannelsOnOneAndTwoWires) {
     t.expval({{1.0, ref::word({{'Z', 0}, {'X', 2}})}}).probs({0, 1, 2}).purity();
     for (std::size_t B : {std::size_t(1), std::size_t(5)}) {
       const ref::Batch b = ref::random_batch(rng, B, 1, 2, false);
-      for (const std::string& isa : qfleet::available_isas()) {
-        check_case<double>(t, b, isa, "Kraus k=" + std::to_string(k) + " " + isa);
-        check_case<float>(t, b, isa, "Kraus k=" + std::to_string(k) + " " + isa);
+      for (const auto* row : qfleet_test::matrix_rows(qfleet::detail::ModelKind::density_matrix)) {
+        const std::string what = "Kraus k=" + std::to_string(k) + " " + row->device + " " + row->isa;
+        check_case<double>(t, b, *row, what);
+        check_case<float>(t, b, *row, what);
       }
     }
   }
@@ -428,7 +416,8 @@ TEST(DensityMatrix, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
   t.expval({{1.0, ref::word({{'Z', 0}})}, {0.5, ref::word({{'X', 1}})}}).purity();
   std::mt19937_64 rng(4);
   const ref::Batch b = ref::random_batch(rng, 3, 3, 1, false, 0.2, 1.0);
-  check_case<double>(t, b, "auto", "amplitude embedding");
+  check_case<double>(t, b, qfleet::detail::cpu_executor(qfleet::detail::ModelKind::density_matrix, "auto"),
+                     "amplitude embedding");
 }
 
 TEST(DensityMatrix, SamplesAreSeededAndFollowTheReadoutProbabilities) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "unit/matrix_rows.hpp"
 #include "unit/open_harness.hpp"
 
 namespace {
@@ -67,12 +67,7 @@ struct Case {
 template <class R>
 void check_row(const qfleet::detail::Executor& row, const Case& k, const qfleet::OpenCompileOptions& o,
                const std::string& what, int& cases) {
-  qfleet::OpenCompileOptions opt = o;
-  if (std::string(row.device) == "cpu") {
-    opt.isa = row.isa;
-  } else {
-    opt.device = qfleet::Device::cuda;
-  }
+  const qfleet::OpenCompileOptions opt = qfleet_test::on_row(o, row);
   const qfleet::OpenProgram p = qfleet::compile(build(k.m), opt);
   const bool c64 = std::is_same_v<R, float>;
   const bool adaptive = qfleet::solver_info(o.solver).adaptive;
@@ -97,15 +92,7 @@ void check_row(const qfleet::detail::Executor& row, const Case& k, const qfleet:
 }
 
 TEST(OpenMatrix, EveryKindSolverAndFormOnEveryRowPrecisionAndBatch) {
-  std::vector<const qfleet::detail::Executor*> rows;
-  for (const auto& e : qfleet::detail::executors()) {
-    if (e.kind != qfleet::detail::ModelKind::open_system) continue;
-    if (std::string(e.device) != "cpu" && std::string(e.device) != "cuda") {
-      ADD_FAILURE() << "the open-system matrix cannot drive device '" << e.device << "'";
-    } else if (e.host || qfleet::cuda_device_count() > 0) {  // (the cuda bodies on the CPU: OpenGpuPaths.*)
-      rows.push_back(&e);
-    }
-  }
+  const auto rows = qfleet_test::matrix_rows(qfleet::detail::ModelKind::open_system);
   ASSERT_FALSE(rows.empty());
   int cases = 0;
   std::set<std::string> solvers_run;
