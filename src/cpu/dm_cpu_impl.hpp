@@ -26,6 +26,7 @@
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
 #include "kernels/gate_matrix.hpp"
+#include "kernels/sv_params.hpp"
 
 namespace qfleet::cpu::QFLEET_KERN_ISA::dm {
 
@@ -598,7 +599,8 @@ struct DmTile {
       R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs + kp.amp_first_input;
       for (int a = 0; a < kp.amp_n_features; ++a) {
         const double ga = grad_psi(a);
-        gx[a] += static_cast<R>(kp.amp_normalize ? (ga - double(t.ampv[std::size_t(a) * L + l]) / nrm * dot) / nrm : ga);
+        gx[a] += static_cast<R>(
+            kern::embedding_feature_gradient(kp.amp_normalize, ga, double(t.ampv[std::size_t(a) * L + l]), nrm, dot));
       }
     }
   }

@@ -545,8 +545,8 @@ struct TileRunner {
       R* gx = c.grad_inputs + (b0 + l) * kp.n_inputs + kp.amp_first_input;
       for (int j = 0; j < kp.amp_n_features; ++j) {
         const double g = 2.0 * t.lam[kp.amp_index[j] * 2 * L + l];
-        gx[j] += static_cast<R>(kp.amp_normalize ? (g - t.ampv[std::size_t(j) * L + l] / t.ampn[l] * dot) / t.ampn[l]
-                                                 : g);
+        gx[j] += static_cast<R>(kern::embedding_feature_gradient(kp.amp_normalize, g, double(t.ampv[std::size_t(j) * L + l]),
+                                                                 double(t.ampn[l]), dot));
       }
     }
   }

@@ -288,7 +288,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
       R* gx = c.grad_inputs + b * p.n_inputs + p.amp_first_input;
       for (std::uint64_t j = rank; j < std::uint64_t(p.amp_n_features); j += G_) {
         const R gj = 2 * lam[re_at<L>(p.amp_index[j], l)];
-        gx[j] += p.amp_normalize ? (gj - amp_value(p, c, b, int(j)) / amp_norm * dot) / amp_norm : gj;
+        gx[j] += embedding_feature_gradient(p.amp_normalize, gj, amp_value(p, c, b, int(j)), amp_norm, dot);
       }
     }
   }

@@ -280,7 +280,7 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
     const R dot = p.amp_normalize ? lane_sum(g, gj * amp_v / amp_norm, all) : R(0);
     if (active && amp_j >= 0 && amp_j < p.amp_n_features) {
       c.grad_inputs[b * p.n_inputs + p.amp_first_input + amp_j] +=
-          p.amp_normalize ? (gj - amp_v / amp_norm * dot) / amp_norm : gj;
+          embedding_feature_gradient(p.amp_normalize, gj, amp_v, amp_norm, dot);
     }
   }
 }

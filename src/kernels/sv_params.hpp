@@ -18,6 +18,15 @@ QFLEET_HD inline bool op_per_sample(const OpDesc& op, bool weights_per_sample) {
   return (op.reads & kReadsInputs) != 0 || (weights_per_sample && (op.reads & kReadsWeights) != 0);
 }
 
+// The amplitude embedding in reverse, for one feature (psi0 = v / |v|, real): from
+// g = d f / d psi0_j, v_j, |v| and dot = psi0 . (d f / d psi0), the input gradient
+// (g - psi0_j dot) / |v|; without normalisation, g itself. Every circuit executor's
+// embedding gradient ends here (their g and dot come from their own state layout).
+template <class T>
+QFLEET_HD inline T embedding_feature_gradient(bool normalize, T g, T v, T norm, T dot) {
+  return normalize ? (g - v / norm * dot) / norm : g;
+}
+
 // Value of parameter slot s for sample b, computed in T.
 template <class T, class R>
 QFLEET_HD inline T param_value(const SvPlan& p, const SvCall<R>& c, int s, std::size_t b) {
