@@ -117,18 +117,25 @@ gtest_counts() {  # gtest_counts LOG: passed/failed/skipped of one program's run
   echo "${p:-0}/${f:-0}/${s:-0}"
 }
 
-# The device build: what must link this machine's PyTorch (the operators, the apps,
-# graph mode's tests), with the carried Debian dependencies unpacked into a prefix.
-device_build() {
-  if [ ! -f "$deps/.done" ]; then
-    mkdir -p "$deps"
-    for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
-    if compgen -G "$carry/wheels/*.whl" >/dev/null; then
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$deps/site" "$carry"/wheels/*.whl ||
-        return 1
-    fi
-    touch "$deps/.done"
+# The carried Debian dependencies (and wheels), unpacked once into a prefix, never over /:
+# the carried benchmark program links Google Benchmark from there, the device build all.
+unpack_deps() {
+  [ -f "$deps/.done" ] && return 0
+  [ -d "$carry/debs" ] || return 1
+  mkdir -p "$deps"
+  for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
+  if compgen -G "$carry/wheels/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$deps/site" "$carry"/wheels/*.whl ||
+      return 1
   fi
+  touch "$deps/.done"
+}
+unpack_deps >"$out/deps.log" 2>&1 || echo "gpu_check: the carried dependencies in $carry/debs did not unpack (deps.log)"
+
+# The device build: what must link this machine's PyTorch (the operators, the apps,
+# graph mode's tests).
+device_build() {
+  [ -f "$deps/.done" ] || { echo "no unpacked dependencies"; return 1; }
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
     -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
