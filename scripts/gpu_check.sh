@@ -278,13 +278,13 @@ figures() {
   if [ -n "$p" ] && command -v ncu >/dev/null; then
     local row rc_ncu=0
     : >"$out/ncu.txt"
-    # each target kernel once, past the benchmark's warm-up call
+    # the first three kernels of each target row (a forward + adjoint call launches two or more)
     for row in 'Target/n10_g30_B100/fwd\+bwd/c64' 'Open/d2/B100000/fwd\+grad/c64' 'Layer/n4/B10000/fwd\+bwd/c64' \
                'Mixed/n4/B10000/fwd\+bwd/c64'; do
       echo "== $row" >>"$out/ncu.txt"
-      timeout "$(cap 45)" ncu --clock-control none --launch-skip 1 --launch-count 1 --section SpeedOfLight --section Occupancy \
+      timeout "$(cap 45)" ncu --clock-control none --launch-count 3 --section SpeedOfLight --section Occupancy \
         --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis "$p" \
-        --benchmark_filter="^$row\$" --benchmark_min_time=0.01 >>"$out/ncu.txt" 2>&1 || rc_ncu=$?
+        --benchmark_filter="^$row/manual_time\$" --benchmark_min_time=0.01 >>"$out/ncu.txt" 2>&1 || rc_ncu=$?
     done
     record ncu "$(status_of $rc_ncu)" "$t0" "$(grep -c 'Duration' "$out/ncu.txt") kernels"
   else
