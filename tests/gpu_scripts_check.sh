@@ -51,11 +51,21 @@ if env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFL
    "$check" check >"$out.log" 2>&1; then
   fail "nothing carried, yet the check passed: $(cat "$out.log")"
 fi
-for want in '^probe ok [0-9]* 1 GPU$' '^gtest FAILED [0-9]* circuits:missing open:missing density:missing graphs:missing $' \
+for want in '^probe ok [0-9]* 1 GPU$' \
+            '^gtest FAILED [0-9]* circuits:missing open:missing density:missing matrices:missing graphs:missing $' \
             '^device_build FAILED [0-9]* no .* carried$' '^python FAILED [0-9]* no device build$' \
             '^sanitize FAILED [0-9]* qfleet_cuda_tests not carried$'; do
   grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 done
 [ "$(ls "$out" | wc -l)" -le 8 ] || fail "more than 8 result files: $(ls "$out")"
+rm -rf "$out" "$out.log"
+# Without the device build (QFLEET_GPU_DEVICE_BUILD=0) its phases are UNAVAILABLE, not failures.
+out=$(mktemp -d)
+env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty \
+  QFLEET_GPU_DEVICE_BUILD=0 "$check" figures >"$out.log" 2>&1
+for want in '^device_build UNAVAILABLE [0-9]* QFLEET_GPU_DEVICE_BUILD=0$' '^compare UNAVAILABLE [0-9]* no device build$' \
+            '^apps UNAVAILABLE [0-9]* no device build$' '^bench FAILED [0-9]* bench_cuda not carried$'; do
+  grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
+done
 rm -rf "$out" "$out.log" "$fake" "$empty"
 echo scripts-checked
