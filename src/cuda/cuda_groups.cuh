@@ -23,6 +23,14 @@ struct BlockGroup {  // the whole block (blockDim.x a multiple of 32)
     return t;
   }
   __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
+  // Parts (kernels/sv_group.hpp's block table): the warps, summed by shuffles.
+  __device__ int n_parts() const { return n >> 5; }
+  __device__ int part() const { return r >> 5; }
+  __device__ R part_sum(R v) const {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+  }
+  __device__ bool part_leader() const { return (r & 31) == 0; }
 };
 
 }  // namespace qfleet::gpu

@@ -18,7 +18,9 @@
 //          in a global workspace sized for the resident blocks (grid-stride over
 //          the batch).
 // One launch runs every sample's forward, measurements and adjoint backward; the
-// gate blocks are computed on the device from each sample's angles; reduced weight
+// gate blocks are computed on the device from each sample's angles, once per sample
+// into a block table in shared memory where it fits (warp, block, interleaved,
+// global; kernels/sv_table.hpp), else by every thread at every gate; reduced weight
 // gradients are summed with atomics inside the kernel.
 #include <cuda_runtime.h>
 
@@ -32,6 +34,7 @@
 #include "cuda/sv_cuda.hpp"
 #include "kernels/sv_group.hpp"
 #include "kernels/sv_lanes.hpp"
+#include "kernels/sv_table.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::gpu {
@@ -49,6 +52,10 @@ struct WarpGroup {  // `n` (a power of two <= 32) consecutive lanes of one warp
     return v;  // every lane adds the same pairs: the same bits in every lane
   }
   __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
+  __device__ int n_parts() const { return 1; }  // the slice: one part
+  __device__ int part() const { return 0; }
+  __device__ R part_sum(R v) const { return sum(v); }
+  __device__ bool part_leader() const { return r == 0; }
 };
 
 template <class R>
@@ -68,19 +75,24 @@ struct LaneGroup {  // 2^n consecutive lanes of a warp holding one circuit (kern
 };
 
 
+// Shared memory: each circuit's states, then (table_reals > 0) each circuit's block table.
 template <class R>
-__global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::size_t n_blocks) {
+__global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::size_t n_blocks,
+                               std::size_t table_reals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int per_block = static_cast<int>(blockDim.x) / G;
   const std::size_t st = 2 * p.dim;
   const int ns = c.cotangents ? 2 : 1;
   R* base = reinterpret_cast<R*>(smem) + std::size_t(tid / G) * ns * st;
+  R* tab = table_reals > 0 ? reinterpret_cast<R*>(smem) + std::size_t(per_block) * ns * st +
+                                 std::size_t(tid / G) * table_reals
+                           : nullptr;
   WarpGroup<R> g{tid % G, G};
   for (std::size_t blk = blockIdx.x; blk < n_blocks; blk += gridDim.x) {
     const std::size_t b = blk * per_block + std::size_t(tid / G);
     const bool active = b < c.batch;
-    kern::sv_group_run(p, c, active ? b : c.batch - 1, active, base, ns == 2 ? base + st : nullptr, g);
+    kern::sv_group_run(p, c, active ? b : c.batch - 1, active, base, ns == 2 ? base + st : nullptr, g, 0, tab);
     __syncwarp();
   }
 }
@@ -118,11 +130,17 @@ struct TileGroup {  // the kMembers threads of a block that share threadIdx.x (o
     return t;
   }
   __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
+  __device__ int n_parts() const { return n; }  // members sit in different warps: each its own part
+  __device__ int part() const { return r; }
+  __device__ R part_sum(R v) const { return v; }
+  __device__ bool part_leader() const { return true; }
 };
 
-// blockDim = (kTile, kMembers); each block owns one tile's psi (and lam) in `work`.
+// blockDim = (kTile, kMembers); each block owns one tile's psi (and lam) in `work`,
+// and with `table` the tile's block table in dynamic shared memory.
 template <class R>
-__global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, std::size_t n_tiles) {
+__global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, std::size_t n_tiles, bool table) {
+  extern __shared__ __align__(16) unsigned char smem[];
   __shared__ R scratch[kMembers * kTile];
   const int l = static_cast<int>(threadIdx.x);
   const std::size_t tile = 2 * p.dim * kTile;
@@ -132,21 +150,26 @@ __global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work
   for (std::size_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
     const std::size_t b = t * kTile + std::size_t(l);
     const bool active = b < c.batch;
-    kern::sv_group_run<kTile>(p, c, active ? b : c.batch - 1, active, psi, ns == 2 ? psi + tile : nullptr, g, l);
+    kern::sv_group_run<kTile>(p, c, active ? b : c.batch - 1, active, psi, ns == 2 ? psi + tile : nullptr, g, l,
+                              table ? reinterpret_cast<R*>(smem) : nullptr);
     __syncthreads();
   }
 }
 
+// Dynamic shared memory: the states (work == nullptr; else they are in work), then
+// with `table` the block table.
 template <class R>
-__global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work) {
+__global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ R scratch[32];
   const std::size_t st = 2 * p.dim;
   const int ns = c.cotangents ? 2 : 1;
-  R* base = work != nullptr ? work + std::size_t(blockIdx.x) * ns * st : reinterpret_cast<R*>(smem);
+  R* shared = reinterpret_cast<R*>(smem);
+  R* base = work != nullptr ? work + std::size_t(blockIdx.x) * ns * st : shared;
+  R* tab = !table ? nullptr : work != nullptr ? shared : shared + ns * st;
   BlockGroup<R> g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
-    kern::sv_group_run(p, c, b, true, base, ns == 2 ? base + st : nullptr, g);
+    kern::sv_group_run(p, c, b, true, base, ns == 2 ? base + st : nullptr, g, 0, tab);
     __syncthreads();
   }
 }
@@ -154,10 +177,11 @@ __global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work) {
 constexpr std::size_t kMaxGrid = 1u << 30;
 
 template <class R>
-void allow_smem() {  // the warp and block kernels may take the device's whole shared memory
-  static std::atomic<std::uint64_t> warp_done{0}, block_done{0};
+void allow_smem() {  // the warp, block and interleaved kernels may take the device's whole shared memory
+  static std::atomic<std::uint64_t> warp_done{0}, block_done{0}, tile_done{0};
   allow_full_smem(warp_done, sv_warp_kernel<R>);
   allow_full_smem(block_done, sv_block_kernel<R>, static_cast<int>(32 * sizeof(R)));
+  allow_full_smem(tile_done, sv_interleaved_kernel<R>, static_cast<int>(kMembers * kTile * sizeof(R)));
 }
 
 }  // namespace
@@ -206,18 +230,16 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
   // Interleaved tiles: one per SM at least within a quarter of the device memory.
   const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
   const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));
-  // Measured on an H100 (docs/benchmarks.md, Shape/ rows, 2026-11-24; the classifier
-  // layer, forward + adjoint, complex64): registers are best at n = 4; at n = 6 the
-  // interleaved tiles beat warp 1.5x once every SM has a tile (B = 10^4) and lose at
-  // B = 100; block and interleaved tie at n = 10; where the states outgrow shared
-  // memory (n = 14) global beats interleaved 2.2x at B = 10^4 and 32x at B = 100.
-  const bool tile_per_sm = batch >= std::size_t(kTile) * sms && sms * tile_bytes <= budget;
+  // Measured on an H200 with block tables (docs/benchmarks.md, Shape/ rows, 2026-11-28;
+  // the classifier layer, forward + adjoint, complex64): block is the fastest shape or
+  // within 1% of it at n = 4, 6 and 10 for B = 100 and 10^4 (at n = 4, B = 100: 93 us
+  // against 184 for registers); registers are kept above B = 10^4, where block was not
+  // measured against them; where the states outgrow shared memory (n = 14) global
+  // beats interleaved 36x at B = 100 (and 2.2x at B = 10^4 on an H100, 2026-11-24).
   if (want == Strategy::automatic) {
-    want = fits_registers            ? Strategy::registers
-           : fits_warp && tile_per_sm ? Strategy::interleaved
-           : fits_warp               ? Strategy::warp
-           : fits_block              ? Strategy::block
-                                     : Strategy::global;
+    want = fits_registers && batch > 10000 ? Strategy::registers
+           : fits_block                    ? Strategy::block
+                                           : Strategy::global;
   }
   auto refuse = [&](const char* why) {
     return Error(std::string("the '") + strategy_name(want) + "' circuit launch shape needs " + why +
@@ -225,6 +247,12 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
                  std::to_string(p.n) + " qubits");
   };
   s.strategy = want;
+  // A group's block table (kernels/sv_table.hpp), in bytes, for groups of `parts`
+  // parts; taken wherever it fits beside what the shape already keeps in shared memory.
+  const std::size_t rb = std::size_t(real_bytes), optin = dev.smem_optin;
+  auto table_bytes = [&](bool tile, int parts) {
+    return rb * (tile ? kern::sv_table_reals<kTile>(p, adjoint, parts) : kern::sv_table_reals<1>(p, adjoint, parts));
+  };
   if (want == Strategy::registers) {
     if (!fits_registers) throw refuse("at most 5 qubits");
     s.group = 1 << p.n;
@@ -236,7 +264,9 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
     s.group = static_cast<int>(half);
     s.threads = 128;
     s.per_block = s.threads / s.group;
-    s.smem = per_circuit * s.per_block;
+    const std::size_t tb = table_bytes(false, 1);
+    if ((per_circuit + tb) * std::size_t(s.per_block) <= optin) s.table = tb;
+    s.smem = (per_circuit + s.table) * s.per_block;
     s.blocks = (batch + s.per_block - 1) / s.per_block;
   } else if (want == Strategy::block) {
     if (!fits_block) throw refuse("its states to fit in one block's shared memory");
@@ -244,7 +274,9 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
     // only when pinned for a small circuit.
     s.group = static_cast<int>(std::clamp<std::size_t>(half, 32, 256));
     s.threads = s.group;
-    s.smem = per_circuit;
+    const std::size_t tb = table_bytes(false, s.group / 32);
+    if (per_circuit + tb + 32 * rb <= optin) s.table = tb;
+    s.smem = per_circuit + s.table;
     s.blocks = batch;
   } else if (want == Strategy::interleaved) {
     if (tile_bytes > budget) throw refuse("a tile of 32 samples' states within a quarter of the device memory");
@@ -252,11 +284,15 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
     s.group = kMembers;
     s.per_block = kTile;
     s.threads = kTile * kMembers;
+    const std::size_t tb = table_bytes(true, kMembers);
+    if (tb + kMembers * kTile * rb <= optin) s.table = s.smem = tb;
     s.blocks = std::min({tiles, sms, budget / tile_bytes});
     s.work_bytes = s.blocks * tile_bytes;
   } else {
     s.group = 256;
     s.threads = 256;
+    const std::size_t tb = table_bytes(false, s.group / 32);
+    if (tb + 32 * rb <= optin) s.table = s.smem = tb;
     // Enough resident blocks to fill the device; each owns one sample's states at a time.
     s.blocks = std::min<std::size_t>(batch, sms * 8);
     s.work_bytes = s.blocks * per_circuit;
@@ -314,17 +350,19 @@ void run_circuits(const kern::SvPlan& p, const kern::SvCall<R>& c, const LaunchS
     sv_lanes_kernel<R><<<grid, s.threads, 0, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block);
     check(cudaGetLastError(), "the register circuit kernel launch");
   } else if (s.strategy == Strategy::warp) {
-    sv_warp_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block);
+    sv_warp_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block,
+                                                       s.table / sizeof(R));
     check(cudaGetLastError(), "the warp circuit kernel launch");
   } else if (s.strategy == Strategy::block) {
-    sv_block_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, nullptr);
+    sv_block_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, nullptr, s.table > 0);
     check(cudaGetLastError(), "the block circuit kernel launch");
   } else {  // interleaved and global: the states in a stream-ordered global workspace
     R* work = static_cast<R*>(malloc_async(s.work_bytes, stream));
     if (s.strategy == Strategy::interleaved) {
-      sv_interleaved_kernel<R><<<grid, dim3(kTile, kMembers), 0, st>>>(p, c, work, (c.batch + kTile - 1) / kTile);
+      sv_interleaved_kernel<R><<<grid, dim3(kTile, kMembers), s.smem, st>>>(p, c, work, (c.batch + kTile - 1) / kTile,
+                                                                              s.table > 0);
     } else {
-      sv_block_kernel<R><<<grid, s.threads, 0, st>>>(p, c, work);
+      sv_block_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, work, s.table > 0);
     }
     const cudaError_t e = cudaGetLastError();
     free_async(work, stream);

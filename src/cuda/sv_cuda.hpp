@@ -33,14 +33,14 @@ struct LaunchShape {
   int group = 1;        // threads per circuit
   int per_block = 1;    // circuits per block
   int threads = 32;     // threads per block
-  std::size_t smem = 0;   // dynamic shared memory per block (bytes)
+  std::size_t smem = 0;   // dynamic shared memory per block (bytes), the tables included
+  std::size_t table = 0;  // one group's block table (bytes; kernels/sv_table.hpp), 0: none
   std::size_t blocks = 1;
   std::size_t work_bytes = 0;  // global workspace (interleaved and global strategies)
 };
-// `want` automatic picks registers (n <= 5); at n = 6 interleaved when the batch gives
-// every SM a tile of 32 samples (within a quarter of the device memory), else warp;
-// block (the states fit one block's shared memory); else global (thresholds from the
-// Shape/ rows measured on an H100); another value pins that shape (the
+// `want` automatic picks registers for n <= 5 above 10^4 samples; else block where the
+// states fit one block's shared memory; else global (thresholds from the Shape/ rows
+// measured on an H200 with block tables); another value pins that shape (the
 // QFLEET_CUDA_SHAPE variable: benchmarks, tests of every shape on a GPU) and throws
 // qfleet::Error where the circuit cannot run that way.
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,

@@ -10,6 +10,10 @@
 //   R sum(R v)                        sum over the group, returned to every member
 //                                     (in a fixed order: deterministic)
 //   void atomic_add(R* p, R v)        for weight gradients summed over the batch
+//   int n_parts(), int part()         the parts the group sums without a barrier (a
+//   R part_sum(R v), bool part_leader()  warp; a lone thread) and this thread's:
+//                                     with a block table (kernels/sv_table.hpp), the
+//                                     part's sum, valid at its leader
 // and every member calls the body with the same arguments, so every sync and sum
 // is reached by the whole group (control flow that leads to them depends only on
 // the plan and the call, never on the rank).
@@ -28,6 +32,7 @@
 
 #include "kernels/statevector.hpp"
 #include "kernels/sv_params.hpp"
+#include "kernels/sv_table.hpp"
 
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
@@ -44,13 +49,23 @@ QFLEET_HD inline void op_block(const SvPlan& p, const SvCall<R>& c, const OpDesc
   }
 }
 
+// op applied to the group's amplitudes: its block from the table when there is one,
+// else computed here by every member.
 template <class R, int L, int KT, bool Dag, class G>
 QFLEET_HD inline void group_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
-                                  G& g, int l) {
+                                  G& g, int l, const R* tab) {
   constexpr int D = 1 << KT;
+  const std::uint64_t ng = p.dim >> op.site.k_all;
+  if (tab != nullptr) {
+    const R* m = sv_table_block<L>(tab, op);
+    for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
+      const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
+      apply_block_lane<R, L, KT, Dag, L>(s, op.site, base, m, l);
+    }
+    return;
+  }
   R m[2 * D * D];
   op_block<R, D>(p, c, op, b, -1, m);
-  const std::uint64_t ng = p.dim >> op.site.k_all;
   for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
     const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
     apply_block_lane<R, L, KT, Dag, 1>(s, op.site, base, m, l);
@@ -59,12 +74,12 @@ QFLEET_HD inline void group_apply(const SvPlan& p, const SvCall<R>& c, const OpD
 
 template <class R, int L, bool Dag, class G>
 QFLEET_HD inline void group_apply_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, R* s,
-                                     G& g, int l) {
+                                     G& g, int l, const R* tab) {
   switch (op.site.kt) {
     case 1:
-      return group_apply<R, L, 1, Dag>(p, c, op, b, s, g, l);
+      return group_apply<R, L, 1, Dag>(p, c, op, b, s, g, l, tab);
     default:  // 2 (kMaxBlockTargets)
-      return group_apply<R, L, 2, Dag>(p, c, op, b, s, g, l);
+      return group_apply<R, L, 2, Dag>(p, c, op, b, s, g, l, tab);
   }
 }
 
@@ -163,6 +178,67 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   g.sync();
 }
 
+// group_adjoint_op with the blocks from the table, each parameter's part sums
+// stored in it for sv_table_gradients (no group-wide sum here).
+template <class R, int L, int KT, class G>
+QFLEET_HD inline void group_adjoint_op_table(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, R* psi, R* lam,
+                                             G& g, int l, R* tab) {
+  constexpr int D = 1 << KT;
+  constexpr int NP = KT == 1 ? kMaxGateParams : 1;
+  const R* m = sv_table_block<L>(static_cast<const R*>(tab), op);
+  const R* dm[NP];
+  const int np = op.n_params < NP ? op.n_params : NP;
+  for (int j = 0; j < NP; ++j) {
+    const bool want = j < np && op.fixed < 0 && param_wanted(p, c, op.first_param + j);
+    dm[j] = want ? sv_table_dblock<L>(p, static_cast<const R*>(tab), op, j, D) : nullptr;
+  }
+  R acc[NP];
+  for (int j = 0; j < NP; ++j) acc[j] = 0;
+  const std::uint64_t ng = p.dim >> op.site.k_all;
+  for (std::uint64_t q = std::uint64_t(g.rank()); q < ng; q += std::uint64_t(g.size())) {
+    const std::uint64_t base = insert_zero_bits(q, op.site.pos, op.site.k_all) | op.site.ctrl;
+    apply_block_lane<R, L, KT, true, L>(psi, op.site, base, m, l);
+    for (int j = 0; j < NP; ++j) {
+      if (dm[j] != nullptr) acc[j] += sandwich_lane<R, L, KT, L>(lam, psi, op.site, base, dm[j], l);
+    }
+    apply_block_lane<R, L, KT, true, L>(lam, op.site, base, m, l);
+  }
+  for (int j = 0; j < NP; ++j) {
+    if (dm[j] == nullptr) continue;
+    const R v = g.part_sum(acc[j]);
+    if (g.part_leader()) *sv_table_partial<L>(p, tab, op.first_param + j, g.part(), g.n_parts(), l) = v;
+  }
+  g.sync();
+}
+
+// After the reverse sweep: each wanted parameter's part sums added in part order
+// (the group sum's order) and written as group_adjoint_op writes them, ops last to
+// first.
+template <int L, class R, class G>
+QFLEET_HD inline void sv_table_gradients(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, R* tab,
+                                         G& g, int l) {
+  if (!active || g.rank() != 0) return;
+  for (int k = p.n_ops - 1; k >= 0; --k) {
+    const OpDesc& op = p.ops[k];
+    const int cap = op.site.kt == 1 ? kMaxGateParams : 1;  // as group_adjoint_op's NP
+    const int np = op.n_params < cap ? op.n_params : cap;
+    for (int j = 0; j < np; ++j) {
+      if (op.fixed >= 0 || !param_wanted(p, c, op.first_param + j)) continue;
+      R tot = 0;
+      for (int w = 0; w < g.n_parts(); ++w) tot += *sv_table_partial<L>(p, tab, op.first_param + j, w, g.n_parts(), l);
+      const ParamDesc& d = p.params[op.first_param + j];
+      const R gv = static_cast<R>(d.scale) * (2 * tot);
+      if (d.kind == kParamInput) {
+        c.grad_inputs[b * p.n_inputs + d.index] += gv;
+      } else if (c.reduce_weights) {
+        g.atomic_add(&c.grad_weights[d.index], gv);
+      } else {
+        c.grad_weights[b * p.n_weights + d.index] += gv;
+      }
+    }
+  }
+}
+
 template <class R>
 QFLEET_HD inline R amp_value(const SvPlan& p, const SvCall<R>& c, std::size_t b, int j) {
   return j < p.amp_n_features ? c.inputs[b * p.n_inputs + p.amp_first_input + j] : static_cast<R>(p.amp_pad);
@@ -170,13 +246,15 @@ QFLEET_HD inline R amp_value(const SvPlan& p, const SvCall<R>& c, std::size_t b,
 
 // Runs sample b (clamped into the batch by the caller; active = false for padding
 // members, which compute but write nothing) as lane l of a tile of L samples; psi
-// and lam hold the tile's 2^n complex amplitudes each (L = 1: one sample's).
+// and lam hold the tile's 2^n complex amplitudes each (L = 1: one sample's); tab,
+// when given, is the group's block table (sv_table_reals<L>(p, adjoint, g.n_parts())).
 template <int L = 1, class R, class G>
 QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, R* psi,
-                                   R* lam, G& g, int l = 0) {
+                                   R* lam, G& g, int l = 0, R* tab = nullptr) {
   const std::uint64_t rank = std::uint64_t(g.rank()), G_ = std::uint64_t(g.size());
   const std::uint64_t dim = p.dim;
   for (std::uint64_t i = rank; i < dim; i += G_) psi[re_at<L>(i, l)] = psi[im_at<L>(i, l)] = 0;
+  if (tab != nullptr) sv_table_fill<L>(p, c, b, c.cotangents != nullptr, tab, g, l);
   g.sync();
   R amp_norm = 1;
   if (p.amp) {
@@ -197,7 +275,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   g.sync();
 
   for (int k = 0; k < p.n_ops; ++k) {
-    group_apply_op<R, L, false>(p, c, p.ops[k], b, psi, g, l);
+    group_apply_op<R, L, false>(p, c, p.ops[k], b, psi, g, l, static_cast<const R*>(tab));
     g.sync();
   }
 
@@ -263,15 +341,17 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
 
   for (int k = p.n_ops - 1; k >= 0; --k) {
     const OpDesc& op = p.ops[k];
-    switch (op.site.kt) {
-      case 1:
-        group_adjoint_op<R, L, 1>(p, c, op, b, active, psi, lam, g, l);
-        break;
-      default:  // 2 (kMaxBlockTargets)
-        group_adjoint_op<R, L, 2>(p, c, op, b, active, psi, lam, g, l);
-        break;
+    if (tab != nullptr && op.site.kt == 1) {
+      group_adjoint_op_table<R, L, 1>(p, c, op, psi, lam, g, l, tab);
+    } else if (tab != nullptr) {  // 2 (kMaxBlockTargets)
+      group_adjoint_op_table<R, L, 2>(p, c, op, psi, lam, g, l, tab);
+    } else if (op.site.kt == 1) {
+      group_adjoint_op<R, L, 1>(p, c, op, b, active, psi, lam, g, l);
+    } else {
+      group_adjoint_op<R, L, 2>(p, c, op, b, active, psi, lam, g, l);
     }
   }
+  if (tab != nullptr) sv_table_gradients<L>(p, c, b, active, tab, g, l);
 
   // Through the amplitude embedding: d f / d psi0_j = 2 Re lam0_j (psi0 real), then
   // through the normalisation psi0 = v / |v|: g_v = (g - psi0 (psi0 . g)) / |v|.

@@ -77,6 +77,12 @@ struct ThreadGroup {
     return reduce_in_order(bar, *slots, r, n, v, [](R a, R b) { return R(qfleet::kern::nan_max(a, b)); });
   }
   void atomic_add(R* p, R v) const { std::atomic_ref<R>(*p).fetch_add(v); }
+  // Parts (kernels/sv_group.hpp's block table): every thread its own, summed in
+  // rank order afterwards, as sum() does.
+  int n_parts() const { return n; }
+  int part() const { return r; }
+  R part_sum(R v) const { return v; }
+  bool part_leader() const { return true; }
 };
 using TaskGroup = ThreadGroup<double>;
 
@@ -149,17 +155,28 @@ struct DevicePlan {
   }
 };
 
-// Runs every sample of `call` with a group of G threads, then one padding member
-// (active = false) that must leave every output untouched.
+// A group's block table (kernels/sv_table.hpp) for tiles of L samples, or none;
+// filled with junk the body must overwrite before it reads.
+template <int L, class R>
+std::vector<R> block_table(const qfleet::kern::SvPlan& p, const qfleet::kern::SvCall<R>& call, int G, bool table) {
+  if (!table) return {};
+  return std::vector<R>(qfleet::kern::sv_table_reals<L>(p, call.cotangents != nullptr, G), R(-7));
+}
+
+// Runs every sample of `call` with a group of G threads (with a block table or
+// without), then one padding member (active = false) that must leave every output
+// untouched.
 template <class R>
-void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
+void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G, bool table = false) {
   const DevicePlan dp(plan, call);
   std::vector<R> psi(2 * plan.dim), lam(2 * plan.dim);
+  std::vector<R> tab = block_table<1>(dp.view, call, G, table);
   run_units<R>(1, G, [&](int, int r, Barrier* bar, std::vector<R>* slots) {
     const ThreadGroup<R> g{r, G, bar, slots};
     for (std::size_t b = 0; b <= call.batch; ++b) {  // like the device's loop over a block's circuits
       const bool active = b < call.batch;
-      qfleet::kern::sv_group_run(dp.view, call, active ? b : call.batch - 1, active, psi.data(), lam.data(), g);
+      qfleet::kern::sv_group_run(dp.view, call, active ? b : call.batch - 1, active, psi.data(), lam.data(), g, 0,
+                                 table ? tab.data() : nullptr);
       g.sync();
     }
   });
@@ -191,17 +208,18 @@ void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, i
 // amplitudes are disjoint), every lane of a tile running the same plan, the last
 // tile partly padding, and one more tile wholly padding.
 template <int L, class R>
-void run_interleaved(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G) {
+void run_interleaved(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G, bool table = false) {
   const DevicePlan dp(plan, call);
   const std::size_t n_tiles = (call.batch + L - 1) / L + 1;
   std::vector<R> psi(2 * plan.dim * L, R(-7)), lam(2 * plan.dim * L, R(-7));  // junk the body must overwrite
+  std::vector<R> tab = block_table<L>(dp.view, call, G, table);
   run_units<R>(L, G, [&](int l, int r, Barrier* bar, std::vector<R>* slots) {
     const ThreadGroup<R> g{r, G, bar, slots};
     for (std::size_t t = 0; t < n_tiles; ++t) {
       const std::size_t b = t * L + std::size_t(l);
       const bool active = b < call.batch;
       qfleet::kern::sv_group_run<L>(dp.view, call, active ? b : call.batch - 1, active, psi.data(),
-                                    call.cotangents ? lam.data() : nullptr, g, l);
+                                    call.cotangents ? lam.data() : nullptr, g, l, table ? tab.data() : nullptr);
       g.sync();
     }
   });
@@ -214,16 +232,17 @@ struct Runner {
   int G;
   int warp = 0;  // > 0: the register body (kernels/sv_lanes.hpp) on warps of this many threads
   int tile = 0;  // 4 or 32: the interleaved shape, tiles of this many samples (G threads each)
+  bool table = false;  // the group bodies with a block table (kernels/sv_table.hpp)
 
   void exec(const qfleet::kern::SvCall<R>& c) const {
     if (warp > 0) {
       run_lanes(plan, c, warp);
     } else if (tile == 4) {
-      run_interleaved<4>(plan, c, G);
+      run_interleaved<4>(plan, c, G, table);
     } else if (tile == 32) {
-      run_interleaved<32>(plan, c, G);
+      run_interleaved<32>(plan, c, G, table);
     } else {
-      emu::run(plan, c, G);
+      emu::run(plan, c, G, table);
     }
   }
 

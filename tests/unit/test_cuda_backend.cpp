@@ -212,22 +212,24 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
     return qfleet::gpu::launch_shape(p, B, bytes, adj, h100, want);
   };
   for (int n = 1; n <= 5; ++n) {  // registers: 2^n lanes per circuit, blocks of 128 threads, no shared memory
-    const auto s = shape(n, 1000, 8, true);
+    const auto s = shape(n, 100000, 8, true);
     EXPECT_EQ(s.strategy, Strategy::registers) << n;
     EXPECT_EQ(s.group, 1 << n);
     EXPECT_EQ(s.per_block * s.group, 128);
-    EXPECT_EQ(s.blocks, (1000 + s.per_block - 1) / s.per_block);
+    EXPECT_EQ(s.blocks, (100000 + s.per_block - 1) / s.per_block);
     EXPECT_EQ(s.smem, 0u);
     EXPECT_EQ(s.work_bytes, 0u);
+    EXPECT_EQ(shape(n, 10000, 8, true).strategy, Strategy::block) << n;  // up to 10^4 samples: block
   }
-  for (int n = 1; n <= 6; ++n) {  // warp: automatic at n = 6 below a tile per SM, pinned below
-    const auto s = n == 6 ? shape(n, 1000, 8, true) : shape(n, 1000, 8, true, Strategy::warp);
+  for (int n = 1; n <= 6; ++n) {  // warp: pinned only
+    const auto s = shape(n, 1000, 8, true, Strategy::warp);
     EXPECT_EQ(s.strategy, Strategy::warp) << n;
     EXPECT_EQ(s.group, 1 << (n - 1));
     EXPECT_EQ(s.per_block * s.group, 128);
     EXPECT_EQ(s.blocks, (1000 + s.per_block - 1) / s.per_block);
     EXPECT_EQ(s.smem, std::size_t(s.per_block) * 2 * 16 * (std::size_t{1} << n));
   }
+  EXPECT_EQ(shape(6, 100000, 8, true).strategy, Strategy::block);
   EXPECT_EQ(shape(7, 10, 8, true).strategy, Strategy::block);
   EXPECT_EQ(shape(7, 10, 8, true).threads, 64);
   EXPECT_EQ(shape(10, 10, 8, true).threads, 256);
@@ -240,17 +242,15 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_EQ(g.blocks, 132u * 8);
   EXPECT_EQ(g.work_bytes, g.blocks * 2 * 16 * (std::size_t{1} << 20));
   EXPECT_EQ(shape(20, 3, 8, true).blocks, 3u);
-  // Interleaved: 32-sample tiles, one block of 32 x 8 threads per tile, a tile per
-  // SM at most, within a quarter of the device memory; automatic only at n = 6 once
-  // every SM has a tile (132 x 32 = 4224 samples).
-  EXPECT_EQ(shape(6, 4223, 8, true).strategy, Strategy::warp);
-  const auto il = shape(6, 4224, 8, true);
+  // Interleaved (pinned only): 32-sample tiles, one block of 32 x 8 threads per tile,
+  // a tile per SM at most, within a quarter of the device memory.
+  const auto il = shape(6, 4224, 8, true, Strategy::interleaved);
   EXPECT_EQ(il.strategy, Strategy::interleaved);
   EXPECT_EQ(il.threads, 256);
   EXPECT_EQ(il.per_block, 32);
   EXPECT_EQ(il.blocks, 132u);  // min(ceil(4224 / 32) tiles, SMs)
   EXPECT_EQ(il.work_bytes, 132u * 32 * 2 * 16 * (std::size_t{1} << 6));
-  EXPECT_EQ(shape(10, 100000, 8, true).strategy, Strategy::block);    // measured: a tie with interleaved
+  EXPECT_EQ(shape(10, 100000, 8, true).strategy, Strategy::block);    // measured: 1.3x faster than interleaved
   EXPECT_EQ(shape(13, 100000, 8, true).strategy, Strategy::global);   // measured: global 2.2x faster at n = 14
   const auto pinned13 = shape(13, 1000, 8, true, Strategy::interleaved);
   EXPECT_EQ(pinned13.blocks, 32u);  // ceil(1000 / 32) tiles
@@ -260,6 +260,26 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   const auto pinned = shape(20, 100000, 8, true, Strategy::interleaved);
   EXPECT_EQ(pinned.blocks, 20u);  // 1 GiB tiles in 20 GiB
   EXPECT_THROW(shape(25, 100, 8, true, Strategy::interleaved), qfleet::Error);
+  // Block tables (kernels/sv_table.hpp): blocks, derivative blocks and one partial per
+  // parameter and part (a warp; a tile's member; a warp slice's one), where they fit.
+  p.mat_entries = 120;
+  p.dmat_entries = 80;
+  p.n_params = 20;
+  const auto tb = shape(10, 100, 4, true);  // 256 threads: 8 warps
+  EXPECT_EQ(tb.table, 4u * (2 * 120 + 2 * 80 + 20 * 8));
+  EXPECT_EQ(tb.smem, 2 * 8 * 1024u + tb.table);  // psi and lam, complex64
+  EXPECT_EQ(shape(10, 100, 4, false).table, 4u * 2 * 120);  // forward: the blocks alone
+  const auto tw = shape(4, 1000, 4, true, Strategy::warp);
+  EXPECT_EQ(tw.table, 4u * (2 * 120 + 2 * 80 + 20));
+  EXPECT_EQ(tw.smem, std::size_t(tw.per_block) * (2 * 8 * 16 + tw.table));
+  EXPECT_EQ(shape(10, 10000, 4, true, Strategy::interleaved).table, 4u * 32 * (2 * 120 + 2 * 80 + 20 * 8));
+  EXPECT_EQ(shape(14, 100, 4, true).table, 4u * (2 * 120 + 2 * 80 + 20 * 8));  // global: the table alone in shared memory
+  p.mat_entries = 20000;  // 160 KB of blocks beside 128 KiB of states: the blocks come per gate
+  EXPECT_EQ(shape(12, 10, 8, true).strategy, Strategy::block);
+  EXPECT_EQ(shape(12, 10, 8, true).table, 0u);
+  EXPECT_EQ(shape(12, 10, 8, true).smem, 2 * 16 * 4096u);
+  p.mat_entries = p.dmat_entries = 0;
+  p.n_params = 0;
   // Pinned shapes (QFLEET_CUDA_SHAPE): any circuit may run global or, when its states
   // fit, block; registers and warp refuse circuits too large for them, saying why.
   EXPECT_EQ(shape(3, 10, 8, true, Strategy::global).strategy, Strategy::global);

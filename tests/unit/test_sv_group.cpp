@@ -4,6 +4,8 @@
 //   - kernels/sv_group.hpp with one sample per group (warp, block and global shapes):
 //     groups of 1..16 threads (powers of two, as the GPU uses, and 3 and 5, which
 //     split the work unevenly) and a padding member that must write nothing;
+//   - each of those with the sample's gate blocks in a block table the group fills
+//     first (kernels/sv_table.hpp), as the block and interleaved kernels run it;
 //   - the same body on interleaved tiles of 4 or 32 samples side by side (the
 //     interleaved shape), each sample a group, the last tiles partly or wholly padding;
 //   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
@@ -38,27 +40,34 @@ qfleet::detail::Plan plan_of(const qfleet::Circuit& c, qfleet::Precision prec = 
 struct Shape {
   std::string name;
   int G = 0, warp = 0, tile = 0;
+  bool table = false;
 
   template <class R>
   emu::Runner<R> runner(const qfleet::detail::Plan& plan) const {
     emu::Runner<R> r{plan, G, warp};
     r.tile = tile;
+    r.table = table;
     return r;
   }
 };
 
 // The shapes an n-qubit circuit can take: one-sample groups of each size in
 // `groups`, the register body (n <= 5) on a warp of one circuit and on a 32-lane warp,
-// interleaved tiles of 4 samples (and of 32, with `wide`), tile_g threads a sample.
+// interleaved tiles of 4 samples (and of 32, with `wide`), tile_g threads a sample;
+// the groups and tiles with and without a block table.
 std::vector<Shape> shapes(int n, std::initializer_list<int> groups, bool wide = false, int tile_g = 2) {
   std::vector<Shape> s;
-  for (int G : groups) s.push_back({"group of " + std::to_string(G), G, 0, 0});
+  for (int G : groups) {
+    s.push_back({"group of " + std::to_string(G), G, 0, 0});
+    s.push_back({"group of " + std::to_string(G) + ", block table", G, 0, 0, true});
+  }
   if (n <= qfleet::kern::kMaxLaneQubits) {
     s.push_back({"registers, warp of " + std::to_string(1 << n), 0, 1 << n, 0});
     if (n < qfleet::kern::kMaxLaneQubits) s.push_back({"registers, warp of 32", 0, 32, 0});
   }
   s.push_back({"interleaved tile of 4 x " + std::to_string(tile_g), tile_g, 0, 4});
-  if (wide) s.push_back({"interleaved tile of 32 x 2", 2, 0, 32});
+  s.push_back({"interleaved tile of 4 x " + std::to_string(tile_g) + ", block table", tile_g, 0, 4, true});
+  if (wide) s.push_back({"interleaved tile of 32 x 2, block table", 2, 0, 32, true});
   return s;
 }
 
@@ -126,6 +135,36 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
 }
 
 // Every gate in every emulated shape: BackendMatrix.* (test_backend_matrix.cpp).
+
+// The block table changes where each gate's block comes from and when the parameter
+// sums are taken, not one operation of either: the same bits as the per-gate blocks.
+TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
+  std::mt19937_64 rng(2727);
+  for (int n = 1; n <= 6; ++n) {
+    for (bool per_sample : {false, true}) {
+      ref::Twin t(n);
+      ref::RandomSpec spec;
+      spec.items = 3 * n + 4;
+      ref::random_circuit(t, rng, spec);
+      const qfleet::detail::Plan plan = plan_of(t.q);
+      const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
+      const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
+      for (const auto& [G, tile] : {std::pair{1, 0}, std::pair{4, 0}, std::pair{2, 4}}) {
+        SCOPED_TRACE(trace(n, b, Shape{"G=" + std::to_string(G) + " tile=" + std::to_string(tile), G, 0, tile}));
+        const auto plain = Shape{"", G, 0, tile}.runner<double>(plan).vjp(b, cot);
+        const auto tab = Shape{"", G, 0, tile, true}.runner<double>(plan).vjp(b, cot);
+        EXPECT_EQ(tab.out, plain.out);
+        EXPECT_EQ(tab.gi, plain.gi);
+        if (!per_sample && tile > 0) {
+          // reduced weight gradients: a tile's lanes add to them in a racing order
+          EXPECT_LT(ref::max_abs_diff(tab.gw, plain.gw), 1e-12);
+        } else {
+          EXPECT_EQ(tab.gw, plain.gw);
+        }
+      }
+    }
+  }
+}
 
 TEST(GroupBody, AmplitudeEmbeddingGradients) {
   std::mt19937_64 rng(1818);
