@@ -3,7 +3,7 @@
 // Only the launch shape and where the two states live are decided here:
 //   registers (n <= 5): 2^n lanes of a warp per circuit, 32 / 2^n circuits per
 //          warp, one amplitude of psi (and lam) per lane in registers, gates by
-//          shuffles, reduced weight gradients summed across the warp's circuits
+//          shuffles, each circuit's block table in shared memory, reduced weight gradients summed across the warp's circuits
 //          before one atomic add;
 //   warp   (2^n / 2 <= 32): a slice of a warp per circuit, several circuits per
 //          block, states in shared memory, sync = __syncwarp, sums by shuffles;
@@ -19,8 +19,8 @@
 //          the batch).
 // One launch runs every sample's forward, measurements and adjoint backward; the
 // gate blocks are computed on the device from each sample's angles, once per sample
-// into a block table in shared memory where it fits (warp, block, interleaved,
-// global; kernels/sv_table.hpp), else by every thread at every gate; reduced weight
+// into a block table in shared memory where it fits (every shape;
+// kernels/sv_table.hpp), else by every thread at every gate; reduced weight
 // gradients are summed with atomics inside the kernel.
 #include <cuda_runtime.h>
 
@@ -99,15 +99,20 @@ __global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::si
 
 // Blocks of 128 threads = 4 warps, 128 / 2^n circuits per block; every warp runs
 // its circuits in lockstep (full-warp shuffles), padding circuits included.
+// Shared memory (table_reals > 0): each circuit's block table.
 template <class R>
-__global__ void sv_lanes_kernel(kern::SvPlan p, kern::SvCall<R> c, int W, std::size_t n_blocks) {
+__global__ void sv_lanes_kernel(kern::SvPlan p, kern::SvCall<R> c, int W, std::size_t n_blocks,
+                                std::size_t table_reals) {
+  extern __shared__ __align__(16) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int per_block = static_cast<int>(blockDim.x) / W;
   const LaneGroup<R> g{tid % W, W};
+  R* tab = table_reals > 0 ? reinterpret_cast<R*>(smem) + std::size_t(tid / W) * table_reals : nullptr;
   for (std::size_t blk = blockIdx.x; blk < n_blocks; blk += gridDim.x) {
     const std::size_t b = blk * per_block + std::size_t(tid / W);
     const bool active = b < c.batch;
-    kern::sv_lanes_run(p, c, active ? b : c.batch - 1, active, g);
+    kern::sv_lanes_run(p, c, active ? b : c.batch - 1, active, g, tab);
+    if (tab != nullptr) g.sync();  // every lane done with the table before the next sample's
   }
 }
 
@@ -178,7 +183,8 @@ constexpr std::size_t kMaxGrid = 1u << 30;
 
 template <class R>
 void allow_smem() {  // the warp, block and interleaved kernels may take the device's whole shared memory
-  static std::atomic<std::uint64_t> warp_done{0}, block_done{0}, tile_done{0};
+  static std::atomic<std::uint64_t> warp_done{0}, block_done{0}, tile_done{0}, lanes_done{0};
+  allow_full_smem(lanes_done, sv_lanes_kernel<R>);
   allow_full_smem(warp_done, sv_warp_kernel<R>);
   allow_full_smem(block_done, sv_block_kernel<R>, static_cast<int>(32 * sizeof(R)));
   allow_full_smem(tile_done, sv_interleaved_kernel<R>, static_cast<int>(kMembers * kTile * sizeof(R)));
@@ -231,15 +237,13 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
   const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
   const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));
   // Measured on an H200 with block tables (docs/benchmarks.md, Shape/ rows, 2026-11-28;
-  // the classifier layer, forward + adjoint, complex64): block is the fastest shape or
-  // within 1% of it at n = 4, 6 and 10 for B = 100 and 10^4 (at n = 4, B = 100: 93 us
-  // against 184 for registers); registers are kept above B = 10^4, where block was not
-  // measured against them; where the states outgrow shared memory (n = 14) global
-  // beats interleaved 36x at B = 100 (and 2.2x at B = 10^4 on an H100, 2026-11-24).
+  // the classifier layer, forward + adjoint, complex64): registers are the fastest at
+  // n = 4 (B = 10^4: 373 us against 682-689 for warp, interleaved and block; B = 100:
+  // 91 us, block 93); at n = 6 block is, or ties warp (B = 10^4: 1.07 ms against 1.14
+  // interleaved, 1.22 warp), and at n = 10 (17.6 ms against 22.4 interleaved); where the
+  // states outgrow shared memory (n = 14) global beats interleaved 36x at B = 100.
   if (want == Strategy::automatic) {
-    want = fits_registers && batch > 10000 ? Strategy::registers
-           : fits_block                    ? Strategy::block
-                                           : Strategy::global;
+    want = fits_registers ? Strategy::registers : fits_block ? Strategy::block : Strategy::global;
   }
   auto refuse = [&](const char* why) {
     return Error(std::string("the '") + strategy_name(want) + "' circuit launch shape needs " + why +
@@ -258,6 +262,9 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
     s.group = 1 << p.n;
     s.threads = 128;
     s.per_block = s.threads / s.group;
+    const std::size_t tb = table_bytes(false, 0);
+    if (tb * std::size_t(s.per_block) <= optin) s.table = tb;
+    s.smem = s.table * s.per_block;
     s.blocks = (batch + s.per_block - 1) / s.per_block;
   } else if (want == Strategy::warp) {
     if (!fits_warp) throw refuse("at most 6 qubits");
@@ -347,7 +354,8 @@ void run_circuits(const kern::SvPlan& p, const kern::SvCall<R>& c, const LaunchS
   }
   const unsigned grid = static_cast<unsigned>(s.blocks);
   if (s.strategy == Strategy::registers) {
-    sv_lanes_kernel<R><<<grid, s.threads, 0, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block);
+    sv_lanes_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block,
+                                                        s.table / sizeof(R));
     check(cudaGetLastError(), "the register circuit kernel launch");
   } else if (s.strategy == Strategy::warp) {
     sv_warp_kernel<R><<<grid, s.threads, s.smem, st>>>(p, c, s.group, (c.batch + s.per_block - 1) / s.per_block,

@@ -38,9 +38,9 @@ struct LaunchShape {
   std::size_t blocks = 1;
   std::size_t work_bytes = 0;  // global workspace (interleaved and global strategies)
 };
-// `want` automatic picks registers for n <= 5 above 10^4 samples; else block where the
-// states fit one block's shared memory; else global (thresholds from the Shape/ rows
-// measured on an H200 with block tables); another value pins that shape (the
+// `want` automatic picks registers for n <= 5; else block where the states fit one
+// block's shared memory; else global (from the Shape/ rows measured on an H200 with
+// block tables); another value pins that shape (the
 // QFLEET_CUDA_SHAPE variable: benchmarks, tests of every shape on a GPU) and throws
 // qfleet::Error where the circuit cannot run that way.
 LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_bytes, bool adjoint,

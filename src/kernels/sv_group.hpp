@@ -254,7 +254,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   const std::uint64_t rank = std::uint64_t(g.rank()), G_ = std::uint64_t(g.size());
   const std::uint64_t dim = p.dim;
   for (std::uint64_t i = rank; i < dim; i += G_) psi[re_at<L>(i, l)] = psi[im_at<L>(i, l)] = 0;
-  if (tab != nullptr) sv_table_fill<L>(p, c, b, c.cotangents != nullptr, tab, g, l);
+  if (tab != nullptr) sv_table_fill<L>(p, c, b, c.cotangents != nullptr, tab, g.rank(), g.size(), l);
   g.sync();
   R amp_norm = 1;
   if (p.amp) {

@@ -25,6 +25,11 @@
 // control bits are not all set keep their amplitude. The adjoint step shuffles lam
 // once and uses the same values twice: for lam <- U^dag lam and for the gradient,
 // Re <lam| dU |psi> = Re <dU^dag lam | psi> summed over the lanes.
+//
+// With a block table (kernels/sv_table.hpp, one per circuit, no partials: the
+// parameter sums here are shuffles), a circuit's lanes first compute its gate and
+// derivative blocks side by side, and every step reads its row from the table
+// instead of computing the whole block from the angles on every lane.
 #pragma once
 
 #include <cmath>
@@ -82,10 +87,15 @@ QFLEET_HD inline int lane_local(const GateSite& s, std::uint64_t i, bool& on) {
 // by that parameter), with `on` = its control bits are all set.
 template <class R, int D, bool Dag, class L>
 QFLEET_HD inline void lane_block_row(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, int deriv,
-                                     const L& g, bool& on, Cx<R>* row) {
+                                     const L& g, bool& on, Cx<R>* row, const R* tab) {
+  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
+  if (tab != nullptr) {
+    lane_row<R, D, Dag>(deriv < 0 ? sv_table_block<1>(tab, op) : sv_table_dblock<1>(p, tab, op, deriv, D), r, row);
+    return;
+  }
   R m[2 * D * D];
   op_block<R, D>(p, c, op, b, deriv, m);
-  lane_row<R, D, Dag>(m, lane_local<D>(op.site, std::uint64_t(g.lane()), on), row);
+  lane_row<R, D, Dag>(m, r, row);
 }
 
 // x[d] = v as held by lane i ^ off[d] (x[0] = v): the amplitudes a row combines.
@@ -104,23 +114,23 @@ QFLEET_HD inline Cx<R> lane_dot(const Cx<R>* row, const Cx<R>* x) {
 
 template <class R, int KT, class L>
 QFLEET_HD inline void lanes_apply(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, Cx<R>& psi,
-                                  const L& g) {
+                                  const L& g, const R* tab) {
   constexpr int D = 1 << KT;
   bool on;
   Cx<R> row[D], x[D];
-  lane_block_row<R, D, false>(p, c, op, b, -1, g, on, row);
+  lane_block_row<R, D, false>(p, c, op, b, -1, g, on, row, tab);
   lane_gather<R, D>(op.site, psi, g, x);
   if (on) psi = lane_dot<R, D>(row, x);
 }
 
 template <class R, int KT, class L>
 QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b,
-                                       bool active, Cx<R>& psi, Cx<R>& lam, const L& g) {
+                                       bool active, Cx<R>& psi, Cx<R>& lam, const L& g, const R* tab) {
   constexpr int D = 1 << KT;
   constexpr int NP = KT == 1 ? kMaxGateParams : 1;  // 2-qubit blocks have at most one parameter
   bool on;
   Cx<R> row[D], x[D];
-  lane_block_row<R, D, true>(p, c, op, b, -1, g, on, row);
+  lane_block_row<R, D, true>(p, c, op, b, -1, g, on, row, tab);
   lane_gather<R, D>(op.site, psi, g, x);
   if (on) psi = lane_dot<R, D>(row, x);  // psi <- U^dag psi
   // lam's amplitudes this lane combines, shuffled once for both uses below.
@@ -132,7 +142,7 @@ QFLEET_HD inline void lanes_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
     const ParamDesc& pd = p.params[op.first_param + j];
     if (!param_wanted(p, c, op.first_param + j)) continue;
     Cx<R> drow[D];
-    lane_block_row<R, D, true>(p, c, op, b, j, g, on, drow);
+    lane_block_row<R, D, true>(p, c, op, b, j, g, on, drow, tab);
     const Cx<R> v = lane_dot<R, D>(drow, lx);
     const R part = on ? v.re * psi.re + v.im * psi.im : R(0);  // Re(conj(dU^dag lam)_i psi_i)
     const R gv = static_cast<R>(pd.scale) * (2 * lane_sum(g, part, unsigned(g.width() - 1)));
@@ -161,9 +171,16 @@ QFLEET_HD inline void lanes_probs(Cx<R> psi, const int* pos, int k, R* row, cons
 }
 
 // Runs sample b (clamped into the batch by the caller; active = false for a padding
-// circuit, which computes but writes nothing and adds nothing). Needs n <= 5.
+// circuit, which computes but writes nothing and adds nothing). Needs n <= 5. tab,
+// when given, is the circuit's block table (sv_table_reals<1>(p, adjoint, 0) reals),
+// free for this sample: the caller syncs between samples.
 template <class R, class L>
-QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, const L& g) {
+QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool active, const L& g,
+                                   R* tab = nullptr) {
+  if (tab != nullptr) {
+    sv_table_fill<1>(p, c, b, c.cotangents != nullptr, tab, g.lane(), g.width(), 0);
+    g.sync();
+  }
   const std::uint64_t i = std::uint64_t(g.lane());
   const unsigned all = unsigned(g.width() - 1);
   Cx<R> psi = {R(i == 0 ? 1 : 0), R(0)};
@@ -183,10 +200,10 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
     const OpDesc& op = p.ops[k];
     switch (op.site.kt) {
       case 1:
-        lanes_apply<R, 1>(p, c, op, b, psi, g);
+        lanes_apply<R, 1>(p, c, op, b, psi, g, static_cast<const R*>(tab));
         break;
       default:  // 2 (kMaxBlockTargets)
-        lanes_apply<R, 2>(p, c, op, b, psi, g);
+        lanes_apply<R, 2>(p, c, op, b, psi, g, static_cast<const R*>(tab));
         break;
     }
   }
@@ -264,10 +281,10 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
     const OpDesc& op = p.ops[k];
     switch (op.site.kt) {
       case 1:
-        lanes_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g);
+        lanes_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g, static_cast<const R*>(tab));
         break;
       default:  // 2 (kMaxBlockTargets)
-        lanes_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g);
+        lanes_adjoint_op<R, 2>(p, c, op, b, active, psi, lam, g, static_cast<const R*>(tab));
         break;
     }
   }

@@ -25,7 +25,8 @@
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
 
-// Reals of a table for tiles of L samples and a group of `parts` parts.
+// Reals of a table for tiles of L samples and a group of `parts` parts (0: a body
+// that sums its parameters without the table, kernels/sv_lanes.hpp).
 template <int L>
 QFLEET_HD inline std::size_t sv_table_reals(const SvPlan& p, bool adjoint, int parts) {
   std::size_t r = p.mat_entries * 2 * L;
@@ -74,12 +75,12 @@ QFLEET_HD inline void sv_table_fill_op(const SvPlan& p, const SvCall<R>& c, cons
   }
 }
 
-// Every op's blocks for sample b (lane l), the members taking ops in turn; the
-// caller's next group barrier publishes them.
-template <int L, class R, class G>
+// Every op's blocks for sample b (lane l), the group's `size` members taking ops in
+// turn (this one is `rank`); the caller's next group barrier publishes them.
+template <int L, class R>
 QFLEET_HD inline void sv_table_fill(const SvPlan& p, const SvCall<R>& c, std::size_t b, bool adjoint, R* tab,
-                                    G& g, int l) {
-  for (int k = g.rank(); k < p.n_ops; k += g.size()) {
+                                    int rank, int size, int l) {
+  for (int k = rank; k < p.n_ops; k += size) {
     const OpDesc& op = p.ops[k];
     if (op.site.kt == 1) {
       sv_table_fill_op<R, L, 2>(p, c, op, b, adjoint, tab, l);

@@ -186,18 +186,22 @@ void run(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int G, 
 // holding warp / 2^n circuits, two warps at once (their atomic sums race, as on a
 // device), and enough warps that the last ones are partly or wholly padding.
 template <class R>
-void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int warp) {
+void run_lanes(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> call, int warp, bool table = false) {
   const DevicePlan dp(plan, call);
   const int W = 1 << plan.n;
   const std::size_t per_warp = std::size_t(warp / W);
   const std::size_t n_warps = (call.batch + per_warp - 1) / per_warp + 1;  // + one all-padding warp
   constexpr int kWarps = 2;
+  // a block table per circuit of each warp (parts 0: the lanes sum by shuffles)
+  std::vector<std::vector<R>> tabs;
+  for (std::size_t t = 0; t < kWarps * per_warp; ++t) tabs.push_back(block_table<1>(dp.view, call, 0, table));
   run_units<R>(kWarps, warp, [&](int w, int r, Barrier* bar, std::vector<R>* slots) {
     const LaneThreads<R> g{r, W, warp, bar, slots};
+    R* tab = table ? tabs[std::size_t(w) * per_warp + std::size_t(r / W)].data() : nullptr;
     for (std::size_t blk = std::size_t(w); blk < n_warps; blk += kWarps) {  // the device's grid stride
       const std::size_t b = blk * per_warp + std::size_t(r / W);
       const bool active = b < call.batch;
-      qfleet::kern::sv_lanes_run(dp.view, call, active ? b : call.batch - 1, active, g);
+      qfleet::kern::sv_lanes_run(dp.view, call, active ? b : call.batch - 1, active, g, tab);
       g.sync();
     }
   });
@@ -236,7 +240,7 @@ struct Runner {
 
   void exec(const qfleet::kern::SvCall<R>& c) const {
     if (warp > 0) {
-      run_lanes(plan, c, warp);
+      run_lanes(plan, c, warp, table);
     } else if (tile == 4) {
       run_interleaved<4>(plan, c, G, table);
     } else if (tile == 32) {

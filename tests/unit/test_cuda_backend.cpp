@@ -219,7 +219,7 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
     EXPECT_EQ(s.blocks, (100000 + s.per_block - 1) / s.per_block);
     EXPECT_EQ(s.smem, 0u);
     EXPECT_EQ(s.work_bytes, 0u);
-    EXPECT_EQ(shape(n, 10000, 8, true).strategy, Strategy::block) << n;  // up to 10^4 samples: block
+    EXPECT_EQ(shape(n, 10, 8, true).strategy, Strategy::registers) << n;  // every batch size
   }
   for (int n = 1; n <= 6; ++n) {  // warp: pinned only
     const auto s = shape(n, 1000, 8, true, Strategy::warp);
@@ -274,6 +274,10 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
   EXPECT_EQ(tw.smem, std::size_t(tw.per_block) * (2 * 8 * 16 + tw.table));
   EXPECT_EQ(shape(10, 10000, 4, true, Strategy::interleaved).table, 4u * 32 * (2 * 120 + 2 * 80 + 20 * 8));
   EXPECT_EQ(shape(14, 100, 4, true).table, 4u * (2 * 120 + 2 * 80 + 20 * 8));  // global: the table alone in shared memory
+  const auto tr = shape(4, 100000, 4, true);  // registers: a table per circuit, no partials (shuffle sums)
+  EXPECT_EQ(tr.strategy, Strategy::registers);
+  EXPECT_EQ(tr.table, 4u * (2 * 120 + 2 * 80));
+  EXPECT_EQ(tr.smem, 8 * tr.table);  // 128 threads / 16 lanes
   p.mat_entries = 20000;  // 160 KB of blocks beside 128 KiB of states: the blocks come per gate
   EXPECT_EQ(shape(12, 10, 8, true).strategy, Strategy::block);
   EXPECT_EQ(shape(12, 10, 8, true).table, 0u);

@@ -4,8 +4,9 @@
 //   - kernels/sv_group.hpp with one sample per group (warp, block and global shapes):
 //     groups of 1..16 threads (powers of two, as the GPU uses, and 3 and 5, which
 //     split the work unevenly) and a padding member that must write nothing;
-//   - each of those with the sample's gate blocks in a block table the group fills
-//     first (kernels/sv_table.hpp), as the block and interleaved kernels run it;
+//   - each of those, and the register body below, with the sample's gate blocks in
+//     a block table the group fills first (kernels/sv_table.hpp), as every kernel
+//     runs it where the table fits;
 //   - the same body on interleaved tiles of 4 or 32 samples side by side (the
 //     interleaved shape), each sample a group, the last tiles partly or wholly padding;
 //   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
@@ -17,6 +18,7 @@
 // what CI checks of the GPU code on a machine without one.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <optional>
 
 #include "core/plan.hpp"
@@ -63,7 +65,8 @@ std::vector<Shape> shapes(int n, std::initializer_list<int> groups, bool wide = 
   }
   if (n <= qfleet::kern::kMaxLaneQubits) {
     s.push_back({"registers, warp of " + std::to_string(1 << n), 0, 1 << n, 0});
-    if (n < qfleet::kern::kMaxLaneQubits) s.push_back({"registers, warp of 32", 0, 32, 0});
+    s.push_back({"registers, warp of " + std::to_string(1 << n) + ", block table", 0, 1 << n, 0, true});
+    if (n < qfleet::kern::kMaxLaneQubits) s.push_back({"registers, warp of 32, block table", 0, 32, 0, true});
   }
   s.push_back({"interleaved tile of 4 x " + std::to_string(tile_g), tile_g, 0, 4});
   s.push_back({"interleaved tile of 4 x " + std::to_string(tile_g) + ", block table", tile_g, 0, 4, true});
@@ -149,14 +152,18 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
       const qfleet::detail::Plan plan = plan_of(t.q);
       const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
       const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
-      for (const auto& [G, tile] : {std::pair{1, 0}, std::pair{4, 0}, std::pair{2, 4}}) {
-        SCOPED_TRACE(trace(n, b, Shape{"G=" + std::to_string(G) + " tile=" + std::to_string(tile), G, 0, tile}));
-        const auto plain = Shape{"", G, 0, tile}.runner<double>(plan).vjp(b, cot);
-        const auto tab = Shape{"", G, 0, tile, true}.runner<double>(plan).vjp(b, cot);
+      // (G, warp, tile): groups of 1 and 4, an interleaved tile, the register body
+      std::vector<std::array<int, 3>> kinds = {{1, 0, 0}, {4, 0, 0}, {2, 0, 4}};
+      if (n <= qfleet::kern::kMaxLaneQubits) kinds.push_back({0, 32, 0});
+      for (const auto& [G, warp, tile] : kinds) {
+        SCOPED_TRACE(trace(n, b, Shape{"G=" + std::to_string(G) + " warp=" + std::to_string(warp) +
+                                           " tile=" + std::to_string(tile), G, warp, tile}));
+        const auto plain = Shape{"", G, warp, tile}.runner<double>(plan).vjp(b, cot);
+        const auto tab = Shape{"", G, warp, tile, true}.runner<double>(plan).vjp(b, cot);
         EXPECT_EQ(tab.out, plain.out);
         EXPECT_EQ(tab.gi, plain.gi);
-        if (!per_sample && tile > 0) {
-          // reduced weight gradients: a tile's lanes add to them in a racing order
+        if (!per_sample && (tile > 0 || warp > 0)) {
+          // reduced weight gradients: lanes or warps add to them in a racing order
           EXPECT_LT(ref::max_abs_diff(tab.gw, plain.gw), 1e-12);
         } else {
           EXPECT_EQ(tab.gw, plain.gw);
