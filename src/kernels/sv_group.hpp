@@ -131,6 +131,21 @@ QFLEET_HD inline void group_probs(const R* psi, int n, const int* pos, const int
   }
 }
 
+// Parameter slot s's gradient for sample b from its group total Re <lam| dU/dp |psi>
+// (one member calls it).
+template <class R, class G>
+QFLEET_HD inline void add_param_gradient(const SvPlan& p, const SvCall<R>& c, std::size_t b, int s, R tot, G& g) {
+  const ParamDesc& d = p.params[s];
+  const R gv = static_cast<R>(d.scale) * (2 * tot);
+  if (d.kind == kParamInput) {
+    c.grad_inputs[b * p.n_inputs + d.index] += gv;
+  } else if (c.reduce_weights) {
+    g.atomic_add(&c.grad_weights[d.index], gv);
+  } else {
+    c.grad_weights[b * p.n_weights + d.index] += gv;
+  }
+}
+
 // One reverse step of the adjoint method on op: psi <- U^dag psi,
 // g_j += 2 Re <lam| dU/dp_j |psi>, lam <- U^dag lam, fused per amplitude group
 // (all three touch the same 2^k amplitudes), then a sum over the group per parameter.
@@ -164,16 +179,7 @@ QFLEET_HD inline void group_adjoint_op(const SvPlan& p, const SvCall<R>& c, cons
   for (int j = 0; j < NP; ++j) {
     if (!want[j]) continue;
     const R tot = g.sum(acc[j]);
-    if (!active || g.rank() != 0) continue;
-    const ParamDesc& d = p.params[op.first_param + j];
-    const R gv = static_cast<R>(d.scale) * (2 * tot);
-    if (d.kind == kParamInput) {
-      c.grad_inputs[b * p.n_inputs + d.index] += gv;
-    } else if (c.reduce_weights) {
-      g.atomic_add(&c.grad_weights[d.index], gv);
-    } else {
-      c.grad_weights[b * p.n_weights + d.index] += gv;
-    }
+    if (active && g.rank() == 0) add_param_gradient(p, c, b, op.first_param + j, tot, g);
   }
   g.sync();
 }
@@ -226,15 +232,7 @@ QFLEET_HD inline void sv_table_gradients(const SvPlan& p, const SvCall<R>& c, st
       if (op.fixed >= 0 || !param_wanted(p, c, op.first_param + j)) continue;
       R tot = 0;
       for (int w = 0; w < g.n_parts(); ++w) tot += *sv_table_partial<L>(p, tab, op.first_param + j, w, g.n_parts(), l);
-      const ParamDesc& d = p.params[op.first_param + j];
-      const R gv = static_cast<R>(d.scale) * (2 * tot);
-      if (d.kind == kParamInput) {
-        c.grad_inputs[b * p.n_inputs + d.index] += gv;
-      } else if (c.reduce_weights) {
-        g.atomic_add(&c.grad_weights[d.index], gv);
-      } else {
-        c.grad_weights[b * p.n_weights + d.index] += gv;
-      }
+      add_param_gradient(p, c, b, op.first_param + j, tot, g);
     }
   }
 }

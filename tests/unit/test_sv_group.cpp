@@ -74,6 +74,13 @@ std::vector<Shape> shapes(int n, std::initializer_list<int> groups, bool wide = 
   return s;
 }
 
+// A random circuit of `items` items (every gate, templates, measurements) on twin t.
+void random_items(ref::Twin& t, std::mt19937_64& rng, int items) {
+  ref::RandomSpec spec;
+  spec.items = items;
+  ref::random_circuit(t, rng, spec);
+}
+
 std::string trace(int n, const ref::Batch& b, const Shape& s) {
   return "n=" + std::to_string(n) + " B=" + std::to_string(b.B) + " " + s.name +
          (b.per_sample ? ", per-sample weights" : ", shared weights");
@@ -102,9 +109,7 @@ TEST(GroupBody, RandomCircuitsMatchTheReferenceInEveryShape) {
     for (int rep = 0; rep < 3; ++rep) {
       for (bool per_sample : {false, true}) {
         ref::Twin t(n);
-        ref::RandomSpec spec;
-        spec.items = 3 * n + 4;
-        ref::random_circuit(t, rng, spec);
+        random_items(t, rng, 3 * n + 4);
         const qfleet::detail::Plan plan = plan_of(t.q);
         const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
         const std::vector<double> want = ref::ref_outputs(t.r, b);
@@ -125,9 +130,7 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
     for (int rep = 0; rep < 3; ++rep) {
       for (bool per_sample : {false, true}) {
         ref::Twin t(n);
-        ref::RandomSpec spec;
-        spec.items = 2 * n + 4;
-        ref::random_circuit(t, rng, spec);
+        random_items(t, rng, 2 * n + 4);
         const qfleet::detail::Plan plan = plan_of(t.q);
         // 19 samples: several warps of 32 / 2^n circuits and tiles, the last ones partly padding.
         const ref::Batch b = ref::random_batch(rng, rep == 0 ? 19 : 3, t.r.n_inputs, t.r.n_weights, per_sample);
@@ -146,9 +149,7 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
   for (int n = 1; n <= 6; ++n) {
     for (bool per_sample : {false, true}) {
       ref::Twin t(n);
-      ref::RandomSpec spec;
-      spec.items = 3 * n + 4;
-      ref::random_circuit(t, rng, spec);
+      random_items(t, rng, 3 * n + 4);
       const qfleet::detail::Plan plan = plan_of(t.q);
       const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
       const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
@@ -206,9 +207,7 @@ TEST(GroupBody, Complex64StaysWithinSinglePrecision) {
   std::mt19937_64 rng(818);
   for (int n = 2; n <= 6; ++n) {
     ref::Twin t(n);
-    ref::RandomSpec spec;
-    spec.items = 3 * n;
-    ref::random_circuit(t, rng, spec);
+    random_items(t, rng, 3 * n);
     const ref::Batch b = ref::random_batch(rng, 4, t.r.n_inputs, t.r.n_weights, n % 2 == 0);
     const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(t.r.n_outputs()), -1, 1);
     const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
