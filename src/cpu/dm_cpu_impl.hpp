@@ -23,6 +23,7 @@
 #include "cpu/lane_blocks.hpp"
 #include "cpu/scatter_gradients.hpp"
 #include "cpu/site_groups.hpp"
+#include "kernels/sv_params.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
 #include "kernels/gate_matrix.hpp"
@@ -132,23 +133,6 @@ inline void sandwich_site(const R* lam, const R* x, const DmSite& site, int dim,
   }
 }
 
-// Value of parameter slot s for sample b (double).
-template <class R>
-inline double param_value(const DmPlan& p, const Call<R>& c, int s, std::size_t b) {
-  const kern::ParamDesc& d = p.params[s];
-  if (d.kind == kern::kParamConstant) return d.value;
-  if (d.kind == kern::kParamInput) return d.scale * double(c.inputs[b * p.n_inputs + d.index]);
-  const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
-  return d.scale * double(w);
-}
-
-template <class R>
-inline bool param_wanted(const DmPlan& p, const Call<R>& c, int s) {
-  const int kind = p.params[s].kind;
-  return (kind == kern::kParamInput && c.grad_inputs != nullptr) ||
-         (kind == kern::kParamWeight && c.grad_weights != nullptr);
-}
-
 // op's block (deriv < 0) or its derivative by parameter deriv for sample b, in double.
 template <class R>
 inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::size_t b, int deriv,
@@ -159,7 +143,7 @@ inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::si
     return;
   }
   double q[4] = {0, 0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = param_value(kp, c, op.first_param + j, b);
+  for (int j = 0; j < op.n_params; ++j) q[j] = kern::param_value<double>(kp, c, op.first_param + j, b);
   if (op.kind == kern::kDmChannel) {
     if (deriv < 0) {
       kern::channel_superop<double>(op.channel, q, blk);
@@ -355,7 +339,7 @@ struct DmTile {
       const R* m = block(op, t);
       const bool gate = op.kind == kern::kDmGate;
       bool wanted = false;
-      for (int j = 0; j < op.n_params; ++j) wanted = wanted || param_wanted(kp, c, op.first_param + j);
+      for (int j = 0; j < op.n_params; ++j) wanted = wanted || kern::param_wanted(kp, c, op.first_param + j);
       if (gate && op.slot >= 0 && wanted && par <= 0) {
         fused_gate_step(t, op, m, t.stored + st() * std::size_t(--slot), par);
         continue;
@@ -364,7 +348,7 @@ struct DmTile {
         const R* x = t.stored + st() * std::size_t(--slot);
         for (int j = 0; j < op.n_params; ++j) {
           const int s = op.first_param + j;
-          if (!param_wanted(kp, c, s)) continue;
+          if (!kern::param_wanted(kp, c, s)) continue;
           const R* d = udmats + (op.dmat_entry + std::size_t(j) * op.dim * op.dim) * 2 * L;
           if (per_sample(op, c)) {
             for (int l = 0; l < L; ++l) {
@@ -417,7 +401,7 @@ struct DmTile {
     }
     for (int j = 0; j < op.n_params; ++j) {
       const int s = op.first_param + j;
-      if (!param_wanted(kp, c, s)) continue;
+      if (!kern::param_wanted(kp, c, s)) continue;
       const R* d = udmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
       if (per_sample(op, c) && op.n_params == 1 && kern::one_parameter_group(op.gate)) {
         one_parameter_derivative<R, L>(op.gate, m, t.dblk, op.dim);

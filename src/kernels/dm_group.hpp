@@ -19,6 +19,7 @@
 #include "kernels/dm_ops.hpp"
 #include "kernels/dm_plan.hpp"
 #include "kernels/gate_matrix.hpp"
+#include "kernels/sv_params.hpp"
 #include "kernels/sv_plan.hpp"
 
 namespace qfleet::kern {
@@ -35,15 +36,6 @@ struct DmGroupScratch {
   void* probs;
 };
 
-template <class R>
-QFLEET_HD inline double dm_param_value(const DmPlan& p, const SvCall<R>& c, int s, std::size_t b) {
-  const ParamDesc& d = p.params[s];
-  if (d.kind == kParamConstant) return d.value;
-  if (d.kind == kParamInput) return d.scale * double(c.inputs[b * p.n_inputs + d.index]);
-  const R w = c.weights_per_sample ? c.weights[b * p.n_weights + d.index] : c.weights[d.index];
-  return d.scale * double(w);
-}
-
 // op's block (deriv < 0) or derivative, as 2 * dim^2 interleaved reals of R.
 template <class R>
 QFLEET_HD inline void dm_group_block(const DmPlan& p, const SvCall<R>& c, const DmOp& op, std::size_t b, int deriv,
@@ -54,7 +46,7 @@ QFLEET_HD inline void dm_group_block(const DmPlan& p, const SvCall<R>& c, const 
     return;
   }
   double q[4] = {0, 0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = dm_param_value(p, c, op.first_param + j, b);
+  for (int j = 0; j < op.n_params; ++j) q[j] = param_value<double>(p, c, op.first_param + j, b);
   Cx<double> blk[kDmMaxEntries];
   if (op.kind == kDmChannel) {
     if (deriv < 0) {
@@ -278,10 +270,7 @@ QFLEET_HD inline void dm_group_backward(const DmPlan& p, const SvCall<R>& c, std
       const R* x = stored + st * std::uint64_t(--slot);
       for (int j = 0; j < op.n_params; ++j) {
         const int s = op.first_param + j;
-        const int kind = p.params[s].kind;
-        const bool wanted = (kind == kParamInput && c.grad_inputs != nullptr) ||
-                            (kind == kParamWeight && c.grad_weights != nullptr);
-        if (!wanted) continue;
+        if (!param_wanted(p, c, s)) continue;
         dm_group_block(p, c, op, b, j, d);
         const R v = dm_group_sandwich(op, gate ? op.row : op.sup, p.dim2, d, lam, x, g);
         if (g.rank() == 0) gslot[s] += (gate ? 2 : 1) * v;

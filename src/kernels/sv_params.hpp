@@ -27,9 +27,10 @@ QFLEET_HD inline T embedding_feature_gradient(bool normalize, T g, T v, T norm, 
   return normalize ? (g - v / norm * dot) / norm : g;
 }
 
-// Value of parameter slot s for sample b, computed in T.
-template <class T, class R>
-QFLEET_HD inline T param_value(const SvPlan& p, const SvCall<R>& c, int s, std::size_t b) {
+// Value of parameter slot s for sample b, computed in T; Plan is either circuit plan
+// (SvPlan, DmPlan: the same parameter fields), so every executor reads parameters here.
+template <class T, class Plan, class R>
+QFLEET_HD inline T param_value(const Plan& p, const SvCall<R>& c, int s, std::size_t b) {
   const ParamDesc& d = p.params[s];
   if (d.kind == kParamConstant) return static_cast<T>(d.value);
   if (d.kind == kParamInput) return static_cast<T>(d.scale) * static_cast<T>(c.inputs[b * p.n_inputs + d.index]);
@@ -39,8 +40,8 @@ QFLEET_HD inline T param_value(const SvPlan& p, const SvCall<R>& c, int s, std::
 
 // Whether the call asks for the gradient of slot s's source: only those slots cost
 // a derivative block and a sandwich in the adjoint sweep.
-template <class R>
-QFLEET_HD inline bool param_wanted(const SvPlan& p, const SvCall<R>& c, int s) {
+template <class Plan, class R>
+QFLEET_HD inline bool param_wanted(const Plan& p, const SvCall<R>& c, int s) {
   const int kind = p.params[s].kind;
   return (kind == kParamInput && c.grad_inputs != nullptr) || (kind == kParamWeight && c.grad_weights != nullptr);
 }
