@@ -2,8 +2,8 @@
 // shares (on a GPU: shared memory), for kernels/sv_group.hpp. Without it every member
 // computes each gate's block from the sample's angles at that gate: a chain of plan
 // and parameter loads and a sincos before every step of both sweeps (the 2026-11-28
-// H200 profile of the Target row: 35% of issue slots waiting on those loads, 12% of
-// the chip's warps resident). With it the members compute the blocks of different
+// H200 profile of the Target row: 35% of the cycles between a warp's instructions
+// waiting on L1TEX loads, 12.5% of the warp slots occupied). With it the members compute the blocks of different
 // ops side by side, once, and each step reads its block from the table.
 //
 // The table also holds the adjoint's parameter partials: one per (parameter slot,
