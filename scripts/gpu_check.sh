@@ -24,7 +24,7 @@
 # UNAVAILABLE and the call takes seconds (the test suite runs it so). Exit status: 0
 # when every phase is ok or UNAVAILABLE, 1 otherwise. QFLEET_GPU_CARRY (default .gpu):
 # where the carried programs and dependencies are. QFLEET_GPU_DEVICE_BUILD=0: no device
-# build (it takes minutes of a short lease): its phases are UNAVAILABLE.
+# build (it takes minutes, where a call may run 10): its phases are UNAVAILABLE.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
