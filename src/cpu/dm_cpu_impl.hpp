@@ -23,7 +23,6 @@
 #include "cpu/lane_blocks.hpp"
 #include "cpu/scatter_gradients.hpp"
 #include "cpu/site_groups.hpp"
-#include "kernels/sv_params.hpp"
 #include "kernels/channel_matrix.hpp"
 #include "kernels/dm_ops.hpp"
 #include "kernels/gate_matrix.hpp"

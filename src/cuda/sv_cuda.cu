@@ -3,8 +3,8 @@
 // Only the launch shape and where the two states live are decided here:
 //   registers (n <= 5): 2^n lanes of a warp per circuit, 32 / 2^n circuits per
 //          warp, one amplitude of psi (and lam) per lane in registers, gates by
-//          shuffles, each circuit's block table in shared memory, reduced weight gradients summed across the warp's circuits
-//          before one atomic add;
+//          shuffles, each circuit's block table in shared memory, reduced weight
+//          gradients summed across the warp's circuits before one atomic add;
 //   warp   (2^n / 2 <= 32): a slice of a warp per circuit, several circuits per
 //          block, states in shared memory, sync = __syncwarp, sums by shuffles;
 //   block  (states fit in shared memory): a thread block per circuit, sync =
@@ -182,7 +182,7 @@ __global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, bool
 constexpr std::size_t kMaxGrid = 1u << 30;
 
 template <class R>
-void allow_smem() {  // the warp, block and interleaved kernels may take the device's whole shared memory
+void allow_smem() {  // every circuit kernel may take the device's whole shared memory
   static std::atomic<std::uint64_t> warp_done{0}, block_done{0}, tile_done{0}, lanes_done{0};
   allow_full_smem(lanes_done, sv_lanes_kernel<R>);
   allow_full_smem(warp_done, sv_warp_kernel<R>);

@@ -193,9 +193,9 @@ QFLEET_HD inline void group_adjoint_op_table(const SvPlan& p, const SvCall<R>& c
   constexpr int NP = KT == 1 ? kMaxGateParams : 1;
   const R* m = sv_table_block<L>(static_cast<const R*>(tab), op);
   const R* dm[NP];
-  const int np = op.n_params < NP ? op.n_params : NP;
+  const int np = sv_table_dparams(op);
   for (int j = 0; j < NP; ++j) {
-    const bool want = j < np && op.fixed < 0 && param_wanted(p, c, op.first_param + j);
+    const bool want = j < np && param_wanted(p, c, op.first_param + j);
     dm[j] = want ? sv_table_dblock<L>(p, static_cast<const R*>(tab), op, j, D) : nullptr;
   }
   R acc[NP];
@@ -226,10 +226,8 @@ QFLEET_HD inline void sv_table_gradients(const SvPlan& p, const SvCall<R>& c, st
   if (!active || g.rank() != 0) return;
   for (int k = p.n_ops - 1; k >= 0; --k) {
     const OpDesc& op = p.ops[k];
-    const int cap = op.site.kt == 1 ? kMaxGateParams : 1;  // as group_adjoint_op's NP
-    const int np = op.n_params < cap ? op.n_params : cap;
-    for (int j = 0; j < np; ++j) {
-      if (op.fixed >= 0 || !param_wanted(p, c, op.first_param + j)) continue;
+    for (int j = 0; j < sv_table_dparams(op); ++j) {
+      if (!param_wanted(p, c, op.first_param + j)) continue;
       R tot = 0;
       for (int w = 0; w < g.n_parts(); ++w) tot += *sv_table_partial<L>(p, tab, op.first_param + j, w, g.n_parts(), l);
       add_param_gradient(p, c, b, op.first_param + j, tot, g);

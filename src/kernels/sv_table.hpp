@@ -49,6 +49,14 @@ QFLEET_HD inline R* sv_table_partial(const SvPlan& p, R* tab, int slot, int part
          std::size_t(l);
 }
 
+// How many of op's parameters have derivative blocks in the table: none for a
+// constant block, at most one for a two-qubit block (the adjoint's NP).
+QFLEET_HD inline int sv_table_dparams(const OpDesc& op) {
+  if (op.fixed >= 0) return 0;
+  const int cap = op.site.kt == 1 ? kMaxGateParams : 1;
+  return op.n_params < cap ? op.n_params : cap;
+}
+
 template <class R, int L, int D>
 QFLEET_HD inline void sv_table_store(R* dst, const Cx<R>* blk, int l) {
   for (int e = 0; e < D * D; ++e) {
@@ -65,10 +73,8 @@ QFLEET_HD inline void sv_table_fill_op(const SvPlan& p, const SvCall<R>& c, cons
   Cx<R> blk[D * D];
   op_block_cx<R, D>(p, c, op, b, -1, blk);
   sv_table_store<R, L, D>(sv_table_block<L>(tab, op), blk, l);
-  if (!adjoint || op.fixed >= 0) return;
-  constexpr int NP = D == 2 ? kMaxGateParams : 1;  // 2-qubit blocks have at most one parameter
-  const int np = op.n_params < NP ? op.n_params : NP;
-  for (int j = 0; j < np; ++j) {
+  if (!adjoint) return;
+  for (int j = 0; j < sv_table_dparams(op); ++j) {
     if (!param_wanted(p, c, op.first_param + j)) continue;
     op_block_cx<R, D>(p, c, op, b, j, blk);
     sv_table_store<R, L, D>(sv_table_dblock<L>(p, tab, op, j, D), blk, l);
