@@ -16,11 +16,15 @@
 //             Open/d2/B100000/fwd+grad/c64.
 //   OpenShape/* the thread, warp and block launch shapes on the same problems.
 //   Mixed/*   density matrices: the layer with a depolarizing channel on every wire.
+//   */cpu     the same workloads on qfleet's CPU backend with every core of the machine
+//             (OpenMP's default; wall-clock time, host buffers): the same machine's CPU
+//             beside its GPU in one run (issue 50's peer rows). They run without a GPU too.
 // Counter gates/s = batch x gate applications per second (the backward counts its
 // two adjoint applications per gate, like bench_circuits). Without a GPU it says
-// so and exits 0.
+// so and runs the */cpu rows alone.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+#include <omp.h>
 
 #include <cmath>
 #include <complex>
@@ -56,15 +60,30 @@ qfleet::Circuit layer_circuit(int n) {
   return c;
 }
 
+// A call's data: zeros, or (fill != 0) uniform in (-1, 1) from a fixed seed, the same
+// values for the GPU's device buffers and the CPU rows' host buffers.
+std::vector<double> host_values(std::size_t n, double fill) {
+  std::vector<double> h(n, 0.0);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  if (fill != 0) {
+    for (auto& v : h) v = u(rng);
+  }
+  return h;
+}
+
+template <class R>
+std::vector<R> host_buffer(std::size_t n, double fill = 0) {
+  const std::vector<double> h = host_values(n, fill);
+  return std::vector<R>(h.begin(), h.end());
+}
+
 template <class R>
 struct DeviceBuffer {
   R* p = nullptr;
   explicit DeviceBuffer(std::size_t n, R fill = R(0)) {
     if (cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(R)) != cudaSuccess) throw std::bad_alloc();
-    std::vector<R> h(n, fill);
-    std::mt19937_64 rng(3);
-    std::uniform_real_distribution<double> u(-1, 1);
-    for (auto& v : h) v = fill == R(0) ? R(0) : static_cast<R>(u(rng));
+    const std::vector<R> h = host_buffer<R>(n, double(fill));
     cudaMemcpy(p, h.data(), n * sizeof(R), cudaMemcpyHostToDevice);
   }
   explicit DeviceBuffer(const std::vector<R>& h) {
@@ -181,6 +200,81 @@ void run_open(benchmark::State& st, int d, std::size_t B, bool grad) {
   st.SetLabel(p.execution(B, grad));
 }
 
+// The same calls on the CPU backend, host buffers, wall-clock time, every core.
+template <class R>
+void run_cpu(benchmark::State& st, const qfleet::Circuit& c, std::size_t B, bool backward) {
+  qfleet::CompileOptions o;
+  o.precision = sizeof(R) == 4 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+  const qfleet::Program p = qfleet::compile(c, o);
+  const std::size_t ni = p.n_inputs(), nw = p.n_weights(), K = p.n_outputs();
+  std::vector<R> x = host_buffer<R>(B * ni, 1), w = host_buffer<R>(nw, 1), out(B * K), cot = host_buffer<R>(B * K, 1),
+                 gx(B * ni), gw(nw);
+  qfleet::BatchArgs<R> a;
+  a.batch = B;
+  a.inputs = {x.data(), x.size()};
+  a.weights = {w.data(), w.size()};
+  for (auto _ : st) {
+    if (backward) {
+      p.vjp<R>(a, {cot.data(), cot.size()}, qfleet::Gradients<R>{{gx.data(), gx.size()}, {gw.data(), gw.size()}},
+               {out.data(), out.size()});
+    } else {
+      p.forward<R>(a, {out.data(), out.size()});
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double gates = double(c.operations().size()) * (backward ? 3.0 : 1.0);
+  st.counters["gates/s"] = benchmark::Counter(gates * double(B), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = omp_get_max_threads();
+  st.SetLabel(p.execution(B, backward));
+}
+
+template <class R>
+void run_open_cpu(benchmark::State& st, int d, std::size_t B) {
+  qfleet::OpenCompileOptions o;
+  o.precision = sizeof(R) == 4 ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+  const qfleet::OpenProgram p = qfleet::compile(ladder(d), o);
+  const std::size_t na = 60 * 2;
+  std::vector<R> amps = host_buffer<R>(B * na, 1), rates{R(0.05)}, fid(B), cot(B, R(1)), g_amps(B * na), g_rates(1);
+  qfleet::TaskArgs<R> a;
+  a.batch = B;
+  a.amplitudes = {amps.data(), amps.size()};
+  a.rates = {rates.data(), 1};
+  qfleet::TaskOutputs<R> out;
+  out.fidelity = {fid.data(), B};
+  qfleet::TaskGradients<R> g;
+  g.amplitudes = {g_amps.data(), g_amps.size()};
+  g.rates = {g_rates.data(), 1};
+  for (auto _ : st) {
+    p.vjp<R>(a, std::span<const R>(cot.data(), B), {}, g, out);
+    benchmark::DoNotOptimize(fid.data());
+  }
+  st.counters["tasks/s"] = benchmark::Counter(double(B), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = omp_get_max_threads();
+  st.SetLabel(p.execution(B, true));
+}
+
+// Issue 50's rows on the CPU, complex64, forward + gradient: Target, Layer/n4 (B 10^4 and
+// 10^6), Layer/n10/B10000 (beside Shape/n10/B10000), Open/d2/B100000, Open/d4/B10000
+// (beside OpenShape/d4), Mixed/n4/B10000.
+void register_cpu() {
+  const auto reg = [](const std::string& name, auto body) {
+    benchmark::RegisterBenchmark(name.c_str(), body)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  };
+  const qfleet::Circuit t = target_circuit();
+  reg("Target/n10_g30_B100/fwd+bwd/c64/cpu", [t](benchmark::State& st) { run_cpu<float>(st, t, 100, true); });
+  const qfleet::Circuit l4 = layer_circuit(4), l10 = layer_circuit(10);
+  for (std::size_t B : {std::size_t{10000}, std::size_t{1000000}}) {
+    reg("Layer/n4/B" + std::to_string(B) + "/fwd+bwd/c64/cpu",
+        [l4, B](benchmark::State& st) { run_cpu<float>(st, l4, B, true); });
+  }
+  reg("Layer/n10/B10000/fwd+bwd/c64/cpu", [l10](benchmark::State& st) { run_cpu<float>(st, l10, 10000, true); });
+  reg("Open/d2/B100000/fwd+grad/c64/cpu", [](benchmark::State& st) { run_open_cpu<float>(st, 2, 100000); });
+  reg("Open/d4/B10000/fwd+grad/c64/cpu", [](benchmark::State& st) { run_open_cpu<float>(st, 4, 10000); });
+  qfleet::Circuit m4 = layer_circuit(4);
+  for (int w = 0; w < 4; ++w) m4.channel("Depolarizing", {w}, {0.01});
+  reg("Mixed/n4/B10000/fwd+bwd/c64/cpu", [m4](benchmark::State& st) { run_cpu<float>(st, m4, 10000, true); });
+}
+
 void register_all() {
   const qfleet::Circuit t = target_circuit();
   for (bool bwd : {false, true}) {
@@ -288,12 +382,13 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (qfleet::cuda_device_count() == 0) {
-    std::printf("bench_cuda: no CUDA device visible; nothing to measure\n");
-    return 0;
-  }
   benchmark::Initialize(&argc, argv);
-  register_all();
+  if (qfleet::cuda_device_count() == 0) {
+    std::printf("bench_cuda: no CUDA device visible; only the */cpu rows run\n");
+  } else {
+    register_all();
+  }
+  register_cpu();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

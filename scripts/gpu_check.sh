@@ -10,11 +10,13 @@
 #                                  programs; 3 meanwhile the device build of what links
 #                                  this machine's PyTorch, then graph mode's tests and the
 #                                  Python CUDA-tensor suite; 4 compute-sanitizer
-#   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json), an ncu
-#                                  summary of the target kernels (ncu.txt), and with the
-#                                  device build the PyTorch comparison, a training step
-#                                  eager and as a CUDA graph, and the meta-control and qGAN
-#                                  apps with device cuda
+#   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json: the GPU rows
+#                                  and the same workloads on every CPU core), an ncu summary
+#                                  of the target kernels (ncu.txt), dynamiqs on JAX's GPU
+#                                  beside the open-system rows (peers.md, with the carried
+#                                  .gpu/wheels and .gpu/peers), and with the device build the
+#                                  PyTorch comparison, a training step eager and as a CUDA
+#                                  graph, and the meta-control and qGAN apps with device cuda
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
@@ -86,7 +88,7 @@ unavailable() {  # the GPU phases of this mode, when there is no GPU
 }
 if [ "$gpus" -eq 0 ]; then
   if [ "$mode" = check ]; then unavailable gtest device_build python sanitize; fi
-  unavailable bench ncu compare train_graph apps
+  unavailable bench ncu peers compare train_graph apps
 fi
 
 # --- what the phases share -------------------------------------------------------------
@@ -289,6 +291,18 @@ figures() {
     record ncu "$(status_of $rc_ncu)" "$t0" "$(grep -c 'Duration' "$out/ncu.txt") kernels"
   else
     record ncu UNAVAILABLE "$t0" "no ncu or no bench_cuda"
+  fi
+  # --- dynamiqs on JAX's GPU beside the open-system rows, checked against qfleet first --------
+  t0=$SECONDS
+  if [ ! -f "$carry/peers/open_ref.npz" ]; then
+    record peers UNAVAILABLE "$t0" "no $carry/peers carried"
+  else
+    (PYTHONPATH="$deps/site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(cap 180)" \
+      python3 bench/gpu_open_peer.py run --reference "$carry/peers/open_ref.npz" --bench-json "$out/bench.json" \
+      --require-gpu) >"$out/peers.md" 2>&1
+    rc=$?
+    record peers "$(status_of $rc)" "$t0" "$(grep -c '^| Open/' "$out/peers.md") rows"
+    [ $rc -eq 0 ] || tail -n 5 "$out/peers.md"
   fi
   # --- with the device build: PyTorch on the same GPU, and the apps on cuda ----------------
   t0=$SECONDS

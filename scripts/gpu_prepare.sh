@@ -1,44 +1,84 @@
 #!/usr/bin/env bash
 # Prepares, on a machine with network and nvcc but no GPU, everything scripts/gpu_check.sh
-# needs on a GPU machine that has nvcc, CMake, ninja and a python3 with PyTorch but no
-# network and no Debian -dev packages, and to which at most 64 MiB travel with the source
-# tree. Writes .gpu/ (ignored by git; it travels beside the tree):
-#   .gpu/bin/*.xz   qfleet_tests, qfleet_cuda_tests and bench_cuda, Release, sm_90 code
-#                   only (the H100 and H200), stripped and xz-compressed: the C++ GPU
-#                   tests, the sanitizers and the benchmarks then need no build there
-#   .gpu/debs       GoogleTest, Google Benchmark, nlohmann-json, CLI11, fmt and Eigen
-#                   (Debian 12's, unpacked there into a prefix, never over /): the device
-#                   build of what links that machine's PyTorch
-#   .gpu/REVISION   the commit (and whether the tree had changes) the programs come from
+# needs on a GPU machine that has nvcc, CMake, ninja and a python3 with PyTorch and JAX
+# but no network and no Debian -dev packages, and to which at most 64 MiB travel with the
+# source tree. Writes .gpu/ (ignored by git; it travels beside the tree), for one of
+# gpu_check.sh's two modes (both do not fit in one call's 64 MiB):
+#   check (default)
+#     .gpu/bin/*.xz   qfleet_tests, qfleet_cuda_tests and bench_cuda, Release, sm_90 code
+#                     only (the H100 and H200), stripped and xz-compressed: the C++ GPU
+#                     tests, the sanitizers and the benchmarks then need no build there
+#   figures
+#     .gpu/bin/bench_cuda.xz
+#     .gpu/wheels     dynamiqs and what it needs beyond that machine's JAX (QuTiP, IPython,
+#                     cmap; ~31 MiB, cached in ~/.cache/qfleet/gpu-wheels), for Python 3.12
+#     .gpu/peers/open_ref.npz  qfleet's results on bench/gpu_open_peer.py's check batch
+#                     (the qfleet CLI of the build, complex128), which dynamiqs must match
+#   both
+#     .gpu/debs       GoogleTest, Google Benchmark, nlohmann-json, CLI11, fmt and Eigen
+#                     (Debian 12's, unpacked there into a prefix, never over /): the
+#                     benchmark program's library and the device build of what links that
+#                     machine's PyTorch
+#     .gpu/REVISION   the commit (and whether the tree had changes) the programs come from
 # then checks that the tree and .gpu stay under 60 MiB, and prints the command to run.
 #
-#   scripts/gpu_prepare.sh [--build-dir DIR]   (default build-gpu-bin; an existing Release
-#                                               build with CUDA for sm_90 is reused as is)
+#   scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]   (default build-gpu-bin; an
+#                          existing Release build with CUDA for sm_90 is reused as is)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage="usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]"
+mode=check
 dir=build-gpu-bin
+case "${1:-}" in check | figures) mode=$1; shift ;; esac
 case "${1:-}" in
   "") ;;
-  --build-dir) [ -n "${2:-}" ] || { echo "usage: scripts/gpu_prepare.sh [--build-dir DIR]"; exit 2; }; dir=$2 ;;
-  *) echo "usage: scripts/gpu_prepare.sh [--build-dir DIR]"; exit 2 ;;
+  --build-dir) [ -n "${2:-}" ] && [ $# -eq 2 ] || { echo "$usage"; exit 2; }; dir=$2 ;;
+  *) echo "$usage"; exit 2 ;;
 esac
-programs=(tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda)
+if [ $mode = check ]; then
+  programs=(tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda)
+  targets=(qfleet_tests qfleet_cuda_tests bench_cuda)
+else
+  programs=(bench/bench_cuda tools/qfleet)  # the CLI makes the peer's reference here; it stays here
+  targets=(bench_cuda qfleet_cli)
+fi
 limit_mib=60
+# dynamiqs 0.3.7 and what it imports beyond the GPU machine's packages (its JAX, equinox,
+# diffrax, optimistix, SciPy, matplotlib, tqdm, Pygments, psutil), as bench/compare's
+# constraints.txt pins them
+peer_wheels=(dynamiqs==0.3.7 qutip==5.3.1 cmap==0.8.0 ipython==9.18.1 ipython_pygments_lexers==1.1.1 jedi==0.20.1
+  parso==0.8.7 matplotlib-inline==0.2.2 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 wcwidth==0.9.4
+  stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 traitlets==5.16.1)
 
 if [ "$dir" = build-gpu-bin ]; then
   ./scripts/configure.sh gpu-bin >/dev/null
-  cmake --build "$dir" -j"$(nproc)" --target qfleet_tests qfleet_cuda_tests bench_cuda
+  cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
 fi
 [ -d "$dir" ] || { echo "gpu_prepare: no build directory '$dir'"; exit 2; }
 for p in "${programs[@]}"; do  # everything checked before the old .gpu/bin goes
   [ -x "$dir/$p" ] || { echo "gpu_prepare: $dir/$p is not built (cmake --build $dir --target $(basename "$p"))"; exit 2; }
   grep -qa 'sm_90' "$dir/$p" || { echo "gpu_prepare: $dir/$p has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
 done
-rm -rf .gpu/bin && mkdir -p .gpu/bin
+rm -rf .gpu/bin .gpu/wheels .gpu/peers && mkdir -p .gpu/bin
 for p in "${programs[@]}"; do
+  [ "$p" != tools/qfleet ] || continue
   strip -o ".gpu/bin/$(basename "$p")" "$dir/$p"
   xz -9 -T0 ".gpu/bin/$(basename "$p")"
 done
+if [ $mode = figures ]; then
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/gpu-wheels
+  mkdir -p "$cache" .gpu/wheels .gpu/peers
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d "$cache" "${peer_wheels[@]}"
+  for w in "${peer_wheels[@]}"; do  # exactly the pinned ones, whatever else the cache holds
+    name=${w%%==*} version=${w##*==}
+    cp "$cache"/$(echo "$name" | tr - _)-"$version"-*.whl .gpu/wheels/ 2>/dev/null ||
+      cp "$cache"/"$name"-"$version"-*.whl .gpu/wheels/
+  done
+  "$(scripts/setup_python.sh)/bin/python" bench/gpu_open_peer.py reference --qfleet "$dir/tools/qfleet" \
+    --out .gpu/peers/open_ref.npz
+fi
 { git rev-parse HEAD; git diff --quiet HEAD || echo "with uncommitted changes"; } >.gpu/REVISION 2>/dev/null ||
   echo unknown >.gpu/REVISION
 
@@ -60,10 +100,14 @@ gpu_bytes=$(du -sb .gpu | cut -f1)
 total_mib=$(((tree_bytes + gpu_bytes) / 1048576))
 echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + .gpu $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
 ls -l .gpu/bin
+[ ! -d .gpu/wheels ] || echo "gpu_prepare: $(ls .gpu/wheels | wc -l) wheels, $(du -sh .gpu/wheels | cut -f1)"
 [ "$total_mib" -lt "$limit_mib" ] || { echo "gpu_prepare: over $limit_mib MiB: it will not travel"; exit 1; }
 cat <<EOF
 On the GPU machine, in the source tree with .gpu/ beside it (GPU_DEADLINE_S: the seconds
 the call may take; OUT: where the summary and logs go):
-  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers
-  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh figures   # benchmarks, ncu, comparison, apps
 EOF
+if [ $mode = check ]; then
+  echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers"
+else
+  echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh figures   # benchmarks, ncu, peers, comparison, apps"
+fi

@@ -15,13 +15,15 @@ expect_refusal() {  # expect_refusal TEXT COMMAND...: fails unless COMMAND fails
 }
 bash -n "$prepare" && bash -n "$check" || exit 1
 expect_refusal "usage: scripts/gpu_check.sh [check|figures]" "$check" chek
-expect_refusal "usage: scripts/gpu_prepare.sh [--build-dir DIR]" "$prepare" --binaries
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" --binaries
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" figures --build-dir
 expect_refusal "no build directory '/nonexistent-build'" "$prepare" --build-dir /nonexistent-build
 # what an earlier call packed is still there after a refused one
 root=$(cd "$(dirname "$prepare")/.." && pwd)
 before=$(ls -l "$root/.gpu/bin" 2>/dev/null)
 empty=$(mktemp -d)
 expect_refusal "$empty/tests/qfleet_tests is not built" "$prepare" --build-dir "$empty"
+expect_refusal "$empty/bench/bench_cuda is not built" "$prepare" figures --build-dir "$empty"
 [ "$(ls -l "$root/.gpu/bin" 2>/dev/null)" = "$before" ] || fail "a refused call changed .gpu/bin"
 
 # The dry run: no GPU visible.
@@ -33,7 +35,7 @@ for mode in check figures; do
   [ $((SECONDS - t0)) -lt 60 ] || fail "the $mode dry run took $((SECONDS - t0)) s"
   grep -q '^probe UNAVAILABLE [0-9]* no GPU$' "$out/summary.txt" || fail "$mode: no probe line: $(cat "$out/summary.txt")"
   phases=5
-  [ $mode = check ] || phases=6
+  [ $mode = check ] || phases=7
   [ "$(grep -c ' UNAVAILABLE ' "$out/summary.txt")" -eq $phases ] || fail "$mode: not $phases phases: $(cat "$out/summary.txt")"
   grep -q '^revision: ' "$out/probe.txt" || fail "$mode: the probe names no revision"
   rm -rf "$out" "$out.log"
@@ -64,7 +66,8 @@ out=$(mktemp -d)
 env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty \
   QFLEET_GPU_DEVICE_BUILD=0 "$check" figures >"$out.log" 2>&1
 for want in '^device_build UNAVAILABLE [0-9]* QFLEET_GPU_DEVICE_BUILD=0$' '^compare UNAVAILABLE [0-9]* no device build$' \
-            '^apps UNAVAILABLE [0-9]* no device build$' '^bench FAILED [0-9]* bench_cuda not carried$'; do
+            '^apps UNAVAILABLE [0-9]* no device build$' '^bench FAILED [0-9]* bench_cuda not carried$' \
+            '^peers UNAVAILABLE [0-9]* no .* carried$'; do
   grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 done
 rm -rf "$out" "$out.log" "$fake" "$empty"
