@@ -319,8 +319,8 @@ std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool
   const std::vector<int> begin = device_segments(res.view, adjoint, real_bytes(m), res.props, seg);
   const DmLaunch s = dm_launch_shape(res.view, batch, real_bytes(m), adjoint, seg, 0, res.props);
   return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
-         std::to_string(s.blocks) + " blocks, " + std::to_string(s.work_bytes >> 20) + " MiB global scratch on " +
-         res.device_name;
+         std::to_string(s.blocks) + " blocks, " + std::to_string(s.smem_bytes) + " B shared memory, " +
+         std::to_string(s.work_bytes >> 20) + " MiB global scratch on " + res.device_name;
 }
 std::string describe_open(const Executor&, const Model& m, std::size_t batch, bool /*adjoint*/) {
   const OpenResident& res = resident_of(open_of(m));

@@ -1,6 +1,7 @@
 // Density-matrix circuits on cuda: one thread block per sample running the group body
 // of kernels/dm_group.hpp (tested on the CPU with std::thread groups every run), its
-// scratch in global memory. See dm_cuda.hpp.
+// block table, rho and lambda in shared memory where they fit, the rest of its scratch
+// in global memory. See dm_cuda.hpp.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,21 +17,37 @@ namespace qfleet::gpu {
 
 namespace {
 
-// Reals of one block's scratch: rho, lam, stored states, checkpoints, slot gradients,
-// probabilities (kernels/dm_group.hpp), each rounded to 32 reals (256-byte alignment).
+// Where one block's scratch lies (kernels/dm_group.hpp): offsets in reals into the
+// block's global scratch, each part rounded to 32 reals (256-byte alignment); the
+// table, rho and lam (in that order: the table is read at every step) go to dynamic
+// shared memory instead while they fit in `smem_budget` bytes (kGlobal: they do not).
+constexpr std::size_t kGlobal = ~std::size_t{0};
+
 struct ScratchLayout {
-  std::size_t rho, lam, stored, ckpt, gslot, probs, total;
+  std::size_t rho, lam, stored, ckpt, gslot, probs, table, total;
+  std::size_t smem_table = kGlobal, smem_rho = kGlobal, smem_lam = kGlobal, smem_reals = 0;
 };
 
-ScratchLayout scratch_layout(const kern::DmPlan& p, bool adjoint, const kern::DmSegments& seg, int extra_k) {
+ScratchLayout scratch_layout(const kern::DmPlan& p, bool adjoint, const kern::DmSegments& seg, int extra_k,
+                             int real_bytes, std::size_t smem_budget) {
   auto round = [](std::size_t n) { return (n + 31) / 32 * 32; };
-  const std::size_t st = 2 * p.dim2;
+  const std::size_t st = 2 * p.dim2, smem_cap = smem_budget / std::size_t(real_bytes);
   ScratchLayout l{};
   std::size_t at = 0;
-  l.rho = at;
-  at += round(st);
-  l.lam = at;
-  at += adjoint ? round(st) : 0;
+  // a part of n reals: in shared memory while it fits, else in the global scratch at `at`
+  auto place = [&](std::size_t n, std::size_t& smem_off, std::size_t& global_off) {
+    if (n > 0 && l.smem_reals + round(n) <= smem_cap) {
+      smem_off = l.smem_reals;
+      l.smem_reals += round(n);
+      global_off = 0;
+    } else {
+      global_off = at;
+      at += round(n);
+    }
+  };
+  place(kern::dm_table_reals(p, adjoint), l.smem_table, l.table);
+  place(st, l.smem_rho, l.rho);
+  place(adjoint ? st : 0, l.smem_lam, l.lam);
   l.stored = at;
   at += adjoint ? round(st * std::size_t(seg.per_segment)) : 0;
   l.ckpt = at;
@@ -44,12 +61,19 @@ ScratchLayout scratch_layout(const kern::DmPlan& p, bool adjoint, const kern::Dm
 }
 
 template <class R>
-__global__ void dm_block_kernel(kern::DmPlan p, kern::SvCall<R> c, kern::DmSegments seg, ScratchLayout layout,
-                                R* work) {
+__device__ R* scratch_part(R* smem, std::size_t smem_off, R* global, std::size_t global_off) {
+  return smem_off != kGlobal ? smem + smem_off : global + global_off;
+}
+
+template <class R>
+__global__ void dm_block_kernel(kern::DmPlan p, kern::SvCall<R> c, kern::DmSegments seg, ScratchLayout l, R* work) {
   __shared__ R scratch[32];
-  R* w = work + std::size_t(blockIdx.x) * layout.total;
-  const kern::DmGroupScratch s{w + layout.rho, w + layout.lam, w + layout.stored, w + layout.ckpt, w + layout.gslot,
-                               w + layout.probs};
+  extern __shared__ __align__(16) unsigned char dm_smem[];
+  R* sh = reinterpret_cast<R*>(dm_smem);
+  R* w = work + std::size_t(blockIdx.x) * l.total;
+  const kern::DmGroupScratch s{scratch_part(sh, l.smem_rho, w, l.rho), scratch_part(sh, l.smem_lam, w, l.lam),
+                               w + l.stored, w + l.ckpt, w + l.gslot, w + l.probs,
+                               scratch_part(sh, l.smem_table, w, l.table)};
   BlockGroup<R> g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
     kern::dm_group_run(p, c, seg, b, s, g);
@@ -62,8 +86,11 @@ __global__ void dm_block_kernel(kern::DmPlan p, kern::SvCall<R> c, kern::DmSegme
 DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                                const kern::DmSegments& seg, int extra_k, const DeviceProps& dev) {
   DmLaunch s;
-  const ScratchLayout l = scratch_layout(p, adjoint, seg, extra_k);
+  // 48 KB less the group's sums: no opt-in, and four blocks fit an SM's shared memory
+  s.smem_budget = std::min<std::size_t>(dev.smem_optin, 48 << 10) - 32 * std::size_t(real_bytes);
+  const ScratchLayout l = scratch_layout(p, adjoint, seg, extra_k, real_bytes, s.smem_budget);
   s.per_block_reals = l.total;
+  s.smem_bytes = l.smem_reals * std::size_t(real_bytes);
   const double per_block = double(l.total) * real_bytes;
   const double budget = 0.25 * double(dev.total_mem);
   if (per_block > budget) {
@@ -86,7 +113,8 @@ void run_dm(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const 
   if (call.cotangents != nullptr && call.grad_weights != nullptr && call.reduce_weights) {
     memset_async(call.grad_weights, sizeof(R) * std::size_t(device_plan.n_weights), stream);
   }
-  const ScratchLayout l = scratch_layout(device_plan, call.cotangents != nullptr, seg, call.extra_k);
+  const ScratchLayout l =
+      scratch_layout(device_plan, call.cotangents != nullptr, seg, call.extra_k, int(sizeof(R)), shape.smem_budget);
   const std::size_t work_reals = l.total * shape.blocks;
   auto* work = static_cast<R*>(malloc_async(work_reals * sizeof(R) + sizeof(int) * std::size_t(seg.count + 1),
                                             stream));
@@ -94,7 +122,7 @@ void run_dm(const kern::DmPlan& device_plan, const kern::SvCall<R>& call, const 
   copy_async(begin, seg.begin, sizeof(int) * std::size_t(seg.count + 1), stream);
   kern::DmSegments dseg = seg;
   dseg.begin = begin;
-  dm_block_kernel<R><<<unsigned(shape.blocks), unsigned(shape.threads), 0, as_stream(stream)>>>(
+  dm_block_kernel<R><<<unsigned(shape.blocks), unsigned(shape.threads), l.smem_reals * sizeof(R), as_stream(stream)>>>(
       device_plan, call, dseg, l, work);
   check(cudaGetLastError(), "dm_block_kernel launch");
   free_async(work, stream);

@@ -1,6 +1,7 @@
 // The cuda seam of density-matrix circuits (C++17, like sv_cuda.hpp): a thread block
-// per sample runs kernels/dm_group.hpp's body, with each block's scratch (rho, lambda,
-// the stored and checkpointed states) in global memory. Throws qfleet::Error with the
+// per sample runs kernels/dm_group.hpp's body, each block's table of gate and channel
+// blocks, rho and lambda in shared memory while they fit, the stored and checkpointed
+// states in global memory. Throws qfleet::Error with the
 // CUDA error's text on failure.
 #pragma once
 
@@ -15,7 +16,9 @@ namespace qfleet::gpu {
 struct DmLaunch {
   int threads = 128;                 // per block (whole warps: BlockGroup's sums)
   std::size_t blocks = 1;            // concurrent samples (a grid-stride loop covers the batch)
-  std::size_t per_block_reals = 0;   // scratch of one block
+  std::size_t per_block_reals = 0;   // global scratch of one block
+  std::size_t smem_budget = 0;       // shared memory a block may take (bytes)
+  std::size_t smem_bytes = 0;        // what it takes: its block table, rho and lambda while they fit
   std::size_t work_bytes = 0;        // all blocks' scratch + the segment table
 };
 

@@ -6,11 +6,22 @@
 // rank(), size(), sync(), sum(R) and atomic_add(R*, R) (kernels/sv_group.hpp's
 // contract); every member calls the body with the same arguments.
 //
-// One sample per group (L = 1 layout). Scratch (per group, in the caller's memory):
+// One sample per group (L = 1 layout). Scratch (per group, in the caller's memory;
+// on a GPU the table, rho and lam in shared memory where they fit):
 //   rho, lam         4^n complex each
 //   stored           seg.per_segment states; ckpt: seg.count states when seg.count > 1
 //   gslot            n_params reals (the parameter slots' gradients)
 //   probs            2 << max(max_probs_k, call.extra_k) reals (readout transforms)
+//   table            dm_table_reals: the sample's blocks, computed once before the sweeps
+//
+// The table holds every op's block and, for the adjoint, its derivative blocks by the
+// parameters the call wants, in the call's precision, laid out like DmPlan's block
+// buffer for one lane (op's block at entry op.mat_entry; its derivative by parameter j
+// at mat_entries + op.dmat_entry + j dim^2; an entry as re, im). The members compute
+// the blocks of different ops side by side, once per sample; each step reads its block
+// from there. Without it every member computed each op's block in double into a
+// per-thread array before each step (8-12 KB of stack per thread on a GPU, and a chain
+// of parameter loads and transcendentals before every step of both sweeps).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +36,6 @@
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
 
-constexpr int kDmMaxEntries = 256;
-
 struct DmGroupScratch {
   void* rho;
   void* lam;
@@ -34,35 +43,59 @@ struct DmGroupScratch {
   void* ckpt;
   void* gslot;
   void* probs;
+  void* table;
 };
 
-// op's block (deriv < 0) or derivative, as 2 * dim^2 interleaved reals of R.
+QFLEET_HD inline std::size_t dm_table_reals(const DmPlan& p, bool adjoint) {
+  return 2 * (p.mat_entries + (adjoint ? p.dmat_entries : 0));
+}
 template <class R>
-QFLEET_HD inline void dm_group_block(const DmPlan& p, const SvCall<R>& c, const DmOp& op, std::size_t b, int deriv,
-                                     R* m) {
-  const int entries = op.dim * op.dim;
+QFLEET_HD inline R* dm_table_block(R* tab, const DmOp& op) {
+  return tab + 2 * op.mat_entry;
+}
+template <class R>
+QFLEET_HD inline R* dm_table_dblock(const DmPlan& p, R* tab, const DmOp& op, int j) {
+  return tab + 2 * (p.mat_entries + op.dmat_entry + std::size_t(j) * std::size_t(op.dim * op.dim));
+}
+
+// op's block (deriv < 0) or its derivative by parameter deriv for sample b, in R, into
+// m (dim^2 entries as re, im: the layout of Cx<R>).
+template <class R>
+QFLEET_HD inline void dm_op_block(const DmPlan& p, const SvCall<R>& c, const DmOp& op, std::size_t b, int deriv,
+                                  R* m) {
   if (op.fixed >= 0) {
-    for (int e = 0; e < 2 * entries; ++e) m[e] = static_cast<R>(p.fixed_blocks[2 * op.fixed + e]);
+    for (int e = 0; e < 2 * op.dim * op.dim; ++e) m[e] = static_cast<R>(p.fixed_blocks[2 * op.fixed + e]);
     return;
   }
-  double q[4] = {0, 0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = param_value<double>(p, c, op.first_param + j, b);
-  Cx<double> blk[kDmMaxEntries];
+  R q[4] = {0, 0, 0, 0};
+  for (int j = 0; j < op.n_params; ++j) q[j] = param_value<R>(p, c, op.first_param + j, b);
+  Cx<R>* blk = reinterpret_cast<Cx<R>*>(m);
   if (op.kind == kDmChannel) {
     if (deriv < 0) {
-      channel_superop<double>(op.channel, q, blk);
+      channel_superop<R>(op.channel, q, blk);
     } else {
-      channel_superop_derivative<double>(op.channel, q, deriv, blk);
+      channel_superop_derivative<R>(op.channel, q, deriv, blk);
     }
   } else if (deriv < 0) {
-    gate_block<double>(op.gate, q, blk);
+    gate_block<R>(op.gate, q, blk);
   } else {
-    gate_block_derivative<double>(op.gate, q, deriv, blk);
+    gate_block_derivative<R>(op.gate, q, deriv, blk);
   }
-  for (int e = 0; e < entries; ++e) {
-    m[2 * e] = static_cast<R>(blk[e].re);
-    m[2 * e + 1] = static_cast<R>(blk[e].im);
+}
+
+// The table for sample b, the group's members taking ops in turn; the barrier after
+// it publishes the blocks.
+template <class R, class G>
+QFLEET_HD inline void dm_table_fill(const DmPlan& p, const SvCall<R>& c, std::size_t b, bool adjoint, R* tab, G& g) {
+  for (int k = g.rank(); k < p.n_ops; k += g.size()) {
+    const DmOp& op = p.ops[k];
+    dm_op_block(p, c, op, b, -1, dm_table_block(tab, op));
+    if (!adjoint || op.slot < 0) continue;
+    for (int j = 0; j < op.n_params; ++j) {
+      if (param_wanted(p, c, op.first_param + j)) dm_op_block(p, c, op, b, j, dm_table_dblock(p, tab, op, j));
+    }
   }
+  g.sync();
 }
 
 // s <- the op's side (row or column of a gate, or a channel) in mode Mode, split over the group.
@@ -114,14 +147,12 @@ QFLEET_HD inline void dm_group_copy(R* dst, const R* src, std::uint64_t n, G& g)
 
 // Ops [k0, k1); with store, the states parameterised ops need go to stored[].
 template <class R, class G>
-QFLEET_HD inline void dm_group_forward(const DmPlan& p, const SvCall<R>& c, std::size_t b, int k0, int k1, bool store,
-                                       R* rho, R* stored, G& g) {
-  R m[2 * kDmMaxEntries];
+QFLEET_HD inline void dm_group_forward(const DmPlan& p, int k0, int k1, bool store, R* tab, R* rho, R* stored, G& g) {
   const std::uint64_t st = 2 * p.dim2;
   int slot = 0;
   for (int k = k0; k < k1; ++k) {
     const DmOp& op = p.ops[k];
-    dm_group_block(p, c, op, b, -1, m);
+    const R* m = dm_table_block(tab, op);
     const bool keep = store && op.slot >= 0;
     if (op.kind == kDmGate) {
       dm_group_apply<R, kDmConj>(op, op.col, p.dim2, m, rho, g);
@@ -256,23 +287,21 @@ QFLEET_HD inline void dm_group_seed(const DmPlan& p, const SvCall<R>& c, std::si
 }
 
 template <class R, class G>
-QFLEET_HD inline void dm_group_backward(const DmPlan& p, const SvCall<R>& c, std::size_t b, int k0, int k1,
-                                        const R* stored, R* lam, R* gslot, G& g) {
-  R m[2 * kDmMaxEntries], d[2 * kDmMaxEntries];
+QFLEET_HD inline void dm_group_backward(const DmPlan& p, const SvCall<R>& c, int k0, int k1, R* tab, const R* stored,
+                                        R* lam, R* gslot, G& g) {
   const std::uint64_t st = 2 * p.dim2;
   int slot = 0;
   for (int k = k0; k < k1; ++k) slot += p.ops[k].slot >= 0 ? 1 : 0;
   for (int k = k1 - 1; k >= k0; --k) {
     const DmOp& op = p.ops[k];
     const bool gate = op.kind == kDmGate;
-    dm_group_block(p, c, op, b, -1, m);
+    const R* m = dm_table_block(tab, op);
     if (op.slot >= 0) {
       const R* x = stored + st * std::uint64_t(--slot);
       for (int j = 0; j < op.n_params; ++j) {
         const int s = op.first_param + j;
         if (!param_wanted(p, c, s)) continue;
-        dm_group_block(p, c, op, b, j, d);
-        const R v = dm_group_sandwich(op, gate ? op.row : op.sup, p.dim2, d, lam, x, g);
+        const R v = dm_group_sandwich(op, gate ? op.row : op.sup, p.dim2, dm_table_dblock(p, tab, op, j), lam, x, g);
         if (g.rank() == 0) gslot[s] += (gate ? 2 : 1) * v;
       }
     }
@@ -297,16 +326,17 @@ QFLEET_HD inline void dm_group_run(const DmPlan& p, const SvCall<R>& c, const Dm
   R* ckpt = static_cast<R*>(w.ckpt);
   R* gslot = static_cast<R*>(w.gslot);
   R* probs = static_cast<R*>(w.probs);
+  R* tab = static_cast<R*>(w.table);
   const std::uint64_t st = 2 * p.dim2;
-  for (std::uint64_t i = std::uint64_t(g.rank()); i < st; i += std::uint64_t(g.size())) rho[i] = i == 0 ? R(1) : R(0);
-  g.sync();
   const bool adjoint = c.cotangents != nullptr;
+  for (std::uint64_t i = std::uint64_t(g.rank()); i < st; i += std::uint64_t(g.size())) rho[i] = i == 0 ? R(1) : R(0);
+  dm_table_fill(p, c, b, adjoint, tab, g);  // (its barrier publishes rho's too)
   if (!adjoint || seg.count == 1) {
-    dm_group_forward(p, c, b, 0, p.n_ops, adjoint, rho, stored, g);
+    dm_group_forward(p, 0, p.n_ops, adjoint, tab, rho, stored, g);
   } else {
     for (int s = 0; s < seg.count; ++s) {
       dm_group_copy(ckpt + st * std::uint64_t(s), rho, st, g);
-      dm_group_forward(p, c, b, seg.begin[s], seg.begin[s + 1], false, rho, stored, g);
+      dm_group_forward(p, seg.begin[s], seg.begin[s + 1], false, tab, rho, stored, g);
     }
   }
   dm_group_outputs(p, c, b, rho, probs, g);
@@ -319,9 +349,9 @@ QFLEET_HD inline void dm_group_run(const DmPlan& p, const SvCall<R>& c, const Dm
   for (int s = seg.count - 1; s >= 0; --s) {
     if (seg.count > 1) {
       dm_group_copy(rho, ckpt + st * std::uint64_t(s), st, g);
-      dm_group_forward(p, c, b, seg.begin[s], seg.begin[s + 1], true, rho, stored, g);
+      dm_group_forward(p, seg.begin[s], seg.begin[s + 1], true, tab, rho, stored, g);
     }
-    dm_group_backward(p, c, b, seg.begin[s], seg.begin[s + 1], stored, lam, gslot, g);
+    dm_group_backward(p, c, seg.begin[s], seg.begin[s + 1], tab, stored, lam, gslot, g);
   }
   if (g.rank() == 0) {
     if (c.grad_inputs != nullptr) {

@@ -86,9 +86,9 @@ void check(int segment_cap) {
     seg.begin = begin.data();
     const std::size_t st = 2 * dp.dim2;
     std::vector<R> rho_s(st), lam(st), stored(st * std::size_t(seg.per_segment)), ckpt(st * std::size_t(seg.count)),
-        gslot(std::size_t(dp.n_params)), probs(16);
-    const qfleet::kern::DmGroupScratch scratch{rho_s.data(), lam.data(), stored.data(), ckpt.data(), gslot.data(),
-                                               probs.data()};
+        gslot(std::size_t(dp.n_params)), probs(16), table(qfleet::kern::dm_table_reals(dp, true));
+    const qfleet::kern::DmGroupScratch scratch{rho_s.data(), lam.data(), stored.data(), ckpt.data(),
+                                               gslot.data(), probs.data(), table.data()};
     emu::run_units<R>(1, 3, [&](int, int r, emu::Barrier* bar, std::vector<R>* slots) {
       const emu::ThreadGroup<R> g{r, 3, bar, slots};
       for (std::size_t b = 0; b < B; ++b) qfleet::kern::dm_group_run(dp, call, seg, b, scratch, g);
