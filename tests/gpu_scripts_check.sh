@@ -3,7 +3,7 @@
 # before touching anything, and scripts/gpu_check.sh must run to its end in seconds,
 # every GPU phase UNAVAILABLE (the dry run), or, where a GPU is seen but nothing was
 # carried, every phase FAILED with its reason (a stand-in nvidia-smi).
-#   tests/gpu_scripts_check.sh scripts/gpu_prepare.sh scripts/gpu_check.sh
+#   tests/gpu_scripts_check.sh scripts/gpu_prepare.sh scripts/gpu_check.sh  (and scripts/gpu_ab.sh beside them)
 set -u
 prepare=$1 check=$2
 fail() { echo "$*"; exit 1; }
@@ -13,7 +13,12 @@ expect_refusal() {  # expect_refusal TEXT COMMAND...: fails unless COMMAND fails
   if out=$("$@" 2>&1); then fail "not refused: $*"; fi
   case $out in *"$text"*) ;; *) fail "refused without saying '$text': $*: $out" ;; esac
 }
-bash -n "$prepare" && bash -n "$check" || exit 1
+ab=$(dirname "$check")/gpu_ab.sh
+bash -n "$prepare" && bash -n "$check" && bash -n "$ab" || exit 1
+expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab"
+expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --tests
+expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --bogus x
+expect_refusal "/nonexistent/bin/bench_cuda.xz was not carried" env QFLEET_GPU_CARRY=/nonexistent OUT="$(mktemp -d)" "$ab" '^Mixed/'
 expect_refusal "usage: scripts/gpu_check.sh [check|figures]" "$check" chek
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" --binaries
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" figures --build-dir

@@ -4,7 +4,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -35,6 +37,16 @@ void allow_full_smem(std::atomic<std::uint64_t>& done, Kernel kernel, int reserv
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - reserved),
         "cudaFuncSetAttribute");
   done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+// Blocks of `threads` threads (with `smem` bytes of dynamic shared memory) one SM
+// holds at once (registers, shared memory and the SM's limits), at least 1.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t smem) {
+  int nb = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return std::max(nb, 1);
 }
 
 }  // namespace qfleet::gpu

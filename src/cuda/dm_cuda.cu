@@ -98,10 +98,14 @@ DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_byte
                 " needs " + std::to_string(std::size_t(per_block) >> 20) + " MiB of GPU scratch per sample, more "
                 "than a quarter of " + dev.name + "'s memory; use device 'cpu'");
   }
-  // Small registers use half a warp's lanes at most; 4^n amplitudes split over the block.
-  s.threads = p.dim2 >= 4096 ? 256 : 128;
+  // A one-wire gate's side splits 4^n amplitudes into 4^n / 2 pairs: at most that many
+  // threads (whole warps: BlockGroup's sums), 128 below 4^6 amplitudes, 256 from there.
+  s.threads = p.dim2 >= 4096 ? 256 : int(std::clamp<std::uint64_t>(p.dim2 / 2, 32, 128));
+  // As many blocks as the SMs hold at once, each looping over its share of the batch.
+  const int per_sm = real_bytes == 4 ? resident_blocks(dm_block_kernel<float>, s.threads, s.smem_bytes)
+                                     : resident_blocks(dm_block_kernel<double>, s.threads, s.smem_bytes);
   const std::size_t fit = std::max<std::size_t>(1, std::size_t(budget / per_block));
-  s.blocks = std::min({batch, fit, std::size_t(std::max(1, dev.sm_count)) * 4});
+  s.blocks = std::min({batch, fit, std::size_t(std::max(1, dev.sm_count)) * std::size_t(per_sm)});
   s.work_bytes = std::size_t(per_block) * s.blocks + sizeof(int) * std::size_t(seg.count + 1) + 256;
   return s;
 }

@@ -23,7 +23,7 @@ struct DmLaunch {
 };
 
 // Blocks: the batch, capped so the scratch stays within a quarter of the device memory
-// and at 4 blocks per SM. Throws when one sample's scratch does not fit.
+// and at the blocks the SMs hold at once. Throws when one sample's scratch does not fit.
 DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
                                const kern::DmSegments& seg, int extra_k, const DeviceProps& dev);
 

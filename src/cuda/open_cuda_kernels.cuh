@@ -81,16 +81,6 @@ __global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, ker
   }
 }
 
-// Blocks of `threads` threads (with `smem` bytes of dynamic shared memory) one SM
-// holds at once (register-bound for this body).
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, std::size_t smem) {
-  int nb = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return std::max(nb, 1);
-}
-
 template <class R, class N>
 void launch_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
                   int* status, void* stream) {
