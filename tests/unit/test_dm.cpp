@@ -1,6 +1,7 @@
 // Density-matrix circuits against the dense Kraus reference (tests/reference/dm.hpp):
 // the density-matrix backend matrix (every channel of the engine's table, constant or
-// read from weights or inputs, x every density_matrix row of the executor registry x
+// read from weights or inputs, x every density_matrix row of the executor registry and
+// the cuda body emulated on the CPU x
 // both precisions x batch sizes around the lanes and the warp, with readout errors, probabilities and purity), adjoint gradients
 // against finite differences, the checkpointed adjoint, physical checks over deep
 // circuits, sampling, and the errors.
@@ -13,6 +14,9 @@
 #include <vector>
 
 #include "reference/dm.hpp"
+#include "core/dm_compiled.hpp"
+#include "core/plan.hpp"
+#include "unit/dm_group_emu.hpp"
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
 #include "unit/matrix_rows.hpp"
@@ -194,15 +198,61 @@ ref::Batch ranged_batch(std::mt19937_64& rng, std::size_t B, int ni, int nw, boo
   return b;
 }
 
+// A row of the matrix: an executor of the registry, or (exec null) the cuda body,
+// kernels/dm_group.hpp, on groups of 2 std::threads (unit/dm_group_emu.hpp).
+struct DmRow {
+  std::string name;
+  int lanes;
+  const qfleet::detail::Executor* exec;
+};
+
+std::vector<DmRow> dm_rows() {
+  std::vector<DmRow> v;
+  for (const auto* row : qfleet_test::matrix_rows(qfleet::detail::ModelKind::density_matrix)) {
+    v.push_back({std::string(row->device) + " " + row->isa, row->lanes_f64, row});
+  }
+  v.push_back({"emulated cuda group", 1, nullptr});
+  return v;
+}
+
+// Forward outputs and (with cot) the fused vjp of a row.
 template <class R>
-void check_case(const DmTwin& t, const ref::Batch& b, const qfleet::detail::Executor& row, const std::string& what) {
-  qfleet::CompileOptions o = qfleet_test::on_row(qfleet::CompileOptions{}, row);
+struct RowRun {
+  std::vector<double> out;
+  ref::QGrad<R> g;
+};
+template <class R>
+RowRun<R> run_row(const DmTwin& t, const DmRow& row, const ref::Batch& b, const std::vector<double>* cot) {
+  qfleet::CompileOptions o = row.exec ? qfleet_test::on_row(qfleet::CompileOptions{}, *row.exec) : qfleet::CompileOptions{};
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
+  RowRun<R> r;
+  if (row.exec == nullptr) {
+    o.simulator = qfleet::Simulator::density_matrix;
+    qfleet::detail::Plan plan(t.q);
+    qfleet::detail::build_dm_plan(t.q, o, plan);
+    const emu::DmRunner<R> group{plan.dm->view, 2};
+    r.out = group.forward(b);
+    if (cot != nullptr) r.g = group.vjp(b, *cot);
+    return r;
+  }
   const qfleet::Program p = qfleet::compile(t.q, o);
-  ASSERT_EQ(p.simulator(), qfleet::Simulator::density_matrix);
-  ASSERT_EQ(p.n_outputs(), t.r.n_outputs());
-  const std::size_t K = std::size_t(p.n_outputs());
+  EXPECT_EQ(p.simulator(), qfleet::Simulator::density_matrix);
   const std::vector<R> out = ref::q_forward<R>(p, b);
+  r.out.assign(out.begin(), out.end());
+  if (cot != nullptr) r.g = ref::q_vjp<R>(p, b, *cot, true);
+  return r;
+}
+
+template <class R>
+void check_case(const DmTwin& t, const ref::Batch& b, const DmRow& row, const std::string& what) {
+  const std::size_t K = std::size_t(t.r.n_outputs());
+  // Gradients (complex128): a random cotangent per sample, against finite differences.
+  std::mt19937_64 rng(7);
+  const std::vector<double> cot = ref::uniform_vec(rng, b.B * K, -1, 1);
+  const bool grads = std::is_same_v<R, double>;
+  const RowRun<R> run = run_row<R>(t, row, b, grads ? &cot : nullptr);
+  ASSERT_EQ(run.out.size(), b.B * K) << what;
+  const std::vector<double>& out = run.out;
   const double tol = std::is_same_v<R, float> ? 2e-5 : 1e-11;
   for (std::size_t s = 0; s < b.B; ++s) {
     const auto want = ref::dm_outputs(t.r, b.xrow(s), b.wrow(s));
@@ -210,11 +260,8 @@ void check_case(const DmTwin& t, const ref::Batch& b, const qfleet::detail::Exec
       ASSERT_NEAR(out[s * K + k], want[k], tol) << what << " sample " << s << " output " << k;
     }
   }
-  if (std::is_same_v<R, float>) return;
-  // Gradients: a random cotangent per sample, against finite differences.
-  std::mt19937_64 rng(7);
-  const std::vector<double> cot = ref::uniform_vec(rng, b.B * K, -1, 1);
-  const auto g = ref::q_vjp<R>(p, b, cot, true);
+  if (!grads) return;
+  const ref::QGrad<R>& g = run.g;
   std::vector<double> gw_sum(std::size_t(b.nw), 0.0);
   for (std::size_t s = 0; s < b.B; ++s) {
     std::vector<double> x(b.xrow(s), b.xrow(s) + b.ni), w(b.wrow(s), b.wrow(s) + b.nw), gx, gw;
@@ -243,11 +290,11 @@ void check_case(const DmTwin& t, const ref::Batch& b, const qfleet::detail::Exec
 // The density-matrix backend matrix: every channel of the engine's table (Kraus: the
 // next test), its parameters constant or read from weights or inputs, on every
 // density_matrix row of the executor registry (each cpu instruction set; cuda where a
-// GPU is visible: its body on the CPU is DmGroupBody.*), both precisions, batch sizes
-// around the row's lanes and the warp. A channel added to the table without a case
+// GPU is visible) and the cuda body on the CPU (the emulated row), both precisions,
+// batch sizes around the row's lanes and the warp. A channel added to the table without a case
 // here fails, as does a row on a device the matrix cannot drive.
 TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
-  const auto rows = qfleet_test::matrix_rows(qfleet::detail::ModelKind::density_matrix);
+  const std::vector<DmRow> rows = dm_rows();
   std::mt19937_64 rng(2026);
   int channels = 0;
   for (const qfleet::ChannelInfo& info : qfleet::kChannelTable) {
@@ -263,20 +310,22 @@ TEST(DmMatrix, EveryChannelEverySourceEveryRowBothPrecisions) {
       int ni = 0, nw = 0;
       std::vector<double> lo, hi;
       const DmTwin t = channel_circuit(*ch, src, rng, ni, nw, lo, hi);
-      for (const auto* row : rows) {
-        const int L = row->lanes_f64;
-        // (1, L-1, L, L+1, 33; the cuda row's L is the warp: 31, 32, 33)
+      for (const DmRow& row : rows) {
+        const int L = row.lanes;
+        // (1, L-1, L, L+1, 33; the cuda row's L is the warp: 31, 32, 33; the emulated
+        // body's 1 and 3: its threads sync by futexes, one sample after another)
         std::set<std::size_t> sizes = {1, std::size_t(L), std::size_t(L + 1), 33};
         if (L > 1) sizes.insert(std::size_t(L - 1));
+        if (row.exec == nullptr) sizes = {1, 3};
         for (std::size_t B : sizes) {
           for (bool per_sample : {false, true}) {
             // (its own generator: the batch sizes depend on the row's lanes)
             std::mt19937_64 brng = ref::case_rng(ch->name, {std::uint64_t(src), B, per_sample});
             const ref::Batch b = ranged_batch(brng, B, ni, nw, per_sample, src, lo, hi);
-            const std::string what = ch->name + " src " + std::to_string(int(src)) + " " + row->device + " " +
-                                     row->isa + " B " + std::to_string(B) + (per_sample ? " per-sample" : "");
-            check_case<double>(t, b, *row, what);
-            check_case<float>(t, b, *row, what);
+            const std::string what = ch->name + " src " + std::to_string(int(src)) + " " + row.name + " B " +
+                                     std::to_string(B) + (per_sample ? " per-sample" : "");
+            check_case<double>(t, b, row, what);
+            check_case<float>(t, b, row, what);
           }
         }
       }
@@ -295,10 +344,10 @@ TEST(DmMatrix, KrausChannelsOnOneAndTwoWires) {
     t.expval({{1.0, ref::word({{'Z', 0}, {'X', 2}})}}).probs({0, 1, 2}).purity();
     for (std::size_t B : {std::size_t(1), std::size_t(5)}) {
       const ref::Batch b = ref::random_batch(rng, B, 1, 2, false);
-      for (const auto* row : qfleet_test::matrix_rows(qfleet::detail::ModelKind::density_matrix)) {
-        const std::string what = "Kraus k=" + std::to_string(k) + " " + row->device + " " + row->isa;
-        check_case<double>(t, b, *row, what);
-        check_case<float>(t, b, *row, what);
+      for (const DmRow& row : dm_rows()) {
+        const std::string what = "Kraus k=" + std::to_string(k) + " " + row.name;
+        check_case<double>(t, b, row, what);
+        check_case<float>(t, b, row, what);
       }
     }
   }
@@ -416,8 +465,8 @@ TEST(DensityMatrix, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
   t.expval({{1.0, ref::word({{'Z', 0}})}, {0.5, ref::word({{'X', 1}})}}).purity();
   std::mt19937_64 rng(4);
   const ref::Batch b = ref::random_batch(rng, 3, 3, 1, false, 0.2, 1.0);
-  check_case<double>(t, b, qfleet::detail::cpu_executor(qfleet::detail::ModelKind::density_matrix, "auto"),
-                     "amplitude embedding");
+  const DmRow cpu{"cpu auto", 1, &qfleet::detail::cpu_executor(qfleet::detail::ModelKind::density_matrix, "auto")};
+  check_case<double>(t, b, cpu, "amplitude embedding");
 }
 
 TEST(DensityMatrix, SamplesAreSeededAndFollowTheReadoutProbabilities) {
