@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/dm_compiled.hpp"
 #include "kernels/dm_group.hpp"
 #include "unit/group_emu.hpp"
 #include "unit/harness.hpp"
@@ -26,18 +27,8 @@ struct DmRunner {
     std::vector<int> begin{0, dp.n_ops};
     qfleet::kern::DmSegments seg;
     seg.per_segment = dp.n_slots;
-    if (c.cotangents != nullptr && segment_cap > 0) {
-      begin = {0};
-      int in = 0;
-      for (int k = 0; k < dp.n_ops; ++k) {
-        if (dp.ops[k].slot < 0) continue;
-        if (in == segment_cap) {
-          begin.push_back(k);
-          in = 0;
-        }
-        ++in;
-      }
-      begin.push_back(dp.n_ops);
+    if (c.cotangents != nullptr && segment_cap > 0) {  // (the cuda backend's cut)
+      begin = qfleet::detail::cut_dm_segments(dp, segment_cap);
       seg.per_segment = segment_cap;
     }
     seg.count = int(begin.size()) - 1;
@@ -58,47 +49,15 @@ struct DmRunner {
     });
   }
 
-  qfleet::kern::SvCall<R> call(const ref::Run<R>& run, const ref::Batch& b) const {
-    qfleet::kern::SvCall<R> c;
-    c.batch = b.B;
-    c.inputs = run.x.data();
-    c.weights = run.w.data();
-    c.weights_per_sample = b.per_sample && b.B > 1 && b.nw > 0 && run.w.size() == b.B * std::size_t(b.nw);
-    return c;
-  }
   std::vector<double> forward(const ref::Batch& b) const {
-    const ref::Run<R> run(b);
-    std::vector<R> out(b.B * std::size_t(dp.n_outputs), R(-99));
-    auto c = call(run, b);
-    c.outputs = out.data();
-    exec(c);
-    return {out.begin(), out.end()};
+    return body_forward<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, dp.n_outputs, b);
   }
   // Each sample's density matrix, row-major entries.
   std::vector<std::complex<double>> states(const ref::Batch& b) const {
-    const ref::Run<R> run(b);
-    std::vector<R> st(b.B * 2 * dp.dim2, R(-99));
-    auto c = call(run, b);
-    c.states = st.data();
-    exec(c);
-    std::vector<std::complex<double>> out;
-    for (std::size_t i = 0; i < st.size(); i += 2) out.emplace_back(st[i], st[i + 1]);
-    return out;
+    return body_states<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, 2 * dp.dim2, b);
   }
-  // Gradients and the fused forward outputs (gw: [nw] shared or [B, nw] per sample).
   ref::QGrad<R> vjp(const ref::Batch& b, const std::vector<double>& cot) const {
-    const ref::Run<R> run(b);
-    const std::vector<R> ct(cot.begin(), cot.end());
-    auto c = call(run, b);
-    std::vector<R> gi(b.B * std::size_t(b.ni), R(-99)), gw((c.weights_per_sample ? b.B : 1) * std::size_t(b.nw), R(-99));
-    std::vector<R> out(b.B * std::size_t(dp.n_outputs), R(-99));
-    c.cotangents = ct.data();
-    c.grad_inputs = b.ni ? gi.data() : nullptr;
-    c.grad_weights = b.nw ? gw.data() : nullptr;
-    c.reduce_weights = !c.weights_per_sample;
-    c.outputs = out.data();
-    exec(c);
-    return ref::QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
+    return body_vjp<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, dp.n_outputs, b, cot);
   }
 };
 

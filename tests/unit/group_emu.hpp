@@ -229,6 +229,57 @@ void run_interleaved(const qfleet::detail::Plan& plan, qfleet::kern::SvCall<R> c
   });
 }
 
+// A batch's call to a body (inputs, weights; shared or per sample), and the body's
+// forward, states and vjp on a ref::Batch through exec(call), like ref::q_forward /
+// q_states / q_vjp: the framing of every emulated row (Runner here, DmRunner in
+// unit/dm_group_emu.hpp).
+template <class R>
+qfleet::kern::SvCall<R> batch_call(const ref::Run<R>& run, const ref::Batch& b) {
+  qfleet::kern::SvCall<R> c;
+  c.batch = b.B;
+  c.inputs = run.x.data();
+  c.weights = run.w.data();
+  c.weights_per_sample = b.per_sample && b.B > 1 && b.nw > 0 && run.w.size() == b.B * std::size_t(b.nw);
+  return c;
+}
+template <class R, class Exec>
+std::vector<double> body_forward(Exec exec, int n_outputs, const ref::Batch& b) {
+  const ref::Run<R> run(b);
+  std::vector<R> out(b.B * std::size_t(n_outputs), R(-99));
+  auto c = batch_call(run, b);
+  c.outputs = out.data();
+  exec(c);
+  return {out.begin(), out.end()};
+}
+// Each sample's state as `reals` interleaved reals (re, im).
+template <class R, class Exec>
+std::vector<std::complex<double>> body_states(Exec exec, std::size_t reals, const ref::Batch& b) {
+  const ref::Run<R> run(b);
+  std::vector<R> st(b.B * reals, R(-99));
+  auto c = batch_call(run, b);
+  c.states = st.data();
+  exec(c);
+  std::vector<std::complex<double>> out;
+  for (std::size_t i = 0; i < st.size(); i += 2) out.emplace_back(st[i], st[i + 1]);
+  return out;
+}
+// Gradients and the fused forward outputs (gw: [nw] shared or [B, nw] per sample).
+template <class R, class Exec>
+ref::QGrad<R> body_vjp(Exec exec, int n_outputs, const ref::Batch& b, const std::vector<double>& cot) {
+  const ref::Run<R> run(b);
+  const std::vector<R> ct(cot.begin(), cot.end());
+  auto c = batch_call(run, b);
+  std::vector<R> gi(b.B * std::size_t(b.ni), R(-99)), gw((c.weights_per_sample ? b.B : 1) * std::size_t(b.nw), R(-99));
+  std::vector<R> out(b.B * std::size_t(n_outputs), R(-99));
+  c.cotangents = ct.data();
+  c.grad_inputs = b.ni ? gi.data() : nullptr;
+  c.grad_weights = b.nw ? gw.data() : nullptr;
+  c.reduce_weights = !c.weights_per_sample;
+  c.outputs = out.data();
+  exec(c);
+  return ref::QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
+}
+
 // The group body on a ref::Batch, like ref::q_forward / q_vjp / q_states.
 template <class R>
 struct Runner {
@@ -250,36 +301,16 @@ struct Runner {
     }
   }
 
-  qfleet::kern::SvCall<R> call(const ref::Run<R>& run, const ref::Batch& b) const {
-    qfleet::kern::SvCall<R> c;
-    c.batch = b.B;
-    c.inputs = run.x.data();
-    c.weights = run.w.data();
-    c.weights_per_sample = b.per_sample && b.B > 1 && b.nw > 0 && run.w.size() == b.B * std::size_t(b.nw);
-    return c;
-  }
   std::vector<double> forward(const ref::Batch& b) const {
-    const ref::Run<R> run(b);
-    std::vector<R> out(b.B * plan.n_outputs, R(-99));
-    auto c = call(run, b);
-    c.outputs = out.data();
-    exec(c);
-    return {out.begin(), out.end()};
+    return body_forward<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, plan.n_outputs, b);
   }
   std::vector<std::complex<double>> states(const ref::Batch& b) const {
-    const ref::Run<R> run(b);
-    std::vector<R> st(b.B * plan.dim * 2, R(-99));
-    auto c = call(run, b);
-    c.states = st.data();
-    exec(c);
-    std::vector<std::complex<double>> out;
-    for (std::size_t i = 0; i < st.size(); i += 2) out.emplace_back(st[i], st[i + 1]);
-    return out;
+    return body_states<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, plan.dim * 2, b);
   }
   // Probabilities over `wires` (the sampling path's extra probabilities).
   std::vector<double> probs(const ref::Batch& b, const std::vector<int>& wires) const {
     const ref::Run<R> run(b);
-    auto c = call(run, b);
+    auto c = batch_call(run, b);
     c.extra_k = static_cast<int>(wires.size());
     for (int i = 0; i < c.extra_k; ++i) c.extra_pos[i] = c.extra_sorted[i] = plan.n - 1 - wires[i];
     std::sort(c.extra_sorted, c.extra_sorted + c.extra_k);
@@ -289,18 +320,7 @@ struct Runner {
     return {pr.begin(), pr.end()};
   }
   ref::QGrad<R> vjp(const ref::Batch& b, const std::vector<double>& cot) const {
-    const ref::Run<R> run(b);
-    const std::vector<R> ct(cot.begin(), cot.end());
-    auto c = call(run, b);
-    std::vector<R> gi(b.B * b.ni, R(-99)), gw((c.weights_per_sample ? b.B : 1) * b.nw, R(-99));
-    std::vector<R> out(b.B * plan.n_outputs, R(-99));
-    c.cotangents = ct.data();
-    c.grad_inputs = b.ni ? gi.data() : nullptr;
-    c.grad_weights = b.nw ? gw.data() : nullptr;
-    c.reduce_weights = !c.weights_per_sample;
-    c.outputs = out.data();
-    exec(c);
-    return ref::QGrad<R>{{gi.begin(), gi.end()}, {gw.begin(), gw.end()}, {out.begin(), out.end()}};
+    return body_vjp<R>([this](const qfleet::kern::SvCall<R>& c) { exec(c); }, plan.n_outputs, b, cot);
   }
 };
 
