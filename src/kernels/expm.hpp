@@ -293,6 +293,150 @@ QFLEET_HD inline int expm(N n, const Cx<R>* A, Cx<R>* expA, Cx<R>* work, const G
   return status;
 }
 
+namespace expm_detail {
+
+// Where expm_frechet's Padé pieces end up in its 12 work slots: U, V, their Fréchet
+// derivatives Lu, Lv, the denominator P, the 3-block right-hand side RHS (n x 3n,
+// contiguous slots), two scratch slots for the squaring phase, and its count sq.
+template <class R>
+struct FrechetSlots {
+  Cx<R>* U;
+  Cx<R>* V;
+  Cx<R>* Lu;
+  Cx<R>* Lv;
+  Cx<R>* P;
+  Cx<R>* RHS;
+  Cx<R>* T1;
+  Cx<R>* T2;
+  int sq = 0;
+};
+
+// Degrees 3-9 (||A||_1 <= ell_9): no scaling.
+template <class N, class R, class G>
+QFLEET_HD inline FrechetSlots<R> frechet_pieces_low(N n, R nrm, const Cx<R>* A, const Cx<R>* E, Cx<R>* const (&s)[12],
+                                                    const G& g) {
+  if (nrm <= R(ell(3))) {
+    frechet_low<3>(n, A, E, s, g);
+  } else if (nrm <= R(ell(5))) {
+    frechet_low<5>(n, A, E, s, g);
+  } else if (nrm <= R(ell(7))) {
+    frechet_low<7>(n, A, E, s, g);
+  } else {
+    frechet_low<9>(n, A, E, s, g);
+  }
+  return {s[0], s[11], s[2], s[3], s[7], s[4] /* s[4..6] */, s[8], s[9], 0};
+}
+
+// Degree 13 on A and E scaled by 2^-sq.
+template <class N, class R, class G>
+QFLEET_HD inline FrechetSlots<R> frechet_pieces_13(N n, R nrm, const Cx<R>* A, const Cx<R>* E, Cx<R>* const (&s)[12],
+                                                   const G& g) {
+  const int n2 = static_cast<int>(n) * static_cast<int>(n);
+  const int sq = scaling(nrm, ell(13));
+  using std::ldexp;
+  const R c = ldexp(R(1), -sq);  // exact
+  Cx<R>* const As = s[0];
+  Cx<R>* const Es = s[1];
+  for (int e = g.rank(); e < n2; e += g.size()) {
+    As[e] = {c * A[e].re, c * A[e].im};
+    Es[e] = {c * E[e].re, c * E[e].im};
+  }
+  g.sync();
+  Cx<R>* const A2 = s[2];
+  Cx<R>* const A4 = s[3];
+  Cx<R>* const A6 = s[4];
+  Cx<R>* const M2 = s[6];
+  Cx<R>* const M4 = s[7];
+  Cx<R>* const M6 = s[8];
+  mat_mul(n, As, As, A2, g);
+  mat_mul(n, A2, A2, A4, g);
+  mat_mul(n, A4, A2, A6, g);
+  mat_mul(n, As, Es, M2, g);
+  mat_mul_acc(n, Es, As, M2, g);
+  mat_mul(n, A2, M2, M4, g);
+  mat_mul_acc(n, M2, A2, M4, g);
+  mat_mul(n, A4, M2, M6, g);
+  mat_mul_acc(n, M4, A2, M6, g);
+  const Cx<R>* const PA[3] = {A6, A4, A2};
+  const Cx<R>* const PM[3] = {M6, M4, M2};
+  const R cw1[3] = {b13<R>(13), b13<R>(11), b13<R>(9)};
+  const R cw2[3] = {b13<R>(7), b13<R>(5), b13<R>(3)};
+  const R cz1[3] = {b13<R>(12), b13<R>(10), b13<R>(8)};
+  const R cz2[3] = {b13<R>(6), b13<R>(4), b13<R>(2)};
+  Cx<R>* const W1 = s[5];
+  Cx<R>* const Z1 = s[9];
+  lincomb<false>(n, W1, R(0), cw1, PA, g);     // W1 = b13 A6 + b11 A4 + b9 A2
+  lincomb<false>(n, Z1, R(0), cz1, PA, g);     // Z1 = b12 A6 + b10 A4 + b8 A2
+  lincomb<false>(n, s[10], R(0), cw1, PM, g);  // Lw1
+  // Lw = A6 Lw1 + M6 W1 + Lw2,  Lw2 = b7 M6 + b5 M4 + b3 M2
+  mat_mul(n, A6, s[10], s[11], g);
+  mat_mul_acc(n, M6, W1, s[11], g);
+  lincomb<true>(n, s[11], R(0), cw2, PM, g);
+  // W = A6 W1 + W2,  W2 = b7 A6 + b5 A4 + b3 A2 + b1 I
+  mat_mul(n, A6, W1, s[10], g);
+  lincomb<true>(n, s[10], b13<R>(1), cw2, PA, g);
+  // Lu = A Lw + E W (into W1's slot), U = A W (into Lw's slot)
+  mat_mul(n, As, s[11], s[5], g);
+  mat_mul_acc(n, Es, s[10], s[5], g);
+  mat_mul(n, As, s[10], s[11], g);
+  // Lv = A6 Lz1 + M6 Z1 + Lz2 (into Es's slot), Lz1 = b12 M6 + b10 M4 + b8 M2
+  lincomb<false>(n, s[10], R(0), cz1, PM, g);
+  mat_mul(n, A6, s[10], s[1], g);
+  mat_mul_acc(n, M6, Z1, s[1], g);
+  lincomb<true>(n, s[1], R(0), cz2, PM, g);
+  // V = A6 Z1 + Z2
+  mat_mul(n, A6, Z1, s[10], g);
+  lincomb<true>(n, s[10], b13<R>(0), cz2, PA, g);
+  return {s[11], s[10], s[5], s[1], s[6], s[2] /* s[2..4] */, s[0], s[7], sq};
+}
+
+// (V - U) [R, Y, Z] = [U + V, Lu + Lv, Lu - Lv] in one elimination (RHS is n x 3n),
+// then L = Y + Z R and the squaring phase: L <- X L + L X, X <- X^2.
+template <class N, class R, class G>
+QFLEET_HD inline int frechet_solve_square(N n, const FrechetSlots<R>& f, Cx<R>* expA, Cx<R>* L, const G& g) {
+  const int nn = static_cast<int>(n);
+  const int n2 = nn * nn;
+  const int ld = 3 * nn;
+  for (int e = g.rank(); e < n2; e += g.size()) {
+    const int i = e / nn, j = e % nn;
+    f.P[e] = dense_detail::sub(f.V[e], f.U[e]);
+    f.RHS[i * ld + j] = f.V[e] + f.U[e];
+    f.RHS[i * ld + nn + j] = f.Lu[e] + f.Lv[e];
+    f.RHS[i * ld + 2 * nn + j] = dense_detail::sub(f.Lu[e], f.Lv[e]);
+  }
+  g.sync();
+  const int status = lu_solve(n, f.P, f.RHS, ld, g);
+  for (int e = g.rank(); e < n2; e += g.size()) {
+    const int i = e / nn, j = e % nn;
+    expA[e] = f.RHS[i * ld + j];
+    L[e] = f.RHS[i * ld + nn + j];
+  }
+  g.sync();
+  dense_detail::gemm<true>(n, f.RHS + 2 * nn, ld, f.RHS, ld, L, nn, g);  // L = Y + Z R
+  Cx<R>* x = expA;
+  Cx<R>* l = L;
+  Cx<R>* x2 = f.T1;
+  Cx<R>* l2 = f.T2;
+  for (int k = 0; k < f.sq; ++k) {
+    mat_mul(n, x, l, l2, g);
+    mat_mul_acc(n, l, x, l2, g);
+    mat_mul(n, x, x, x2, g);
+    Cx<R>* t = x;
+    x = x2;
+    x2 = t;
+    t = l;
+    l = l2;
+    l2 = t;
+  }
+  if (x != expA) {
+    mat_copy(n, x, expA, g);
+    mat_copy(n, l, L, g);
+  }
+  return status;
+}
+
+}  // namespace expm_detail
+
 // exp(A) and the Fréchet derivative L = L(A, E) = d/dt exp(A + tE)|_{t=0}, by
 // Al-Mohy & Higham (2009), Algorithm 6.4: degrees m in {3, 5, 7, 9, 13} chosen
 // against their ell_m (Table 6.1: 1.08e-2, 2.00e-1, 7.83e-1, 1.78, 4.74; a little
@@ -309,8 +453,7 @@ template <class N, class R, class G = SoloGroup>
 QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* expA, Cx<R>* L,
                                   Cx<R>* work, const G& g = G{}) {
   namespace ed = expm_detail;
-  const int nn = static_cast<int>(n);
-  const int n2 = nn * nn;
+  const int n2 = static_cast<int>(n) * static_cast<int>(n);
   const R nrm = norm1(n, A, g);
   if (!(nrm <= dense_detail::RealConst<R>::max)) {
     ed::fill_nan(n, expA, g);
@@ -320,138 +463,9 @@ QFLEET_HD inline int expm_frechet(N n, const Cx<R>* A, const Cx<R>* E, Cx<R>* ex
   Cx<R>* const s[12] = {work,          work + n2,     work + 2 * n2,  work + 3 * n2,
                         work + 4 * n2, work + 5 * n2, work + 6 * n2,  work + 7 * n2,
                         work + 8 * n2, work + 9 * n2, work + 10 * n2, work + 11 * n2};
-  int sq = 0;
-  // Where the Padé pieces end up, the denominator and 3-block right-hand side go,
-  // and two scratch slots for the squaring phase.
-  Cx<R>* U;
-  Cx<R>* V;
-  Cx<R>* Lu;
-  Cx<R>* Lv;
-  Cx<R>* P;
-  Cx<R>* RHS;
-  Cx<R>* T1;
-  Cx<R>* T2;
-  if (nrm <= R(ed::ell(9))) {
-    if (nrm <= R(ed::ell(3)))
-      ed::frechet_low<3>(n, A, E, s, g);
-    else if (nrm <= R(ed::ell(5)))
-      ed::frechet_low<5>(n, A, E, s, g);
-    else if (nrm <= R(ed::ell(7)))
-      ed::frechet_low<7>(n, A, E, s, g);
-    else
-      ed::frechet_low<9>(n, A, E, s, g);
-    U = s[0];
-    V = s[11];
-    Lu = s[2];
-    Lv = s[3];
-    RHS = s[4];  // s[4..6], contiguous
-    P = s[7];
-    T1 = s[8];
-    T2 = s[9];
-  } else {
-    sq = ed::scaling(nrm, ed::ell(13));
-    using std::ldexp;
-    const R c = ldexp(R(1), -sq);  // exact
-    Cx<R>* const As = s[0];
-    Cx<R>* const Es = s[1];
-    for (int e = g.rank(); e < n2; e += g.size()) {
-      As[e] = {c * A[e].re, c * A[e].im};
-      Es[e] = {c * E[e].re, c * E[e].im};
-    }
-    g.sync();
-    Cx<R>* const A2 = s[2];
-    Cx<R>* const A4 = s[3];
-    Cx<R>* const A6 = s[4];
-    Cx<R>* const M2 = s[6];
-    Cx<R>* const M4 = s[7];
-    Cx<R>* const M6 = s[8];
-    mat_mul(n, As, As, A2, g);
-    mat_mul(n, A2, A2, A4, g);
-    mat_mul(n, A4, A2, A6, g);
-    mat_mul(n, As, Es, M2, g);
-    mat_mul_acc(n, Es, As, M2, g);
-    mat_mul(n, A2, M2, M4, g);
-    mat_mul_acc(n, M2, A2, M4, g);
-    mat_mul(n, A4, M2, M6, g);
-    mat_mul_acc(n, M4, A2, M6, g);
-    const Cx<R>* const PA[3] = {A6, A4, A2};
-    const Cx<R>* const PM[3] = {M6, M4, M2};
-    const R cw1[3] = {ed::b13<R>(13), ed::b13<R>(11), ed::b13<R>(9)};
-    const R cw2[3] = {ed::b13<R>(7), ed::b13<R>(5), ed::b13<R>(3)};
-    const R cz1[3] = {ed::b13<R>(12), ed::b13<R>(10), ed::b13<R>(8)};
-    const R cz2[3] = {ed::b13<R>(6), ed::b13<R>(4), ed::b13<R>(2)};
-    Cx<R>* const W1 = s[5];
-    Cx<R>* const Z1 = s[9];
-    ed::lincomb<false>(n, W1, R(0), cw1, PA, g);     // W1 = b13 A6 + b11 A4 + b9 A2
-    ed::lincomb<false>(n, Z1, R(0), cz1, PA, g);     // Z1 = b12 A6 + b10 A4 + b8 A2
-    ed::lincomb<false>(n, s[10], R(0), cw1, PM, g);  // Lw1
-    // Lw = A6 Lw1 + M6 W1 + Lw2,  Lw2 = b7 M6 + b5 M4 + b3 M2
-    mat_mul(n, A6, s[10], s[11], g);
-    mat_mul_acc(n, M6, W1, s[11], g);
-    ed::lincomb<true>(n, s[11], R(0), cw2, PM, g);
-    // W = A6 W1 + W2,  W2 = b7 A6 + b5 A4 + b3 A2 + b1 I
-    mat_mul(n, A6, W1, s[10], g);
-    ed::lincomb<true>(n, s[10], ed::b13<R>(1), cw2, PA, g);
-    // Lu = A Lw + E W (into W1's slot), U = A W (into Lw's slot)
-    mat_mul(n, As, s[11], s[5], g);
-    mat_mul_acc(n, Es, s[10], s[5], g);
-    mat_mul(n, As, s[10], s[11], g);
-    // Lv = A6 Lz1 + M6 Z1 + Lz2 (into Es's slot), Lz1 = b12 M6 + b10 M4 + b8 M2
-    ed::lincomb<false>(n, s[10], R(0), cz1, PM, g);
-    mat_mul(n, A6, s[10], s[1], g);
-    mat_mul_acc(n, M6, Z1, s[1], g);
-    ed::lincomb<true>(n, s[1], R(0), cz2, PM, g);
-    // V = A6 Z1 + Z2
-    mat_mul(n, A6, Z1, s[10], g);
-    ed::lincomb<true>(n, s[10], ed::b13<R>(0), cz2, PA, g);
-    U = s[11];
-    V = s[10];
-    Lu = s[5];
-    Lv = s[1];
-    RHS = s[2];  // s[2..4], contiguous
-    P = s[6];
-    T1 = s[0];
-    T2 = s[7];
-  }
-  // (V - U) [R, Y, Z] = [U + V, Lu + Lv, Lu - Lv] in one elimination (RHS is n x 3n).
-  const int ld = 3 * nn;
-  for (int e = g.rank(); e < n2; e += g.size()) {
-    const int i = e / nn, j = e % nn;
-    P[e] = dense_detail::sub(V[e], U[e]);
-    RHS[i * ld + j] = V[e] + U[e];
-    RHS[i * ld + nn + j] = Lu[e] + Lv[e];
-    RHS[i * ld + 2 * nn + j] = dense_detail::sub(Lu[e], Lv[e]);
-  }
-  g.sync();
-  const int status = lu_solve(n, P, RHS, ld, g);
-  for (int e = g.rank(); e < n2; e += g.size()) {
-    const int i = e / nn, j = e % nn;
-    expA[e] = RHS[i * ld + j];
-    L[e] = RHS[i * ld + nn + j];
-  }
-  g.sync();
-  dense_detail::gemm<true>(n, RHS + 2 * nn, ld, RHS, ld, L, nn, g);  // L = Y + Z R
-  // Squaring phase: L <- X L + L X, X <- X^2.
-  Cx<R>* x = expA;
-  Cx<R>* l = L;
-  Cx<R>* x2 = T1;
-  Cx<R>* l2 = T2;
-  for (int k = 0; k < sq; ++k) {
-    mat_mul(n, x, l, l2, g);
-    mat_mul_acc(n, l, x, l2, g);
-    mat_mul(n, x, x, x2, g);
-    Cx<R>* t = x;
-    x = x2;
-    x2 = t;
-    t = l;
-    l = l2;
-    l2 = t;
-  }
-  if (x != expA) {
-    mat_copy(n, x, expA, g);
-    mat_copy(n, l, L, g);
-  }
-  return status;
+  const ed::FrechetSlots<R> f =
+      nrm <= R(ed::ell(9)) ? ed::frechet_pieces_low(n, nrm, A, E, s, g) : ed::frechet_pieces_13(n, nrm, A, E, s, g);
+  return ed::frechet_solve_square(n, f, expA, L, g);
 }
 
 }  // namespace QFLEET_KERN_ISA
