@@ -21,54 +21,16 @@ enum DmMode : int { kDmN = 0, kDmConj = 1, kDmDag = 2, kDmTrans = 3 };
 // y = M' x on one group, one lane, M' = M in mode Mode.
 template <class R, int L, int D, int Mode, int ML = L>
 QFLEET_HD inline void dm_apply_lane(R* s, const DmSite& site, std::uint64_t base, const R* m, int l) {
-  const int ml = ML == 1 ? 0 : l;
-  R xr[D], xi[D];
-  for (int c = 0; c < D; ++c) {
-    const R* a = s + (base + site.off[c]) * 2 * L;
-    xr[c] = a[l];
-    xi[c] = a[L + l];
-  }
   constexpr bool transpose = Mode == kDmDag || Mode == kDmTrans;
   constexpr bool conjugate = Mode == kDmConj || Mode == kDmDag;
-  for (int r = 0; r < D; ++r) {
-    R yr = 0, yi = 0;
-    for (int c = 0; c < D; ++c) {
-      const int e = transpose ? c * D + r : r * D + c;
-      const R mr = m[e * 2 * ML + ml];
-      const R mi = conjugate ? -m[e * 2 * ML + ML + ml] : m[e * 2 * ML + ML + ml];
-      yr += mr * xr[c] - mi * xi[c];
-      yi += mr * xi[c] + mi * xr[c];
-    }
-    R* a = s + (base + site.off[r]) * 2 * L;
-    a[l] = yr;
-    a[L + l] = yi;
-  }
+  apply_dense_lane<R, L, D, transpose, conjugate, ML>(s, site, base, m, l);
 }
 
 // Re <lam| M |x> restricted to one group, one lane.
 template <class R, int L, int D, int ML = L>
 QFLEET_HD inline R dm_sandwich_lane(const R* lam, const R* x, const DmSite& site, std::uint64_t base, const R* m,
                                     int l) {
-  const int ml = ML == 1 ? 0 : l;
-  R xr[D], xi[D];
-  for (int c = 0; c < D; ++c) {
-    const R* a = x + (base + site.off[c]) * 2 * L;
-    xr[c] = a[l];
-    xi[c] = a[L + l];
-  }
-  R acc = 0;
-  for (int r = 0; r < D; ++r) {
-    R yr = 0, yi = 0;
-    for (int c = 0; c < D; ++c) {
-      const R mr = m[(r * D + c) * 2 * ML + ml];
-      const R mi = m[(r * D + c) * 2 * ML + ML + ml];
-      yr += mr * xr[c] - mi * xi[c];
-      yi += mr * xi[c] + mi * xr[c];
-    }
-    const R* b = lam + (base + site.off[r]) * 2 * L;
-    acc += b[l] * yr + b[L + l] * yi;
-  }
-  return acc;
+  return sandwich_dense_lane<R, L, D, ML>(lam, x, site, base, m, l);
 }
 
 // dm_apply_lane (mode Mode) on lam, fused with the outer product of the group's x and

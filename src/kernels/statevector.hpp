@@ -31,13 +31,13 @@ QFLEET_HD inline std::uint64_t insert_zero_bits(std::uint64_t g, const int* pos,
 }
 
 
-// y = M x (or M^dagger x) on one group, one lane. The block has ML lanes: L (each
-// sample's own block, the cpu tiles) or 1 (one thread's block for its own sample,
-// the cuda groups, whose states may still be tiles of L samples).
-template <class R, int L, int KT, bool Dag, int ML = L>
-QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t base,
-                                       const R* m, int l) {
-  constexpr int D = 1 << KT;
+// y = M' x on the D amplitudes of one group (at base + site.off[0..D)), one lane, M' = M or
+// its transpose and/or conjugate (M^dagger: both). The block has ML lanes: L (each
+// sample's own block, the cpu tiles) or 1 (one thread's block for its own sample, the
+// cuda groups, whose states may still be tiles of L samples). The state-vector gates
+// (Site = GateSite) and the density-matrix blocks (DmSite, kernels/dm_ops.hpp) run it.
+template <class R, int L, int D, bool Transpose, bool Conjugate, int ML, class Site>
+QFLEET_HD inline void apply_dense_lane(R* s, const Site& site, std::uint64_t base, const R* m, int l) {
   const int ml = ML == 1 ? 0 : l;
   R xr[D], xi[D];
   for (int c = 0; c < D; ++c) {
@@ -48,9 +48,9 @@ QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t
   for (int r = 0; r < D; ++r) {
     R yr = 0, yi = 0;
     for (int c = 0; c < D; ++c) {
-      const int e = Dag ? c * D + r : r * D + c;
+      const int e = Transpose ? c * D + r : r * D + c;
       const R mr = m[e * 2 * ML + ml];
-      const R mi = Dag ? -m[e * 2 * ML + ML + ml] : m[e * 2 * ML + ML + ml];
+      const R mi = Conjugate ? -m[e * 2 * ML + ML + ml] : m[e * 2 * ML + ML + ml];
       yr += mr * xr[c] - mi * xi[c];
       yi += mr * xi[c] + mi * xr[c];
     }
@@ -60,16 +60,22 @@ QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t
   }
 }
 
-// Re <lam| M |phi> restricted to one group, one lane (M a derivative block with ML
-// lanes, as above).
-template <class R, int L, int KT, int ML = L>
-QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& site,
-                                 std::uint64_t base, const R* m, int l) {
-  constexpr int D = 1 << KT;
+// y = M x (or M^dagger x) on one gate's group, one lane.
+template <class R, int L, int KT, bool Dag, int ML = L>
+QFLEET_HD inline void apply_block_lane(R* s, const GateSite& site, std::uint64_t base,
+                                       const R* m, int l) {
+  apply_dense_lane<R, L, 1 << KT, Dag, Dag, ML>(s, site, base, m, l);
+}
+
+// Re <lam| M |x> restricted to the D amplitudes of one group, one lane (M a
+// derivative block with ML lanes, as above).
+template <class R, int L, int D, int ML, class Site>
+QFLEET_HD inline R sandwich_dense_lane(const R* lam, const R* x, const Site& site, std::uint64_t base,
+                                       const R* m, int l) {
   const int ml = ML == 1 ? 0 : l;
   R xr[D], xi[D];
   for (int c = 0; c < D; ++c) {
-    const R* a = phi + (base + site.off[c]) * 2 * L;
+    const R* a = x + (base + site.off[c]) * 2 * L;
     xr[c] = a[l];
     xi[c] = a[L + l];
   }
@@ -86,6 +92,13 @@ QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& sit
     acc += b[l] * yr + b[L + l] * yi;  // Re(conj(lam) * y)
   }
   return acc;
+}
+
+// Re <lam| M |phi> on one gate's group, one lane.
+template <class R, int L, int KT, int ML = L>
+QFLEET_HD inline R sandwich_lane(const R* lam, const R* phi, const GateSite& site,
+                                 std::uint64_t base, const R* m, int l) {
+  return sandwich_dense_lane<R, L, 1 << KT, ML>(lam, phi, site, base, m, l);
 }
 
 // One step of the reverse sweep on one group, one lane, in a single pass over it:
