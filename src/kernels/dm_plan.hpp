@@ -55,36 +55,18 @@ struct DmOp {
   bool x_block = false;
 };
 
-struct DmPlan {
-  int n = 0;
-  std::uint64_t dim = 0;   // 2^n
+// The fields both plans share (kernels/sv_plan.hpp's CircuitPlan; here the terms are
+// over the n-bit row/column index with readout error already folded in, docs/noisy.md),
+// and what density matrices add.
+struct DmPlan : CircuitPlan {
   std::uint64_t dim2 = 0;  // 4^n
-  int n_inputs = 0, n_weights = 0, n_outputs = 0, n_expvals = 0, n_purity = 0;
+  int n_purity = 0;
   const DmOp* ops = nullptr;
-  int n_ops = 0;
-  int n_slots = 0;  // ops with a non-constant parameter
-  const ParamDesc* params = nullptr;
-  int n_params = 0;
-  const double* fixed_blocks = nullptr;  // interleaved re, im
-  // Expectation values: Pauli terms over the n-bit row/column index (readout error
-  // already folded in, docs/noisy.md).
-  const TermDesc* terms = nullptr;
-  const int* term_begin = nullptr;   // n_expvals + 1
-  const int* probs_pos = nullptr;    // n-bit positions, most significant outcome bit first
-  const int* probs_wire = nullptr;   // the wires of those positions (readout matrices)
-  const int* probs_begin = nullptr;  // n_probs + 1
-  const int* probs_out = nullptr;    // output column of each probs block
-  int n_probs = 0;
+  int n_slots = 0;                   // ops with a non-constant parameter
+  const int* probs_wire = nullptr;   // the wires of probs_pos (readout matrices)
   int max_probs_k = 0;               // widest probs block (or sampled wires), for scratch
   int purity_out = 0;                // first purity column
   const double* readout = nullptr;   // [n][4] row-major A[i][j] = P(read i | true j); null: none
-  bool amp = false;
-  int amp_first_input = 0, amp_n_features = 0, amp_len = 0;
-  bool amp_normalize = false;
-  double amp_pad = 0.0;
-  const std::uint64_t* amp_index = nullptr;  // n-bit basis index of embedded amplitude j
-  std::size_t mat_entries = 0;   // size of a tile's block buffer (entries)
-  std::size_t dmat_entries = 0;  // size of the derivative blocks' buffer (entries)
 };
 
 // Stored states for the adjoint sweep: the ops of a call are cut into segments of at

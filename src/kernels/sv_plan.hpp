@@ -45,28 +45,34 @@ struct TermDesc {
   PauliMasks masks;
 };
 
-struct SvPlan {
+// What both circuit plans hold (SvPlan below, kernels/dm_plan.hpp's DmPlan): sizes,
+// parameter sources, constant blocks, measured terms and positions, the amplitude
+// embedding, the block buffers' sizes; each plan adds its ops and what only it needs.
+struct CircuitPlan {
   int n = 0;
-  std::uint64_t dim = 0;
+  std::uint64_t dim = 0;  // 2^n
   int n_inputs = 0, n_weights = 0, n_outputs = 0, n_expvals = 0;
-  const OpDesc* ops = nullptr;
   int n_ops = 0;
   const ParamDesc* params = nullptr;
   int n_params = 0;
   const double* fixed_blocks = nullptr;  // interleaved re, im
-  const TermDesc* terms = nullptr;
-  const int* term_begin = nullptr;   // n_expvals + 1
-  const int* probs_pos = nullptr;    // bit positions, most significant outcome bit first
-  const int* probs_sorted = nullptr;  // the same positions ascending
-  const int* probs_begin = nullptr;  // n_probs + 1
-  const int* probs_out = nullptr;    // output column of each probs block
+  const TermDesc* terms = nullptr;       // expectation values' Pauli terms
+  const int* term_begin = nullptr;       // n_expvals + 1
+  const int* probs_pos = nullptr;        // bit positions, most significant outcome bit first
+  const int* probs_begin = nullptr;      // n_probs + 1
+  const int* probs_out = nullptr;        // output column of each probs block
   int n_probs = 0;
   bool amp = false;
   int amp_first_input = 0, amp_n_features = 0, amp_len = 0;
   bool amp_normalize = false;
   double amp_pad = 0.0;
-  const std::uint64_t* amp_index = nullptr;
-  std::size_t mat_entries = 0, dmat_entries = 0;  // sizes of those block buffers
+  const std::uint64_t* amp_index = nullptr;       // basis index of embedded amplitude j
+  std::size_t mat_entries = 0, dmat_entries = 0;  // sizes of the block buffers (entries)
+};
+
+struct SvPlan : CircuitPlan {
+  const OpDesc* ops = nullptr;
+  const int* probs_sorted = nullptr;  // probs_pos ascending within each block
 };
 
 constexpr int kMaxSampleWires = 26;
