@@ -354,12 +354,7 @@ QFLEET_HD inline void dm_group_run(const DmPlan& p, const SvCall<R>& c, const Dm
     dm_group_backward(p, c, seg.begin[s], seg.begin[s + 1], tab, stored, lam, gslot, g);
   }
   if (g.rank() == 0) {
-    if (c.grad_inputs != nullptr) {
-      for (int i = 0; i < p.n_inputs; ++i) c.grad_inputs[b * p.n_inputs + i] = 0;
-    }
-    if (c.grad_weights != nullptr && !c.reduce_weights) {
-      for (int i = 0; i < p.n_weights; ++i) c.grad_weights[b * p.n_weights + i] = 0;
-    }
+    clear_gradient_rows(p, c, b, 0, 1);
     for (int s = 0; s < p.n_params; ++s) {
       const ParamDesc& d = p.params[s];
       if (d.kind == kParamConstant) continue;

@@ -325,14 +325,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
       lam[im_at<L>(i, l)] += cj * psi[im_at<L>(i, l)];
     }
   }
-  if (active && rank == 0) {
-    if (c.grad_inputs != nullptr) {
-      for (int i = 0; i < p.n_inputs; ++i) c.grad_inputs[b * p.n_inputs + i] = 0;
-    }
-    if (c.grad_weights != nullptr && !c.reduce_weights) {
-      for (int i = 0; i < p.n_weights; ++i) c.grad_weights[b * p.n_weights + i] = 0;
-    }
-  }
+  if (active) clear_gradient_rows(p, c, b, g.rank(), g.size());
   g.sync();
 
   for (int k = p.n_ops - 1; k >= 0; --k) {

@@ -263,18 +263,7 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
   }
   // Gradient rows start at zero; each lane clears a share, sync() orders the clears
   // before any lane's adds below.
-  if (active) {
-    if (c.grad_inputs != nullptr) {
-      for (std::uint64_t e = i; e < std::uint64_t(p.n_inputs); e += std::uint64_t(g.width())) {
-        c.grad_inputs[b * p.n_inputs + e] = 0;
-      }
-    }
-    if (c.grad_weights != nullptr && !c.reduce_weights) {
-      for (std::uint64_t e = i; e < std::uint64_t(p.n_weights); e += std::uint64_t(g.width())) {
-        c.grad_weights[b * p.n_weights + e] = 0;
-      }
-    }
-  }
+  if (active) clear_gradient_rows(p, c, b, g.lane(), g.width());
   g.sync();
 
   for (int k = p.n_ops - 1; k >= 0; --k) {

@@ -46,6 +46,19 @@ QFLEET_HD inline bool param_wanted(const Plan& p, const SvCall<R>& c, int s) {
   return (kind == kParamInput && c.grad_inputs != nullptr) || (kind == kParamWeight && c.grad_weights != nullptr);
 }
 
+// Zeroes sample b's gradient rows (its inputs' and, unreduced, its weights') before the
+// adjoint adds to them, this member (first of stride) taking every stride-th entry; the
+// caller's next barrier orders the clears before the adds.
+template <class Plan, class R>
+QFLEET_HD inline void clear_gradient_rows(const Plan& p, const SvCall<R>& c, std::size_t b, int first, int stride) {
+  if (c.grad_inputs != nullptr) {
+    for (int e = first; e < p.n_inputs; e += stride) c.grad_inputs[b * p.n_inputs + e] = 0;
+  }
+  if (c.grad_weights != nullptr && !c.reduce_weights) {
+    for (int e = first; e < p.n_weights; e += stride) c.grad_weights[b * p.n_weights + e] = 0;
+  }
+}
+
 // op's D x D block for sample b (deriv < 0), or its derivative by parameter deriv,
 // in T. Constant blocks (constant gates, QubitUnitary) come from the plan; no
 // derivative of them is ever asked.
