@@ -1,4 +1,4 @@
-"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py).
+"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py, gpu_open_peer.py's reference).
 bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -98,3 +98,52 @@ def test_cli_npy_bench_checks_results_before_timing(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert ".npy results equal the JSON results" in r.stdout, r.stdout
     assert set(json.loads(out.read_text())["median_ms"]) >= {"qfleet eval, .npy arrays", "engine in-process, warm"}
+
+
+def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
+    # bench/gpu_open_peer.py's reference (qfleet eval, exact solver, complex128) is what
+    # dynamiqs must match on a GPU machine; here it is checked against scipy's expm of the
+    # ladder's Liouvillian, segment by segment (fidelities to 1e-10), and one amplitude's
+    # gradient against central finite differences of that independent propagation.
+    import os
+
+    import numpy as np
+    import pytest
+    from scipy.linalg import expm
+    if not os.environ.get("QFLEET_CLI"):
+        pytest.skip("QFLEET_CLI not set: run through ctest or scripts/test.sh")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_open_peer as peer
+
+    out = tmp_path / "ref.npz"
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "gpu_open_peer.py"), "reference", "--qfleet",
+                        os.environ["QFLEET_CLI"], "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ref = np.load(out)
+
+    def fidelity(d, u):  # u [60, 2]: vec(rho) column-stacked, L = -i(I x H - H^T x I) + D
+        h0, (x, y), a, psi0, target = peer.ladder(d)
+        eye = np.eye(d)
+        jump = np.sqrt(peer.RATE) * a
+        ad = jump.conj().T @ jump
+        diss = np.kron(jump.conj(), jump) - 0.5 * (np.kron(eye, ad) + np.kron(ad.T, eye))
+        v = np.outer(psi0, psi0.conj()).reshape(-1, order="F")
+        for s in range(peer.N_SEG):
+            h = h0 + u[s, 0] * x + u[s, 1] * y
+            gen = -1j * (np.kron(eye, h) - np.kron(h.T, eye)) + diss
+            v = expm(gen * (peer.T / peer.N_SEG)) @ v
+        rho = v.reshape(d, d, order="F")
+        return float(np.real(target.conj() @ rho @ target))
+
+    for d in (2, 4):
+        u, f = ref[f"d{d}_u"], ref[f"d{d}_fidelity"]
+        assert u.shape == (peer.CHECK_BATCH, peer.N_SEG, 2) and f.shape == (peer.CHECK_BATCH,)
+        assert ref[f"d{d}_grad_amplitudes"].shape == u.shape and ref[f"d{d}_grad_rates"].shape == (1,)
+        for b in range(3):
+            assert abs(fidelity(d, u[b]) - f[b]) < 1e-10, (d, b)
+        h = 1e-6
+        up, um = u[0].copy(), u[0].copy()
+        up[7, 1] += h
+        um[7, 1] -= h
+        fd = (fidelity(d, up) - fidelity(d, um)) / (2 * h)
+        assert abs(fd - ref[f"d{d}_grad_amplitudes"][0, 7, 1]) < 1e-7, (d, fd)
