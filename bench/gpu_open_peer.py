@@ -242,8 +242,8 @@ def run(args) -> None:
             print(f"check d{d} {precision}: {CHECK_BATCH} tasks, dynamiqs vs qfleet (exact, complex128): "
                   f"{check(d, precision, ref):.1e}")
     qf = bench_medians(args.bench_json)
-    print(f"\n| row (fwd+grad, complex64) | dynamiqs Expm, JAX {dev.platform} (first call; tasks per call) | qfleet cuda "
-          "| qfleet cpu, all cores | dynamiqs / qfleet cuda | qfleet cpu / qfleet cuda |")
+    print(f"\n| row (fwd+grad, complex64) | dynamiqs Expm, JAX {dev.platform} (first call; tasks per call) "
+          "| qfleet cuda | qfleet cpu, all cores | dynamiqs / qfleet cuda | qfleet cpu / qfleet cuda |")
     print("|---|---|---|---|---|---|")
     for d, B in ROWS:
         B = B // 100 if args.quick else B

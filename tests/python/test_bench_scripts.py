@@ -1,4 +1,5 @@
-"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py, gpu_open_peer.py's reference).
+"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py,
+gpu_open_peer.py's reference).
 bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
