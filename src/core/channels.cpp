@@ -4,32 +4,19 @@
 #include <string>
 
 #include "core/dm_compiled.hpp"
+#include "core/name_lookup.hpp"
 #include "qfleet/channels.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet {
 
 Channel channel_from_name(std::string_view name) {
-  for (const auto& c : kChannelTable) {
-    if (c.name == name) return c.id;
-  }
-  struct Alias {
-    std::string_view alias;
-    Channel channel;
-  };
   // PennyLane's class names.
-  static constexpr Alias kAliases[] = {{"DepolarizingChannel", Channel::Depolarizing},
-                                       {"ThermalRelaxationError", Channel::ThermalRelaxation},
-                                       {"QubitChannel", Channel::Kraus}};
-  for (const auto& a : kAliases) {
-    if (a.alias == name) return a.channel;
-  }
-  std::string known;
-  for (const auto& c : kChannelTable) {
-    if (!known.empty()) known += ", ";
-    known += c.name;
-  }
-  throw Error("unknown channel '" + std::string(name) + "'; known channels: " + known);
+  static constexpr std::pair<std::string_view, Channel> kAliases[] = {
+      {"DepolarizingChannel", Channel::Depolarizing},
+      {"ThermalRelaxationError", Channel::ThermalRelaxation},
+      {"QubitChannel", Channel::Kraus}};
+  return detail::id_from_name(name, kChannelTable, kAliases, "channel", "channels");
 }
 
 namespace detail {
