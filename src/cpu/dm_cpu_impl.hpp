@@ -132,30 +132,6 @@ inline void sandwich_site(const R* lam, const R* x, const DmSite& site, int dim,
   }
 }
 
-// op's block (deriv < 0) or its derivative by parameter deriv for sample b, in double.
-template <class R>
-inline void op_block(const DmPlan& kp, const Call<R>& c, const DmOp& op, std::size_t b, int deriv,
-                     kern::Cx<double>* blk) {
-  const int entries = op.dim * op.dim;
-  if (op.fixed >= 0) {
-    for (int e = 0; e < entries; ++e) blk[e] = {kp.fixed_blocks[2 * (op.fixed + e)], kp.fixed_blocks[2 * (op.fixed + e) + 1]};
-    return;
-  }
-  double q[4] = {0, 0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = kern::param_value<double>(kp, c, op.first_param + j, b);
-  if (op.kind == kern::kDmChannel) {
-    if (deriv < 0) {
-      kern::channel_superop<double>(op.channel, q, blk);
-    } else {
-      kern::channel_superop_derivative<double>(op.channel, q, deriv, blk);
-    }
-  } else if (deriv < 0) {
-    kern::gate_block<double>(op.gate, q, blk);
-  } else {
-    kern::gate_block_derivative<double>(op.gate, q, deriv, blk);
-  }
-}
-
 // p'[.. i ..] = sum_j A[i][j] p[.. j ..] over each measured bit (Transpose: A^T, the
 // adjoint of the readout on cotangents). pos[t] is wire t's n-bit position; outcome
 // bit k-1-t is wire t's.
@@ -194,12 +170,12 @@ void prepare_uniform(const DmPlan& kp, const Call<R>& c, R* mats, R* dmats) {
     const DmOp& op = kp.ops[k];
     if (per_sample(op, c)) continue;
     const int entries = op.dim * op.dim;
-    op_block(kp, c, op, 0, -1, blk);
+    kern::dm_op_block<double>(kp, c, op, 0, -1, blk);
     for (int l = 0; l < L; ++l) scatter_block<R, L>(mats + op.mat_entry * 2 * L, blk, entries, l);
     if (dmats == nullptr || op.fixed >= 0) continue;
     for (int j = 0; j < op.n_params; ++j) {
       if (kp.params[op.first_param + j].kind == kern::kParamConstant) continue;
-      op_block(kp, c, op, 0, j, blk);
+      kern::dm_op_block<double>(kp, c, op, 0, j, blk);
       R* d = dmats + (op.dmat_entry + std::size_t(j) * entries) * 2 * L;
       for (int l = 0; l < L; ++l) scatter_block<R, L>(d, blk, entries, l);
     }
@@ -272,7 +248,7 @@ struct DmTile {
       const DmOp& op = kp.ops[k];
       if (!per_sample(op, c)) continue;
       for (int l = 0; l < L; ++l) {
-        op_block(kp, c, op, t.bl[l], -1, blk);
+        kern::dm_op_block<double>(kp, c, op, t.bl[l], -1, blk);
         scatter_block<R, L>(t.mats + op.mat_entry * 2 * L, blk, op.dim * op.dim, l);
       }
     }
@@ -351,7 +327,7 @@ struct DmTile {
           const R* d = udmats + (op.dmat_entry + std::size_t(j) * op.dim * op.dim) * 2 * L;
           if (per_sample(op, c)) {
             for (int l = 0; l < L; ++l) {
-              op_block(kp, c, op, t.bl[l], j, blk);
+              kern::dm_op_block<double>(kp, c, op, t.bl[l], j, blk);
               scatter_block<R, L>(t.dblk, blk, op.dim * op.dim, l);
             }
             d = t.dblk;
@@ -407,7 +383,7 @@ struct DmTile {
         d = t.dblk;
       } else if (per_sample(op, c)) {
         for (int l = 0; l < L; ++l) {
-          op_block(kp, c, op, t.bl[l], j, blk);
+          kern::dm_op_block<double>(kp, c, op, t.bl[l], j, blk);
           scatter_block<R, L>(t.dblk, blk, entries, l);
         }
         d = t.dblk;

@@ -58,41 +58,18 @@ QFLEET_HD inline R* dm_table_dblock(const DmPlan& p, R* tab, const DmOp& op, int
   return tab + 2 * (p.mat_entries + op.dmat_entry + std::size_t(j) * std::size_t(op.dim * op.dim));
 }
 
-// op's block (deriv < 0) or its derivative by parameter deriv for sample b, in R, into
-// m (dim^2 entries as re, im: the layout of Cx<R>).
-template <class R>
-QFLEET_HD inline void dm_op_block(const DmPlan& p, const SvCall<R>& c, const DmOp& op, std::size_t b, int deriv,
-                                  R* m) {
-  if (op.fixed >= 0) {
-    for (int e = 0; e < 2 * op.dim * op.dim; ++e) m[e] = static_cast<R>(p.fixed_blocks[2 * op.fixed + e]);
-    return;
-  }
-  R q[4] = {0, 0, 0, 0};
-  for (int j = 0; j < op.n_params; ++j) q[j] = param_value<R>(p, c, op.first_param + j, b);
-  Cx<R>* blk = reinterpret_cast<Cx<R>*>(m);
-  if (op.kind == kDmChannel) {
-    if (deriv < 0) {
-      channel_superop<R>(op.channel, q, blk);
-    } else {
-      channel_superop_derivative<R>(op.channel, q, deriv, blk);
-    }
-  } else if (deriv < 0) {
-    gate_block<R>(op.gate, q, blk);
-  } else {
-    gate_block_derivative<R>(op.gate, q, deriv, blk);
-  }
-}
-
 // The table for sample b, the group's members taking ops in turn; the barrier after
 // it publishes the blocks.
 template <class R, class G>
 QFLEET_HD inline void dm_table_fill(const DmPlan& p, const SvCall<R>& c, std::size_t b, bool adjoint, R* tab, G& g) {
   for (int k = g.rank(); k < p.n_ops; k += g.size()) {
     const DmOp& op = p.ops[k];
-    dm_op_block(p, c, op, b, -1, dm_table_block(tab, op));
+    // (an entry of the table is re, im: the layout of Cx<R>)
+    dm_op_block<R>(p, c, op, b, -1, reinterpret_cast<Cx<R>*>(dm_table_block(tab, op)));
     if (!adjoint || op.slot < 0) continue;
     for (int j = 0; j < op.n_params; ++j) {
-      if (param_wanted(p, c, op.first_param + j)) dm_op_block(p, c, op, b, j, dm_table_dblock(p, tab, op, j));
+      if (!param_wanted(p, c, op.first_param + j)) continue;
+      dm_op_block<R>(p, c, op, b, j, reinterpret_cast<Cx<R>*>(dm_table_dblock(p, tab, op, j)));
     }
   }
   g.sync();

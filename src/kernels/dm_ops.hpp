@@ -7,12 +7,43 @@
 
 #include <cstdint>
 
+#include "kernels/channel_matrix.hpp"
 #include "kernels/dm_plan.hpp"
+#include "kernels/gate_matrix.hpp"
 #include "kernels/hd.hpp"
 #include "kernels/statevector.hpp"
+#include "kernels/sv_params.hpp"
 
 namespace qfleet::kern {
 inline namespace QFLEET_KERN_ISA {
+
+// op's block (deriv < 0) or its derivative by parameter deriv for sample b, computed in
+// T: the cpu executor's in double (cpu/dm_cpu_impl.hpp), the group body's table in the
+// call's precision (kernels/dm_group.hpp). Constant blocks come from the plan.
+template <class T, class R>
+QFLEET_HD inline void dm_op_block(const DmPlan& p, const SvCall<R>& c, const DmOp& op, std::size_t b, int deriv,
+                                  Cx<T>* blk) {
+  if (op.fixed >= 0) {
+    for (int e = 0; e < op.dim * op.dim; ++e) {
+      const double* f = p.fixed_blocks + 2 * (op.fixed + e);
+      blk[e] = {static_cast<T>(f[0]), static_cast<T>(f[1])};
+    }
+    return;
+  }
+  T q[4] = {0, 0, 0, 0};
+  for (int j = 0; j < op.n_params; ++j) q[j] = param_value<T>(p, c, op.first_param + j, b);
+  if (op.kind == kDmChannel) {
+    if (deriv < 0) {
+      channel_superop<T>(op.channel, q, blk);
+    } else {
+      channel_superop_derivative<T>(op.channel, q, deriv, blk);
+    }
+  } else if (deriv < 0) {
+    gate_block<T>(op.gate, q, blk);
+  } else {
+    gate_block_derivative<T>(op.gate, q, deriv, blk);
+  }
+}
 
 // How a block is applied: M, conj(M) (a gate's column side), M^dag (the adjoint
 // sweep's row side and channels), M^T (the adjoint sweep's column side).
