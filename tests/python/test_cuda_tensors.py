@@ -14,7 +14,7 @@ from open_problems import build, random_problem
 needs_gpu = pytest.mark.skipif(
     not torch.cuda.is_available(),
     reason="no CUDA device visible: CUDA tensors need a GPU (the kernels they reach run on the CPU in the C++ "
-           "tests GroupBody.*, OpenGpuThreadPath.*, OpenGpuGroupPath.*)")
+           "tests BackendMatrix.*, DmMatrix.*, OpenMatrix.*)")
 
 
 def classifier(qfleet, n, layers):

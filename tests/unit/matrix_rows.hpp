@@ -18,7 +18,7 @@ inline bool drivable(const qfleet::detail::Executor& e) {
 }
 
 // The rows of `kind`: every cpu row; the cuda row where a GPU is visible (its bodies
-// run on the CPU elsewhere: the emulated shapes, DmGroupBody.*, OpenGpuPaths.*).
+// run on the CPU as the matrices' emulated rows).
 inline std::vector<const qfleet::detail::Executor*> matrix_rows(qfleet::detail::ModelKind kind) {
   std::vector<const qfleet::detail::Executor*> rows;
   for (const auto& e : qfleet::detail::executors()) {

@@ -8,9 +8,8 @@
 // sizes around the SIMD width and the warp (1, L-1, L, L+1, 31, 32, 33), against one
 // reference: the dense simulator and its finite differences (tests/reference/).
 // BackendMatrix.ListsTheWholeCatalogue fails when the library grows a gate or a
-// measurement kind the matrix does not run. (Open systems have their matrix in
-// test_open_cuda.cpp: every kind and solver on the cpu executor and the emulated and
-// real cuda paths.)
+// measurement kind the matrix does not run. (Density matrices have theirs in
+// test_dm.cpp, open systems in test_open_matrix.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -15,77 +15,16 @@
 #include <memory>
 #include <thread>
 
-#include "core/open_plan.hpp"
-#include "kernels/open_task.hpp"
 #include "unit/expect_error.hpp"
-#include "unit/group_emu.hpp"
-#include "unit/open_harness.hpp"
+#include "unit/open_emu.hpp"
 
 namespace {
 
 using namespace ref;
 using qfleet::Solver;
 
-std::unique_ptr<qfleet::detail::OpenPlan> packed_plan(const Model& m, const qfleet::OpenCompileOptions& o) {
-  std::unique_ptr<qfleet::detail::OpenPlan> p(qfleet::detail::build_open_plan(build(m), o));
-  qfleet::detail::finish_open_plan(*p);
-  qfleet::detail::pack_open_plan(*p);
-  return p;
-}
-
-struct AtomicAdd {
-  void operator()(double* p, double v) const { std::atomic_ref<double>(*p).fetch_add(v); }
-};
-
-// Every task of a call run by `threads` std::threads the way GPU threads run them
-// (grid stride, one workspace each, shared gradients zeroed first) or, with
-// group > 0, by `threads` groups of `group` std::threads the way warps and blocks
-// run them (a task per group, its workspace shared by the members); returns the
-// OR of 1 << status over the tasks (checking that every member of a group saw the
-// same status).
-int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTaskCall<double>& c, int threads, int cap,
-                 int group = 0) {
-  namespace kern = qfleet::kern;
-  const kern::OpenView& v = p.view;
-  if (c.adjoint) {
-    const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
-    if (c.grad_amplitudes && !c.amplitudes_per_task) std::fill_n(c.grad_amplitudes, n_amp, 0.0);
-    if (c.grad_drift && !c.drift_per_task) std::fill_n(c.grad_drift, v.ndrift, 0.0);
-    if (c.grad_rates && !c.rates_per_task) std::fill_n(c.grad_rates, v.nrate, 0.0);
-  }
-  const std::size_t per = kern::open_task_work<double>(v, cap) + kern::open_row_work<double>(v);
-  if (group > 0) {
-    std::vector<std::vector<kern::Cx<double>>> work(threads, std::vector<kern::Cx<double>>(per));
-    const std::vector<int> seen = emu::run_groups(threads, group, [&](int gi, const emu::TaskGroup& g) {
-      int st = 0;
-      for (std::size_t b = std::size_t(gi); b < c.batch; b += std::size_t(threads)) {
-        const int s = kern::open_run_task<double, int>(v, c, b, work[gi].data(), cap, AtomicAdd{}, g);
-        if (s != kern::kOpenOk) st |= 1 << s;
-      }
-      return st;
-    });
-    int status = 0;
-    for (std::size_t i = 0; i < seen.size(); ++i) {
-      EXPECT_EQ(seen[i], seen[i - i % group]) << "members of one group disagree on the status";
-      status |= seen[i];
-    }
-    return status;
-  }
-  std::atomic<int> status{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      std::vector<kern::Cx<double>> work(per);
-      for (std::size_t b = std::size_t(t); b < c.batch; b += std::size_t(threads)) {
-        const int st = v.n == 4 ? kern::open_run_task<double, kern::FixedDim<4>>(v, c, b, work.data(), cap, AtomicAdd{})
-                                : kern::open_run_task<double, int>(v, c, b, work.data(), cap, AtomicAdd{});
-        if (st != kern::kOpenOk) status.fetch_or(1 << st);
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  return status.load();
-}
+using emu::packed_plan;
+using emu::run_like_gpu;
 
 // A call on a batch, every output and gradient buffer present.
 struct Call {
@@ -139,56 +78,30 @@ std::string solver_name(Solver s) {
   return s == Solver::exact ? "exact" : s == Solver::rk4 ? "rk4" : s == Solver::tsit5 ? "tsit5" : "dopri5";
 }
 
-// The thread-per-task path, then the warp and block launch shapes (a task per
-// group of threads sharing its workspace, every product, the expm / Frechet pair
-// and the LU solve split over the members): against the reference, and the groups
-// against the thread path (the same arithmetic in another order: close to rounding).
-TEST(OpenGpuPaths, ThreadAndGroupsMatchTheReferenceForEveryKindAndSolver) {
+// The thread-per-task path and groups of 1 and 8 threads (the matrix, OpenMatrix.*,
+// runs every kind, solver and form on threads and on groups of 5 with per-task
+// parameters): shared drift summed by atomics over tasks and groups, against the
+// reference, and the groups against the thread path (the same arithmetic in another
+// order: close to rounding).
+TEST(OpenGpuPaths, GroupsMatchTheThreadPathWithSharedDrift) {
   std::mt19937_64 rng(504);
   for (const ProblemKind& k : kProblemKinds) {
-    for (Solver s : {Solver::exact, Solver::rk4, Solver::dopri5}) {
-      const Model m = kind_model(k, rng, k.closed ? 3 : 2);
-      const auto plan = packed_plan(m, solver_options(s));
-      const bool initial = k.init != Init::Gate;
-      const TaskBatch b = random_batch(rng, m, 5, true, false, true, initial);
-      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
-      // per-task amplitudes and rates, shared drift (summed by atomics), per-task initial states
-      Call solo(m, b, cot_f, cot_l);
-      ASSERT_EQ(run_like_gpu(*plan, solo.c, 3, 64), 0);
-      expect_matches_reference(solo, m, b, s, std::string(k.name) + " " + solver_name(s) + " thread per task");
-      for (int G : {1, 3, 8}) {
-        const std::string what = std::string(k.name) + " " + solver_name(s) + " group of " + std::to_string(G);
-        Call call(m, b, cot_f, cot_l);
-        ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
-        expect_matches_reference(call, m, b, s, what);
-        EXPECT_TRUE(all_close(call.fid, solo.fid, 1e-12)) << what << ": fidelity vs the thread path";
-        EXPECT_TRUE(all_close(call.g_amp, solo.g_amp, 1e-11)) << what << ": d/d amplitudes vs the thread path";
-        EXPECT_TRUE(all_close(call.g_drift, solo.g_drift, 1e-11)) << what << ": d/d drift vs the thread path";
-      }
-    }
-  }
-}
-
-// The same paths with the generator in Lindblad form (sparse d x d products split
-// over the group's members by column, the jumps' scratch matrix shared).
-TEST(OpenGpuPaths, LindbladFormOnThreadAndGroupsMatchesTheReference) {
-  std::mt19937_64 rng(507);
-  for (int kind : {3, 5}) {
-    const ProblemKind& k = kProblemKinds[kind];
-    for (Solver s : {Solver::rk4, Solver::dopri5}) {
-      const Model m = kind_model(k, rng, 3);
-      qfleet::OpenCompileOptions o = solver_options(s);
-      o.form = qfleet::OpenForm::lindblad;
-      const auto plan = packed_plan(m, o);
-      ASSERT_TRUE(plan->view.lindblad);
-      const TaskBatch b = random_batch(rng, m, 4, true, false, true, k.init != Init::Gate);
-      const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0}, cot_l = {1.1, 0.4, -0.3, 0.0};
-      for (int G : {0, 3}) {
-        const std::string what = std::string(k.name) + " " + solver_name(s) + " lindblad, group of " + std::to_string(G);
-        Call call(m, b, cot_f, cot_l);
-        ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
-        expect_matches_reference(call, m, b, s, what);
-      }
+    const Solver s = k.closed ? Solver::rk4 : Solver::exact;
+    const Model m = kind_model(k, rng, k.closed ? 3 : 2);
+    const auto plan = packed_plan(m, solver_options(s));
+    const TaskBatch b = random_batch(rng, m, 5, true, false, true, k.init != Init::Gate);
+    const std::vector<double> cot_f = {0.7, -1.3, 0.2, 1.0, -0.5}, cot_l = {1.1, 0.4, -0.3, 0.0, 0.8};
+    Call solo(m, b, cot_f, cot_l);
+    ASSERT_EQ(run_like_gpu(*plan, solo.c, 3, 64), 0);
+    expect_matches_reference(solo, m, b, s, std::string(k.name) + " " + solver_name(s) + " thread per task");
+    for (int G : {1, 8}) {
+      const std::string what = std::string(k.name) + " " + solver_name(s) + " group of " + std::to_string(G);
+      Call call(m, b, cot_f, cot_l);
+      ASSERT_EQ(run_like_gpu(*plan, call.c, 2, 64, G), 0) << what;
+      expect_matches_reference(call, m, b, s, what);
+      EXPECT_TRUE(all_close(call.fid, solo.fid, 1e-12)) << what << ": fidelity vs the thread path";
+      EXPECT_TRUE(all_close(call.g_amp, solo.g_amp, 1e-11)) << what << ": d/d amplitudes vs the thread path";
+      EXPECT_TRUE(all_close(call.g_drift, solo.g_drift, 1e-11)) << what << ": d/d drift vs the thread path";
     }
   }
 }
@@ -413,7 +326,7 @@ void expect_backends_agree(const Model& m, Solver s, qfleet::Precision prec, std
 TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
   if (qfleet::cuda_device_count() == 0) {
     GTEST_SKIP() << "no CUDA device visible: the open-system cuda backend needs a GPU (its task body is tested on "
-                    "the CPU by OpenGpuThreadPath.*)";
+                    "the CPU by OpenMatrix.* and OpenGpuPaths.*)";
   }
   std::mt19937_64 rng(505);
   for (const ProblemKind& k : kProblemKinds) {
@@ -436,7 +349,7 @@ TEST(OpenCudaBackend, MatchesTheCpuBackendForEveryKindSolverAndPrecision) {
 // against the cpu backend. Written 2026-11-27 after that day's GPU run: not yet run on a GPU.
 TEST(OpenCudaBackend, Tsit5TheLindbladFormAndTheExactActionMatchTheCpuBackend) {
   if (qfleet::cuda_device_count() == 0) {
-    GTEST_SKIP() << "no CUDA device visible: these paths of the task body are tested on the CPU by OpenGpuPaths.*";
+    GTEST_SKIP() << "no CUDA device visible: these paths of the task body are tested on the CPU by OpenMatrix.*";
   }
   using qfleet::ExactMethod;
   using qfleet::OpenForm;
