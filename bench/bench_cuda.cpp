@@ -14,7 +14,7 @@
 //             superoperators in global memory), forward and forward + gradient,
 //             complex64 and complex128; the target is
 //             Open/d2/B100000/fwd+grad/c64.
-//   OpenShape/* the thread, warp and block launch shapes on the same problems.
+//   OpenShape/* the thread, tile8, tile16, warp and block launch shapes on the same problems.
 //   Mixed/*   density matrices: the layer with a depolarizing channel on every wire.
 //   */cpu     the same workloads on qfleet's CPU backend with every core of the machine
 //             (OpenMP's default; wall-clock time, host buffers): the same machine's CPU
@@ -365,10 +365,10 @@ void register_all() {
       }
     }
   }
-  // The three launch shapes side by side (QFLEET_OPEN_CUDA_SHAPE), to tune the
-  // automatic choice: OpenShape/d{2,3,4,8}/B10000/fwd+grad/c64/{thread,warp,block}.
+  // The launch shapes side by side (QFLEET_OPEN_CUDA_SHAPE), to tune the automatic
+  // choice: OpenShape/d{2,3,4,8}/B10000/fwd+grad/c64/{thread,tile8,tile16,warp,block}.
   for (int d : {2, 3, 4, 8}) {
-    for (const char* shape : {"thread", "warp", "block"}) {
+    for (const char* shape : {"thread", "tile8", "tile16", "warp", "block"}) {
       const std::string name = "OpenShape/d" + std::to_string(d) + "/B10000/fwd+grad/c64/" + shape;
       benchmark::RegisterBenchmark(name.c_str(), [d, shape](benchmark::State& st) {
         setenv("QFLEET_OPEN_CUDA_SHAPE", shape, 1);

@@ -20,7 +20,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNITS = ["src/cuda/sv_cuda.cu", "src/cuda/dm_cuda.cu", "src/cuda/open_cuda_k_qubit.cu",
-         "src/cuda/open_cuda_k_thread.cu", "src/cuda/open_cuda_k_group.cu"]
+         "src/cuda/open_cuda_k_thread.cu", "src/cuda/open_cuda_k_group.cu", "src/cuda/open_cuda_k_tile.cu"]
 REGS_PER_SM, WARP_CAP, REG_UNIT = 65536, 64, 256
 
 

@@ -48,10 +48,8 @@ Param Param::input(int i, double scale) {
 }
 
 Param Param::weight(int j, double scale) {
-  Param p;
+  Param p = input(j, scale);
   p.kind = Kind::Weight;
-  p.index = j;
-  p.scale = scale;
   return p;
 }
 

@@ -54,4 +54,39 @@ R* call_workspace(std::size_t reals, Rest rest) {
   return workspace.data();
 }
 
+// Runs every tile of L samples of a batch as `ex` (an executor's Exec) says:
+// runner.run(tile, first sample, valid samples, scratch, amplitude threads) one tile
+// at a time with the state's amplitudes split over ex.threads, serially (no OpenMP
+// region for small calls), or tiles over an OpenMP team, each thread its scratch
+// slice of ex.work_per_thread reals from `scratch`.
+template <int L, class Runner, class R, class Ex>
+void run_tiles(const Runner& runner, std::size_t batch, R* scratch, const Ex& ex) {
+  const std::size_t n_tiles = (batch + L - 1) / L;
+  if (ex.amplitude_parallel) {
+    for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, scratch, ex.threads);
+  } else if (ex.threads <= 1) {
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      const std::size_t b0 = t * L;
+      runner.run(t, b0, static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L), scratch, 0);
+    }
+  } else {
+#pragma omp parallel for schedule(static) num_threads(ex.threads)
+    for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
+      const std::size_t b0 = std::size_t(t) * L;
+      const int nvalid = static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L);
+      runner.run(std::size_t(t), b0, nvalid, scratch + omp_get_thread_num() * ex.work_per_thread, 0);
+    }
+  }
+}
+
+// The shared weights' gradient: the tiles' partial rows summed in tile order, so
+// the sum does not depend on the thread count.
+template <class R>
+void sum_tile_partials(const R* partials, std::size_t n_tiles, int n_weights, R* grad_weights) {
+  for (int i = 0; i < n_weights; ++i) grad_weights[i] = 0;
+  for (std::size_t t = 0; t < n_tiles; ++t) {
+    for (int i = 0; i < n_weights; ++i) grad_weights[i] += partials[t * n_weights + i];
+  }
+}
+
 }  // namespace qfleet::cpu

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/exec_shape.hpp"
 #include "cpu/lane_blocks.hpp"
 #include "cpu/scatter_gradients.hpp"
 #include "cpu/site_groups.hpp"
@@ -564,28 +565,8 @@ void run_lanes(const SvPlan& kp, const Call<R>& c, const Exec<R>& ex) {
   R* partials = (adjoint && c.grad_weights && c.reduce_weights) ? threads_base : nullptr;
   if (partials) threads_base += n_tiles * kp.n_weights;
   const TileRunner<R, L> runner{kp, c, umats, udmats, partials};
-
-  if (ex.amplitude_parallel) {
-    for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, threads_base, ex.threads);
-  } else if (ex.threads <= 1) {  // no OpenMP region at all for small calls
-    for (std::size_t t = 0; t < n_tiles; ++t) {
-      const std::size_t b0 = t * L;
-      runner.run(t, b0, static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L), threads_base, 0);
-    }
-  } else {
-#pragma omp parallel for schedule(static) num_threads(ex.threads)
-    for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
-      const std::size_t b0 = std::size_t(t) * L;
-      const int nvalid = static_cast<int>(c.batch - b0 < std::size_t(L) ? c.batch - b0 : L);
-      runner.run(std::size_t(t), b0, nvalid, threads_base + omp_get_thread_num() * ex.work_per_thread, 0);
-    }
-  }
-  if (partials) {  // reduce in tile order: the sum does not depend on the thread count
-    for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[i] = 0;
-    for (std::size_t t = 0; t < n_tiles; ++t) {
-      for (int i = 0; i < kp.n_weights; ++i) c.grad_weights[i] += partials[t * kp.n_weights + i];
-    }
-  }
+  run_tiles<L>(runner, c.batch, threads_base, ex);
+  if (partials) sum_tile_partials(partials, n_tiles, kp.n_weights, c.grad_weights);
 }
 
 template <class R, int LW>

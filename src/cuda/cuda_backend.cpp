@@ -328,8 +328,9 @@ std::string describe_open(const Executor&, const Model& m, std::size_t batch, bo
   const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
                                        : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
   return "cuda " + std::string(open_shape_name(s.shape)) +
-         (s.group == 1 ? " (a thread per task): "
-                       : " (a block of " + std::to_string(s.group) + " threads per task): ") +
+         (s.group == 1           ? " (a thread per task): "
+          : s.group < s.threads ? " (" + std::to_string(s.group) + " lanes of a warp per task): "
+                                : " (a block of " + std::to_string(s.group) + " threads per task): ") +
          std::to_string(s.threads) + " threads per block, " + std::to_string(s.blocks) + " blocks, " + where +
          " on " + res.device_name;
 }

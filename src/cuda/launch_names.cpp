@@ -18,8 +18,9 @@ constexpr std::array kStrategyNames = {
     EnumName<Strategy>{Strategy::global, "global"},       EnumName<Strategy>{Strategy::automatic, "automatic"}};
 
 constexpr std::array kOpenShapeNames = {
-    EnumName<OpenShape>{OpenShape::thread, "thread"}, EnumName<OpenShape>{OpenShape::warp, "warp"},
-    EnumName<OpenShape>{OpenShape::block, "block"}, EnumName<OpenShape>{OpenShape::automatic, "automatic"}};
+    EnumName<OpenShape>{OpenShape::thread, "thread"}, EnumName<OpenShape>{OpenShape::tile8, "tile8"},
+    EnumName<OpenShape>{OpenShape::tile16, "tile16"}, EnumName<OpenShape>{OpenShape::warp, "warp"},
+    EnumName<OpenShape>{OpenShape::block, "block"},   EnumName<OpenShape>{OpenShape::automatic, "automatic"}};
 
 }  // namespace
 

@@ -16,7 +16,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/open_cuda.hpp"
 #include "cuda/open_cuda_kernels.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_run_task.hpp"
 
 namespace qfleet::gpu {
 
@@ -65,6 +65,26 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
   // is never the automatic choice; it stays pinnable.
   if (want == OpenShape::automatic) want = v.n <= 9 ? OpenShape::warp : OpenShape::block;
   s.shape = want;
+  if (want == OpenShape::tile8 || want == OpenShape::tile16) {
+    s.threads = 128;
+    s.group = want == OpenShape::tile8 ? 8 : 16;
+    const std::size_t per_block = std::size_t(s.threads / s.group);
+    s.smem = per * per_block <= dev.smem_optin ? per * per_block : 0;
+    const std::size_t resident = std::size_t(std::max(dev.sm_count, 1)) *
+                                 (real_bytes == 4 ? tile_blocks_per_sm<float>(s.threads, s.smem)
+                                                  : tile_blocks_per_sm<double>(s.threads, s.smem));
+    std::size_t blocks = std::min<std::size_t>((std::max<std::size_t>(batch, 1) + per_block - 1) / per_block,
+                                               std::max<std::size_t>(resident, 1));
+    if (s.smem == 0) {
+      blocks = std::min(blocks, budget / std::max<std::size_t>(per * per_block, 1));
+      if (blocks < 1) {
+        throw too_big();
+      }
+      s.work_bytes = blocks * per_block * per;
+    }
+    s.blocks = blocks;
+    return s;
+  }
   if (want != OpenShape::thread) {
     s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
     s.smem = per <= group_smem_limit(dev) ? per : 0;
@@ -104,7 +124,9 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
   }
   // No global workspace when a group's is in shared memory (work_bytes 0).
   auto* work = s.work_bytes > 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;
-  if (s.shape != OpenShape::thread) {
+  if (s.shape == OpenShape::tile8 || s.shape == OpenShape::tile16) {
+    launch_tile<R>(v, c, s, work, status, stream);
+  } else if (s.shape != OpenShape::thread) {
     launch_group<R>(v, c, s, work, status, stream);
   } else if (v.n == 4) {  // only the open qubit gets fixed loop bounds: each instantiation
                           // of the whole body costs ~20 s of nvcc per architecture

@@ -10,15 +10,17 @@
 namespace qfleet::gpu {
 
 // How a task maps onto the GPU (docs/architecture.md): a thread per task (grid
-// stride over the batch), or a group per task, a block of 32 threads (`warp`) or
-// of 128-256 (`block`), whose members split every product of the task body
-// (kernels/group.hpp). Each task slot (thread or block) owns a workspace, in
-// dynamic shared memory when a block's fits the device's opt-in limit, else in
-// global memory sized for the resident slots (work_bytes).
-enum class OpenShape { automatic, thread, warp, block };
+// stride over the batch), or a group per task whose members split every product of
+// the task body (kernels/group.hpp): 8 or 16 lanes of a warp (`tile8`, `tile16`:
+// 16 or 8 tasks in a block of 128 threads, for generators whose 4 x 4 or 9 x 9
+// products leave most of a warp idle), a block of 32 threads (`warp`) or of 128-256
+// (`block`). Each task slot (thread, tile or block) owns a workspace, in dynamic
+// shared memory when a block's slots fit the device's opt-in limit, else in global
+// memory sized for the resident slots (work_bytes).
+enum class OpenShape { automatic, thread, tile8, tile16, warp, block };
 const char* open_shape_name(OpenShape s);  // launch_names.cpp, as are the two below
-// The shape named `name` (a QFLEET_OPEN_CUDA_SHAPE value: thread, warp, block or
-// automatic); anything else is a qfleet::Error naming them.
+// The shape named `name` (a QFLEET_OPEN_CUDA_SHAPE value: thread, tile8, tile16,
+// warp, block or automatic); anything else is a qfleet::Error naming them.
 OpenShape parse_open_shape(const char* name);
 
 struct OpenLaunch {

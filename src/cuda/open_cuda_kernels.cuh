@@ -14,7 +14,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/open_cuda_kernels.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_run_task.hpp"
 
 namespace qfleet::gpu::open_detail {
 
@@ -56,6 +56,30 @@ struct BlockGroup {
   __device__ double max(double v) const { return combine(v, true); }
 };
 
+// `n` consecutive lanes of a warp (n a power of two, at most 32) as a
+// kernels/group.hpp group, so one warp runs 32 / n tasks. The lanes of a tile take
+// the same path (the body's control flow depends only on the task's shared data);
+// tiles of one warp may diverge, so every sync and shuffle names the tile's lanes
+// alone. Reductions: a butterfly of shuffles (a + b on one lane, b + a on its
+// partner: every lane ends with the same bits).
+struct TileGroup {
+  static constexpr bool kSolo = false;
+  int r, n;
+  unsigned mask;  // the tile's lanes
+  __device__ int rank() const { return r; }
+  __device__ int size() const { return n; }
+  __device__ void sync() const { __syncwarp(mask); }
+  __device__ double combine(double v, bool is_max) const {
+    for (int off = n >> 1; off > 0; off >>= 1) {
+      const double o = __shfl_xor_sync(mask, v, off);
+      v = is_max ? kern::nan_max(v, o) : v + o;
+    }
+    return v;
+  }
+  __device__ double sum(double v) const { return combine(v, false); }
+  __device__ double max(double v) const { return combine(v, true); }
+};
+
 template <class R, class N>
 __global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
                                   std::size_t work_per, int cap, int* status) {
@@ -78,6 +102,25 @@ __global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, ker
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
     const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
     if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);
+  }
+}
+
+// Task slot blockIdx.x * (blockDim.x / tile) + threadIdx.x / tile; its workspace in
+// shared memory (the block's slots one after another) or, with `work`, in global memory.
+template <class R>
+__global__ void open_tile_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
+                                 std::size_t work_per, int cap, int tile, int* status) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int lane = static_cast<int>(threadIdx.x & 31u), r = lane % tile;
+  const int per_block = static_cast<int>(blockDim.x) / tile, in_block = static_cast<int>(threadIdx.x) / tile;
+  const unsigned mask = tile == 32 ? 0xffffffffu : ((1u << tile) - 1u) << (lane - r);
+  const std::size_t slot = std::size_t(blockIdx.x) * per_block + in_block;
+  kern::Cx<R>* ws = work != nullptr ? work + slot * work_per
+                                    : reinterpret_cast<kern::Cx<R>*>(smem) + std::size_t(in_block) * work_per;
+  const TileGroup g{r, tile, mask};
+  for (std::size_t b = slot; b < c.batch; b += std::size_t(gridDim.x) * per_block) {
+    const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
+    if (st != kern::kOpenOk && r == 0 && status != nullptr) atomicOr(status, 1 << st);
   }
 }
 
@@ -114,6 +157,26 @@ template <class R>
 int group_blocks_per_sm(int threads, std::size_t smem) {
   allow_group_smem<R>();
   return resident_blocks(open_group_kernel<R>, threads, smem);
+}
+
+template <class R>
+void allow_tile_smem() {
+  static std::atomic<std::uint64_t> done{0};
+  allow_full_smem(done, open_tile_kernel<R>, 0);
+}
+
+template <class R>
+void launch_tile(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
+                 int* status, void* stream) {
+  allow_tile_smem<R>();
+  open_tile_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, as_stream(stream)>>>(
+      v, c, work, s.work_per_task, s.cap, s.group, status);
+}
+
+template <class R>
+int tile_blocks_per_sm(int threads, std::size_t smem) {
+  allow_tile_smem<R>();
+  return resident_blocks(open_tile_kernel<R>, threads, smem);
 }
 
 }  // namespace qfleet::gpu::open_detail

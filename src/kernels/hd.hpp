@@ -8,6 +8,14 @@
 #define QFLEET_HD
 #endif
 
+// QFLEET_HD for a piece of a hot function split out for reading: inlined where it is
+// called, as if still written there (the caller's loop, constants and aliasing facts).
+#if defined(__CUDACC__)
+#define QFLEET_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define QFLEET_HD_INLINE __attribute__((always_inline)) inline
+#endif
+
 // `#pragma omp simd CLAUSES` on the host, e.g. QFLEET_OMP_SIMD(reduction(max : err)) for a
 // loop whose result is a maximum (its order does not change it, so the compiler may take
 // it in vector lanes; without the pragma it keeps the running maximum in order, one

@@ -369,6 +369,89 @@ QFLEET_HD void lindblad_apply(const LindbladOps<R>& op, int blocks, const Cx<R>*
   lindblad_detail::apply_blocks<adjoint, false>(op, blocks, std::size_t(blocks), y, k, t, grp);
 }
 
+namespace lindblad_detail {
+
+// dG[e] += (kbar Y^dag + kbar^dag Y)_(row e, col e) on G's pattern for one block
+// (kb, yb: its first entries; cs: the blocks' stride).
+template <class R, class G>
+QFLEET_HD_INLINE void pattern_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* kb, const Cx<R>* yb,
+                                       std::size_t cs, Cx<R>* dg, const G& grp) {
+  const int d = op.g.d;
+  if (blocks == 1 && op.hermitian) {  // kbar Y^dag = (kbar^dag Y)^dag: 2 conj(kbar_:a) . Y_:b
+#if defined(QFLEET_SIMD_GEMM)
+    if (grp.size() == 1 && simd::gemm_applies<R>(d) && d <= kSimdMaxD) {
+      Cx<R> acc[kSimdMaxD];  // a row's entries, which share kbar_:a
+      for (int a = 0; a < d; ++a) {
+        const int e0 = op.g.row_ptr[a], m = op.g.row_ptr[a + 1] - e0;
+        simd::conj_dots_shared<R>(d, kb + std::size_t(d) * a, yb, std::size_t(d), op.g.col + e0, m, acc);
+        for (int j = 0; j < m; ++j) {
+          dg[e0 + j].re += R(2) * acc[j].re;
+          dg[e0 + j].im += R(2) * acc[j].im;
+        }
+      }
+    } else
+#endif
+    for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
+      const Cx<R>* ka = kb + std::size_t(d) * op.g.row[e];
+      const Cx<R>* yc = yb + std::size_t(d) * op.g.col[e];
+      const Cx<R> acc = column_conj_dot(d, ka, yc);
+      dg[e].re += R(2) * acc.re;
+      dg[e].im += R(2) * acc.im;
+    }
+  } else {
+    for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
+      const int a = op.g.row[e], b = op.g.col[e];
+      const Cx<R> acc = sum4<R>(d, [&](Cx<R>& s, int c) {
+        madd_conj(s, yb[(b + std::size_t(d) * c) * cs], kb[(a + std::size_t(d) * c) * cs]);  // kbar_ac conj(Y_bc)
+        madd_conj(s, kb[(c + std::size_t(d) * a) * cs], yb[(c + std::size_t(d) * b) * cs]);  // conj(kbar_ca) Y_cb
+      });
+      dg[e].re += acc.re;
+      dg[e].im += acc.im;
+    }
+  }
+}
+
+// The diagonal jumps' jump_grad[j] += Re <kbar, L_j Y L_j^dag> for one block:
+// Re sum_c conj(l(c)) sum_a l(a) P_ac with P = conj(kbar) o Y, formed once (this
+// member's columns of t; it reads no others).
+template <class R, class G>
+QFLEET_HD_INLINE void diagonal_jump_gradients(const LindbladOps<R>& op, int blocks, const Cx<R>* kb,
+                                              const Cx<R>* yb, std::size_t cs, double* jump_grad, Cx<R>* t,
+                                              const G& grp) {
+  static_cast<void>(blocks);  // read by the SIMD path alone
+  const int d = op.g.d;
+  for (int c = grp.rank(); c < d; c += grp.size()) {
+    Cx<R>* tc = t + std::size_t(d) * c;
+    for (int a = 0; a < d; ++a) {
+      tc[a] = {R(0), R(0)};
+      madd_conj(tc[a], kb[(a + std::size_t(d) * c) * cs], yb[(a + std::size_t(d) * c) * cs]);
+    }
+  }
+  for (int q = 0; q < op.njump; ++q) {
+    const SparsePattern lp = op.jump(q);
+    if (!lp.diagonal) continue;
+    const Cx<R>* lv = op.jval(q);
+#if defined(QFLEET_SIMD_GEMM)
+    if (blocks == 1 && grp.size() == 1 && simd::gemm_applies<R>(d) && d <= kSimdMaxD) {
+      jump_grad[q] += diag_jump_gradient(lp, lv, t);
+      continue;
+    }
+#endif
+    double s = 0;
+    for (int c = grp.rank(); c < d; c += grp.size()) {
+      if (lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
+      const Cx<R>* tc = t + std::size_t(d) * c;
+      const Cx<R> acc = sum4<R>(lp.nnz, [&](Cx<R>& a, int e) { madd(a, lv[e], tc[lp.row[e]]); });
+      const Cx<R> lc = lv[lp.row_ptr[c]];
+      s += double(acc.re) * lc.re + double(acc.im) * lc.im;  // Re(acc conj(l(c)))
+    }
+    s = grp.sum(s);
+    if (grp.rank() == 0) jump_grad[q] += s;
+  }
+}
+
+}  // namespace lindblad_detail
+
 // dG[e] += (kbar Y^dag + kbar^dag Y)_(row e, col e) on G's pattern, and
 // jump_grad[j] += Re <kbar, L_j Y L_j^dag> (written by rank 0; every member gets the
 // same sums), for `blocks` column-stacked matrices; t is a d x d scratch matrix.
@@ -382,71 +465,8 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
   for (int blk = 0; blk < blocks; ++blk) {
     const Cx<R>* kb = kbar + blk;
     const Cx<R>* yb = y + blk;
-    if (blocks == 1 && op.hermitian) {  // kbar Y^dag = (kbar^dag Y)^dag: 2 conj(kbar_:a) . Y_:b
-#if defined(QFLEET_SIMD_GEMM)
-      if (grp.size() == 1 && simd::gemm_applies<R>(d) && d <= lindblad_detail::kSimdMaxD) {
-        Cx<R> acc[lindblad_detail::kSimdMaxD];  // a row's entries, which share kbar_:a
-        for (int a = 0; a < d; ++a) {
-          const int e0 = op.g.row_ptr[a], m = op.g.row_ptr[a + 1] - e0;
-          simd::conj_dots_shared<R>(d, kb + std::size_t(d) * a, yb, std::size_t(d), op.g.col + e0, m, acc);
-          for (int j = 0; j < m; ++j) {
-            dg[e0 + j].re += R(2) * acc[j].re;
-            dg[e0 + j].im += R(2) * acc[j].im;
-          }
-        }
-      } else
-#endif
-      for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
-        const Cx<R>* ka = kb + std::size_t(d) * op.g.row[e];
-        const Cx<R>* yc = yb + std::size_t(d) * op.g.col[e];
-        const Cx<R> acc = lindblad_detail::column_conj_dot(d, ka, yc);
-        dg[e].re += R(2) * acc.re;
-        dg[e].im += R(2) * acc.im;
-      }
-    } else {
-      for (int e = grp.rank(); e < op.g.nnz; e += grp.size()) {
-        const int a = op.g.row[e], b = op.g.col[e];
-        const Cx<R> acc = lindblad_detail::sum4<R>(d, [&](Cx<R>& s, int c) {
-          madd_conj(s, yb[(b + std::size_t(d) * c) * cs], kb[(a + std::size_t(d) * c) * cs]);  // kbar_ac conj(Y_bc)
-          madd_conj(s, kb[(c + std::size_t(d) * a) * cs], yb[(c + std::size_t(d) * b) * cs]);  // conj(kbar_ca) Y_cb
-        });
-        dg[e].re += acc.re;
-        dg[e].im += acc.im;
-      }
-    }
-    if (op.diag_w) {
-      // Diagonal jumps: Re <kbar, L Y L^dag> = Re sum_c conj(l(c)) sum_a l(a) P_ac with
-      // P = conj(kbar) o Y, formed once (this member's columns of t; it reads no others).
-      for (int c = grp.rank(); c < d; c += grp.size()) {
-        Cx<R>* tc = t + std::size_t(d) * c;
-        for (int a = 0; a < d; ++a) {
-          tc[a] = {R(0), R(0)};
-          madd_conj(tc[a], kb[(a + std::size_t(d) * c) * cs], yb[(a + std::size_t(d) * c) * cs]);
-        }
-      }
-      for (int q = 0; q < op.njump; ++q) {
-        const SparsePattern lp = op.jump(q);
-        if (!lp.diagonal) continue;
-        const Cx<R>* lv = op.jval(q);
-#if defined(QFLEET_SIMD_GEMM)
-        if (blocks == 1 && grp.size() == 1 && simd::gemm_applies<R>(d) && d <= lindblad_detail::kSimdMaxD) {
-          jump_grad[q] += lindblad_detail::diag_jump_gradient(lp, lv, t);
-          continue;
-        }
-#endif
-        double s = 0;
-        for (int c = grp.rank(); c < d; c += grp.size()) {
-          if (lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
-          const Cx<R>* tc = t + std::size_t(d) * c;
-          const Cx<R> acc = lindblad_detail::sum4<R>(
-              lp.nnz, [&](Cx<R>& a, int e) { madd(a, lv[e], tc[lp.row[e]]); });
-          const Cx<R> lc = lv[lp.row_ptr[c]];
-          s += double(acc.re) * lc.re + double(acc.im) * lc.im;  // Re(acc conj(l(c)))
-        }
-        s = grp.sum(s);
-        if (grp.rank() == 0) jump_grad[q] += s;
-      }
-    }
+    lindblad_detail::pattern_gradient(op, blocks, kb, yb, cs, dg, grp);
+    if (op.diag_w) lindblad_detail::diagonal_jump_gradients(op, blocks, kb, yb, cs, jump_grad, t, grp);
     for (int q = 0; q < op.njump; ++q) {
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);

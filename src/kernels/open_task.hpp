@@ -166,20 +166,7 @@ class OpenTask {
     }
     if (!c_.adjoint) return kOpenOk;
 
-    // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents.
-    for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
-    grp_.sync();
-    if (lead) {
-      if (v_.target != kTargetNone && cot_f != 0) merit().fidelity(x, lam_, cot_f, true);
-      if (v_.nsub > 0 && cot_l != 0) merit().leakage(x, lam_, cot_l, true);
-    }
-    // Only lam's Hermitian part pairs with the Hermitian states (Re <i A, X> = 0 for
-    // Hermitian A and X), and the Lindblad form's adjoint products assume it.
-    if (v_.lindblad && ops_.hermitian) make_hermitian(lam_);
-    for (std::size_t i = r0(); i < ng_; i += gs()) g_sum_[i] = {0, 0};
-    if (v_.lindblad && lead)
-      for (int j = 0; j < v_.nrate; ++j) jump_grad_[j] = 0;
-    grp_.sync();
+    seed_adjoint(x, cot_f, cot_l);
 
     for (int k = v_.nseg - 1; k >= 0; --k) {
       const Cx<R>* xprev = hist_ + nc_ * k;
@@ -191,20 +178,7 @@ class OpenTask {
         const int st = taylor_segment_backward(dur, xprev);
         if (st != kOpenOk) return st;
       } else if (v_.solver == Solver::exact) {
-        // W = lam X_{k-1}^dag; (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L.
-        for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
-        const int n = static_cast<int>(n_);
-        for (int i = grp_.rank(); i < n; i += grp_.size())
-          for (int j = 0; j < n; ++j) {
-            const Cx<R> z = a_[std::size_t(j) * n + i];
-            tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
-          }
-        grp_.sync();
-        outer_c(lam_, xprev, w_);
-        expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
-        for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
-        gemm_c(prop_, lam_, tmp_);
-        open_detail::copy(tmp_, nc_, lam_, grp_);
+        exact_segment_backward(dur, xprev);
       } else {
         for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
@@ -224,6 +198,52 @@ class OpenTask {
       }
       grp_.sync();
     }
+    static_gradients(grad_drift, grad_rates);
+    return kOpenOk;
+  }
+
+ private:
+  // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents; the sums of
+  // the segments' generator gradients zeroed.
+  QFLEET_HD void seed_adjoint(const Cx<R>* x, R cot_f, R cot_l) {
+    const bool lead = grp_.rank() == 0;
+    for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
+    grp_.sync();
+    if (lead) {
+      if (v_.target != kTargetNone && cot_f != 0) merit().fidelity(x, lam_, cot_f, true);
+      if (v_.nsub > 0 && cot_l != 0) merit().leakage(x, lam_, cot_l, true);
+    }
+    // Only lam's Hermitian part pairs with the Hermitian states (Re <i A, X> = 0 for
+    // Hermitian A and X), and the Lindblad form's adjoint products assume it.
+    if (v_.lindblad && ops_.hermitian) make_hermitian(lam_);
+    for (std::size_t i = r0(); i < ng_; i += gs()) g_sum_[i] = {0, 0};
+    if (v_.lindblad && lead)
+      for (int j = 0; j < v_.nrate; ++j) jump_grad_[j] = 0;
+    grp_.sync();
+  }
+
+  // The exact solver's segment in reverse: W = lam X_{k-1}^dag;
+  // (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L into g_, lam <- P^dag lam.
+  QFLEET_HD void exact_segment_backward(double dur, const Cx<R>* xprev) {
+    for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
+    const int n = static_cast<int>(n_);
+    for (int i = grp_.rank(); i < n; i += grp_.size())
+      for (int j = 0; j < n; ++j) {
+        const Cx<R> z = a_[std::size_t(j) * n + i];
+        tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
+      }
+    grp_.sync();
+    outer_c(lam_, xprev, w_);
+    expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
+    for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+    gemm_c(prop_, lam_, tmp_);
+    open_detail::copy(tmp_, nc_, lam_, grp_);
+  }
+
+  // The drift and rate gradients from the summed generator gradient (either
+  // destination may be null).
+  QFLEET_HD void static_gradients(R* grad_drift, R* grad_rates) {
+    const bool lead = grp_.rank() == 0;
     if (grad_drift) {
       for (int m = 0; m < v_.ndrift; ++m) {
         const R gm = R(re_inner(g_sum_, v_.a_drift + 2 * ng_ * m));
@@ -237,10 +257,8 @@ class OpenTask {
         if (lead) grad_rates[j] = gj;
       }
     }
-    return kOpenOk;
   }
 
- private:
   // The forward sweep X_0 -> X_N into hist_ (x: X_N), recording expectation values
   // and the adaptive solvers' first trial step per segment (h_start_).
   QFLEET_HD int forward_sweep(std::size_t b, std::size_t src, std::uint64_t& computed, std::uint64_t& reused,
@@ -725,60 +743,6 @@ class OpenTask {
   bool traj_full_ = false;
   Cx<R>* fid_ = nullptr;  // fidelity scratch
 };
-
-// Extra workspace open_run_task needs beyond open_task_work: one gradient row.
-template <class R>
-QFLEET_HD inline std::size_t open_row_work(const OpenView& v) {
-  const std::size_t row = std::size_t(v.nseg) * v.nctrl + v.ndrift + v.nrate;
-  return (row * sizeof(R) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
-}
-
-// One task of a batched call as a GPU thread runs it (the cpu executor keeps its own
-// deterministic per-task rows instead): its cotangents, the task body, gradients of
-// per-task parameters written in place and those of shared parameters added to the
-// call's (zeroed) sums with add(dst, value) (an atomic add on the device). A task
-// that fails gets NaN for its fidelity and leakage. work holds
-// open_task_work(v, cap) + open_row_work(v) entries. With a group g, every member
-// calls it with the same b and work, and rank 0 writes the results; every member
-// returns the same status.
-template <class R, class N, class Add, class G = SoloGroup>
-QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::size_t b, Cx<R>* work, int cap,
-                            Add add, const G& g = G{}) {
-  const R cf = c.cot_fidelity ? c.cot_fidelity[b] : R(0);
-  const R cl = c.cot_leakage ? c.cot_leakage[b] : R(0);
-  const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
-  R* row = reinterpret_cast<R*>(work + open_task_work<R>(v, cap));
-  R* ga = nullptr;
-  R* gd = nullptr;
-  R* gr = nullptr;
-  if (c.adjoint) {
-    ga = c.amplitudes_per_task ? (c.grad_amplitudes ? c.grad_amplitudes + b * n_amp : nullptr) : row;
-    gd = c.drift_per_task ? (c.grad_drift ? c.grad_drift + b * v.ndrift : nullptr) : row + n_amp;
-    gr = c.rates_per_task ? (c.grad_rates ? c.grad_rates + b * v.nrate : nullptr) : row + n_amp + v.ndrift;
-  }
-  std::uint64_t computed = 0, reused = 0;
-  OpenTask<R, N, G> task(v, c, work, cap, g);
-  const int status = task.run(b, b, cf, cl, ga, gd, gr, computed, reused);
-  if (g.rank() != 0) return status;
-  if (status != kOpenOk) {
-    const R nan = R(0) / R(0);
-    if (c.fidelity) c.fidelity[b] = nan;
-    if (c.leakage) c.leakage[b] = nan;
-    return status;
-  }
-  if (c.adjoint) {
-    if (!c.amplitudes_per_task && c.grad_amplitudes) {
-      for (std::size_t i = 0; i < n_amp; ++i) add(c.grad_amplitudes + i, row[i]);
-    }
-    if (!c.drift_per_task && c.grad_drift) {
-      for (int i = 0; i < v.ndrift; ++i) add(c.grad_drift + i, row[n_amp + i]);
-    }
-    if (!c.rates_per_task && c.grad_rates) {
-      for (int i = 0; i < v.nrate; ++i) add(c.grad_rates + i, row[n_amp + v.ndrift + i]);
-    }
-  }
-  return kOpenOk;
-}
 
 }  // namespace QFLEET_KERN_ISA
 }  // namespace qfleet::kern

@@ -129,14 +129,13 @@ void run_units(int units, int members, Body body) {
 }
 
 // Runs body(group) on `groups` groups of G threads each (group index gi, member
-// group.rank()), the group's sums in R; every member's return value is collected as
-// out[gi * G + rank].
-template <class R = double, class Body>
+// group.rank()); every member's return value is collected as out[gi * G + rank].
+template <class Body>
 auto run_groups(int groups, int G, Body body) {
-  using Ret = decltype(body(0, std::declval<const ThreadGroup<R>&>()));
+  using Ret = decltype(body(0, std::declval<const TaskGroup&>()));
   std::vector<Ret> out(std::size_t(groups) * G);
-  run_units<R>(groups, G, [&](int gi, int r, Barrier* bar, std::vector<R>* slots) {
-    out[std::size_t(gi) * G + r] = body(gi, ThreadGroup<R>{r, G, bar, slots});
+  run_units<double>(groups, G, [&](int gi, int r, Barrier* bar, std::vector<double>* slots) {
+    out[std::size_t(gi) * G + r] = body(gi, TaskGroup{r, G, bar, slots});
   });
   return out;
 }

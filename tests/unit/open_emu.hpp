@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/open_plan.hpp"
-#include "kernels/open_task.hpp"
+#include "kernels/open_run_task.hpp"
 #include "unit/group_emu.hpp"
 #include "unit/open_harness.hpp"
 
@@ -55,7 +55,8 @@ int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTask
   const std::size_t per = kern::open_task_work<R>(v, cap) + kern::open_row_work<R>(v);
   if (group > 0) {
     std::vector<std::vector<kern::Cx<R>>> work(threads, std::vector<kern::Cx<R>>(per));
-    const std::vector<int> seen = run_groups<R>(threads, group, [&](int gi, const ThreadGroup<R>& g) {
+    // The group's sums in double in both precisions, like the device's (kernels/group.hpp).
+    const std::vector<int> seen = run_groups(threads, group, [&](int gi, const TaskGroup& g) {
       int st = 0;
       for (std::size_t b = std::size_t(gi); b < c.batch; b += std::size_t(threads)) {
         const int s = kern::open_run_task<R, int>(v, c, b, work[gi].data(), cap, AtomicAdd{}, g);

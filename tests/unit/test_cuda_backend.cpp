@@ -302,10 +302,11 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
     EXPECT_EQ(qfleet::gpu::parse_strategy(qfleet::gpu::strategy_name(s)), s);
   // QFLEET_OPEN_CUDA_SHAPE's, likewise.
   using qfleet::gpu::OpenShape;
-  for (auto s : {OpenShape::thread, OpenShape::warp, OpenShape::block, OpenShape::automatic})
+  for (auto s : {OpenShape::thread, OpenShape::tile8, OpenShape::tile16, OpenShape::warp, OpenShape::block,
+                 OpenShape::automatic})
     EXPECT_EQ(qfleet::gpu::parse_open_shape(qfleet::gpu::open_shape_name(s)), s);
   EXPECT_QFLEET_ERROR(qfleet::gpu::parse_open_shape("grid"), "QFLEET_OPEN_CUDA_SHAPE='grid'",
-                      "expected \"thread\", \"warp\", \"block\" or \"automatic\"");
+                      "expected \"thread\", \"tile8\", \"tile16\", \"warp\", \"block\" or \"automatic\"");
   try {
     shape(6, 10, 8, true, Strategy::registers);
   } catch (const qfleet::Error& e) {

@@ -386,10 +386,10 @@ TEST(OpenCudaBackend, Tsit5TheLindbladFormAndTheExactActionMatchTheCpuBackend) {
 // shape's shared-memory workspace for small d, global memory for the gate kind).
 TEST(OpenCudaBackend, EveryLaunchShapeMatchesTheCpuBackend) {
   if (qfleet::cuda_device_count() == 0) {
-    GTEST_SKIP() << "no CUDA device visible: the group launch shapes run on the CPU in OpenGpuGroupPath.*";
+    GTEST_SKIP() << "no CUDA device visible: the group launch shapes run on the CPU in OpenMatrix.*";
   }
   std::mt19937_64 rng(507);
-  for (const char* shape : {"thread", "warp", "block"}) {
+  for (const char* shape : {"thread", "tile8", "tile16", "warp", "block"}) {
     setenv("QFLEET_OPEN_CUDA_SHAPE", shape, 1);
     for (const ProblemKind& k : kProblemKinds) {
       for (int d : {2, 3, 4}) {
@@ -411,7 +411,7 @@ TEST(OpenCudaBackend, EveryLaunchShapeMatchesTheCpuBackend) {
   o.device = qfleet::Device::cuda;
   const qfleet::OpenProgram p = qfleet::compile(build(kind_model(kProblemKinds[3], r2, 2)), o);
   EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_OPEN_CUDA_SHAPE='diagonal'",
-                      "expected \"thread\", \"warp\", \"block\" or \"automatic\"");
+                      "expected \"thread\", \"tile8\", \"tile16\", \"warp\", \"block\" or \"automatic\"");
   unsetenv("QFLEET_OPEN_CUDA_SHAPE");
 }
 
