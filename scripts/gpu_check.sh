@@ -17,6 +17,7 @@
 #                                  .gpu/wheels and .gpu/peers), and with the device build the
 #                                  PyTorch comparison, a training step eager and as a CUDA
 #                                  graph, and the meta-control and qGAN apps with device cuda
+#                                  (apps.json: the research apps' keys, scripts/apps_figures.py)
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
@@ -315,13 +316,26 @@ figures() {
     t0=$SECONDS
     rm -rf /tmp/qfleet-gpu-apps
     {
-      timeout "$(cap 90)" build-gpu/apps/meta_control/qfleet-meta --set device=cuda --set iterations=20 \
-        --set robust_iterations=20 --set grape_iterations=20 --quiet --out /tmp/qfleet-gpu-apps/meta &&
-        python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta/report.json')); print('meta', r['device'], r['timings_s'])"
-      echo "rc $?"
+      # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
+      # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets.
+      for run in paper-gpu:cuda:10:32 paper-cpu:cpu:10:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096; do
+        IFS=: read -r name dev iters batch <<<"$run"
+        timeout "$(cap 60)" build-gpu/apps/meta_control/qfleet-meta --preset paper --set device=$dev \
+          --set iterations=$iters --set meta_batch=$batch --set robust_iterations=2 --set grape_iterations=2 --quiet \
+          --out /tmp/qfleet-gpu-apps/meta-$name &&
+          python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta-$name/report.json')); \
+print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration')"
+        echo "rc $?"
+      done
       timeout "$(cap 90)" build-gpu/apps/qgan/qfleet-qgan train --device cuda --epochs 50 --quiet \
         --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
 print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
+      echo "rc $?"
+      gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+      python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
+        --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
+        --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
+        --qgan-gpu /tmp/qfleet-gpu-apps/qgan
       echo "rc $?"
     } >"$out/apps.log" 2>&1
     rc=0

@@ -1,9 +1,10 @@
 """The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py,
-gpu_open_peer.py's reference).
+gpu_open_peer.py's reference, scripts/apps_figures.py).
 bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
 times anything, and exits non-zero where they disagree."""
+import json
 import pathlib
 import subprocess
 import sys
@@ -148,3 +149,34 @@ def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
         um[7, 1] -= h
         fd = (fidelity(d, up) - fidelity(d, um)) / (2 * h)
         assert abs(fd - ref[f"d{d}_grad_amplitudes"][0, 7, 1]) < 1e-7, (d, fd)
+
+
+def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, tmp_path):
+    # scripts/apps_figures.py (gpu_check.sh figures' apps.json): a real qfleet-meta report
+    # from the CPU fills the cpu key; the same report offered as the GPU run is refused with
+    # the device it ran on; every key of the issue is present, each null with a reason.
+    run = tmp_path / "meta-cpu"
+    r = subprocess.run([meta_binary, "--preset", "paper", "--set", "device=cpu", "--set", "iterations=2",
+                        "--set", "robust_iterations=1", "--set", "grape_iterations=1", "--quiet", "--out", str(run)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "apps.json"
+    script = SCRIPT.parents[1] / "scripts" / "apps_figures.py"
+    r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "none", "--meta-paper-cpu", str(run),
+                        "--meta-paper-gpu", str(run), "--meta4096-cpu", str(run)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(out.read_text())
+    report = json.loads((run / "report.json").read_text())
+    keys = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_paper_iteration_ms_cpu",
+            "rl_env_steps_per_s_gpu", "ppo_wall_s_gpu", "ppo_wall_s_cpu", "qgan12_epoch_speedup_vs_pennylane_gpu",
+            "qgan12_generator_step_speedup_vs_pennylane_gpu", "classify_quantum_share_gpu",
+            "pennylane_cuda_speedup_vs_default_qubit"]
+    assert all(k in got for k in keys)
+    assert got["meta_paper_iteration_ms_cpu"] == round(report["timings_s"]["per_iteration_ms"], 3)
+    assert "preset paper" in got["sources"]["meta_paper_iteration_ms_cpu"]
+    assert got["meta_paper_iteration_ms_gpu"] is None
+    assert "asked for cuda, ran on cpu" in got["reasons"]["meta_paper_iteration_ms_gpu"]
+    assert got["meta_batch4096_speedup_vs_cpu"] is None
+    assert "no report" in got["reasons"]["meta_batch4096_speedup_vs_cpu"]
+    assert all(got[k] is not None or got["reasons"].get(k) for k in keys)

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The research apps' GPU figures in one JSON file, from the apps' own reports.
+
+    scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
+        [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR]
+
+Each DIR is an app's --out directory (its report.json). Every key of the file is
+present: a figure where the reports give it, else null with the reason beside it in
+"reasons" (not run, ran on another device than asked, or not measurable yet). A
+figure is taken only from a report that ran where the key says: a "gpu" figure from a
+run whose device was cuda, a "cpu" one from a run on the cpu, so a fallback never
+passes for a measurement. "sources" names the report and run behind each figure.
+scripts/gpu_check.sh figures writes it as apps.json on a GPU machine; without one the
+GPU keys are null.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+KEYS = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_paper_iteration_ms_cpu",
+        "rl_env_steps_per_s_gpu", "ppo_wall_s_gpu", "ppo_wall_s_cpu", "qgan12_epoch_speedup_vs_pennylane_gpu",
+        "qgan12_generator_step_speedup_vs_pennylane_gpu", "classify_quantum_share_gpu",
+        "pennylane_cuda_speedup_vs_default_qubit"]
+
+# What no app run measures yet, and why.
+NOT_YET = {
+    "rl_env_steps_per_s_gpu": "the environments step on the CPU: VecEnv has no CUDA path yet",
+    "ppo_wall_s_gpu": "PPO's rollout runs on the CPU environments: no GPU run to time",
+    "ppo_wall_s_cpu": "measured beside ppo_wall_s_gpu only (same run, same budget)",
+    "qgan12_epoch_speedup_vs_pennylane_gpu": "PennyLane with torch on the GPU is not carried to the GPU machine",
+    "qgan12_generator_step_speedup_vs_pennylane_gpu": "PennyLane with torch on the GPU is not carried to the GPU "
+                                                      "machine",
+    "classify_quantum_share_gpu": "the classifier's step breakdown on cuda is not part of the figures run yet",
+    "pennylane_cuda_speedup_vs_default_qubit": "the PennyLane devices have no device=\"cuda\" option yet",
+}
+
+
+def load(directory):
+    """The report of an app run (None when the run left none)."""
+    if not directory:
+        return None
+    path = os.path.join(directory, "report.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def meta_run(report, device):
+    """(per-iteration ms, source) of a meta-control report that ran on `device`, or (None, why)."""
+    if report is None:
+        return None, "not run (no report)"
+    used = report.get("device", {}).get("used")
+    if used != device:
+        return None, f"asked for {device}, ran on {used}: {report.get('device', {}).get('why', '')}"
+    cfg = report.get("config", {})
+    ms = report.get("timings_s", {}).get("per_iteration_ms")
+    if not isinstance(ms, (int, float)) or ms <= 0:
+        return None, "the report has no per-iteration time"
+    return float(ms), (f"qfleet-meta preset {cfg.get('preset')}, meta_batch {cfg.get('meta_batch')}, "
+                       f"{cfg.get('iterations')} iterations on {used}")
+
+
+def collect(args):
+    out = {k: None for k in KEYS}
+    reasons, sources = {}, {}
+    for dev in ("gpu", "cpu"):
+        key = f"meta_paper_iteration_ms_{dev}"
+        ms, why = meta_run(load(getattr(args, f"meta_paper_{dev}")), "cuda" if dev == "gpu" else "cpu")
+        if ms is None:
+            reasons[key] = why
+        else:
+            out[key], sources[key] = round(ms, 3), why
+    g, why_g = meta_run(load(args.meta4096_gpu), "cuda")
+    c, why_c = meta_run(load(args.meta4096_cpu), "cpu")
+    if g is None or c is None:
+        reasons["meta_batch4096_speedup_vs_cpu"] = "; ".join(w for w, v in ((why_g, g), (why_c, c)) if v is None)
+    else:
+        out["meta_batch4096_speedup_vs_cpu"] = round(c / g, 3)
+        sources["meta_batch4096_speedup_vs_cpu"] = f"cpu {c:.3f} ms / gpu {g:.3f} ms per iteration ({why_g}; {why_c})"
+    for key, why in NOT_YET.items():
+        reasons[key] = why
+    qgan = load(args.qgan_gpu)
+    if qgan is not None:  # no key of its own yet: its time on the GPU beside the keys, for the record
+        t = qgan.get("timing", {})
+        sources["qgan_gpu_epoch_ms"] = (f"{t.get('epoch_ms')} ms per epoch on {t.get('device')} "
+                                        f"({t.get('device_reason', '')})")
+    return {"gpu": args.gpu, "date": datetime.date.today().isoformat(), **out, "reasons": reasons,
+            "sources": sources}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--gpu", required=True, help="the GPU's name (nvidia-smi), or 'none'")
+    for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu"):
+        ap.add_argument(f"--{name}", metavar="DIR")
+    args = ap.parse_args(argv)
+    result = collect(args)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    measured = [k for k in KEYS if result[k] is not None]
+    print(f"apps_figures: {len(measured)} of {len(KEYS)} keys measured ({', '.join(measured) or 'none'}); "
+          f"the others null with their reasons in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
