@@ -11,6 +11,7 @@
 
 #include "meta_control.hpp"
 #include "qfleet/names.hpp"
+#include "qfleet/nearest_name.hpp"
 #include "meta_control_config.hpp"  // generated: kConfigJson, the text of config.json
 
 namespace qfleet::meta {
@@ -27,25 +28,10 @@ const json& schema() {
 
 namespace {
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 [[noreturn]] void unknown_key(const std::string& key, const std::string& where) {
-  std::string best;
-  std::size_t best_d = 4;
-  for (const auto& [k, _] : schema()["keys"].items()) {
-    const auto d = edit_distance(key, k);
-    if (d < best_d) best_d = d, best = k;
-  }
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : schema()["keys"].items()) keys.push_back(k);
+  const std::string best = nearest_name(key, keys, 4);
   std::string msg = "config: unknown key '" + key + "'" + where;
   if (!best.empty()) msg += " (did you mean '" + best + "'?)";
   msg += "; docs/meta_control.md lists the keys";

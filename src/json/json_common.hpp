@@ -15,6 +15,7 @@
 
 #include "qfleet/json_problem.hpp"
 #include "qfleet/names.hpp"
+#include "qfleet/nearest_name.hpp"
 
 namespace qfleet::json_problem::internal {
 
@@ -85,23 +86,6 @@ inline std::string index_path(const std::string& path, std::size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // Runs f, re-raising a library error with the JSON path it came from.
 template <class F>
 inline auto at(const std::string& path, F&& f) -> decltype(f()) {
@@ -124,16 +108,9 @@ class Object {
     for (const auto& item : j.items()) {
       const std::string& key = item.key();
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string names, guess;
-      std::size_t best = 3;
-      for (std::string_view a : allowed) {
-        names += (names.empty() ? "" : ", ") + std::string(a);
-        const std::size_t d = edit_distance(key, a);
-        if (d < best) {
-          best = d;
-          guess = a;
-        }
-      }
+      std::string names;
+      for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+      const std::string guess = nearest_name(key, allowed, 3);
       std::string msg = "unknown key " + quote(key);
       if (!guess.empty()) msg += " (did you mean " + quote(guess) + "?)";
       msg += "; allowed keys: " + names;

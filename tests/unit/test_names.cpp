@@ -5,8 +5,10 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "qfleet/names.hpp"
+#include "qfleet/nearest_name.hpp"
 
 namespace {
 
@@ -49,3 +51,18 @@ TEST(Names, ErrorListingsReadNaturally) {
 }
 
 }  // namespace
+
+// The "did you mean" of unknown keys: Levenshtein distance without regard to case, and
+// the first nearest name under the bound (none when every name is as far or farther).
+TEST(NearestName, DistanceAndChoice) {
+  EXPECT_EQ(qfleet::edit_distance("", ""), 0u);
+  EXPECT_EQ(qfleet::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(qfleet::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(qfleet::edit_distance("Gradients", "gradients"), 0u);
+  EXPECT_EQ(qfleet::edit_distance("iteratons", "iterations"), 1u);
+  const std::vector<std::string> keys = {"qubits", "gradients", "grad", "ops"};
+  EXPECT_EQ(qfleet::nearest_name("gradient", keys, 3), "gradients");  // 1 edit, before grad's 4
+  EXPECT_EQ(qfleet::nearest_name("qubit", keys, 3), "qubits");
+  EXPECT_EQ(qfleet::nearest_name("shots", keys, 3), "");  // nothing within 2 edits
+  EXPECT_EQ(qfleet::nearest_name("opz", keys, 1), "");    // the bound is strict
+}
