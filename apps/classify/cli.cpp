@@ -5,6 +5,7 @@
 
 #include "classify.hpp"
 #include "cli.hpp"
+#include "common/cli_errors.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::classify {
@@ -79,7 +80,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     return 2;
   }
   c.progress = !quiet;
-  try {
+  return app::run_guarded<DataError>(prog, [&] {
     validate(c);
     if (print_config) {
       std::printf("%s\n", c.to_json().dump(1).c_str());
@@ -89,20 +90,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt, backbone.pt); plots: python -m qfleet.classify.plot %s\n",
                 c.out.c_str(), c.out.c_str());
     return 0;
-  } catch (const DataError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const train::CheckpointError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what_without_backtrace());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 1;
-  }
-  return 2;
+  });
 }
 
 }  // namespace qfleet::classify

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "common/cli_errors.hpp"
 #include "experiments.hpp"
 #include "meta_control.hpp"
 #include "qfleet/train.hpp"
@@ -63,7 +64,7 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
                  prog.c_str());
     return 2;
   }
-  try {
+  return app::run_guarded<ConfigError>(prog + " reproduce", [&] {
     if (name == "all") {
       const auto r = reproduce_all(o);
       const std::string md = o.out_dir + "/reproduction.md";
@@ -81,16 +82,7 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
     }
     std::printf("plots: python -m qfleet.meta_control.plot_reproduction %s\n", o.out_dir.c_str());
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what());
-    return 2;
-  } catch (const c10::Error& e) {  // torch's message without its C++ backtrace
-    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what_without_backtrace());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s reproduce: error: %s\n", prog.c_str(), e.what());
-    return 1;
-  }
+  });
 }
 
 int cli_body(const std::string& prog, const std::vector<std::string>& args) {
@@ -130,7 +122,7 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
-  try {
+  return app::run_guarded<ConfigError>(prog, [&] {
     nlohmann::json file = nlohmann::json::object();
     if (!config_path.empty()) file = load_config_file(config_path);
     if (!out_dir.empty()) sets.push_back("output_dir=" + nlohmann::json(out_dir).dump());
@@ -205,13 +197,7 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       std::printf("plots: python -m qfleet.meta_control.plot %s\n", cfg.output_dir.c_str());
     }
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace

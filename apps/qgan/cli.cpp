@@ -1,5 +1,6 @@
 // The command line of qfleet-qgan and python -m qfleet.qgan (cli.hpp).
 #include "cli.hpp"
+#include "common/cli_errors.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -131,7 +132,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
     return 2;
   }
-  try {
+  return app::run_guarded<TargetError>(prog, [&] {
     if (tour_cmd->parsed()) {
       tt.progress = !quiet;
       validate(tt);
@@ -174,20 +175,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt); figures: python -m qfleet.qgan.plot %s\n", tc.out.c_str(),
                 tc.out.c_str());
     return 0;
-  } catch (const train::CheckpointError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const TargetError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const std::invalid_argument& e) {  // (qfleet::Error is one)
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what_without_backtrace());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 1;
-  }
-  return 2;
+  });
 }
 
 }  // namespace qfleet::qgan

@@ -4,6 +4,7 @@
 //   compare    PPO beside the meta-control app's per-task GRAPE and meta-learned policy on
 //              the same validation tasks, with the `qfleet eval` check of PPO's pulses
 #include "cli.hpp"
+#include "common/cli_errors.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -135,7 +136,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  try {
+  return app::run_guarded(prog, [&] {
     if (bench_cmd->parsed()) {
       EnvConfig ec;
       ec.num_envs = 4096;
@@ -162,13 +163,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
     if (cmp_cmd->parsed()) return compare_main(cfg, ppo_dir, meta_iterations, o) ? 0 : 1;
     train_ppo(cfg, o);
     return 0;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << prog << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << prog << ": " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace qfleet::rl
