@@ -5,15 +5,19 @@
 //      key, a data file, a target), a bad value (std::invalid_argument, which
 //      qfleet::Error is), a checkpoint that does not belong to the run;
 //   1  anything else (torch's message without its C++ backtrace).
-// Command-line parse errors come before this, from CLI11, with the same status 2.
+// The command line itself is read first by parse_command_line: --help prints and ends
+// with 0, a bad option is one line and status 2.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "qfleet/train.hpp"
 
@@ -59,6 +63,21 @@ int run_guarded(const std::string& prog, Body body) {
   } catch (const std::exception& e) {
     return report(prog, e.what(), 1);
   }
+}
+
+// Parses args (in the order given) into `cli`: nullopt to go on, or the exit status
+// to end with: 0 after --help (printed by CLI11, a subcommand's own where one was
+// named), 2 after a bad option ("<prog>: error: ... (<prog> --help lists the options)").
+inline std::optional<int> parse_command_line(CLI::App& cli, const std::string& prog,
+                                             const std::vector<std::string>& args) {
+  try {
+    cli.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // (CLI11 takes them last first)
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return cli.exit(e);
+    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace qfleet::app

@@ -56,14 +56,7 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
   app.add_option("--paper-checkpoint", o.paper_checkpoint,
                  "the paper's trained policy as JSON (python -m qfleet.meta_control.paper_checkpoint FILE.pt OUT.json): "
                  "gap-vs-k and out-of-distribution evaluate it too");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "%s reproduce: error: %s (%s reproduce --help lists the options)\n", prog.c_str(), e.what(),
-                 prog.c_str());
-    return 2;
-  }
+  if (const auto status = app::parse_command_line(app, prog + " reproduce", args)) return *status;
   return app::run_guarded<ConfigError>(prog + " reproduce", [&] {
     if (name == "all") {
       const auto r = reproduce_all(o);
@@ -110,13 +103,7 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       ->check(CLI::Range(1, 256));
   app.add_flag("--quiet", quiet, "no progress bar or summary");
   app.add_flag("--print-config", print_config, "print the resolved configuration and exit");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // (CLI11 takes them last first)
-  } catch (const CLI::ParseError& e) {  // --help (status 0) or a bad option (status 2, as for a bad key)
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
-    return 2;
-  }
+  if (const auto status = app::parse_command_line(app, prog, args)) return *status;
   // The per-task policy weights are megabytes; keep freed blocks in the heap instead
   // of returning them to the kernel, so each step does not pay fresh page faults.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);

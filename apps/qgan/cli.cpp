@@ -122,16 +122,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     a->add_flag("--quiet", quiet, "no progress bar");
     a->add_flag("--print-config", print_config, "print the configuration as JSON and exit");
   }
-  try {
-    std::vector<std::string> rev(args.rbegin(), args.rend());
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
-    return 2;
-  }
+  if (const auto status = app::parse_command_line(app, prog, args)) return *status;
   return app::run_guarded<TargetError>(prog, [&] {
     if (tour_cmd->parsed()) {
       tt.progress = !quiet;

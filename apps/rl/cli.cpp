@@ -130,12 +130,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
   std::string ppo_dir;
   cmp_cmd->add_option("--meta-iterations", meta_iterations, "meta-training iterations")->check(CLI::Range(0, 10000000));
   cmp_cmd->add_option("--ppo", ppo_dir, "an existing PPO run's directory (else PPO is trained first)");
-  std::vector<std::string> argv(args_in.rbegin(), args_in.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const auto status = app::parse_command_line(app, prog, args_in)) return *status;
   return app::run_guarded(prog, [&] {
     if (bench_cmd->parsed()) {
       EnvConfig ec;
