@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "meta_control.hpp"
+#include "qfleet/operators.hpp"
 
 namespace qfleet::meta {
 
@@ -18,27 +19,13 @@ namespace {
 using Cx = std::complex<double>;
 using Mat = std::vector<Cx>;  // row-major
 
-Mat kron(const Mat& a, const Mat& b) {
-  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
-  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
-  const int d = da * db;
-  Mat m(std::size_t(d) * d);
-  for (int i = 0; i < da; ++i)
-    for (int j = 0; j < da; ++j)
-      for (int k = 0; k < db; ++k)
-        for (int l = 0; l < db; ++l)
-          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
-  return m;
-}
-
-Mat scale(Mat m, Cx s) {
-  for (auto& z : m) z *= s;
-  return m;
-}
-
-const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
-          kLower = {0, 1, 0, 0},  // |0><1|
-    kRaise = {0, 0, 1, 0};        // |1><0|: the original CZ code's "sigma_m" = [[0, 0], [1, 0]]
+using ops::kLower;
+using ops::kPauliX;
+using ops::kPauliY;
+using ops::kPauliZ;
+using ops::kRaise;  // the original CZ code's "sigma_m" = [[0, 0], [1, 0]]
+using ops::kron;
+using ops::scaled;
 
 json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
 
@@ -117,12 +104,12 @@ Problem::Problem(const Config& cfg)
       seg_dt_(cfg.gate_time / double(cfg.n_segments)),
       dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
   const bool paper_cz = cfg.system == "two_qubit_cz_paper";
-  auto on = [&](const Mat& op, int q) { return qubits_ == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
+  auto on = [&](const Mat& op, int q) { return ops::on_qubit(op, q, qubits_); };
   const double c = cfg.controls == "pauli" ? 1.0 : 0.5;
   json controls = json::array(), jumps = json::array();
   for (int q = 0; q < qubits_; ++q) {
-    controls.push_back(matrix_json(scale(on(kX, q), c)));
-    controls.push_back(matrix_json(scale(on(kY, q), c)));
+    controls.push_back(matrix_json(scaled(on(kPauliX, q), c)));
+    controls.push_back(matrix_json(scaled(on(kPauliY, q), c)));
     for (const char* axis : {"x", "y"}) {
       std::string name(axis);
       if (qubits_ == 2) name += char('0' + q);
@@ -131,21 +118,21 @@ Problem::Problem(const Config& cfg)
   }
   if (paper_cz) {  // the paper's order: X1, Y1, X2, Y2, Z1, Z2
     for (int q = 0; q < 2; ++q) {
-      controls.push_back(matrix_json(on(kZ, q)));
+      controls.push_back(matrix_json(on(kPauliZ, q)));
       control_names_.push_back(q == 0 ? "z0" : "z1");
     }
   } else if (qubits_ == 2) {
-    controls.push_back(matrix_json(scale(kron(kX, kX), 0.5)));
-    controls.push_back(matrix_json(scale(kron(kZ, kZ), 0.5)));
+    controls.push_back(matrix_json(scaled(kron(kPauliX, kPauliX), 0.5)));
+    controls.push_back(matrix_json(scaled(kron(kPauliZ, kPauliZ), 0.5)));
     control_names_.push_back("xx");
     control_names_.push_back("zz");
   }
   n_ctrl_ = static_cast<int>(controls.size());
   for (int q = 0; q < qubits_; ++q) {
     jumps.push_back(matrix_json(on(paper_cz ? kRaise : kLower, q)));  // relaxation: rate gamma_relax
-    jumps.push_back(matrix_json(scale(on(kZ, q), std::sqrt(0.5))));   // dephasing: sqrt(gamma_deph / 2) Z
+    jumps.push_back(matrix_json(scaled(on(kPauliZ, q), std::sqrt(0.5))));   // dephasing: sqrt(gamma_deph / 2) Z
   }
-  const Mat target = qubits_ == 1 ? kX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
+  const Mat target = qubits_ == 1 ? kPauliX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
   json base = {{"kind", "lindblad"},
                {"dim", dim()},
                {"controls", controls},
@@ -155,7 +142,7 @@ Problem::Problem(const Config& cfg)
                {"solver", cfg.solver},
                {"precision", cfg.precision},
                {"threads", cfg.threads}};
-  if (paper_cz) base["H0"] = matrix_json(scale(kron(kZ, kZ), cfg.coupling));  // always-on J Z1 Z2
+  if (paper_cz) base["H0"] = matrix_json(scaled(kron(kPauliZ, kPauliZ), cfg.coupling));  // always-on J Z1 Z2
   if (cfg.dt > 0) base["dt"] = engine_dt(cfg, seg_dt_);
   if (cfg.fidelity == "average_gate") {
     json m = base;

@@ -1,6 +1,8 @@
 // The environments' tasks (tasks.hpp; docs/rl.md).
 #include "tasks.hpp"
 
+#include "qfleet/operators.hpp"
+
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -9,26 +11,12 @@ namespace qfleet::rl {
 
 namespace {
 
-Mat kron(const Mat& a, const Mat& b) {
-  const int da = static_cast<int>(std::lround(std::sqrt(double(a.size()))));
-  const int db = static_cast<int>(std::lround(std::sqrt(double(b.size()))));
-  const int d = da * db;
-  Mat m(std::size_t(d) * d);
-  for (int i = 0; i < da; ++i)
-    for (int j = 0; j < da; ++j)
-      for (int k = 0; k < db; ++k)
-        for (int l = 0; l < db; ++l)
-          m[std::size_t(i * db + k) * d + (j * db + l)] = a[std::size_t(i) * da + j] * b[std::size_t(k) * db + l];
-  return m;
-}
-
-Mat scaled(Mat m, Cx s) {
-  for (auto& z : m) z *= s;
-  return m;
-}
-
-const Mat kI2 = {1, 0, 0, 1}, kX = {0, 1, 1, 0}, kY = {0, Cx(0, -1), Cx(0, 1), 0}, kZ = {1, 0, 0, -1},
-          kLower = {0, 1, 0, 0};  // |0><1|
+using ops::kLower;
+using ops::kPauliX;
+using ops::kPauliY;
+using ops::kPauliZ;
+using ops::kron;
+using ops::scaled;
 
 std::pair<double, double> range_of(const std::vector<double>& given, std::pair<double, double> fallback,
                                    const char* key) {
@@ -46,11 +34,11 @@ void add_qubit_noise(TaskSpec& t, const EnvConfig& cfg, int qubits) {
   for (const auto& r : t.ranges)
     if (r.first < 0) throw std::invalid_argument("gamma_deph, gamma_relax: rates must be >= 0");
   if (cfg.noise == "none") return;
-  auto on = [&](const Mat& op, int q) { return qubits == 1 ? op : (q == 0 ? kron(op, kI2) : kron(kI2, op)); };
+  auto on = [&](const Mat& op, int q) { return ops::on_qubit(op, q, qubits); };
   for (int q = 0; q < qubits; ++q) {
     t.jumps.push_back(on(kLower, q));  // relaxation: rate gamma_relax
     t.rate_param.push_back(1);
-    t.jumps.push_back(scaled(on(kZ, q), std::sqrt(0.5)));  // dephasing: sqrt(gamma_deph / 2) Z
+    t.jumps.push_back(scaled(on(kPauliZ, q), std::sqrt(0.5)));  // dephasing: sqrt(gamma_deph / 2) Z
     t.rate_param.push_back(0);
   }
 }
@@ -60,9 +48,9 @@ TaskSpec qubit_x(const EnvConfig& cfg) {
   t.name = "qubit_x";
   t.dim = 2;
   t.qubits = 1;
-  t.controls = {scaled(kX, 0.5), scaled(kY, 0.5)};
+  t.controls = {scaled(kPauliX, 0.5), scaled(kPauliY, 0.5)};
   t.control_names = {"x", "y"};
-  t.target_unitary = kX;
+  t.target_unitary = kPauliX;
   t.gate_time = 1.0;
   t.n_steps = 60;
   t.max_amplitude = 2 * std::numbers::pi;
@@ -76,14 +64,14 @@ TaskSpec cz(const EnvConfig& cfg) {
   t.dim = 4;
   t.qubits = 2;
   for (int q = 0; q < 2; ++q) {
-    const Mat x = q == 0 ? kron(kX, kI2) : kron(kI2, kX), y = q == 0 ? kron(kY, kI2) : kron(kI2, kY);
+    const Mat x = ops::on_qubit(kPauliX, q, 2), y = ops::on_qubit(kPauliY, q, 2);
     t.controls.push_back(scaled(x, 0.5));
     t.controls.push_back(scaled(y, 0.5));
     t.control_names.push_back(q == 0 ? "x0" : "x1");
     t.control_names.push_back(q == 0 ? "y0" : "y1");
   }
-  t.controls.push_back(scaled(kron(kX, kX), 0.5));
-  t.controls.push_back(scaled(kron(kZ, kZ), 0.5));
+  t.controls.push_back(scaled(kron(kPauliX, kPauliX), 0.5));
+  t.controls.push_back(scaled(kron(kPauliZ, kPauliZ), 0.5));
   t.control_names.push_back("xx");
   t.control_names.push_back("zz");
   t.target_unitary = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
