@@ -8,6 +8,7 @@
 
 #include "meta_control.hpp"
 #include "qfleet/operators.hpp"
+#include "qfleet/structured_ops.hpp"
 
 namespace qfleet::meta {
 
@@ -24,7 +25,6 @@ using ops::kPauliX;
 using ops::kPauliY;
 using ops::kPauliZ;
 using ops::kRaise;  // the original CZ code's "sigma_m" = [[0, 0], [1, 0]]
-using ops::kron;
 using ops::scaled;
 
 json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
@@ -104,7 +104,7 @@ Problem::Problem(const Config& cfg)
       seg_dt_(cfg.gate_time / double(cfg.n_segments)),
       dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
   const bool paper_cz = cfg.system == "two_qubit_cz_paper";
-  auto on = [&](const Mat& op, int q) { return ops::on_qubit(op, q, qubits_); };
+  auto on = [&](const Mat& op, int q) { return local_operator(op, {q}, std::vector<int>(qubits_, 2)); };
   const double c = cfg.controls == "pauli" ? 1.0 : 0.5;
   json controls = json::array(), jumps = json::array();
   for (int q = 0; q < qubits_; ++q) {
@@ -122,8 +122,8 @@ Problem::Problem(const Config& cfg)
       control_names_.push_back(q == 0 ? "z0" : "z1");
     }
   } else if (qubits_ == 2) {
-    controls.push_back(matrix_json(scaled(kron(kPauliX, kPauliX), 0.5)));
-    controls.push_back(matrix_json(scaled(kron(kPauliZ, kPauliZ), 0.5)));
+    controls.push_back(matrix_json(pauli_operator({{0.5, "X0 X1"}}, 2)));
+    controls.push_back(matrix_json(pauli_operator({{0.5, "Z0 Z1"}}, 2)));
     control_names_.push_back("xx");
     control_names_.push_back("zz");
   }
@@ -142,7 +142,7 @@ Problem::Problem(const Config& cfg)
                {"solver", cfg.solver},
                {"precision", cfg.precision},
                {"threads", cfg.threads}};
-  if (paper_cz) base["H0"] = matrix_json(scaled(kron(kPauliZ, kPauliZ), cfg.coupling));  // always-on J Z1 Z2
+  if (paper_cz) base["H0"] = matrix_json(pauli_operator({{cfg.coupling, "Z0 Z1"}}, 2));  // always-on J Z1 Z2
   if (cfg.dt > 0) base["dt"] = engine_dt(cfg, seg_dt_);
   if (cfg.fidelity == "average_gate") {
     json m = base;

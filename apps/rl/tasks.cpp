@@ -2,6 +2,7 @@
 #include "tasks.hpp"
 
 #include "qfleet/operators.hpp"
+#include "qfleet/structured_ops.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -15,7 +16,6 @@ using ops::kLower;
 using ops::kPauliX;
 using ops::kPauliY;
 using ops::kPauliZ;
-using ops::kron;
 using ops::scaled;
 
 std::pair<double, double> range_of(const std::vector<double>& given, std::pair<double, double> fallback,
@@ -34,7 +34,7 @@ void add_qubit_noise(TaskSpec& t, const EnvConfig& cfg, int qubits) {
   for (const auto& r : t.ranges)
     if (r.first < 0) throw std::invalid_argument("gamma_deph, gamma_relax: rates must be >= 0");
   if (cfg.noise == "none") return;
-  auto on = [&](const Mat& op, int q) { return ops::on_qubit(op, q, qubits); };
+  auto on = [&](const Mat& op, int q) { return local_operator(op, {q}, std::vector<int>(qubits, 2)); };
   for (int q = 0; q < qubits; ++q) {
     t.jumps.push_back(on(kLower, q));  // relaxation: rate gamma_relax
     t.rate_param.push_back(1);
@@ -64,14 +64,14 @@ TaskSpec cz(const EnvConfig& cfg) {
   t.dim = 4;
   t.qubits = 2;
   for (int q = 0; q < 2; ++q) {
-    const Mat x = ops::on_qubit(kPauliX, q, 2), y = ops::on_qubit(kPauliY, q, 2);
+    const Mat x = local_operator(kPauliX, {q}, {2, 2}), y = local_operator(kPauliY, {q}, {2, 2});
     t.controls.push_back(scaled(x, 0.5));
     t.controls.push_back(scaled(y, 0.5));
     t.control_names.push_back(q == 0 ? "x0" : "x1");
     t.control_names.push_back(q == 0 ? "y0" : "y1");
   }
-  t.controls.push_back(scaled(kron(kPauliX, kPauliX), 0.5));
-  t.controls.push_back(scaled(kron(kPauliZ, kPauliZ), 0.5));
+  t.controls.push_back(pauli_operator({{0.5, "X0 X1"}}, 2));
+  t.controls.push_back(pauli_operator({{0.5, "Z0 Z1"}}, 2));
   t.control_names.push_back("xx");
   t.control_names.push_back("zz");
   t.target_unitary = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
