@@ -65,38 +65,24 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
   // is never the automatic choice; it stays pinnable.
   if (want == OpenShape::automatic) want = v.n <= 9 ? OpenShape::warp : OpenShape::block;
   s.shape = want;
-  if (want == OpenShape::tile8 || want == OpenShape::tile16) {
-    s.threads = 128;
-    s.group = want == OpenShape::tile8 ? 8 : 16;
-    const std::size_t per_block = std::size_t(s.threads / s.group);
-    s.smem = per * per_block <= dev.smem_optin ? per * per_block : 0;
-    const std::size_t resident = std::size_t(std::max(dev.sm_count, 1)) *
-                                 (real_bytes == 4 ? tile_blocks_per_sm<float>(s.threads, s.smem)
-                                                  : tile_blocks_per_sm<double>(s.threads, s.smem));
-    std::size_t blocks = std::min<std::size_t>((std::max<std::size_t>(batch, 1) + per_block - 1) / per_block,
-                                               std::max<std::size_t>(resident, 1));
-    if (s.smem == 0) {
-      blocks = std::min(blocks, budget / std::max<std::size_t>(per * per_block, 1));
-      if (blocks < 1) {
-        throw too_big();
-      }
-      s.work_bytes = blocks * per_block * per;
-    }
-    s.blocks = blocks;
-    return s;
-  }
   if (want != OpenShape::thread) {
-    s.threads = s.group = want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
-    s.smem = per <= group_smem_limit(dev) ? per : 0;
-    const std::size_t resident =
-        std::size_t(std::max(dev.sm_count, 1)) * group_blocks_per_sm_any(real_bytes, s.threads, s.smem);
-    std::size_t blocks = std::min<std::size_t>(std::max<std::size_t>(batch, 1), resident);
+    // A group per task: `per_block` tasks in a block (tiles), or one (warp, block).
+    const bool tile = want == OpenShape::tile8 || want == OpenShape::tile16;
+    s.threads = tile ? 128 : want == OpenShape::warp ? 32 : v.n >= 128 ? 256 : 128;
+    s.group = want == OpenShape::tile8 ? 8 : want == OpenShape::tile16 ? 16 : s.threads;
+    const std::size_t per_block = std::size_t(s.threads / s.group), slots = per * per_block;
+    s.smem = slots <= (tile ? dev.smem_optin : group_smem_limit(dev)) ? slots : 0;
+    const int fit = !tile               ? group_blocks_per_sm_any(real_bytes, s.threads, s.smem)
+                    : real_bytes == 4   ? tile_blocks_per_sm<float>(s.threads, s.smem)
+                                        : tile_blocks_per_sm<double>(s.threads, s.smem);
+    const std::size_t resident = std::size_t(std::max(dev.sm_count, 1)) * std::size_t(std::max(fit, 1));
+    std::size_t blocks = std::min((std::max<std::size_t>(batch, 1) + per_block - 1) / per_block, resident);
     if (s.smem == 0) {
-      blocks = std::min(blocks, budget / std::max<std::size_t>(per, 1));
+      blocks = std::min(blocks, budget / std::max<std::size_t>(slots, 1));
       if (blocks < 1) {
         throw too_big();
       }
-      s.work_bytes = blocks * per;
+      s.work_bytes = blocks * slots;
     }
     s.blocks = blocks;
     return s;
