@@ -6,27 +6,46 @@
 # and the binary install under lib/ and bin/.
 #
 #   qfleet_add_app(NAME meta OUTPUT qfleet-meta UNITY 5 SOURCES a.cpp ...
+#                  [CONFIG config.json ...]
 #                  [PUBLIC_LINK target ...] [PRIVATE_LINK target ...] [PRIVATE_INCLUDE dir ...])
 #
-# Every app links qfleet::torch and nlohmann_json publicly and CLI11 privately.
+# Every app links qfleet::torch and nlohmann_json publicly, and CLI11 and
+# qfleet_app_common (apps/common: the configuration schema, the common command line,
+# the error ladder, the report header) privately. Each CONFIG file (a configuration schema,
+# apps/common/config.hpp) is embedded at build time: <stem>.json becomes the string
+# k<Stem>Json in namespace qfleet::<NAME> of the generated header <NAME>_config.hpp.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 include(GNUInstallDirs)
+include(${CMAKE_CURRENT_LIST_DIR}/qfleet_embed_configs.cmake)
+
+add_library(qfleet_app_common STATIC ${PROJECT_SOURCE_DIR}/apps/common/config.cpp
+                                     ${PROJECT_SOURCE_DIR}/apps/common/shell.cpp
+                                     ${PROJECT_SOURCE_DIR}/apps/common/report_header.cpp)
+target_include_directories(qfleet_app_common PUBLIC ${PROJECT_SOURCE_DIR}/apps)
+target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11)
+target_compile_options(qfleet_app_common PRIVATE ${QFLEET_WARNINGS} ${TORCH_CXX_FLAGS})
+set_target_properties(qfleet_app_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
 
 function(qfleet_add_app)
-  cmake_parse_arguments(APP "" "NAME;OUTPUT;UNITY" "SOURCES;PUBLIC_LINK;PRIVATE_LINK;PRIVATE_INCLUDE" ${ARGN})
+  cmake_parse_arguments(APP "" "NAME;OUTPUT;UNITY" "SOURCES;CONFIG;PUBLIC_LINK;PRIVATE_LINK;PRIVATE_INCLUDE" ${ARGN})
   if(NOT APP_NAME OR NOT APP_OUTPUT OR NOT APP_UNITY OR NOT APP_SOURCES)
     message(FATAL_ERROR "qfleet_add_app: NAME, OUTPUT, UNITY and SOURCES are required")
   endif()
   set(lib qfleet_${APP_NAME})
   add_library(${lib} SHARED ${APP_SOURCES})
-  # apps/common: what every app shares (the error ladder, common/cli_errors.hpp).
-  target_include_directories(${lib} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} PRIVATE ${PROJECT_SOURCE_DIR}/apps)
+  # apps/ public: an app's headers name common/config.hpp's ConfigError.
+  target_include_directories(${lib} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/apps)
+  if(APP_CONFIG)
+    qfleet_embed_configs(${APP_NAME} ${CMAKE_CURRENT_BINARY_DIR}/${APP_NAME}_config.hpp ${APP_CONFIG})
+    target_include_directories(${lib} PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
   if(APP_PRIVATE_INCLUDE)
     target_include_directories(${lib} PRIVATE ${APP_PRIVATE_INCLUDE})
   endif()
   target_link_libraries(${lib} PUBLIC qfleet::torch nlohmann_json::nlohmann_json ${APP_PUBLIC_LINK}
-                               PRIVATE CLI11::CLI11 ${APP_PRIVATE_LINK})
+                               PRIVATE CLI11::CLI11 qfleet_app_common ${APP_PRIVATE_LINK})
   target_compile_options(${lib} PRIVATE ${QFLEET_WARNINGS} ${TORCH_CXX_FLAGS})
   qfleet_torch_pch(${lib})
   qfleet_unity(${lib} ${APP_UNITY})

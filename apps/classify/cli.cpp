@@ -5,7 +5,9 @@
 
 #include "classify.hpp"
 #include "cli.hpp"
+#include "classify_config.hpp"  // generated: kConfigJson, the text of config.json
 #include "common/cli_errors.hpp"
+#include "common/shell.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::classify {
@@ -33,50 +35,49 @@ void print_summary(const nlohmann::json& r) {
                 r["seconds"].get<double>());
 }
 
+// The run's settings from the resolved configuration (config.json's keys).
+Config make_config(const nlohmann::json& r, bool resume, bool progress) {
+  Config c;
+  c.data = r["data"];
+  c.mode = r["mode"];
+  c.model.backbone = r["backbone"];
+  c.model.layer = r["layer"];
+  c.model.qubits = r["qubits"];
+  c.model.layers = r["layers"];
+  c.model.embedding = r["embedding"];
+  c.model.entangler = r["entangler"];
+  c.model.measure = r["measure"];
+  c.circuit_file = r["circuit"];
+  c.model.head_inputs = r["head_inputs"];
+  c.model.precision = r["precision"];
+  c.backbone_from = r["backbone_from"];
+  c.epochs = r["epochs"];
+  c.batch = r["batch"];
+  c.lr = r["lr"];
+  c.train_subset = r["train_subset"];
+  c.test_subset = r["test_subset"];
+  c.seed = r["seed"];
+  c.threads = r["threads"];
+  c.device = r["device"];
+  c.time_every = r["time_every"];
+  c.out = r["out"];
+  c.cache = r["cache"];
+  c.resume = resume;
+  c.progress = progress;
+  return c;
+}
+
 }  // namespace
 
 int cli_main(const std::string& prog, const std::vector<std::string>& args) {
-  Config c;
-  bool quiet = false, print_config = false;
-  CLI::App app{prog + ": a hybrid CNN + quantum-circuit image classifier on qfleet (docs/classify.md)", prog};
-  app.add_option("--data", c.data, "folder of MNIST-style IDX files: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
-      ->capture_default_str();
-  app.add_option("--mode", c.mode, "end_to_end, or features (frozen backbone, its features cached)")->capture_default_str();
-  app.add_option("--backbone", c.model.backbone, "small (2-conv CNN) or resnet18")->capture_default_str();
-  app.add_option("--layer", c.model.layer, "quantum, or classical (the ablation: a Linear + tanh of the same width)")
-      ->capture_default_str();
-  app.add_option("--qubits", c.model.qubits, "qubits (the angles fed to the circuit)")->capture_default_str();
-  app.add_option("--layers", c.model.layers, "entangling layers")->capture_default_str();
-  app.add_option("--embedding", c.model.embedding, "AngleEmbedding's rotation: x, y or z")->capture_default_str();
-  app.add_option("--entangler", c.model.entangler, "strong (StronglyEntanglingLayers) or basic")->capture_default_str();
-  app.add_option("--measure", c.model.measure, "z (<Z_i> per wire) or probs (2^n probabilities)")->capture_default_str();
-  app.add_option("--circuit", c.circuit_file, "a circuit JSON (docs/cli.md) instead of the built one");
-  app.add_option("--head-inputs", c.model.head_inputs, "the head's width (0: the layer's outputs; else they must agree)")
-      ->capture_default_str();
-  app.add_option("--precision", c.model.precision, "the circuit's: complex128 or complex64")->capture_default_str();
-  app.add_option("--backbone-from", c.backbone_from, "features mode: a backbone.pt written by an earlier run");
-  app.add_option("--epochs", c.epochs, "epochs")->capture_default_str();
-  app.add_option("--batch", c.batch, "batch size")->capture_default_str();
-  app.add_option("--lr", c.lr, "Adam's learning rate")->capture_default_str();
-  app.add_option("--train-subset", c.train_subset, "use the first N training images (0: all)")->capture_default_str();
-  app.add_option("--test-subset", c.test_subset, "use the first N test images (0: all)")->capture_default_str();
-  app.add_option("--seed", c.seed, "seed")->capture_default_str();
-  app.add_option("--threads", c.threads, "CPU threads (0: all cores)")->capture_default_str();
-  app.add_option("--device", c.device, "cpu, cuda or auto")->capture_default_str();
-  app.add_option("--time-every", c.time_every, "steps between timed steps")->capture_default_str();
-  app.add_option("--out", c.out, "output folder")->capture_default_str();
-  app.add_option("--cache", c.cache, "features cache folder (default <out>/cache)");
-  app.add_flag("--resume", c.resume, "continue from <out>/checkpoint.pt");
-  app.add_flag("--quiet", quiet, "no progress bar");
-  app.add_flag("--print-config", print_config, "print the configuration as JSON and exit");
-  if (const auto status = app::parse_command_line(app, prog, args)) return *status;
-  c.progress = !quiet;
+  static const app::Schema schema(kConfigJson);
+  CLI::App cli{prog + ": a hybrid CNN + quantum-circuit image classifier on qfleet (docs/classify.md)", prog};
+  const app::Shell shell(cli, schema);
+  if (const auto status = app::parse_command_line(cli, prog, args)) return *status;
   return app::run_guarded<DataError>(prog, [&] {
+    if (const auto status = shell.answer_printing()) return *status;
+    const Config c = make_config(shell.config(), shell.resume(), !shell.quiet());
     validate(c);
-    if (print_config) {
-      std::printf("%s\n", c.to_json().dump(1).c_str());
-      return 0;
-    }
     print_summary(run(c));
     std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt, backbone.pt); plots: python -m qfleet.classify.plot %s\n",
                 c.out.c_str(), c.out.c_str());

@@ -1,5 +1,6 @@
 // Evaluation, timing and the report (report.hpp).
 #include "report.hpp"
+#include "common/report_header.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -70,9 +71,7 @@ json confusion_json(const torch::Tensor& c) {
 
 json make_report(HybridNetImpl& net, const ReportInputs& in) {
   const ParameterCounts pc = count_parameters(net);
-  json report;
-  report["config"] = in.cfg.to_json();
-  report["seed"] = in.cfg.seed;
+  json report = app::report_header("qfleet-classify", in.cfg.to_json(), in.cfg.seed);
   report["seeds"] = {{"model", "torch::manual_seed(seed) before the model is built; circuit weights uniform in [0, 2 pi) from seed"},
                      {"batches", "epoch e's order: randperm from a generator seeded seed * 1000003 + e"}};
   report["data"] = {{"dir", in.data.dir},

@@ -1,9 +1,10 @@
 // One error ladder for every app's command line: what an app's body throws becomes one
 // line "<prog>: error: <message>" on stderr and an exit status, the same in each app and
 // from `python -m qfleet.<app>` (which runs the same cli_main):
-//   2  what the user can fix: the app's own input errors (the Usage... types: a config
-//      key, a data file, a target), a bad value (std::invalid_argument, which
-//      qfleet::Error is), a checkpoint that does not belong to the run;
+//   2  what the user can fix: the app's own input errors (the Usage... types: a data
+//      file, a target), a bad value or configuration key (std::invalid_argument, which
+//      qfleet::Error and app::ConfigError are), a checkpoint that does not belong to
+//      the run;
 //   1  anything else (torch's message without its C++ backtrace).
 // The command line itself is read first by parse_command_line: --help prints and ends
 // with 0, a bad option is one line and status 2.

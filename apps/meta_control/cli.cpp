@@ -17,6 +17,7 @@
 
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/shell.hpp"
 #include "experiments.hpp"
 #include "meta_control.hpp"
 #include "qfleet/train.hpp"
@@ -87,22 +88,13 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
     return reproduce_body(prog, rest);
   }
   CLI::App app{prog + ": meta-learned robust quantum control on qfleet (docs/meta_control.md)", prog};
-  std::string config_path, preset, out_dir;
-  std::vector<std::string> sets;
-  bool resume = false, quiet = false, print_config = false;
+  const app::Shell shell(app, config_schema());
   int64_t stop_after = -1, nproc = 1;
-  app.add_option("--config", config_path, "JSON configuration file (keys: docs/meta_control.md)");
-  app.add_option("--preset", preset, "fast (default), paper or accurate; a file's \"preset\" key wins");
-  app.add_option("--set", sets, "override one key: --set key=value (value as JSON, or a bare word)");
-  app.add_option("--out", out_dir, "output directory (same as --set output_dir=DIR)");
-  app.add_flag("--resume", resume, "continue from <output_dir>/checkpoint.json (same results as an uninterrupted run)");
   app.add_option("--stop-after", stop_after, "stop after this many iterations, with a checkpoint")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--nproc", nproc,
                  "processes on this machine, each running its share of the meta-batch (or start under torchrun)")
       ->check(CLI::Range(1, 256));
-  app.add_flag("--quiet", quiet, "no progress bar or summary");
-  app.add_flag("--print-config", print_config, "print the resolved configuration and exit");
   if (const auto status = app::parse_command_line(app, prog, args)) return *status;
   // The per-task policy weights are megabytes; keep freed blocks in the heap instead
   // of returning them to the kernel, so each step does not pay fresh page faults.
@@ -110,15 +102,8 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   return app::run_guarded<ConfigError>(prog, [&] {
-    nlohmann::json file = nlohmann::json::object();
-    if (!config_path.empty()) file = load_config_file(config_path);
-    if (!out_dir.empty()) sets.push_back("output_dir=" + nlohmann::json(out_dir).dump());
-    const nlohmann::json resolved = resolve_config(file, preset, sets);
-    if (print_config) {
-      std::printf("%s\n", resolved.dump(2).c_str());
-      return 0;
-    }
-    const auto cfg = make_config(resolved);
+    if (const auto status = shell.answer_printing()) return *status;
+    const auto cfg = make_config(shell.config());
     const auto dist = qfleet::train::dist_from_env();
     if (nproc > 1 && !dist) {  // the launcher: nproc ranks of this same command line
       if (nproc > max_processes(cfg))
@@ -133,10 +118,10 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       return rc;
     }
     const bool lead = !dist || dist->rank == 0;
-    quiet = quiet || !lead;
+    const bool quiet = shell.quiet() || !lead;
     Bar bar;
     RunOptions opt;
-    opt.resume = resume;
+    opt.resume = shell.resume();
     opt.stop_after = stop_after;
     opt.progress = quiet ? nullptr : &bar;
     opt.app = prog;

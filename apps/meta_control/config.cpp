@@ -1,164 +1,35 @@
 // Meta-control configuration: the schema and presets (config.json, embedded at
-// build time), resolving a file + preset + overrides, and checking every key
-// (meta_control.hpp; docs/meta_control.md lists the keys).
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <fstream>
-#include <limits>
+// build time) read by the apps' common reader (apps/common/config.hpp), and the
+// checks across keys that make a Config (meta_control.hpp; docs/meta_control.md
+// lists the keys).
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "meta_config.hpp"  // generated: kConfigJson, the text of config.json
 #include "meta_control.hpp"
 #include "qfleet/names.hpp"
-#include "qfleet/nearest_name.hpp"
-#include "meta_control_config.hpp"  // generated: kConfigJson, the text of config.json
 
 namespace qfleet::meta {
 
 using nlohmann::json;
 
-
-// ---- configuration ---------------------------------------------------------------
+const app::Schema& config_schema() {
+  static const app::Schema s(kConfigJson);
+  return s;
+}
 
 const json& schema() {
   static const json s = json::parse(kConfigJson);
   return s;
 }
 
-namespace {
-
-[[noreturn]] void unknown_key(const std::string& key, const std::string& where) {
-  std::vector<std::string> keys;
-  for (const auto& [k, _] : schema()["keys"].items()) keys.push_back(k);
-  const std::string best = nearest_name(key, keys, 4);
-  std::string msg = "config: unknown key '" + key + "'" + where;
-  if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-  msg += "; docs/meta_control.md lists the keys";
-  throw ConfigError(msg);
-}
-
-std::string describe(const json& v) { return v.dump(); }
-
-void check_value(const std::string& key, const json& spec, const json& v) {
-  const std::string type = spec["type"];
-  auto fail = [&](const std::string& expected) {
-    throw ConfigError("config: key '" + key + "': expected " + expected + ", got " + describe(v));
-  };
-  const double lo = spec.value("min", -std::numeric_limits<double>::infinity());
-  const double hi = spec.value("max", std::numeric_limits<double>::infinity());
-  auto range_text = [&] {
-    std::ostringstream o;
-    o << "in [" << lo << ", " << hi << "]";
-    if (spec.value("allow_zero", false)) o << " or 0";
-    return o.str();
-  };
-  if (type == "string") {
-    if (!v.is_string()) fail("a string");
-    if (spec.contains("choices")) {
-      const auto& ch = spec["choices"];
-      if (std::find(ch.begin(), ch.end(), v) == ch.end()) fail("one of " + ch.dump());
-    }
-  } else if (type == "integer") {
-    if (!v.is_number_integer()) fail("an integer " + range_text());
-    const double x = v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>());
-    if (x < lo || x > hi) fail("an integer " + range_text());
-  } else if (type == "number") {
-    if (!v.is_number()) fail("a number " + range_text());
-    const double x = v.get<double>();
-    if (!std::isfinite(x)) fail("a finite number");
-    if (!(x == 0 && spec.value("allow_zero", false)) && (x < lo || x > hi)) fail("a number " + range_text());
-  } else if (type == "range") {
-    if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number())
-      fail("[lo, hi], two numbers " + range_text());
-    const double a = v[0].get<double>(), b = v[1].get<double>();
-    if (!(a >= lo && b <= hi && a <= b)) fail("[lo, hi] with lo <= hi, both " + range_text());
-  } else if (type == "boolean") {
-    if (!v.is_boolean()) fail("true or false");
-  } else if (type == "states") {
-    if (!v.is_array()) fail("a list of state labels such as [\"0\", \"+\"]");
-    for (const auto& s : v) {
-      if (!s.is_string() || s.get<std::string>().empty() ||
-          s.get<std::string>().find_first_not_of("01+-rl") != std::string::npos)
-        fail("a list of state labels, one character per qubit from 0 1 + - r l");
-    }
-  }
-}
-
-json parse_override_value(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception&) {
-    return json(text);  // a bare word (or a number JSON cannot hold, 1e999) is a string
-  }
-}
-
-// A preset's keys over `out`, after those of the preset it names as "base" ("about" is its text).
-void apply_preset(const json& presets, const std::string& name, json& out, int depth) {
-  const json& p = presets.at(name);
-  if (p.contains("base")) {
-    if (depth > 8 || !presets.contains(p["base"].get<std::string>()))
-      throw ConfigError("config: preset '" + name + "' has a bad base");  // (a mistake in config.json itself)
-    apply_preset(presets, p["base"], out, depth + 1);
-  }
-  for (const auto& [k, v] : p.items())
-    if (k != "about" && k != "base") out[k] = v;
-}
-
-}  // namespace
-
-json load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("config: cannot open " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    json j = json::parse(ss.str());
-    if (!j.is_object()) throw ConfigError("config: " + path + ": expected a JSON object of keys");
-    return j;
-  } catch (const json::parse_error& e) {
-    throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
-  }
-}
+json load_config_file(const std::string& path) { return app::load_config_file(path); }
 
 json resolve_config(const json& file, const std::string& preset, const std::vector<std::string>& overrides) {
-  const json& keys = schema()["keys"];
-  json out = json::object();
-  for (const auto& [k, spec] : keys.items()) out[k] = spec["default"];
-  if (!file.is_null() && !file.is_object()) throw ConfigError("config: expected a JSON object of keys");
-  std::string name = preset;
-  if (file.is_object() && file.contains("preset")) {
-    if (!file["preset"].is_string()) throw ConfigError("config: key 'preset': expected a string");
-    name = file["preset"].get<std::string>();
-  }
-  if (name.empty()) name = schema()["default_preset"].get<std::string>();
-  const json& presets = schema()["presets"];
-  if (!presets.contains(name)) {
-    std::string names;
-    for (const auto& [k, _] : presets.items()) names += (names.empty() ? "" : ", ") + k;
-    throw ConfigError("config: unknown preset '" + name + "' (presets: " + names + ")");
-  }
-  apply_preset(presets, name, out, 0);
-  const json given = file.is_null() ? json::object() : file;
-  for (const auto& [k, v] : given.items()) {
-    if (k == "preset") continue;
-    if (!keys.contains(k)) unknown_key(k, " in the configuration file");
-    check_value(k, keys[k], v);
-    out[k] = v;
-  }
-  for (const auto& o : overrides) {
-    const auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw ConfigError("config: --set expects key=value, got '" + o + "'");
-    const std::string k = o.substr(0, eq);
-    if (!keys.contains(k)) unknown_key(k, " in --set");
-    const json v = parse_override_value(o.substr(eq + 1));
-    check_value(k, keys[k], v);
-    out[k] = v;
-  }
-  for (const auto& [k, v] : out.items()) check_value(k, keys[k], v);
-  out["preset"] = name;
-  return out;
+  std::vector<std::pair<std::string, json>> sets;
+  for (const auto& o : overrides) sets.push_back(config_schema().assignment(o));
+  return config_schema().resolve(file, preset, sets);
 }
 
 Config make_config(const json& r) {

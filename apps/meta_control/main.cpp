@@ -6,11 +6,7 @@
 //   qfleet-meta --resume                 # continue from <output_dir>/checkpoint.json
 //
 // The command line itself is cli.cpp, shared with `python -m qfleet.meta_control`.
-#include <string>
-#include <vector>
-
 #include "cli.hpp"
+#include "common/main.hpp"
 
-int main(int argc, char** argv) {
-  return qfleet::meta::cli_main("qfleet-meta", std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return qfleet::app::main(argc, argv, "qfleet-meta", qfleet::meta::cli_main); }

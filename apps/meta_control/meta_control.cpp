@@ -20,6 +20,7 @@
 
 #include "qfleet/version.hpp"
 #include "trainer.hpp"
+#include "common/report_header.hpp"
 
 namespace qfleet::meta {
 
@@ -366,11 +367,8 @@ RunResult run(const Config& requested, const RunOptions& options) {
   }
   const Tensor gap = f_grape.to(torch::kFloat64) - val.after.to(torch::kFloat64);
   const double total_s = seconds_since(t_start);
-  json report = {
-      {"app", options.app},
-      {"qfleet_version", QFLEET_VERSION_STRING},
-      {"config", cfg.json},
-      {"seed", cfg.seed},
+  json report = app::report_header(options.app, cfg.json, cfg.seed);
+  report.update({
       {"system", {{"name", cfg.system},
                   {"dim", pr.dim()},
                   {"n_segments", pr.n_segments()},
@@ -400,7 +398,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
                       {"mean_grape", mean_of(f_grape)},
                       {"mean_gap", gap.mean().item<double>()},
                       {"max_gap", gap.max().item<double>()},
-                      {"adapt_steps", cfg.adapt_steps}}}};
+                      {"adapt_steps", cfg.adapt_steps}}}});
   write_file_atomic((out / "report.json").string(), report.dump(2) + "\n");
 
   const std::vector<std::pair<std::string, Tensor>> sets = {

@@ -23,21 +23,21 @@
 #include <string>
 #include <vector>
 
+#include "common/config.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::meta {
 
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using app::ConfigError;  // (apps/common/config.hpp)
 
 // The schema, presets and default preset (config.json, embedded at build time).
 const nlohmann::json& schema();
+const app::Schema& config_schema();  // the same, as the apps' common reader
 
 // Resolves a configuration: the key defaults, then the preset (the file's
 // "preset" key, else `preset`, else the default preset), then the file's keys,
-// then the `overrides` ("key=value", value parsed as JSON, else taken as a string).
+// then the `overrides` ("key=value", the value read as app::Schema::value_from_text does).
 // Unknown keys, wrong types and out-of-range values throw ConfigError naming the key.
 nlohmann::json resolve_config(const nlohmann::json& file, const std::string& preset,
                               const std::vector<std::string>& overrides);

@@ -1,6 +1,8 @@
 // The command line of qfleet-qgan and python -m qfleet.qgan (cli.hpp).
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/shell.hpp"
+#include "qgan_config.hpp"  // generated: the schemas config.json, tournament.json, suite.json
 
 #include <CLI/CLI.hpp>
 
@@ -24,45 +26,79 @@ std::string fmt_num(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-void add_train_options(CLI::App& a, TrainConfig& c) {
-  a.add_option("--target", c.target.name, "lognormal, bimodal, heavy_tailed, gaussian2d or image")->capture_default_str();
-  a.add_option("--qubits", c.target.qubits, "bins = 2^qubits for the 1-D targets (0: the target's default)")->capture_default_str();
-  a.add_option("--image", c.target.image, "target image: a PGM file (python -m qfleet.qgan.image FILE.pgm writes one)");
-  a.add_option("--fourier-features", c.target.fourier_features, "discriminator input frequencies (-1: the target's default)")
-      ->capture_default_str();
-  a.add_option("--reps", c.reps, "generator layers (-1: max(2, qubits - 2))")->capture_default_str();
-  a.add_option("--epochs", c.epochs, "epochs (each: d-steps discriminator steps, one generator step)")->capture_default_str();
-  a.add_option("--d-steps", c.d_steps, "discriminator steps per epoch")->capture_default_str();
-  a.add_option("--lr-g", c.lr_g, "generator Adam learning rate")->capture_default_str();
-  a.add_option("--lr-d", c.lr_d, "discriminator Adam learning rate")->capture_default_str();
-  a.add_option("--beta1", c.beta1, "Adam beta1 (both)")->capture_default_str();
-  a.add_option("--beta2", c.beta2, "Adam beta2 (both)")->capture_default_str();
-  a.add_option("--hidden", c.hidden, "discriminator hidden widths (default: the target's)")->delimiter(',');
-  a.add_option("--shots", c.shots, "0: exact probabilities; N: N-shot estimates and parameter-shift gradients")->capture_default_str();
-  a.add_option("--noise-model", c.noise_model, "a device noise-model JSON (docs/noisy.md): train under its noise");
-  a.add_option("--precision", c.precision, "complex128 or complex64")->capture_default_str();
-  a.add_option("--seed", c.seed, "seed")->capture_default_str();
-  a.add_option("--threads", c.threads, "CPU threads (0: all cores)")->capture_default_str();
-  a.add_option("--device", c.device, "the discriminator's: cpu, cuda or auto")->capture_default_str();
-  a.add_option("--checkpoint-every", c.checkpoint_every, "epochs between checkpoints")->capture_default_str();
-  a.add_option("--out", c.out, "output folder")->capture_default_str();
-  a.add_flag("--resume", c.resume, "continue from <out>/checkpoint.pt (--epochs N extends)");
+const app::Schema& train_schema() {
+  static const app::Schema s(kConfigJson);
+  return s;
+}
+const app::Schema& tournament_schema() {
+  static const app::Schema s(kTournamentJson);
+  return s;
+}
+const app::Schema& suite_schema() {
+  static const app::Schema s(kSuiteJson);
+  return s;
 }
 
-void add_tournament_options(CLI::App& a, TournamentConfig& c) {
-  a.add_option("--device", c.device_files, "a noise-model JSON file (repeat; default: the embedded fake backends)");
-  a.add_flag("!--no-noiseless", c.noiseless, "leave out the noiseless reference device");
-  a.add_option("--qubits", c.qubits, "width of the GHZ, QFT and random circuits")->capture_default_str();
-  a.add_option("--random-circuits", c.random_circuits, "random layered circuits")->capture_default_str();
-  a.add_option("--random-layers", c.random_layers, "layers of each random circuit")->capture_default_str();
-  a.add_option("--generator", c.generator_report, "a qGAN report.json: its trained generator joins the circuits");
-  a.add_option("--shots", c.shots, "shots per device and circuit for the finite-shot estimates (0: none)")->capture_default_str();
-  a.add_option("--resamples", c.resamples, "bootstrap resamples")->capture_default_str();
-  a.add_option("--confidence", c.confidence, "confidence of the shots-to-distinguish test")->capture_default_str();
-  a.add_option("--level", c.level, "level of the bootstrap intervals")->capture_default_str();
-  a.add_option("--seed", c.seed, "seed")->capture_default_str();
-  a.add_option("--threads", c.threads, "CPU threads (0: all cores)")->capture_default_str();
-  a.add_option("--out", c.out, "output folder")->capture_default_str();
+TrainConfig train_config(const json& r, bool resume, bool progress) {
+  TrainConfig c;
+  c.target.name = r["target"];
+  c.target.qubits = r["qubits"];
+  c.target.image = r["image"];
+  c.target.fourier_features = r["fourier_features"];
+  c.reps = r["reps"];
+  c.epochs = r["epochs"];
+  c.d_steps = r["d_steps"];
+  c.lr_g = r["lr_g"];
+  c.lr_d = r["lr_d"];
+  c.beta1 = r["beta1"];
+  c.beta2 = r["beta2"];
+  c.hidden = r["hidden"].get<std::vector<int64_t>>();
+  c.shots = r["shots"];
+  c.noise_model = r["noise_model"];
+  c.precision = r["precision"];
+  c.seed = r["seed"];
+  c.threads = r["threads"];
+  c.device = r["device"];
+  c.checkpoint_every = r["checkpoint_every"];
+  c.out = r["out"];
+  c.resume = resume;
+  c.progress = progress;
+  return c;
+}
+
+TournamentConfig tournament_config(const json& r, bool progress) {
+  TournamentConfig c;
+  c.device_files = r["devices"].get<std::vector<std::string>>();
+  c.noiseless = r["noiseless"];
+  c.qubits = r["qubits"];
+  c.random_circuits = r["random_circuits"];
+  c.random_layers = r["random_layers"];
+  c.generator_report = r["generator_report"];
+  c.shots = r["shots"];
+  c.resamples = r["resamples"];
+  c.confidence = r["confidence"];
+  c.level = r["level"];
+  c.seed = r["seed"];
+  c.threads = r["threads"];
+  c.out = r["out"];
+  c.progress = progress;
+  return c;
+}
+
+SuiteConfig suite_config(const json& r, bool progress) {
+  SuiteConfig c = default_suite();
+  c.qgan.target.name = r["target"];
+  c.qgan.epochs = r["epochs"];
+  c.qgan.seed = c.tournament.seed = r["seed"];
+  c.qgan.threads = c.tournament.threads = r["threads"];
+  c.qgan.device = r["device"];
+  c.tournament.device_files = r["devices"].get<std::vector<std::string>>();
+  c.tournament.shots = r["shots"];
+  c.figures = r["figures"];
+  c.python = r["python"];
+  c.out = r["out"];
+  c.progress = progress;
+  return c;
 }
 
 void print_train(const json& r) {
@@ -92,80 +128,72 @@ void print_tournament(const json& t) {
   }
 }
 
+int train_main(const app::Shell& shell) {
+  const TrainConfig tc = train_config(shell.config(), shell.resume(), !shell.quiet());
+  validate(tc);
+  print_train(train(tc));
+  std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt); figures: python -m qfleet.qgan.plot %s\n",
+              tc.out.c_str(), tc.out.c_str());
+  return 0;
+}
+
+int tournament_main(const app::Shell& shell) {
+  const TournamentConfig tt = tournament_config(shell.config(), !shell.quiet());
+  validate(tt);
+  print_tournament(run_tournament(tt));
+  std::printf("outputs in %s/tournament.json; figures: python -m qfleet.qgan.plot %s\n", tt.out.c_str(), tt.out.c_str());
+  return 0;
+}
+
+void print_suite(const json& s, const SuiteConfig& sc) {
+  std::printf("\nsuite summary (%s/summary.json)\n", sc.out.c_str());
+  std::printf("  %-12s %-58s %8s\n", "stage", "result", "seconds");
+  std::printf("  %-12s %-58s %8.1f\n", "qGAN",
+              (s["qgan"]["target"].get<std::string>() + ", " + fmt_num(s["qgan"]["epochs"]) + " epochs: KL " +
+               fmt_num(s["qgan"]["kl"]) + ", KS " + fmt_num(s["qgan"]["ks"]))
+                  .c_str(),
+              s["qgan"]["seconds"].get<double>());
+  std::printf("  %-12s %-58s %8.1f\n", "tournament",
+              (fmt_num(s["tournament"]["devices"]) + " devices x " + fmt_num(s["tournament"]["circuits"]) + " circuits, winner " +
+               (s["tournament"]["ranking"].is_array() ? s["tournament"]["ranking"][0]["device"].get<std::string>() : "-"))
+                  .c_str(),
+              s["tournament"]["seconds"].get<double>());
+  const int fs = s["figures"]["exit_status"].get<int>();
+  std::printf("  %-12s %-58s %8.1f\n", "figures",
+              !sc.figures ? "skipped" : fs == 0 ? "written" : ("failed (exit " + std::to_string(fs) + "): run " +
+                                                              s["figures"]["command"].get<std::string>()).c_str(),
+              s["figures"]["seconds"].get<double>());
+  std::printf("  %-12s %-58s %8.1f\n", "total", "", s["seconds"].get<double>());
+}
+
 }  // namespace
 
 int cli_main(const std::string& prog, const std::vector<std::string>& args) {
-  TrainConfig tc;
-  TournamentConfig tt;
-  SuiteConfig sc = default_suite();
-  bool quiet = false, print_config = false, no_figures = false;
   CLI::App app{prog + ": a quantum GAN and a device-distinguishability tournament on qfleet (docs/qgan.md). "
                       "Without a subcommand: train (the 3-qubit log-normal).",
                prog};
   app.require_subcommand(0, 1);
-  add_train_options(app, tc);  // the default subcommand's options
+  const app::Shell default_shell(app, train_schema());  // no subcommand: train
   CLI::App* train_cmd = app.add_subcommand("train", "train a qGAN");
-  add_train_options(*train_cmd, tc);
+  const app::Shell train_shell(*train_cmd, train_schema());
   CLI::App* tour_cmd = app.add_subcommand("tournament", "compare devices' output distributions");
-  add_tournament_options(*tour_cmd, tt);
+  const app::Shell tour_shell(*tour_cmd, tournament_schema(), false);
   CLI::App* suite_cmd = app.add_subcommand("suite", "qGAN (gaussian2d, 1000 epochs) + tournament + figures, with a summary");
-  suite_cmd->add_option("--out", sc.out, "output folder")->capture_default_str();
-  suite_cmd->add_option("--epochs", sc.qgan.epochs, "qGAN epochs")->capture_default_str();
-  suite_cmd->add_option("--target", sc.qgan.target.name, "qGAN target")->capture_default_str();
-  suite_cmd->add_option("--seed", sc.qgan.seed, "seed (both stages)")->capture_default_str();
-  suite_cmd->add_option("--threads", sc.qgan.threads, "CPU threads (0: all cores)")->capture_default_str();
-  suite_cmd->add_option("--device", sc.tournament.device_files, "tournament devices (default: the embedded fake backends)");
-  suite_cmd->add_option("--shots", sc.tournament.shots, "tournament shots per device and circuit")->capture_default_str();
-  suite_cmd->add_option("--python", sc.python, "the Python that draws the figures")->capture_default_str();
-  suite_cmd->add_flag("--no-figures", no_figures, "skip the figures");
-  for (CLI::App* a : {&app, train_cmd, tour_cmd, suite_cmd}) {
-    a->add_flag("--quiet", quiet, "no progress bar");
-    a->add_flag("--print-config", print_config, "print the configuration as JSON and exit");
-  }
+  const app::Shell suite_shell(*suite_cmd, suite_schema(), false);
   if (const auto status = app::parse_command_line(app, prog, args)) return *status;
+  const app::Shell& shell = tour_cmd->parsed()    ? tour_shell
+                            : suite_cmd->parsed() ? suite_shell
+                            : train_cmd->parsed() ? train_shell
+                                                  : default_shell;
   return app::run_guarded<TargetError>(prog, [&] {
-    if (tour_cmd->parsed()) {
-      tt.progress = !quiet;
-      validate(tt);
-      if (print_config) return std::printf("%s\n", tt.to_json().dump(1).c_str()), 0;
-      print_tournament(run_tournament(tt));
-      std::printf("outputs in %s/tournament.json; figures: python -m qfleet.qgan.plot %s\n", tt.out.c_str(), tt.out.c_str());
-      return 0;
-    }
+    if (const auto status = shell.answer_printing()) return *status;
+    if (tour_cmd->parsed()) return tournament_main(shell);
     if (suite_cmd->parsed()) {
-      sc.progress = !quiet;
-      sc.figures = !no_figures;
-      sc.tournament.seed = sc.qgan.seed;
-      sc.tournament.threads = sc.qgan.threads;
-      if (print_config) return std::printf("%s\n", json{{"qgan", sc.qgan.to_json()}, {"tournament", sc.tournament.to_json()}}.dump(1).c_str()), 0;
-      const json s = run_suite(sc);
-      std::printf("\nsuite summary (%s/summary.json)\n", sc.out.c_str());
-      std::printf("  %-12s %-58s %8s\n", "stage", "result", "seconds");
-      std::printf("  %-12s %-58s %8.1f\n", "qGAN",
-                  (s["qgan"]["target"].get<std::string>() + ", " + fmt_num(s["qgan"]["epochs"]) + " epochs: KL " +
-                   fmt_num(s["qgan"]["kl"]) + ", KS " + fmt_num(s["qgan"]["ks"]))
-                      .c_str(),
-                  s["qgan"]["seconds"].get<double>());
-      std::printf("  %-12s %-58s %8.1f\n", "tournament",
-                  (fmt_num(s["tournament"]["devices"]) + " devices x " + fmt_num(s["tournament"]["circuits"]) + " circuits, winner " +
-                   (s["tournament"]["ranking"].is_array() ? s["tournament"]["ranking"][0]["device"].get<std::string>() : "-"))
-                      .c_str(),
-                  s["tournament"]["seconds"].get<double>());
-      const int fs = s["figures"]["exit_status"].get<int>();
-      std::printf("  %-12s %-58s %8.1f\n", "figures",
-                  !sc.figures ? "skipped" : fs == 0 ? "written" : ("failed (exit " + std::to_string(fs) + "): run " +
-                                                                  s["figures"]["command"].get<std::string>()).c_str(),
-                  s["figures"]["seconds"].get<double>());
-      std::printf("  %-12s %-58s %8.1f\n", "total", "", s["seconds"].get<double>());
+      const SuiteConfig sc = suite_config(shell.config(), !shell.quiet());
+      print_suite(run_suite(sc), sc);
       return 0;
     }
-    tc.progress = !quiet;
-    validate(tc);
-    if (print_config) return std::printf("%s\n", tc.to_json().dump(1).c_str()), 0;
-    print_train(train(tc));
-    std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt); figures: python -m qfleet.qgan.plot %s\n", tc.out.c_str(),
-                tc.out.c_str());
-    return 0;
+    return train_main(shell);
   });
 }
 

@@ -11,12 +11,13 @@
 #include <optional>
 #include <random>
 
-#include "device_lowering.hpp"
+#include "qfleet/device_lowering.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/noise_model.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
 #include "json_io.hpp"
+#include "common/report_header.hpp"
 
 namespace qfleet::qgan {
 namespace fs = std::filesystem;
@@ -310,10 +311,7 @@ json train(const TrainConfig& cfg_in) {
     pg = nn::circuit_forward(gen.program, no_inputs, w).squeeze(0).to(torch::kFloat64).contiguous();
   }
   const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K);
-  json report;
-  report["app"] = "qfleet-qgan train";
-  report["config"] = cfg.to_json();
-  report["seed"] = cfg.seed;
+  json report = app::report_header("qfleet-qgan train", cfg.to_json(), cfg.seed);
   report["target"] = target_json(target);
   json g = gen.info;
   const torch::Tensor wd = w.detach().to(torch::kFloat64).contiguous();

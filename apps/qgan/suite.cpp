@@ -11,6 +11,7 @@
 #include "json_io.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/train.hpp"
+#include "common/report_header.hpp"
 
 extern char** environ;
 
@@ -54,9 +55,8 @@ json run_suite(const SuiteConfig& cfg) {
   c.tournament.progress = c.progress;
   validate(c.qgan);
   validate(c.tournament);
-  json summary;
-  summary["app"] = "qfleet-qgan suite";
-  summary["config"] = {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}};
+  json summary = app::report_header("qfleet-qgan suite",
+                                     {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}}, c.qgan.seed);
 
   if (c.progress) std::fprintf(stderr, "[1/3] qGAN: %s, %lld epochs\n", c.qgan.target.name.c_str(), static_cast<long long>(c.qgan.epochs));
   const auto t1 = Clock::now();

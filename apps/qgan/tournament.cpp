@@ -8,13 +8,14 @@
 #include <random>
 
 #include "circuits.hpp"
-#include "device_lowering.hpp"
+#include "qfleet/device_lowering.hpp"
 #include "distributions.hpp"
 #include "json_io.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/program.hpp"
 #include "qfleet/train.hpp"
 #include "qgan_devices.hpp"  // generated: the embedded default devices (apps/qgan/devices/*.json)
+#include "common/report_header.hpp"
 
 namespace qfleet::qgan {
 namespace fs = std::filesystem;
@@ -162,10 +163,7 @@ json run_tournament(const TournamentConfig& c) {
     }
   if (c.progress) bar.finish();
 
-  json out;
-  out["app"] = "qfleet-qgan tournament";
-  out["config"] = c.to_json();
-  out["seed"] = c.seed;
+  json out = app::report_header("qfleet-qgan tournament", c.to_json(), c.seed);
   out["confidence"] = c.confidence;
   for (const auto& d : devices) out["devices"].push_back({{"name", d.name}, {"kind", d.kind}, {"source", d.source}});
   json dists = json::object();

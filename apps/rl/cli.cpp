@@ -5,6 +5,7 @@
 //              the same validation tasks, with the `qfleet eval` check of PPO's pulses
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/shell.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -24,43 +25,10 @@ using nlohmann::json;
 
 namespace {
 
-// The embedded default: the qubit X task under the meta-control noise distribution, long
-// enough for PPO to come within 0.002 of per-task GRAPE (docs/rl.md has the measurement).
-PpoConfig default_config() {
-  PpoConfig c;
-  c.env.task = "qubit_x";
-  c.env.num_envs = 64;
-  c.total_steps = 64 * 60 * 150;
-  c.num_minibatches = 8;
-  c.update_epochs = 4;
-  c.gamma = 1.0;
-  c.learning_rate = 1e-3;
-  c.eval_every = 10;
-  c.checkpoint_every = 50;
-  return c;
-}
-
-PpoConfig load(const std::string& file, const std::vector<std::string>& sets) {
-  PpoConfig c = default_config();
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) throw std::invalid_argument(file + ": cannot open");
-    const json j = json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::invalid_argument(file + ": not valid JSON");
-    json base = c.to_json();
-    for (const auto& [k, v] : j.items()) {
-      if (k == "env") {
-        if (!v.is_object()) throw std::invalid_argument("env: expected an object");
-        for (const auto& [ek, evv] : v.items()) base["env"][ek] = evv;
-      } else {
-        base[k] = v;
-      }
-    }
-    c = PpoConfig::from_json(base);
-  }
-  for (const auto& s : sets) c.set(s);
-  return c;
-}
+// The run's settings: config.json's keys (the embedded default run: the qubit X task
+// under the meta-control noise distribution, long enough for PPO to come within 0.002
+// of per-task GRAPE; docs/rl.md has the measurement) as the command line resolved them.
+PpoConfig load(const app::Shell& shell) { return PpoConfig::from_json(app::nest(shell.config())); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -96,26 +64,17 @@ int bench_env(const EnvConfig& ec, int64_t steps, int64_t repeats, bool as_json)
 int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
   CLI::App app{"qfleet-rl: vectorized quantum-control environments and PPO (docs/rl.md)", prog};
   app.require_subcommand(0, 1);
-  std::string config_file, out;
-  std::vector<std::string> sets;
-  bool resume = false, quiet = false;
   int64_t stop_after = -1;
   int nproc = 1;
-  auto add_train_opts = [&](CLI::App* s) {
-    s->add_option("--config", config_file, "JSON file of PPO keys (and an \"env\" object)");
-    s->add_option("--set", sets, "key=value (PPO key, or env.KEY for the environment)");
-    s->add_option("--out", out, "output directory (default rl-out)");
-    s->add_flag("--quiet", quiet, "no progress bar or summary");
+  auto add_run_opts = [&](CLI::App* s) {
+    s->add_option("--stop-after", stop_after, "stop (with a checkpoint) after this many rollouts");
+    s->add_option("--nproc", nproc, "processes (each steps num_envs / nproc environments)")->check(CLI::Range(1, 64));
   };
-  add_train_opts(&app);
-  app.add_flag("--resume", resume, "continue from <out>/checkpoint.pt");
-  app.add_option("--stop-after", stop_after, "stop (with a checkpoint) after this many rollouts");
-  app.add_option("--nproc", nproc, "processes (each steps num_envs / nproc environments)")->check(CLI::Range(1, 64));
+  const app::Shell default_shell(app, schema());  // no subcommand: train
+  add_run_opts(&app);
   auto* train_cmd = app.add_subcommand("train", "PPO (the default)");
-  add_train_opts(train_cmd);
-  train_cmd->add_flag("--resume", resume, "continue from <out>/checkpoint.pt");
-  train_cmd->add_option("--stop-after", stop_after, "stop (with a checkpoint) after this many rollouts");
-  train_cmd->add_option("--nproc", nproc, "processes")->check(CLI::Range(1, 64));
+  const app::Shell train_shell(*train_cmd, schema());
+  add_run_opts(train_cmd);
   auto* bench_cmd = app.add_subcommand("bench-env", "environment throughput with random actions");
   std::vector<std::string> env_sets;
   int64_t steps = 100, repeats = 5;
@@ -125,12 +84,13 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
   bench_cmd->add_option("--repeats", repeats, "repeats (the median is reported)")->check(CLI::Range(1, 1000));
   bench_cmd->add_flag("--json", as_json, "one JSON line");
   auto* cmp_cmd = app.add_subcommand("compare", "PPO beside per-task GRAPE and the meta-learned policy on the same tasks");
-  add_train_opts(cmp_cmd);
+  const app::Shell compare_shell(*cmp_cmd, schema(), false);
   int64_t meta_iterations = 300;
   std::string ppo_dir;
   cmp_cmd->add_option("--meta-iterations", meta_iterations, "meta-training iterations")->check(CLI::Range(0, 10000000));
   cmp_cmd->add_option("--ppo", ppo_dir, "an existing PPO run's directory (else PPO is trained first)");
   if (const auto status = app::parse_command_line(app, prog, args_in)) return *status;
+  const app::Shell& shell = cmp_cmd->parsed() ? compare_shell : train_cmd->parsed() ? train_shell : default_shell;
   return app::run_guarded(prog, [&] {
     if (bench_cmd->parsed()) {
       EnvConfig ec;
@@ -138,8 +98,8 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
       for (const auto& s : env_sets) ec.set(s);
       return bench_env(ec, steps, repeats, as_json);
     }
-    PpoConfig cfg = load(config_file, sets);
-    if (!out.empty()) cfg.output_dir = out;
+    if (const auto status = shell.answer_printing()) return *status;
+    const PpoConfig cfg = load(shell);
     if (nproc > 1 && !std::getenv("WORLD_SIZE")) {
       std::string report;
       const int rc = train::launch_local(nproc, &report);
@@ -147,9 +107,9 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
       return rc == 0 ? 0 : 1;
     }
     TrainOptions o;
-    o.resume = resume;
-    o.progress = !quiet;
-    o.quiet = quiet;
+    o.resume = shell.resume();
+    o.progress = !shell.quiet();
+    o.quiet = shell.quiet();
     o.stop_after = stop_after;
     if (auto d = train::dist_from_env()) {
       o.nproc_rank = d->rank;

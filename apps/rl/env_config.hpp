@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/config.hpp"
+
 namespace qfleet::rl {
 
 struct EnvConfig {
@@ -33,19 +35,15 @@ struct EnvConfig {
   std::string device = "cpu";             // where observations and rewards are returned (cpu | cuda | auto)
 
   nlohmann::json to_json() const;
-  // Unknown keys, wrong types and out-of-range values throw std::invalid_argument naming the key.
+  // The keys given, over the defaults above; unknown keys, wrong types and out-of-range
+  // values throw app::ConfigError naming the key (schema()'s env.KEY).
   static EnvConfig from_json(const nlohmann::json& j);
-  // "key=value" (value parsed as JSON, else taken as a string) applied onto this config.
+  // "key=value" (the value read as the schema reads a command-line value) applied onto this config.
   void set(const std::string& assignment);
 };
 
-// The readers both configurations share (env_config.cpp): each throws std::invalid_argument
-// naming `key`; `assignment` splits "key=value" (value parsed as JSON, else taken as a string).
-namespace config_value {
-double number(const nlohmann::json& v, const std::string& key, double lo, double hi);
-int64_t integer(const nlohmann::json& v, const std::string& key, int64_t lo, int64_t hi);
-bool boolean(const nlohmann::json& v, const std::string& key);
-std::pair<std::string, nlohmann::json> assignment(const std::string& text);
-}  // namespace config_value
+// The keys of qfleet-rl's train and compare (config.json: the PPO keys and the
+// environment's as env.KEY), the one checker of both configurations' values.
+const app::Schema& schema();
 
 }  // namespace qfleet::rl

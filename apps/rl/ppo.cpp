@@ -11,6 +11,7 @@
 
 #include "evaluation.hpp"
 #include "qfleet/train.hpp"
+#include "common/report_header.hpp"
 
 namespace qfleet::rl {
 
@@ -350,10 +351,8 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
 
   // ---- final evaluation, pulses and the independent `qfleet eval` problems
   const Evaluation ev = evaluate(roller, cfg.env, val_tasks, roll_dev);
-  json report = {{"app", "qfleet-rl"},
-                 {"config", cfg.to_json()},
-                 {"seed", cfg.seed},
-                 {"complete", complete},
+  json report = app::report_header("qfleet-rl", cfg.to_json(), cfg.seed);
+  report.update({{"complete", complete},
                  {"rollouts", it},
                  {"env_steps", it * n_total * T},
                  {"processes", world},
@@ -361,7 +360,7 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
                  {"devices", {{"rollout", roll_dev.str()}, {"rollout_why", why_roll}, {"update", upd_dev.str()},
                               {"update_why", why_upd}, {"precision", prec.rule}, {"rollout_precision", roll_prec.rule}}},
                  {"timings_s", {{"wall", wall}, {"phases", ph.to_json()}}},
-                 {"curve", curve}};
+                 {"curve", curve}});
   json tasks = json::array();
   const Tensor vt = val_tasks.to(torch::kFloat64);
   for (int64_t b = 0; b < vt.size(0); ++b) {

@@ -1,6 +1,5 @@
 // PpoConfig <-> JSON with checks (ppo.hpp; docs/rl.md lists the keys).
-#include <cmath>
-#include <stdexcept>
+#include <type_traits>
 
 #include "ppo.hpp"
 
@@ -20,57 +19,48 @@ json PpoConfig::to_json() const {
 }
 
 PpoConfig PpoConfig::from_json(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("PPO configuration: expected a JSON object");
+  if (!j.is_object()) throw app::ConfigError("PPO configuration: expected a JSON object");
   PpoConfig c;
-  using config_value::boolean;
-  using config_value::integer;
-  const auto num = config_value::number;
-  for (const auto& [k, v] : j.items()) {
-    if (k == "env") c.env = EnvConfig::from_json(v);
-    else if (k == "total_steps") c.total_steps = integer(v, k, 1, int64_t(1) << 50);
-    else if (k == "rollout_steps") c.rollout_steps = integer(v, k, 0, 1000000);
-    else if (k == "learning_rate") c.learning_rate = num(v, k, 0, 10);
-    else if (k == "anneal_lr") c.anneal_lr = boolean(v, k);
-    else if (k == "gamma") c.gamma = num(v, k, 0, 1);
-    else if (k == "gae_lambda") c.gae_lambda = num(v, k, 0, 1);
-    else if (k == "num_minibatches") c.num_minibatches = integer(v, k, 1, 1000000);
-    else if (k == "update_epochs") c.update_epochs = integer(v, k, 1, 10000);
-    else if (k == "norm_adv") c.norm_adv = boolean(v, k);
-    else if (k == "clip_coef") c.clip_coef = num(v, k, 0, 10);
-    else if (k == "clip_vloss") c.clip_vloss = boolean(v, k);
-    else if (k == "ent_coef") c.ent_coef = num(v, k, 0, 10);
-    else if (k == "vf_coef") c.vf_coef = num(v, k, 0, 100);
-    else if (k == "max_grad_norm") c.max_grad_norm = num(v, k, 0, 1e6);
-    else if (k == "target_kl") c.target_kl = num(v, k, 0, 100);
-    else if (k == "hidden") c.hidden = integer(v, k, 1, 65536);
-    else if (k == "init_log_std") c.init_log_std = num(v, k, -20, 5);
-    else if (k == "device") {
-      if (!v.is_string() || (v != "cpu" && v != "cuda" && v != "auto")) throw std::invalid_argument("device: expected cpu, cuda or auto");
-      c.device = v.get<std::string>();
-    } else if (k == "eval_every") c.eval_every = integer(v, k, 1, 1000000000);
-    else if (k == "validation_tasks") c.validation_tasks = integer(v, k, 1, 1000000);
-    else if (k == "checkpoint_every") c.checkpoint_every = integer(v, k, 0, 1000000000);
-    else if (k == "seed") c.seed = uint64_t(integer(v, k, 0, (int64_t(1) << 53) - 1));
-    else if (k == "threads") c.threads = integer(v, k, 0, 65536);
-    else if (k == "output_dir") {
-      if (!v.is_string() || v.get<std::string>().empty()) throw std::invalid_argument("output_dir: expected a path");
-      c.output_dir = v.get<std::string>();
-    } else {
-      throw std::invalid_argument(k + ": unknown key (PPO keys: total_steps, rollout_steps, learning_rate, anneal_lr, gamma, "
-                                      "gae_lambda, num_minibatches, update_epochs, norm_adv, clip_coef, clip_vloss, ent_coef, "
-                                      "vf_coef, max_grad_norm, target_kl, hidden, init_log_std, device, eval_every, "
-                                      "validation_tasks, checkpoint_every, seed, threads, output_dir; environment keys as env.KEY)");
-    }
+  for (const auto& [key, v] : j.items()) {
+    if (key == "env") c.env = EnvConfig::from_json(v);
+    else schema().check(key, v);
   }
+  auto read = [&](const char* key, auto& field) {
+    if (j.contains(key)) field = j[key].get<std::decay_t<decltype(field)>>();
+  };
+  read("total_steps", c.total_steps);
+  read("rollout_steps", c.rollout_steps);
+  read("learning_rate", c.learning_rate);
+  read("anneal_lr", c.anneal_lr);
+  read("gamma", c.gamma);
+  read("gae_lambda", c.gae_lambda);
+  read("num_minibatches", c.num_minibatches);
+  read("update_epochs", c.update_epochs);
+  read("norm_adv", c.norm_adv);
+  read("clip_coef", c.clip_coef);
+  read("clip_vloss", c.clip_vloss);
+  read("ent_coef", c.ent_coef);
+  read("vf_coef", c.vf_coef);
+  read("max_grad_norm", c.max_grad_norm);
+  read("target_kl", c.target_kl);
+  read("hidden", c.hidden);
+  read("init_log_std", c.init_log_std);
+  read("device", c.device);
+  read("eval_every", c.eval_every);
+  read("validation_tasks", c.validation_tasks);
+  read("checkpoint_every", c.checkpoint_every);
+  read("seed", c.seed);
+  read("threads", c.threads);
+  read("output_dir", c.output_dir);
   return c;
 }
 
 void PpoConfig::set(const std::string& text) {
-  const auto [key, v] = config_value::assignment(text);
-  if (key.rfind("env.", 0) == 0) {
+  if (text.rfind("env.", 0) == 0) {
     env.set(text.substr(4));
     return;
   }
+  auto [key, v] = schema().assignment(text);
   json j = to_json();
   j[key] = v;
   *this = from_json(j);

@@ -8,6 +8,7 @@
 #include "qfleet/observable.hpp"
 #include "qfleet/open_system.hpp"
 #include "qfleet/structured_ops.hpp"
+#include "qfleet/device_lowering.hpp"
 #include "qfleet/noise_model.hpp"
 #include "qfleet/program.hpp"
 #include "qfleet/version.hpp"

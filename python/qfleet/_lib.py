@@ -75,3 +75,15 @@ def load_app(app: str):
         torch.ops.load_library(path)
         _APPS[app] = path
     return getattr(torch.ops, f"qfleet_{app}")
+
+
+def run_app_main(module: str, main) -> None:
+    """`python -m <module>`: the binaries' thread policy (apps/common/main.hpp: passive
+    OpenMP waiting unless OMP_WAIT_POLICY is set; the runtime reads it when it loads, and
+    torch has loaded it by now, so start again with it set), then exit with main()."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]])
+    sys.exit(main())

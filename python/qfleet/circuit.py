@@ -129,12 +129,23 @@ class Circuit:
         self._doc.setdefault("readout_errors", []).append({"wire": int(wire), "matrix": m})
         return self
 
-    def noise_model(self, model):
+    def noise_model(self, model, lower_to_device: bool = False):
         """Inserts a device noise model's channels and readout errors when compiled (a dict in
-        the format of docs/noisy.md, e.g. from qfleet.noise.from_fake_backend("manila"))."""
+        the format of docs/noisy.md, e.g. from qfleet.noise.from_fake_backend("manila")).
+
+        lower_to_device=True first runs the circuit on the device as a transpiler would:
+        connected physical qubits, SWAPs along the coupling map, every gate rewritten into the
+        device's basis (include/qfleet/device_lowering.hpp); the outputs stay in the
+        circuit's own wire order."""
         if not isinstance(model, dict):
             raise TypeError(f"qfleet: noise_model must be a dict (docs/noisy.md), got {type(model).__name__}")
+        if not isinstance(lower_to_device, bool):
+            raise TypeError(f"qfleet: lower_to_device must be True or False, got {lower_to_device!r}")
         self._doc["noise_model"] = copy.deepcopy(model)
+        if lower_to_device:
+            self._doc["lower_to_device"] = True
+        else:
+            self._doc.pop("lower_to_device", None)
         return self
 
     def purity(self):

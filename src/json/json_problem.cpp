@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "qfleet/device_lowering.hpp"
 #include "qfleet/gates.hpp"
 #include "qfleet/observable.hpp"
 
@@ -417,7 +418,7 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
   const Object top(doc, "",
                    {"kind", "qubits", "ops", "observables", "probs", "inputs", "weights",
                     "precision", "threads", "isa", "device", "gradients", "states", "shots", "seed",
-                    "readout_errors", "purity", "simulator", "noise_model", "output_npy"});
+                    "readout_errors", "purity", "simulator", "noise_model", "lower_to_device", "output_npy"});
   CircuitProblem p;
   const int n = read_int32(top.require("qubits"), "qubits");
   p.circuit = at("qubits", [&] { return Circuit(n); });
@@ -444,9 +445,19 @@ CircuitProblem parse_circuit_problem(const json& doc, bool model_only) {
     if (read_bool(*v, "purity")) c.purity();
   }
   if (const json* v = top.get("readout_errors")) read_readout_errors(c, *v, "readout_errors");
+  const json* lower = top.get("lower_to_device");
+  if (lower && read_bool(*lower, "lower_to_device") && !top.has("noise_model"))
+    fail("lower_to_device", "lowers the circuit onto a device: give the device as \"noise_model\"");
   if (const json* v = top.get("noise_model")) {
     const NoiseModel model = read_noise_model(*v, "noise_model");
-    p.circuit = at("noise_model", [&] { return apply_noise_model(c, model); });
+    if (lower && read_bool(*lower, "lower_to_device")) {  // layout, routing, the device's basis; then its noise
+      p.circuit = at("lower_to_device", [&] {
+        const LoweredCircuit low = lower_to_device(c, model);
+        return apply_noise_model(low.circuit, low.model);
+      });
+    } else {
+      p.circuit = at("noise_model", [&] { return apply_noise_model(c, model); });
+    }
   }
 
   // Batch, inputs and weights.

@@ -122,7 +122,7 @@ def write_set(d, train_images=None, train_labels=None, test_images=None, test_la
     ("image size", "images of 12x10, but"),
     ("counts", "has 20 images but"),
     ("head inputs", "gives 4 outputs, but head_inputs = 10"),
-    ("unknown backbone", "backbone \"vgg\": small or resnet18"),
+    ("unknown backbone", "key 'backbone': expected one of [\"small\",\"resnet18\"]"),
     ("bad option", "--epocs"),
 ])
 def test_bad_inputs_are_one_line_errors(binary, tmp_path, case, needle):

@@ -274,6 +274,42 @@ def test_noise_model_cli_and_errors(qfleet, tmp_path):
         qfleet.circuit_forward(prog, torch.tensor([[0.1], [float("1.2")]], dtype=F64), torch.zeros(0, dtype=F64))
 
 
+def test_lower_to_device_runs_a_logical_circuit_on_the_device(qfleet):
+    """Circuit.noise_model(model, lower_to_device=True): a circuit in any gates on any wires
+    runs on the device (layout, SWAP routing, the device's basis: docs/noisy.md). With the
+    model's three noise parts off the result is PennyLane's for the logical circuit."""
+    pytest.importorskip("qiskit_ibm_runtime.fake_provider")
+    import qfleet.noise as qn
+
+    model = qn.from_fake_backend("nairobi")
+    def logical():
+        c = qfleet.Circuit(4).add("Hadamard", [0]).add("CNOT", [0, 3]).add("RY", [2], [0.7])
+        return c.add("CZ", [3, 1]).add("RX", [1], [qfleet.weight(0)]).add("SWAP", [2, 0]).probs([0, 1, 2, 3])
+    with pytest.raises(RuntimeError, match="not a basis gate"):
+        logical().noise_model(model).compile()
+    w = torch.tensor([0.4], dtype=F64)
+    empty = torch.zeros(1, 0, dtype=F64)
+    quiet = dict(model, gate_error=False, thermal_relaxation=False, readout_error=False)
+    got = qfleet.circuit_forward(logical().noise_model(quiet, lower_to_device=True).compile(), empty, w)[0].numpy()
+
+    dev = qml.device("default.qubit", wires=4)
+
+    @qml.qnode(dev)
+    def ref():
+        qml.Hadamard(0)
+        qml.CNOT([0, 3])
+        qml.RY(0.7, wires=2)
+        qml.CZ([3, 1])
+        qml.RX(0.4, wires=1)
+        qml.SWAP([2, 0])
+        return qml.probs(wires=[0, 1, 2, 3])
+    assert np.abs(got - np.asarray(ref())).max() < 1e-12
+    noisy = qfleet.circuit_forward(logical().noise_model(model, lower_to_device=True).compile(), empty, w)[0].numpy()
+    assert abs(noisy.sum() - 1) < 1e-12 and 1e-4 < np.abs(noisy - got).max() < 0.2  # the device's noise, not more
+    with pytest.raises(TypeError, match="lower_to_device must be True or False"):
+        logical().noise_model(model, lower_to_device="yes")
+
+
 def test_docs_python_snippet_runs(qfleet):
     # docs/noisy.md's Python example, run as written (so the page cannot drift).
     import pathlib

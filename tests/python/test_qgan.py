@@ -150,11 +150,11 @@ def test_image_target_from_scikit_learns_sample_image(qgan_binary, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["train", "--target", "lognromal"], "unknown target"),
+    (["train", "--target", "lognromal"], "key 'target': expected one of"),
     (["train", "--target", "image", "--image", "/nonexistent.pgm"], "cannot open"),
     (["train", "--epochs", "0"], "epochs"),
     (["train", "--noise-model", "{bad}"], "cannot open"),
-    (["tournament", "--device", "{bad}"], "invalid JSON"),
+    (["tournament", "--devices", "{bad}"], "invalid JSON"),
     (["tournament", "--confidence", "1.5"], "confidence"),
     (["tournament", "--generator", "{bad}"], "invalid JSON"),
 ])

@@ -208,7 +208,7 @@ def test_make_vec_with_the_registered_ids():
     cz = gymnasium.make_vec("qfleet/CZ-v0", num_envs=3, action="discrete")
     assert cz.single_observation_space.shape == (15 * 16 + 1,) and cz.single_action_space.n == 1 + 4 * 6
     assert cz.action_space == gymnasium.spaces.MultiDiscrete([25] * 3)
-    with pytest.raises(ValueError, match="task: unknown 'nope'"):
+    with pytest.raises(ValueError, match="key 'env.task': expected one of"):
         rl.QfleetVectorEnv("nope")
     with pytest.raises(ValueError, match="bogus"):
         gymnasium.make_vec("qfleet/Ladder-v0", num_envs=2, bogus=1)

@@ -13,9 +13,9 @@
 #include <random>
 
 #include "circuits.hpp"
-#include "device_lowering.hpp"
 #include "distributions.hpp"
 #include "json_io.hpp"
+#include "qfleet/device_lowering.hpp"
 #include "qfleet/noise_model.hpp"
 #include "qfleet/program.hpp"
 #include "qgan.hpp"
@@ -236,53 +236,6 @@ TEST(QganCircuits, AgainstTheDenseReference) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
 }
 
-TEST(QganLowering, EveryRewriteKeepsTheDistribution) {
-  // Noiseless programs of the lowered circuits (the routed, basis-translated gates)
-  // against the original's dense reference, on a 7-qubit heavy-hex device (routing
-  // needed) and with only the reverse CNOT direction calibrated.
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<double> u(-M_PI, M_PI);
-  qfleet::NoiseModel one_way = device("fake_nairobi");
-  one_way.coupling_map = {{1, 0}, {2, 1}, {3, 1}, {5, 3}, {5, 4}, {6, 5}};
-  one_way.gates.erase(std::remove_if(one_way.gates.begin(), one_way.gates.end(),
-                                     [&](const auto& g) {
-                                       return g.wires.size() == 2 &&
-                                              std::find(one_way.coupling_map.begin(), one_way.coupling_map.end(),
-                                                        std::pair<int, int>(g.wires[0], g.wires[1])) == one_way.coupling_map.end();
-                                     }),
-                      one_way.gates.end());
-  for (const auto& model : {device("fake_nairobi"), one_way}) {
-    std::vector<Circuit> cs = {ghz_circuit(6), qft_circuit(5, 9), random_layered_circuit(6, 4, 3), generator_circuit({6, 2})};
-    Circuit mixed(4);  // every gate the lowering knows, far apart wires
-    mixed.add(Gate::Hadamard, {0}).add(Gate::RX, {3}, {0.3}).add(Gate::RY, {1}, {qfleet::Param::weight(0)})
-        .add(Gate::RZ, {2}, {qfleet::Param::weight(1, -2.0)}).add(Gate::PhaseShift, {0}, {0.7}).add(Gate::PauliX, {2})
-        .add(Gate::CZ, {0, 3}).add(Gate::ControlledPhaseShift, {3, 1}, {qfleet::Param::weight(2, 0.5)}).add(Gate::SWAP, {0, 2})
-        .add(Gate::CNOT, {3, 0}).add(Gate::Identity, {1}).probs({0, 1, 2, 3}).probs({2});
-    cs.push_back(mixed);
-    for (const Circuit& c : cs) {
-      std::vector<double> w(std::size_t(c.n_weights()));
-      for (double& v : w) v = u(rng);
-      const LoweredCircuit low = lower_to_device(c, model);
-      for (const auto& op : low.circuit.operations())
-        EXPECT_TRUE(op.gate == Gate::RZ || op.gate == Gate::SX || op.gate == Gate::PauliX || op.gate == Gate::CNOT);
-      const auto a = engine_probs(low.circuit, w), b = reference_probs(c, w);
-      ASSERT_EQ(a.size(), b.size());
-      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
-      // And under the device's noise it still compiles (every gate calibrated, every pair coupled).
-      EXPECT_NO_THROW(qfleet::compile(low.circuit, low.model));
-    }
-  }
-  EXPECT_NE(error_of([&] { lower_to_device(ghz_circuit(8), device("fake_nairobi")); }).find("no connected set"), std::string::npos);
-  Circuit tof(3);
-  tof.add(Gate::Toffoli, {0, 1, 2}).probs({0, 1, 2});
-  EXPECT_NE(error_of([&] { lower_to_device(tof, device("fake_nairobi")); }).find("Toffoli"), std::string::npos);
-  qfleet::NoiseModel no_sx = device("fake_nairobi");
-  no_sx.basis_gates = {Gate::RZ, Gate::CNOT};
-  no_sx.gates.erase(std::remove_if(no_sx.gates.begin(), no_sx.gates.end(), [](const auto& g) { return g.gate == Gate::SX || g.gate == Gate::PauliX || g.gate == Gate::Identity; }),
-                    no_sx.gates.end());
-  EXPECT_NE(error_of([&] { lower_to_device(ghz_circuit(2), no_sx); }).find("lacks SX"), std::string::npos);
-}
-
 // ---- training -------------------------------------------------------------------
 
 TEST(QganTrain, LearnsTheLogNormalAndResumesBitForBit) {
@@ -342,7 +295,7 @@ TEST(QganTrain, ParameterShiftFromShotsMatchesTheAdjointGradient) {
   std::uniform_real_distribution<double> u(-M_PI, M_PI), r(-1, 0);
   // 5 qubits: the CNOT chain needs SWAPs on the heavy-hex device, so its wires end permuted.
   const Circuit g = generator_circuit({5, 2});
-  const LoweredCircuit low = lower_to_device(g, device("fake_lagos"));
+  const qfleet::LoweredCircuit low = qfleet::lower_to_device(g, device("fake_lagos"));
   ASSERT_GT(low.swaps, 0);
   for (const auto& prog : {qfleet::compile(g), qfleet::compile(qfleet::apply_noise_model(low.circuit, low.model))}) {
     std::vector<double> w(std::size_t(prog.n_weights())), reward(std::size_t(prog.n_outputs()));

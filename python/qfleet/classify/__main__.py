@@ -1,11 +1,9 @@
 """python -m qfleet.classify: the qfleet-classify command line (the same C++ code; docs/classify.md).
 
-The binary sets OMP_WAIT_POLICY=passive before its OpenMP runtime loads (apps/classify/main.cpp
-says why); from Python, torch is imported first, so set it in the environment yourself on a
-busy machine."""
-import sys
-
+Like the binary, it runs with passive OpenMP waiting unless OMP_WAIT_POLICY is set
+(apps/common/main.hpp says why)."""
+from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _lib.run_app_main("qfleet.classify", main)

@@ -5,9 +5,8 @@
     python -m qfleet.meta_control --config run.json --set algorithm=reptile --set iterations=500
     python -m qfleet.meta_control --resume            # continue from <output_dir>/checkpoint.json
 """
-import sys
-
+from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _lib.run_app_main("qfleet.meta_control", main)

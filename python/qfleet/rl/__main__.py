@@ -4,12 +4,10 @@
     python -m qfleet.rl bench-env --env num_envs=16384 --steps 100
     python -m qfleet.rl compare --ppo rl-out --out rl-compare
 
-The binary sets OMP_WAIT_POLICY=passive before its OpenMP runtime loads (apps/classify/main.cpp
-says why); from Python, torch is imported first, so set it in the environment yourself on a
-busy machine."""
-import sys
-
+Like the binary, it runs with passive OpenMP waiting unless OMP_WAIT_POLICY is set
+(apps/common/main.hpp says why)."""
+from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _lib.run_app_main("qfleet.rl", main)

@@ -1,9 +1,11 @@
-// Runs a device-independent circuit on a device noise model: picks connected physical
-// qubits, routes two-qubit gates over the coupling map with SWAPs, and rewrites every
-// gate into the device's basis (IBM's {rz, sx, x, cx} for the fake backends), so that
-// qfleet::apply_noise_model can attach the calibrated channels. What a transpiler
-// does, kept simple and deterministic (no layout or gate-count optimisation; the
-// tournament compares devices under the same mapping).
+// Runs a device-independent circuit on a device noise model (noise_model.hpp): picks
+// connected physical qubits, routes two-qubit gates over the coupling map with SWAPs,
+// and rewrites every gate into the device's basis (IBM's {rz, sx, x, cx} for the fake
+// backends), so that apply_noise_model can attach the calibrated channels. What a
+// transpiler does, kept simple and deterministic (no layout or gate-count
+// optimisation: two devices compared under the same mapping see the same circuit).
+// JSON: "lower_to_device": true beside "noise_model" (docs/noisy.md); Python:
+// Circuit.noise_model(model, lower_to_device=True).
 #pragma once
 
 #include <string>
@@ -12,7 +14,7 @@
 #include "qfleet/circuit.hpp"
 #include "qfleet/noise_model.hpp"
 
-namespace qfleet::qgan {
+namespace qfleet {
 
 struct LoweredCircuit {
   Circuit circuit{1};      // on model.n_qubits wires, in the basis; its probs are in logical order
@@ -36,4 +38,4 @@ LoweredCircuit lower_to_device(const Circuit& logical, const NoiseModel& model);
 // coupling edges that leave the set are dropped).
 NoiseModel restrict_model(const NoiseModel& model, const std::vector<int>& qubits);
 
-}  // namespace qfleet::qgan
+}  // namespace qfleet

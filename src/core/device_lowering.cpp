@@ -1,5 +1,5 @@
 // Layout, routing and basis translation onto a device (device_lowering.hpp).
-#include "device_lowering.hpp"
+#include "qfleet/device_lowering.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace qfleet::qgan {
+namespace qfleet {
 
 NoiseModel restrict_model(const NoiseModel& model, const std::vector<int>& qubits) {
   std::vector<int> local(std::size_t(model.n_qubits), -1);
@@ -248,4 +248,4 @@ LoweredCircuit lower_to_device(const Circuit& logical, const NoiseModel& model) 
   return r;
 }
 
-}  // namespace qfleet::qgan
+}  // namespace qfleet

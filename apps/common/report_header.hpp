@@ -1,0 +1,19 @@
+// The first keys of every app's report, the same in each, so that a report says what
+// ran, with which configuration and seed, on which versions, machine and build:
+//   app, config, seed, started_utc,
+//   versions (qfleet, torch), machine (CPU model, logical cores, CUDA devices and the
+//   first one's compute capability), build (compiler, assertions, CUDA backend, the CPU
+//   instruction set the engine uses), runtime (torch's threads, OMP_WAIT_POLICY).
+// The app adds its own keys (results, its timings) after them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace qfleet::app {
+
+nlohmann::json report_header(const std::string& app, const nlohmann::json& config, uint64_t seed);
+
+}  // namespace qfleet::app

@@ -1,0 +1,46 @@
+// Every app's command line on one pattern: the common flags, the same in each app,
+//   --config FILE  --set key=value (repeat)  --print-config  --print-keys
+//   --device  --threads  --seed  --out  --resume  --quiet  [--preset NAME]
+// and one option per key of the app's schema (config.hpp), named after the key with
+// dashes (`--d-steps` for d_steps, `--env-num-envs` for env.num_envs). The keys' values
+// are applied in the order: the schema's defaults < the preset < the --config file <
+// the key options (--device, --threads, --seed and --out among them) < --set.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+
+namespace qfleet::app {
+
+class Shell {
+ public:
+  // Adds the flags to `cli` (an app or a subcommand). The schema must have the common
+  // keys device, threads and seed, and "out" (or an alias naming the output key); and
+  // outlive the Shell. `resume`: whether the command continues from a checkpoint.
+  Shell(CLI::App& cli, const Schema& schema, bool resume = true);
+
+  // After parsing: the resolved configuration (ConfigError for a bad file, key or value).
+  nlohmann::json config() const;
+  // After parsing: prints the keys (--print-keys, Markdown) or the resolved
+  // configuration (--print-config) and returns 0; nullopt when neither was asked.
+  std::optional<int> answer_printing() const;
+
+  bool resume() const { return resume_; }
+  bool quiet() const { return quiet_; }
+
+ private:
+  const Schema& schema_;
+  std::string config_file_, preset_;
+  std::vector<std::string> sets_;
+  std::map<std::string, std::vector<std::string>> texts_;  // key -> what its option was given
+  bool print_config_ = false, print_keys_ = false, resume_ = false, quiet_ = false;
+};
+
+}  // namespace qfleet::app

@@ -1,0 +1,106 @@
+"""Every app's command line on one pattern (apps/common/shell.hpp): the common flags,
+--print-config and --print-keys from the app's schema, bad values refused with exit
+status 2, the binary and `python -m qfleet.<app>` alike, and the docs' key tables equal
+to the schemas (QFLEET_UPDATE_DOCS=1 rewrites them)."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import app_binary
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# (module, binary variable, binary name, subcommand, the output key, docs page)
+COMMANDS = [
+    ("qfleet.meta_control", "QFLEET_META", "qfleet-meta", [], "output_dir", "docs/meta_control.md"),
+    ("qfleet.classify", "QFLEET_CLASSIFY", "qfleet-classify", [], "out", "docs/classify.md"),
+    ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["train"], "out", "docs/qgan.md"),
+    ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["tournament"], "out", "docs/qgan.md"),
+    ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["suite"], "out", "docs/qgan.md"),
+    ("qfleet.rl", "QFLEET_RL", "qfleet-rl", ["train"], "output_dir", "docs/rl.md"),
+    ("qfleet.rl", "QFLEET_RL", "qfleet-rl", ["compare"], "output_dir", "docs/rl.md"),
+]
+IDS = [" ".join([c[2]] + c[3]) for c in COMMANDS]
+
+
+def run_module(module, args):
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=300)
+
+
+def run(command):
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS, ids=IDS)
+def test_common_flags_and_print_config(module, variable, name, sub, out_key, docs, tmp_path):
+    binary = app_binary(variable, name)
+    args = sub + ["--device", "cpu", "--threads", "1", "--seed", "7", "--out", str(tmp_path / "o"), "--quiet",
+                  "--print-config"]
+    if "--resume" in run([binary, *sub, "--help"]).stdout:
+        args.append("--resume")
+    r = run_module(module, args)
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(r.stdout)
+    assert (cfg["device"], cfg["threads"], cfg["seed"], cfg[out_key]) == ("cpu", 1, 7, str(tmp_path / "o"))
+    b = run([binary, *args])
+    assert b.returncode == 0, b.stderr
+    # the same C++ behind both (python -m qfleet.qgan suite draws the figures with its own Python)
+    assert {**json.loads(b.stdout), "python": None} == {**cfg, "python": None}
+
+    # --config FILE, then --set over it
+    (tmp_path / "c.json").write_text(json.dumps({"seed": 11, "threads": 2}))
+    b = run([binary, *sub, "--config", str(tmp_path / "c.json"), "--set", "seed=12", "--print-config"])
+    assert b.returncode == 0, b.stderr
+    assert (json.loads(b.stdout)["seed"], json.loads(b.stdout)["threads"]) == (12, 2)
+
+
+@pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS, ids=IDS)
+def test_bad_values_are_refused_with_status_2(module, variable, name, sub, out_key, docs, tmp_path):
+    cases = [(["--set", "seed=-1"], "key 'seed': expected an integer"),
+             (["--set", "sed=3"], "unknown key 'sed' in --set (did you mean 'seed'?)"),
+             (["--threads", "many"], "key 'threads': expected an integer"),
+             (["--device", "tpu"], "key 'device': expected one of"),
+             (["--set", "seed"], "--set expects key=value")]
+    (tmp_path / "bad.json").write_text("{not json")
+    cases.append((["--config", str(tmp_path / "bad.json")], "is not valid JSON"))
+    (tmp_path / "unknown.json").write_text(json.dumps({"thread": 1}))
+    cases.append((["--config", str(tmp_path / "unknown.json")], "did you mean 'threads'?"))
+    binary = app_binary(variable, name)
+    for args, needle in cases:
+        r = run([binary, *sub, *args, "--print-config"])
+        assert r.returncode == 2, (args, r.stderr)
+        assert needle in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    r = run_module(module, sub + cases[1][0])  # and the Python entry alike
+    assert r.returncode == 2 and cases[1][1] in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+BLOCK = re.compile(r"<!-- keys: (?P<cmd>[^>]*?) --print-keys [^>]*-->\n(?P<table>.*?)<!-- end keys -->\n", re.S)
+
+
+def test_docs_list_each_schemas_keys():
+    modules = {c[2]: c[0] for c in COMMANDS}
+    pages = sorted({c[5] for c in COMMANDS})
+    seen = set()
+    for page in pages:
+        path = ROOT / page
+        text = path.read_text()
+
+        def table(m):
+            name, *sub = m["cmd"].split()
+            seen.add(" ".join([name] + sub))
+            r = run_module(modules[name], sub + ["--print-keys"])
+            assert r.returncode == 0, r.stderr
+            return m.group(0)[:m.start("table") - m.start()] + r.stdout + "<!-- end keys -->\n"
+
+        new = BLOCK.sub(table, text)
+        if os.environ.get("QFLEET_UPDATE_DOCS") == "1":
+            path.write_text(new)
+            continue
+        assert new == text, (f"{page}'s key tables differ from the schemas: "
+                             "QFLEET_UPDATE_DOCS=1 pytest -k docs_list rewrites them")
+    assert seen == set(IDS) - {"qfleet-rl compare"}, seen  # (compare reads train's keys)
