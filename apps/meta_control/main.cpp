@@ -9,4 +9,7 @@
 #include "cli.hpp"
 #include "common/main.hpp"
 
-int main(int argc, char** argv) { return qfleet::app::main(argc, argv, "qfleet-meta", qfleet::meta::cli_main); }
+int main(int argc, char** argv) {
+  // (common/main.hpp: why; python/qfleet/meta_control/__main__.py passes the same)
+  return qfleet::app::main(argc, argv, "qfleet-meta", qfleet::meta::cli_main, nullptr);
+}

@@ -9,4 +9,7 @@
 #include "cli.hpp"
 #include "common/main.hpp"
 
-int main(int argc, char** argv) { return qfleet::app::main(argc, argv, "qfleet-qgan", qfleet::qgan::cli_main); }
+int main(int argc, char** argv) {
+  // (common/main.hpp: why; python/qfleet/qgan/__main__.py passes the same)
+  return qfleet::app::main(argc, argv, "qfleet-qgan", qfleet::qgan::cli_main, "passive");
+}

@@ -8,4 +8,7 @@
 #include "cli.hpp"
 #include "common/main.hpp"
 
-int main(int argc, char** argv) { return qfleet::app::main(argc, argv, "qfleet-rl", qfleet::rl::cli_main); }
+int main(int argc, char** argv) {
+  // (common/main.hpp: why; python/qfleet/rl/__main__.py passes the same)
+  return qfleet::app::main(argc, argv, "qfleet-rl", qfleet::rl::cli_main, "passive");
+}

@@ -77,12 +77,13 @@ def load_app(app: str):
     return getattr(torch.ops, f"qfleet_{app}")
 
 
-def run_app_main(module: str, main) -> None:
-    """`python -m <module>`: the binaries' thread policy (apps/common/main.hpp: passive
-    OpenMP waiting unless OMP_WAIT_POLICY is set; the runtime reads it when it loads, and
-    torch has loaded it by now, so start again with it set), then exit with main()."""
-    if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "passive"
+def run_app_main(module: str, main, wait_policy) -> None:
+    """`python -m <module>`: the app's OpenMP wait policy as its binary applies it
+    (apps/common/main.hpp: OMP_WAIT_POLICY = wait_policy unless the user set one, None:
+    the runtime's default; the runtime reads it when it loads, and torch has loaded it by
+    now, so start again with it set), then exit with main()."""
+    if wait_policy is not None and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = wait_policy
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]])

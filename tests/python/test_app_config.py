@@ -104,3 +104,23 @@ def test_docs_list_each_schemas_keys():
         assert new == text, (f"{page}'s key tables differ from the schemas: "
                              "QFLEET_UPDATE_DOCS=1 pytest -k docs_list rewrites them")
     assert seen == set(IDS) - {"qfleet-rl compare"}, seen  # (compare reads train's keys)
+
+
+def test_binary_and_python_entry_run_alike(tmp_path):
+    """The same thread policy (apps/common/main.hpp) and the same bits from both entries,
+    and the common report header (apps/common/report_header.hpp) in the report."""
+    binary = app_binary("QFLEET_QGAN", "qfleet-qgan")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    args = ["train", "--epochs", "5", "--quiet", "--seed", "3"]
+    for command, out in (([binary], "bin"), ([sys.executable, "-m", "qfleet.qgan"], "py")):
+        r = subprocess.run([*command, *args, "--out", str(tmp_path / out)], capture_output=True, text=True,
+                           timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+    bin_report, py_report = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("bin", "py"))
+    for report in (bin_report, py_report):
+        assert report["runtime"]["omp_wait_policy"] == "passive"
+        assert report["versions"]["qfleet"] and __import__("torch").__version__.startswith(report["versions"]["torch"])
+        assert report["machine"]["logical_cores"] >= 1 and report["build"]["cpu_isa"]
+        assert report["seed"] == 3 and report["config"]["epochs"] == 5
+    assert bin_report["runtime"] == py_report["runtime"]
+    assert bin_report["history"] == py_report["history"] and bin_report["final"] == py_report["final"]

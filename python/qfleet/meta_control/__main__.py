@@ -9,4 +9,4 @@ from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    _lib.run_app_main("qfleet.meta_control", main)
+    _lib.run_app_main("qfleet.meta_control", main, wait_policy=None)  # as apps/meta_control/main.cpp

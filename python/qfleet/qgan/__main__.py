@@ -6,4 +6,4 @@ from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    _lib.run_app_main("qfleet.qgan", main)
+    _lib.run_app_main("qfleet.qgan", main, wait_policy="passive")  # as apps/qgan/main.cpp

@@ -10,4 +10,4 @@ from .. import _lib
 from . import main
 
 if __name__ == "__main__":
-    _lib.run_app_main("qfleet.rl", main)
+    _lib.run_app_main("qfleet.rl", main, wait_policy="passive")  # as apps/rl/main.cpp
