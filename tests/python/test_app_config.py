@@ -123,4 +123,6 @@ def test_binary_and_python_entry_run_alike(tmp_path):
         assert report["machine"]["logical_cores"] >= 1 and report["build"]["cpu_isa"]
         assert report["seed"] == 3 and report["config"]["epochs"] == 5
     assert bin_report["runtime"] == py_report["runtime"]
-    assert bin_report["history"] == py_report["history"] and bin_report["final"] == py_report["final"]
+    def results(report):  # (wall times differ)
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in report["history"]], report["final"]
+    assert results(bin_report) == results(py_report)
