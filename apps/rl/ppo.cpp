@@ -8,10 +8,12 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
+#include <optional>
 
+#include "common/report_header.hpp"
 #include "evaluation.hpp"
 #include "qfleet/train.hpp"
-#include "common/report_header.hpp"
 
 namespace qfleet::rl {
 
@@ -54,57 +56,148 @@ struct Float32Default {
   Float32Default& operator=(const Float32Default&) = delete;
 };
 
-}  // namespace
+// One PPO run as a lifecycle: set up (processes, environments, agent, devices,
+// optimizer), resume, then per rollout collect -> update -> record (curve, progress,
+// checkpoint), and finish (final evaluation, the report and the files). The order of
+// the random draws is the run's contract (a resumed run is bit-identical): the agent
+// from the default generator seeded with seed, the devices' trial agents after it,
+// then actions and minibatch orders from one generator seeded with seed + 7.
+class PpoRun {
+ public:
+  PpoRun(const PpoConfig& cfg, const TrainOptions& opt);
+  void resume();
+  int64_t first() const { return first_; }
+  int64_t iterations() const { return iterations_; }
 
-json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
-  const Float32Default float32_default;
-  PpoConfig cfg = cfg_in;
-  namespace fs = std::filesystem;
-  const int rank = opt.nproc_rank, world = opt.nproc_world;
-  std::unique_ptr<train::ProcessGroup> group;
-  if (world > 1) {
+  struct Rollout {
+    Tensor next_obs, next_done;
+    double fidelity_sum = 0, return_sum = 0;
+    int64_t episodes = 0;
+  };
+  struct Update {
+    double pg = 0, v = 0, entropy = 0, kl_last = 0, clipfrac = 0;
+    int64_t minibatches = 0;
+  };
+  Rollout collect(int64_t it);
+  Update update(const Rollout& r);
+  void record(int64_t it, const Rollout& r, const Update& u);
+  json finish(int64_t it);
+
+ private:
+  torch::Device pick_rollout_device();
+  torch::Device pick_update_device();
+  void sync_roller();
+  void save(int64_t step, double wall);
+  Update minibatch_epochs(const Tensor& b_obs, const Tensor& b_act, const Tensor& b_logp, const Tensor& b_adv,
+                          const Tensor& b_ret, const Tensor& b_val);
+  double wall() const { return wall_before_ + now_s() - t_start_; }
+
+  Float32Default float32_default_;
+  PpoConfig cfg_;
+  TrainOptions opt_;
+  int rank_, world_;
+  std::unique_ptr<train::ProcessGroup> group_;
+  TaskSpec task_;
+  int64_t n_total_ = 0, n_local_ = 0, first_env_ = 0, T_ = 0, batch_ = 0, iterations_ = 0, mb_ = 0;
+  std::unique_ptr<VecEnv> env_;
+  bool discrete_ = false;
+  int64_t n_out_ = 0, obs_dim_ = 0, act_w_ = 0;
+  Agent agent_{nullptr}, roller_{nullptr};
+  at::Generator gen_;
+  std::string why_roll_, why_upd_;
+  torch::Device roll_dev_{torch::kCPU}, upd_dev_{torch::kCPU};
+  train::PrecisionPolicy prec_, roll_prec_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  Tensor val_tasks_;
+  std::string ckpt_, curve_path_;
+  train::TrainState state_;
+  json curve_ = json::array();
+  Phases ph_;
+  double wall_before_ = 0, t_start_ = 0, last_val_ = std::numeric_limits<double>::quiet_NaN();
+  int64_t first_ = 0;
+  Tensor obs_b_, act_b_, logp_b_, rew_b_, done_b_, val_b_;
+  std::optional<train::ProgressBar> bar_;  // (started when the rollouts start)
+};
+
+PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
+    : cfg_(cfg), opt_(opt), rank_(opt.nproc_rank), world_(opt.nproc_world), task_(make_task(cfg.env)) {
+  if (world_ > 1) {
     auto d = train::dist_from_env();
     if (!d) throw std::invalid_argument("nproc > 1 needs RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (qfleet-rl --nproc sets them)");
-    group = std::make_unique<train::ProcessGroup>(*d);
+    group_ = std::make_unique<train::ProcessGroup>(*d);
   }
-  if (cfg.env.num_envs % world != 0)
-    throw std::invalid_argument("num_envs (" + std::to_string(cfg.env.num_envs) + ") must be a multiple of the process count " + std::to_string(world));
-  if (cfg.threads > 0) torch::set_num_threads(int(cfg.threads));
-  const TaskSpec task = make_task(cfg.env);
-  const int64_t n_total = cfg.env.num_envs, n_local = n_total / world, first_env = rank * n_local;
-  const int64_t T = cfg.rollout_steps > 0 ? cfg.rollout_steps : task.n_steps;
-  const int64_t batch = n_local * T;
-  if (batch % cfg.num_minibatches != 0 || batch / cfg.num_minibatches < 1)
-    throw std::invalid_argument("num_minibatches (" + std::to_string(cfg.num_minibatches) + ") must divide the rollout batch " +
-                                std::to_string(batch) + " (num_envs per process x rollout_steps)");
-  const int64_t iterations = std::max<int64_t>(1, cfg.total_steps / (n_total * T));
-  const int64_t mb = batch / cfg.num_minibatches;
+  if (cfg_.env.num_envs % world_ != 0)
+    throw std::invalid_argument("num_envs (" + std::to_string(cfg_.env.num_envs) + ") must be a multiple of the process count " +
+                                std::to_string(world_));
+  if (cfg_.threads > 0) torch::set_num_threads(int(cfg_.threads));
+  n_total_ = cfg_.env.num_envs, n_local_ = n_total_ / world_, first_env_ = rank_ * n_local_;
+  T_ = cfg_.rollout_steps > 0 ? cfg_.rollout_steps : task_.n_steps;
+  batch_ = n_local_ * T_;
+  if (batch_ % cfg_.num_minibatches != 0 || batch_ / cfg_.num_minibatches < 1)
+    throw std::invalid_argument("num_minibatches (" + std::to_string(cfg_.num_minibatches) + ") must divide the rollout batch " +
+                                std::to_string(batch_) + " (num_envs per process x rollout_steps)");
+  iterations_ = std::max<int64_t>(1, cfg_.total_steps / (n_total_ * T_));
+  mb_ = batch_ / cfg_.num_minibatches;
 
-  EnvConfig ec = cfg.env;
-  ec.num_envs = n_local;
+  EnvConfig ec = cfg_.env;
+  ec.num_envs = n_local_;
   ec.device = "cpu";
-  ec.threads = cfg.threads;
-  VecEnv env(ec);
-  const bool discrete = env.discrete();
-  const int64_t n_out = discrete ? env.n_actions() : env.n_controls();
+  ec.threads = cfg_.threads;
+  env_ = std::make_unique<VecEnv>(ec);
+  discrete_ = env_->discrete();
+  n_out_ = discrete_ ? env_->n_actions() : env_->n_controls();
+  obs_dim_ = env_->obs_dim(), act_w_ = discrete_ ? 1 : n_out_;
 
-  torch::manual_seed(cfg.seed);  // orthogonal init draws from the default generator
-  Agent agent(env.obs_dim(), n_out, discrete, cfg.hidden, cfg.init_log_std);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 7);  // actions, minibatch order
+  torch::manual_seed(cfg_.seed);  // orthogonal init draws from the default generator
+  agent_ = Agent(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
+  gen_ = at::make_generator<at::CPUGeneratorImpl>(cfg_.seed + 7);  // actions, minibatch order
 
-  // ---- devices: the runtime times each phase on each device (auto) or takes the setting.
-  std::string why_roll, why_upd;
-  const torch::Device roll_dev = pick(cfg.device, [&](const torch::Device& d) {
-    auto a = std::make_shared<Agent>(env.obs_dim(), n_out, discrete, cfg.hidden, cfg.init_log_std);
+  // devices: the runtime times each phase on each device (auto) or takes the setting
+  roll_dev_ = pick_rollout_device();
+  upd_dev_ = pick_update_device();
+  prec_ = train::precision_policy(upd_dev_), roll_prec_ = train::precision_policy(roll_dev_);
+  train::apply_backend_switches(prec_);
+  agent_->to(upd_dev_);
+  roller_ = agent_;  // the same module unless the phases run on different devices
+  if (roll_dev_ != upd_dev_) {
+    roller_ = Agent(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
+    roller_->to(roll_dev_);
+  }
+  sync_roller();
+  optimizer_ = std::make_unique<torch::optim::Adam>(agent_->parameters(),
+                                                    torch::optim::AdamOptions(cfg_.learning_rate).eps(1e-5));
+  val_tasks_ = validation_tasks(cfg_.env, cfg_.validation_tasks, cfg_.seed);  // the meta-control app's for this seed
+
+  namespace fs = std::filesystem;
+  fs::create_directories(cfg_.output_dir);
+  ckpt_ = (fs::path(cfg_.output_dir) / "checkpoint.pt").string();
+  curve_path_ = (fs::path(cfg_.output_dir) / "curve.json").string();
+  json cfg_json = cfg_.to_json();
+  cfg_json.erase("output_dir");
+  state_.config = cfg_json.dump();
+  state_.modules = {{"agent", agent_.ptr().get()}};
+  state_.optimizers = {{"adam", optimizer_.get()}};
+  state_.generators = {{"policy", gen_}};
+  obs_b_ = torch::zeros({T_, n_local_, obs_dim_}), act_b_ = torch::zeros({T_, n_local_, act_w_});
+  logp_b_ = torch::zeros({T_, n_local_}), rew_b_ = torch::zeros({T_, n_local_}), done_b_ = torch::zeros({T_, n_local_});
+  val_b_ = torch::zeros({T_, n_local_});
+}
+
+torch::Device PpoRun::pick_rollout_device() {
+  return pick(cfg_.device, [&](const torch::Device& d) {
+    auto a = std::make_shared<Agent>(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
     (*a)->to(d);
-    auto x = torch::randn({n_local, env.obs_dim()}).to(d);
+    auto x = torch::randn({n_local_, obs_dim_}).to(d);
     return std::function<Tensor()>([a, x] { torch::NoGradGuard ng; return (*a)->deterministic(x).sum(); });
-  }, why_roll);
-  const torch::Device upd_dev = pick(cfg.device, [&](const torch::Device& d) {
-    auto a = std::make_shared<Agent>(env.obs_dim(), n_out, discrete, cfg.hidden, cfg.init_log_std);
+  }, why_roll_);
+}
+
+torch::Device PpoRun::pick_update_device() {
+  return pick(cfg_.device, [&](const torch::Device& d) {
+    auto a = std::make_shared<Agent>(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
     (*a)->to(d);
     auto opt2 = std::make_shared<torch::optim::Adam>((*a)->parameters(), torch::optim::AdamOptions(1e-4));
-    auto x = torch::randn({mb, env.obs_dim()}).to(d);
+    auto x = torch::randn({mb_, obs_dim_}).to(d);
     return std::function<Tensor()>([a, x, opt2] {
       opt2->zero_grad();
       Tensor l = (*a)->value(x).pow(2).mean() + (*a)->deterministic(x).float_power(2).mean().to(torch::kFloat);
@@ -112,277 +205,266 @@ json train_ppo(const PpoConfig& cfg_in, const TrainOptions& opt) {
       opt2->step();
       return l.detach();
     });
-  }, why_upd);
-  const train::PrecisionPolicy prec = train::precision_policy(upd_dev), roll_prec = train::precision_policy(roll_dev);
-  train::apply_backend_switches(prec);
-  agent->to(upd_dev);
-  Agent roller = agent;  // the same module unless the phases run on different devices
-  if (roll_dev != upd_dev) {
-    roller = Agent(env.obs_dim(), n_out, discrete, cfg.hidden, cfg.init_log_std);
-    roller->to(roll_dev);
-  }
-  auto sync_roller = [&] {
-    if (roll_dev == upd_dev) return;
-    torch::NoGradGuard ng;
-    auto src = agent->parameters(), dst = roller->parameters();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  };
-  sync_roller();
-  torch::optim::Adam optimizer(agent->parameters(), torch::optim::AdamOptions(cfg.learning_rate).eps(1e-5));
+  }, why_upd_);
+}
 
-  // ---- validation tasks (the meta-control app's for qubit_x / cz with this seed)
-  const Tensor val_tasks = validation_tasks(cfg.env, cfg.validation_tasks, cfg.seed);
+void PpoRun::sync_roller() {
+  if (roll_dev_ == upd_dev_) return;
+  torch::NoGradGuard ng;
+  auto src = agent_->parameters(), dst = roller_->parameters();
+  for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+}
 
-  // ---- checkpoint and resume
-  fs::create_directories(cfg.output_dir);
-  const std::string ckpt = (fs::path(cfg.output_dir) / "checkpoint.pt").string();
-  const std::string curve_path = (fs::path(cfg.output_dir) / "curve.json").string();
-  json cfg_json = cfg.to_json();
-  cfg_json.erase("output_dir");
-  train::TrainState state;
-  state.config = cfg_json.dump();
-  state.modules = {{"agent", agent.ptr().get()}};
-  state.optimizers = {{"adam", &optimizer}};
-  state.generators = {{"policy", gen}};
-  json curve = json::array();
-  Phases ph;
-  double wall_before = 0;
-  int64_t first = 0;
-  if (opt.resume && fs::exists(ckpt)) {
-    train::load_checkpoint(ckpt, state);
-    first = state.step;
-    std::ifstream in(curve_path);
+void PpoRun::resume() {
+  if (opt_.resume && std::filesystem::exists(ckpt_)) {
+    train::load_checkpoint(ckpt_, state_);
+    first_ = state_.step;
+    std::ifstream in(curve_path_);
     const json saved = json::parse(in, nullptr, false);
     if (saved.is_discarded() || !saved.contains("curve"))
-      throw train::CheckpointError(curve_path + ": missing or damaged (it travels with the checkpoint)");
+      throw train::CheckpointError(curve_path_ + ": missing or damaged (it travels with the checkpoint)");
     for (const auto& row : saved["curve"])
-      if (row["rollout"].get<int64_t>() <= first) curve.push_back(row);
-    ph.simulate = saved["phases"]["simulate"];
-    ph.policy = saved["phases"]["policy"];
-    ph.update = saved["phases"]["update"];
-    ph.evaluate = saved["phases"]["evaluate"];
-    wall_before = saved["wall_s"];
+      if (row["rollout"].get<int64_t>() <= first_) curve_.push_back(row);
+    ph_.simulate = saved["phases"]["simulate"];
+    ph_.policy = saved["phases"]["policy"];
+    ph_.update = saved["phases"]["update"];
+    ph_.evaluate = saved["phases"]["evaluate"];
+    wall_before_ = saved["wall_s"];
     sync_roller();
   }
+  bar_.emplace();
+  t_start_ = now_s();
+}
 
-  const int64_t obs_dim = env.obs_dim(), act_w = discrete ? 1 : n_out;
-  Tensor obs_b = torch::zeros({T, n_local, obs_dim}), act_b = torch::zeros({T, n_local, act_w}),
-         logp_b = torch::zeros({T, n_local}), rew_b = torch::zeros({T, n_local}), done_b = torch::zeros({T, n_local}),
-         val_b = torch::zeros({T, n_local});
-  train::ProgressBar bar;
-  const double t_start = now_s();
-  double last_val = std::numeric_limits<double>::quiet_NaN();
-  auto all_sum = [&](Tensor t) {
-    if (group) group->all_reduce_sum(t);
-    return t;
-  };
-
-  auto evaluate_now = [&] {
+PpoRun::Rollout PpoRun::collect(int64_t it) {
+  if (cfg_.anneal_lr) {
+    const double lr = (1.0 - double(it) / double(iterations_)) * cfg_.learning_rate;
+    for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+  }
+  // Each rollout starts fresh episodes from seed + it x num_envs (+ this process's first
+  // environment): a resumed run draws the same tasks without saving the environments.
+  Rollout r;
+  r.next_obs = env_->reset(cfg_.seed * 1000003ULL + uint64_t(it * n_total_ + first_env_));
+  r.next_done = torch::zeros({n_local_});
+  Tensor ep_ret = torch::zeros({n_local_});
+  for (int64_t s = 0; s < T_; ++s) {
+    obs_b_[s].copy_(r.next_obs);
+    done_b_[s].copy_(r.next_done);
     const double t0 = now_s();
-    const Evaluation ev = evaluate(roller, cfg.env, val_tasks, roll_dev);
-    ph.evaluate += now_s() - t0;
-    last_val = ev.fidelity.mean().item<double>();
-  };
-
-  int64_t it = first;
-  for (; it < iterations; ++it) {
-    if (opt.stop_after >= 0 && it - first >= opt.stop_after) break;
-    if (cfg.anneal_lr) {
-      const double lr = (1.0 - double(it) / double(iterations)) * cfg.learning_rate;
-      for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-    }
-    // Each rollout starts fresh episodes from seed + it x num_envs (+ this process's first
-    // environment): a resumed run draws the same tasks without saving the environments.
-    Tensor next_obs = env.reset(cfg.seed * 1000003ULL + uint64_t(it * n_total + first_env));
-    Tensor next_done = torch::zeros({n_local});
-    double ep_fid = 0, ep_ret_sum = 0;
-    int64_t ep_count = 0;
-    Tensor ep_ret = torch::zeros({n_local});
-    for (int64_t s = 0; s < T; ++s) {
-      obs_b[s].copy_(next_obs);
-      done_b[s].copy_(next_done);
-      double t0 = now_s();
-      Tensor a, lp, v;
-      {
-        torch::NoGradGuard ng;
-        train::AutocastScope ac(roll_prec);  // BF16 policy where the runtime's rule says so
-        auto [a_, lp_, ent_, v_] = roller->act(next_obs.to(roll_dev), Tensor(), &gen);
-        a = discrete ? a_.to(torch::kCPU) : a_.to(torch::kCPU, torch::kFloat);
-        lp = lp_.to(torch::kCPU, torch::kFloat);
-        v = v_.to(torch::kCPU, torch::kFloat);
-      }
-      double t1 = now_s();
-      ph.policy += t1 - t0;
-      const StepResult r = env.step(a);  // the environment clips continuous actions to [-1, 1]
-      ph.simulate += now_s() - t1;
-      act_b[s].copy_(a.reshape({n_local, act_w}).to(torch::kFloat));
-      logp_b[s].copy_(lp);
-      val_b[s].copy_(v);
-      rew_b[s].copy_(r.reward);
-      next_obs = r.obs;
-      next_done = r.terminated.to(torch::kFloat);
-      ep_ret += r.reward;
-      const Tensor ended = r.terminated;
-      const int64_t k = ended.sum().item<int64_t>();
-      if (k > 0) {
-        ep_count += k;
-        ep_fid += r.final_fidelity.masked_select(ended).sum().item<double>();
-        ep_ret_sum += ep_ret.masked_select(ended).sum().item<double>();
-        ep_ret.masked_fill_(ended, 0.0);
-      }
-    }
-    // ---- GAE (CleanRL's recursion)
-    const double t_upd = now_s();
-    Tensor adv = torch::zeros({T, n_local}), next_value;
+    Tensor a, lp, v;
     {
       torch::NoGradGuard ng;
-      next_value = roller->value(next_obs.to(roll_dev)).to(torch::kCPU);
+      train::AutocastScope ac(roll_prec_);  // BF16 policy where the runtime's rule says so
+      auto [a_, lp_, ent_, v_] = roller_->act(r.next_obs.to(roll_dev_), Tensor(), &gen_);
+      a = discrete_ ? a_.to(torch::kCPU) : a_.to(torch::kCPU, torch::kFloat);
+      lp = lp_.to(torch::kCPU, torch::kFloat);
+      v = v_.to(torch::kCPU, torch::kFloat);
     }
-    Tensor lastgaelam = torch::zeros({n_local});
-    for (int64_t s = T - 1; s >= 0; --s) {
-      const Tensor nonterminal = s == T - 1 ? 1.0 - next_done : 1.0 - done_b[s + 1];
-      const Tensor nextvalues = s == T - 1 ? next_value : val_b[s + 1];
-      const Tensor delta = rew_b[s] + cfg.gamma * nextvalues * nonterminal - val_b[s];
-      lastgaelam = delta + cfg.gamma * cfg.gae_lambda * nonterminal * lastgaelam;
-      adv[s].copy_(lastgaelam);
+    const double t1 = now_s();
+    ph_.policy += t1 - t0;
+    const StepResult step = env_->step(a);  // the environment clips continuous actions to [-1, 1]
+    ph_.simulate += now_s() - t1;
+    act_b_[s].copy_(a.reshape({n_local_, act_w_}).to(torch::kFloat));
+    logp_b_[s].copy_(lp);
+    val_b_[s].copy_(v);
+    rew_b_[s].copy_(step.reward);
+    r.next_obs = step.obs;
+    r.next_done = step.terminated.to(torch::kFloat);
+    ep_ret += step.reward;
+    const Tensor ended = step.terminated;
+    const int64_t k = ended.sum().item<int64_t>();
+    if (k > 0) {
+      r.episodes += k;
+      r.fidelity_sum += step.final_fidelity.masked_select(ended).sum().item<double>();
+      r.return_sum += ep_ret.masked_select(ended).sum().item<double>();
+      ep_ret.masked_fill_(ended, 0.0);
     }
-    const Tensor ret = adv + val_b;
-    const Tensor b_obs = obs_b.reshape({batch, obs_dim}).to(upd_dev), b_act = act_b.reshape({batch, act_w}).to(upd_dev),
-                 b_logp = logp_b.reshape({batch}).to(upd_dev), b_adv = adv.reshape({batch}).to(upd_dev),
-                 b_ret = ret.reshape({batch}).to(upd_dev), b_val = val_b.reshape({batch}).to(upd_dev);
-    double pg_sum = 0, v_sum = 0, ent_sum = 0, kl_last = 0, clipfrac = 0;
-    int64_t n_mb = 0;
-    bool stop = false;
-    for (int64_t epoch = 0; epoch < cfg.update_epochs && !stop; ++epoch) {
-      const Tensor perm = torch::randperm(batch, gen, torch::kLong).to(upd_dev);
-      for (int64_t start = 0; start < batch; start += mb) {
-        const Tensor idx = perm.slice(0, start, start + mb);
-        Tensor loss, pg_loss, v_loss, ent_mean, approx_kl, cf;
+  }
+  return r;
+}
+
+PpoRun::Update PpoRun::update(const Rollout& r) {
+  const double t_upd = now_s();
+  Tensor adv = torch::zeros({T_, n_local_}), next_value;  // GAE (CleanRL's recursion)
+  {
+    torch::NoGradGuard ng;
+    next_value = roller_->value(r.next_obs.to(roll_dev_)).to(torch::kCPU);
+  }
+  Tensor lastgaelam = torch::zeros({n_local_});
+  for (int64_t s = T_ - 1; s >= 0; --s) {
+    const Tensor nonterminal = s == T_ - 1 ? 1.0 - r.next_done : 1.0 - done_b_[s + 1];
+    const Tensor nextvalues = s == T_ - 1 ? next_value : val_b_[s + 1];
+    const Tensor delta = rew_b_[s] + cfg_.gamma * nextvalues * nonterminal - val_b_[s];
+    lastgaelam = delta + cfg_.gamma * cfg_.gae_lambda * nonterminal * lastgaelam;
+    adv[s].copy_(lastgaelam);
+  }
+  const Tensor ret = adv + val_b_;
+  const Update u = minibatch_epochs(
+      obs_b_.reshape({batch_, obs_dim_}).to(upd_dev_), act_b_.reshape({batch_, act_w_}).to(upd_dev_),
+      logp_b_.reshape({batch_}).to(upd_dev_), adv.reshape({batch_}).to(upd_dev_), ret.reshape({batch_}).to(upd_dev_),
+      val_b_.reshape({batch_}).to(upd_dev_));
+  sync_roller();
+  ph_.update += now_s() - t_upd;
+  return u;
+}
+
+PpoRun::Update PpoRun::minibatch_epochs(const Tensor& b_obs, const Tensor& b_act, const Tensor& b_logp,
+                                        const Tensor& b_adv, const Tensor& b_ret, const Tensor& b_val) {
+  Update u;
+  bool stop = false;
+  for (int64_t epoch = 0; epoch < cfg_.update_epochs && !stop; ++epoch) {
+    const Tensor perm = torch::randperm(batch_, gen_, torch::kLong).to(upd_dev_);
+    for (int64_t start = 0; start < batch_; start += mb_) {
+      const Tensor idx = perm.slice(0, start, start + mb_);
+      Tensor loss, pg_loss, v_loss, ent_mean, approx_kl, cf;
+      {
+        train::AutocastScope ac(prec_);
+        const Tensor mb_act =
+            discrete_ ? b_act.index_select(0, idx).squeeze(-1).to(torch::kLong) : b_act.index_select(0, idx);
+        auto [a_, newlogp, entropy, newvalue] = agent_->act(b_obs.index_select(0, idx), mb_act, nullptr);
+        newlogp = newlogp.to(torch::kFloat);
+        newvalue = newvalue.to(torch::kFloat);
+        const Tensor logratio = newlogp - b_logp.index_select(0, idx), ratio = logratio.exp();
         {
-          train::AutocastScope ac(prec);
-          const Tensor mb_act = discrete ? b_act.index_select(0, idx).squeeze(-1).to(torch::kLong) : b_act.index_select(0, idx);
-          auto [a_, newlogp, entropy, newvalue] = agent->act(b_obs.index_select(0, idx), mb_act, nullptr);
-          newlogp = newlogp.to(torch::kFloat);
-          newvalue = newvalue.to(torch::kFloat);
-          const Tensor logratio = newlogp - b_logp.index_select(0, idx), ratio = logratio.exp();
-          {
-            torch::NoGradGuard ng;
-            approx_kl = ((ratio - 1) - logratio).mean();
-            cf = ((ratio - 1.0).abs() > cfg.clip_coef).to(torch::kFloat).mean();
-          }
-          Tensor mb_adv = b_adv.index_select(0, idx);
-          if (cfg.norm_adv) mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8);
-          pg_loss = torch::max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean();
-          const Tensor mb_ret = b_ret.index_select(0, idx), mb_val = b_val.index_select(0, idx);
-          if (cfg.clip_vloss) {
-            const Tensor unclipped = (newvalue - mb_ret).pow(2);
-            const Tensor clipped = mb_val + (newvalue - mb_val).clamp(-cfg.clip_coef, cfg.clip_coef);
-            v_loss = 0.5 * torch::max(unclipped, (clipped - mb_ret).pow(2)).mean();
-          } else {
-            v_loss = 0.5 * (newvalue - mb_ret).pow(2).mean();
-          }
-          ent_mean = entropy.to(torch::kFloat).mean();
-          loss = pg_loss - cfg.ent_coef * ent_mean + cfg.vf_coef * v_loss;
+          torch::NoGradGuard ng;
+          approx_kl = ((ratio - 1) - logratio).mean();
+          cf = ((ratio - 1.0).abs() > cfg_.clip_coef).to(torch::kFloat).mean();
         }
-        optimizer.zero_grad();
-        loss.backward();
-        if (group) {  // data parallel: the mean of the processes' minibatch gradients
-          for (auto& p : agent->parameters())
-            if (p.grad().defined()) {
-              Tensor g = p.grad();
-              group->all_reduce_sum(g);
-              g.div_(double(world));
-            }
+        Tensor mb_adv = b_adv.index_select(0, idx);
+        if (cfg_.norm_adv) mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8);
+        pg_loss = torch::max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - cfg_.clip_coef, 1 + cfg_.clip_coef)).mean();
+        const Tensor mb_ret = b_ret.index_select(0, idx), mb_val = b_val.index_select(0, idx);
+        if (cfg_.clip_vloss) {
+          const Tensor unclipped = (newvalue - mb_ret).pow(2);
+          const Tensor clipped = mb_val + (newvalue - mb_val).clamp(-cfg_.clip_coef, cfg_.clip_coef);
+          v_loss = 0.5 * torch::max(unclipped, (clipped - mb_ret).pow(2)).mean();
+        } else {
+          v_loss = 0.5 * (newvalue - mb_ret).pow(2).mean();
         }
-        torch::nn::utils::clip_grad_norm_(agent->parameters(), cfg.max_grad_norm);
-        optimizer.step();
-        pg_sum += pg_loss.item<double>();
-        v_sum += v_loss.item<double>();
-        ent_sum += ent_mean.item<double>();
-        kl_last = approx_kl.item<double>();
-        clipfrac += cf.item<double>();
-        ++n_mb;
+        ent_mean = entropy.to(torch::kFloat).mean();
+        loss = pg_loss - cfg_.ent_coef * ent_mean + cfg_.vf_coef * v_loss;
       }
-      if (cfg.target_kl > 0 && kl_last > cfg.target_kl) stop = true;
+      optimizer_->zero_grad();
+      loss.backward();
+      if (group_) {  // data parallel: the mean of the processes' minibatch gradients
+        for (auto& p : agent_->parameters())
+          if (p.grad().defined()) {
+            Tensor g = p.grad();
+            group_->all_reduce_sum(g);
+            g.div_(double(world_));
+          }
+      }
+      torch::nn::utils::clip_grad_norm_(agent_->parameters(), cfg_.max_grad_norm);
+      optimizer_->step();
+      u.pg += pg_loss.item<double>();
+      u.v += v_loss.item<double>();
+      u.entropy += ent_mean.item<double>();
+      u.kl_last = approx_kl.item<double>();
+      u.clipfrac += cf.item<double>();
+      ++u.minibatches;
     }
-    sync_roller();
-    ph.update += now_s() - t_upd;
-
-    // ---- bookkeeping
-    Tensor tot = all_sum(torch::tensor({ep_fid, ep_ret_sum, double(ep_count)}, torch::kFloat64));
-    const double episodes = tot[2].item<double>();
-    const bool eval_now = (it + 1) % cfg.eval_every == 0 || it + 1 == iterations;
-    if (eval_now) evaluate_now();
-    json row = {{"rollout", it + 1},
-                {"env_steps", (it + 1) * n_total * T},
-                {"wall_s", wall_before + now_s() - t_start},
-                {"episodes", episodes},
-                {"mean_final_fidelity", episodes > 0 ? tot[0].item<double>() / episodes : 0.0},
-                {"mean_return", episodes > 0 ? tot[1].item<double>() / episodes : 0.0},
-                {"pg_loss", pg_sum / double(n_mb)},
-                {"v_loss", v_sum / double(n_mb)},
-                {"entropy", ent_sum / double(n_mb)},
-                {"approx_kl", kl_last},
-                {"clipfrac", clipfrac / double(n_mb)},
-                {"log_std", discrete ? 0.0 : agent->log_std.mean().item<double>()}};
-    if (eval_now) row["validation_fidelity"] = last_val;
-    curve.push_back(row);
-    if (opt.progress && rank == 0) {
-      char note[96];
-      std::snprintf(note, sizeof note, "F %.4f  val %.4f", row["mean_final_fidelity"].get<double>(), last_val);
-      bar.update(it + 1, iterations, note);
-    }
-    const bool ckpt_now = cfg.checkpoint_every > 0 && (it + 1) % cfg.checkpoint_every == 0;
-    if (ckpt_now && rank == 0) {
-      state.step = it + 1;
-      train::save_checkpoint(ckpt, state);
-      train::write_file_atomic(curve_path, json{{"curve", curve}, {"phases", ph.to_json()},
-                                                {"wall_s", wall_before + now_s() - t_start}}.dump());
-    }
+    if (cfg_.target_kl > 0 && u.kl_last > cfg_.target_kl) stop = true;
   }
-  if (opt.progress && rank == 0) bar.finish();
-  const bool complete = it >= iterations;
-  const double wall = wall_before + now_s() - t_start;
-  if (rank == 0) {
-    state.step = it;
-    train::save_checkpoint(ckpt, state);
-    train::write_file_atomic(curve_path, json{{"curve", curve}, {"phases", ph.to_json()}, {"wall_s", wall}}.dump());
-  }
+  return u;
+}
 
-  // ---- final evaluation, pulses and the independent `qfleet eval` problems
-  const Evaluation ev = evaluate(roller, cfg.env, val_tasks, roll_dev);
-  json report = app::report_header("qfleet-rl", cfg.to_json(), cfg.seed);
+void PpoRun::record(int64_t it, const Rollout& r, const Update& u) {
+  Tensor tot = torch::tensor({r.fidelity_sum, r.return_sum, double(r.episodes)}, torch::kFloat64);
+  if (group_) group_->all_reduce_sum(tot);
+  const double episodes = tot[2].item<double>();
+  const bool eval_now = (it + 1) % cfg_.eval_every == 0 || it + 1 == iterations_;
+  if (eval_now) {
+    const double t0 = now_s();
+    const Evaluation ev = evaluate(roller_, cfg_.env, val_tasks_, roll_dev_);
+    ph_.evaluate += now_s() - t0;
+    last_val_ = ev.fidelity.mean().item<double>();
+  }
+  const double n_mb = double(u.minibatches);
+  json row = {{"rollout", it + 1},
+              {"env_steps", (it + 1) * n_total_ * T_},
+              {"wall_s", wall()},
+              {"episodes", episodes},
+              {"mean_final_fidelity", episodes > 0 ? tot[0].item<double>() / episodes : 0.0},
+              {"mean_return", episodes > 0 ? tot[1].item<double>() / episodes : 0.0},
+              {"pg_loss", u.pg / n_mb},
+              {"v_loss", u.v / n_mb},
+              {"entropy", u.entropy / n_mb},
+              {"approx_kl", u.kl_last},
+              {"clipfrac", u.clipfrac / n_mb},
+              {"log_std", discrete_ ? 0.0 : agent_->log_std.mean().item<double>()}};
+  if (eval_now) row["validation_fidelity"] = last_val_;
+  curve_.push_back(row);
+  if (opt_.progress && rank_ == 0) {
+    char note[96];
+    std::snprintf(note, sizeof note, "F %.4f  val %.4f", row["mean_final_fidelity"].get<double>(), last_val_);
+    bar_->update(it + 1, iterations_, note);
+  }
+  if (cfg_.checkpoint_every > 0 && (it + 1) % cfg_.checkpoint_every == 0 && rank_ == 0) save(it + 1, wall());
+}
+
+void PpoRun::save(int64_t step, double wall_s) {
+  state_.step = step;
+  train::save_checkpoint(ckpt_, state_);
+  train::write_file_atomic(curve_path_, json{{"curve", curve_}, {"phases", ph_.to_json()}, {"wall_s", wall_s}}.dump());
+}
+
+json PpoRun::finish(int64_t it) {
+  namespace fs = std::filesystem;
+  if (opt_.progress && rank_ == 0) bar_->finish();
+  const bool complete = it >= iterations_;
+  const double wall_s = wall();
+  if (rank_ == 0) save(it, wall_s);
+
+  // final evaluation, pulses and the independent `qfleet eval` problems
+  const Evaluation ev = evaluate(roller_, cfg_.env, val_tasks_, roll_dev_);
+  json report = app::report_header("qfleet-rl", cfg_.to_json(), cfg_.seed);
   report.update({{"complete", complete},
                  {"rollouts", it},
-                 {"env_steps", it * n_total * T},
-                 {"processes", world},
-                 {"environment", env.describe()},
-                 {"devices", {{"rollout", roll_dev.str()}, {"rollout_why", why_roll}, {"update", upd_dev.str()},
-                              {"update_why", why_upd}, {"precision", prec.rule}, {"rollout_precision", roll_prec.rule}}},
-                 {"timings_s", {{"wall", wall}, {"phases", ph.to_json()}}},
-                 {"curve", curve}});
+                 {"env_steps", it * n_total_ * T_},
+                 {"processes", world_},
+                 {"environment", env_->describe()},
+                 {"devices", {{"rollout", roll_dev_.str()}, {"rollout_why", why_roll_}, {"update", upd_dev_.str()},
+                              {"update_why", why_upd_}, {"precision", prec_.rule}, {"rollout_precision", roll_prec_.rule}}},
+                 {"timings_s", {{"wall", wall_s}, {"phases", ph_.to_json()}}},
+                 {"curve", curve_}});
   json tasks = json::array();
-  const Tensor vt = val_tasks.to(torch::kFloat64);
+  const Tensor vt = val_tasks_.to(torch::kFloat64);
   for (int64_t b = 0; b < vt.size(0); ++b) {
     json t = {{"fidelity", ev.fidelity[b].item<double>()}};
-    for (std::size_t k = 0; k < task.param_names.size(); ++k) t[task.param_names[k]] = vt[b][int64_t(k)].item<double>();
+    for (std::size_t k = 0; k < task_.param_names.size(); ++k) t[task_.param_names[k]] = vt[b][int64_t(k)].item<double>();
     tasks.push_back(t);
   }
   report["validation"] = {{"tasks", tasks}, {"mean_fidelity", ev.fidelity.mean().item<double>()},
                           {"min_fidelity", ev.fidelity.min().item<double>()}};
-  if (rank == 0) {
-    const fs::path dir(cfg.output_dir);
+  if (rank_ == 0) {
+    const fs::path dir(cfg_.output_dir);
     fs::create_directories(dir / "eval");
-    const auto problems = eval_problems(cfg.env, ev.amplitudes, val_tasks);
+    const auto problems = eval_problems(cfg_.env, ev.amplitudes, val_tasks_);
     for (std::size_t b = 0; b < problems.size(); ++b)
       train::write_file_atomic((dir / "eval" / ("task_" + std::to_string(b) + ".json")).string(), problems[b].dump());
-    torch::save(agent, (dir / "policy.pt").string());
+    torch::save(agent_, (dir / "policy.pt").string());
     train::write_file_atomic((dir / "report.json").string(), report.dump(1));
   }
-  if (!opt.quiet && rank == 0)
-    std::cout << "qfleet-rl: " << it * n_total * T << " env steps in " << wall << " s; validation mean final fidelity "
-              << report["validation"]["mean_fidelity"].get<double>() << " over " << vt.size(0) << " tasks\n";
+  if (!opt_.quiet && rank_ == 0)
+    std::cout << "qfleet-rl: " << it * n_total_ * T_ << " env steps in " << wall_s
+              << " s; validation mean final fidelity " << report["validation"]["mean_fidelity"].get<double>() << " over "
+              << vt.size(0) << " tasks\n";
   return report;
+}
+
+}  // namespace
+
+json train_ppo(const PpoConfig& cfg, const TrainOptions& opt) {
+  PpoRun run(cfg, opt);
+  run.resume();
+  int64_t it = run.first();
+  for (; it < run.iterations(); ++it) {
+    if (opt.stop_after >= 0 && it - run.first() >= opt.stop_after) break;
+    const PpoRun::Rollout r = run.collect(it);
+    const PpoRun::Update u = run.update(r);
+    run.record(it, r, u);
+  }
+  return run.finish(it);
 }
 
 }  // namespace qfleet::rl
