@@ -191,6 +191,202 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
   return {cuda ? "cuda" : "cpu", "auto: " + choice.reason + (cuda == choice.device.is_cuda() ? "" : "; rank 0 chose the other")};
 }
 
+// The training part of a run: resume (or a fresh log), the loop on qfleet::train's
+// runner with checkpoints, and what the report says of it.
+struct Training {
+  int64_t first = 0, stop = 0, it = 0;  // iterations: this run's first, where it stopped, done in all
+  double train_s = 0;
+  std::vector<CurvePoint> curve;
+  int64_t host_syncs = 0;
+};
+
+Training train_policy(Trainer& tr, const Config& cfg, const RunOptions& options, bool lead, const fs::path& out) {
+  const std::string ck_path = (out / "checkpoint.json").string(), log_path = (out / "train_log.jsonl").string();
+  Training t;
+  if (options.resume) {
+    if (!fs::exists(ck_path)) throw ConfigError("resume: no checkpoint at " + ck_path);
+    json ck;
+    try {
+      ck = json::parse(std::ifstream(ck_path));
+    } catch (const json::exception& e) {
+      throw ConfigError("resume: cannot read " + ck_path + ": " + e.what());
+    }
+    t.it = tr.restore(ck, t.curve, t.train_s);
+  } else if (lead) {
+    fs::remove(log_path);  // the meter appends: a fresh run starts a fresh log
+  }
+  auto record = [&](int64_t i, double train_f) {
+    const auto v = tr.validate();
+    t.curve.push_back({i, train_f, mean_of(v.before), mean_of(v.after)});
+  };
+  if (lead && t.it == 0 && t.curve.empty()) record(0, std::nan(""));
+
+  // The loop is a step given to qfleet::train's runner: the training fidelity stays on
+  // the device and the meter copies it to the host once per validate_every iterations
+  // (train_log.jsonl); validations are the only other host transfers.
+  t.stop = options.stop_after >= 0 ? std::min(options.stop_after, cfg.iterations) : cfg.iterations;
+  const auto t_train = Clock::now();
+  const double train_s0 = t.train_s;
+  auto write_checkpoint = [&](int64_t done) {
+    t.train_s = train_s0 + seconds_since(t_train);
+    if (lead) write_file_atomic(ck_path, tr.checkpoint(done, t.curve, t.train_s).dump());
+  };
+  qfleet::train::RunnerOptions ro;
+  ro.steps = t.stop;
+  ro.sync_every = cfg.validate_every;
+  ro.log_path = lead ? log_path : "";
+  ro.checkpoint_every = cfg.checkpoint_every;
+  qfleet::train::StepRunner runner(ro);
+  t.first = t.it;
+  runner.run(
+      [&](int64_t i) {
+        const Tensor train_f = tr.iteration(i);
+        const int64_t done = i + 1;
+        const bool validation = done % cfg.validate_every == 0 || done == cfg.iterations;
+        if (lead && validation) record(done, train_f.item<double>());
+        const int64_t select = cfg.select_every > 0 ? cfg.select_every : cfg.validate_every;
+        if (lead && cfg.checkpoint_policy == "best" && (done % select == 0 || done == cfg.iterations))
+          tr.consider_best(done);
+        if (lead && options.progress) options.progress->update(done, cfg.iterations, t.curve.back().val_after);
+        return qfleet::train::Metrics{{"train_fidelity"}, {train_f}};
+      },
+      t.first, write_checkpoint);
+  t.it = std::max(t.it, t.stop);
+  if (lead && options.progress) options.progress->finish();
+  if (t.first == t.stop) write_checkpoint(t.it);
+  t.train_s = train_s0 + seconds_since(t_train);
+  t.host_syncs = runner.meter().host_syncs();
+  return t;
+}
+
+// The trained policy (the one checkpoint_policy selects) on the validation tasks, and
+// the baselines on the same tasks: one robust pulse, per-task GRAPE; the adaptation
+// gap in and out of distribution.
+struct Baselines {
+  json selected, adaptation;
+  Trainer::Validation val;
+  Tensor meta_before, meta_adapted, robust, f_robust, f_grape, u_grape, from_meta;
+  double val_s = 0, robust_s = 0, grape_s = 0;
+};
+
+json out_of_distribution(Trainer& tr, const Config& cfg, const Tensor& theta, const Tensor& robust) {
+  const Problem& pr = tr.problem();
+  const int64_t V = tr.val_noise().size(0);
+  auto ogen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 5);
+  const Tensor on = tasks_around(cfg, ogen, V, cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi,
+                                 cfg.ood_spread, pr.dtype());
+  const auto oc = tr.adapt_curve(theta, on, tr.eval_adapt());
+  const Tensor o_adapted = tr.pulses(oc.phi, tr.features(on)).detach();
+  Tensor o_robust;
+  {
+    torch::NoGradGuard ng;
+    o_robust = pr.fidelity(robust, on);
+  }
+  const Tensor ostarts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), o_adapted}, 0).contiguous();
+  const Tensor og = grape(pr, tr.policy(), ostarts, torch::cat({on, on}, 0), {cfg.grape_iterations, cfg.grape_lr}).first;
+  json g = gap_json(oc.fidelity, o_robust, torch::maximum(og.slice(0, 0, V), og.slice(0, V, 2 * V)), on);
+  g["centre"] = {cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi};
+  g["spread"] = cfg.ood_spread;
+  return g;
+}
+
+Baselines evaluate_against_baselines(Trainer& tr, const Config& cfg) {
+  Baselines b;
+  const bool best = cfg.checkpoint_policy == "best" && tr.has_best();
+  const Tensor theta = best ? tr.best_theta() : tr.theta();
+  b.selected = best ? json{{"policy", "best"}, {"selection", tr.best_json()}}
+                    : json{{"policy", "final"}, {"iteration", cfg.iterations}};
+  const Problem& pr = tr.problem();
+  const Tensor& vn = tr.val_noise();
+  const int64_t V = vn.size(0);
+  auto t0 = Clock::now();
+  b.val = tr.validate(theta);
+  const Tensor feats = tr.features(vn);
+  b.meta_before = tr.pulses(theta.expand({V, theta.size(0)}), feats).detach();
+  b.meta_adapted = tr.pulses(b.val.adapted, feats).detach();
+  b.val_s = seconds_since(t0);
+
+  t0 = Clock::now();
+  auto rgen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 3);
+  const Tensor robust0 =
+      (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) * 2 - 1) * 2.0;
+  b.robust = robust_pulse(
+      pr, tr.policy(), robust0, [&] { return tr.sample(rgen, cfg.meta_batch); }, cfg.robust_iterations, cfg.robust_lr);
+  {
+    torch::NoGradGuard ng;
+    b.f_robust = pr.fidelity(b.robust, vn);
+  }
+  b.robust_s = seconds_since(t0);
+
+  // GRAPE from two starts per task (the robust pulse and the meta-adapted pulse), one batch.
+  t0 = Clock::now();
+  const Tensor starts = torch::cat({b.robust.unsqueeze(0).expand({V, -1, -1}), b.meta_adapted}, 0).contiguous();
+  auto [gf, gu] = grape(pr, tr.policy(), starts, torch::cat({vn, vn}, 0), {cfg.grape_iterations, cfg.grape_lr});
+  b.from_meta = gf.slice(0, V, 2 * V) > gf.slice(0, 0, V);
+  b.f_grape = torch::where(b.from_meta, gf.slice(0, V, 2 * V), gf.slice(0, 0, V));
+  b.u_grape = torch::where(b.from_meta.view({-1, 1, 1}), gu.slice(0, V, 2 * V), gu.slice(0, 0, V));
+
+  b.adaptation = {{"adapt", {{"optimizer", cfg.adapt_optimizer}, {"lr", cfg.adapt_lr},
+                             {"grad_clip", cfg.adapt_grad_clip}, {"steps", cfg.adapt_steps}}},
+                  {"in_distribution", gap_json(b.val.curve, b.f_robust, b.f_grape, vn)}};
+  if (cfg.ood_factor > 0) b.adaptation["out_of_distribution"] = out_of_distribution(tr, cfg, theta, b.robust);
+  b.grape_s = seconds_since(t0);
+  return b;
+}
+
+json validation_json(const Trainer& tr, const Config& cfg, const Baselines& b) {
+  const Tensor vn64 = tr.val_noise().to(torch::kFloat64);
+  json tasks = json::array();
+  for (int64_t k = 0; k < vn64.size(0); ++k) {
+    const double fa = b.val.after[k].item<double>(), fg = b.f_grape[k].item<double>();
+    tasks.push_back({{"gamma_deph", vn64[k][0].item<double>()},
+                     {"gamma_relax", vn64[k][1].item<double>()},
+                     {"noise", doubles(vn64[k])},
+                     {"fidelity_before", b.val.before[k].item<double>()},
+                     {"fidelity_after", fa},
+                     {"fidelity_robust", b.f_robust[k].item<double>()},
+                     {"fidelity_grape", fg},
+                     {"grape_best_start", b.from_meta[k].item<bool>() ? "meta_adapted" : "robust"},
+                     {"gap", fg - fa}});
+  }
+  const Tensor gap = b.f_grape.to(torch::kFloat64) - b.val.after.to(torch::kFloat64);
+  return {{"tasks", tasks},
+          {"mean_before", mean_of(b.val.before)},
+          {"mean_after", mean_of(b.val.after)},
+          {"mean_robust", mean_of(b.f_robust)},
+          {"mean_grape", mean_of(b.f_grape)},
+          {"mean_gap", gap.mean().item<double>()},
+          {"max_gap", gap.max().item<double>()},
+          {"adapt_steps", cfg.adapt_steps}};
+}
+
+// The pulses (CSV and JSON) and the qfleet eval problems of the adapted pulses.
+void write_pulses(const Trainer& tr, const Config& cfg, const Baselines& b, const fs::path& out) {
+  const Problem& pr = tr.problem();
+  const Tensor& vn = tr.val_noise();
+  const Tensor vn64 = vn.to(torch::kFloat64);
+  const std::vector<std::pair<std::string, Tensor>> sets = {
+      {"robust", b.robust}, {"meta_before", b.meta_before}, {"meta_adapted", b.meta_adapted}, {"grape", b.u_grape}};
+  write_file_atomic((out / "pulses.csv").string(), csv_pulses(pr, sets, vn));
+  json pj = {{"segment_duration", pr.segment_duration()},
+             {"controls", pr.control_names()},
+             {"robust", tensor_json(b.robust)},
+             {"tasks", json::array()}};
+  for (int64_t k = 0; k < vn.size(0); ++k)
+    pj["tasks"].push_back({{"gamma_deph", vn64[k][0].item<double>()},
+                           {"gamma_relax", vn64[k][1].item<double>()},
+                           {"meta_before", tensor_json(b.meta_before[k])},
+                           {"meta_adapted", tensor_json(b.meta_adapted[k])},
+                           {"grape", tensor_json(b.u_grape[k])}});
+  write_file_atomic((out / "pulses.json").string(), pj.dump() + "\n");
+  const auto probs = pr.eval_problems(b.meta_adapted, vn);
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const std::string name = probs.size() == 1 ? "meta_adapted.json"
+                                               : "meta_adapted_" + cfg.input_states[i] + ".json";
+    write_file_atomic((out / "eval" / name).string(), probs[i].dump() + "\n");
+  }
+}
+
 }  // namespace
 
 RunResult run(const Config& requested, const RunOptions& options) {
@@ -216,65 +412,10 @@ RunResult run(const Config& requested, const RunOptions& options) {
   tr.set_group(group.get());
   const fs::path out(cfg.output_dir);
   fs::create_directories(out);
-  const std::string ck_path = (out / "checkpoint.json").string(), log_path = (out / "train_log.jsonl").string();
 
-  std::vector<CurvePoint> curve;
-  double train_s = 0;
-  int64_t it = 0;
-  if (options.resume) {
-    if (!fs::exists(ck_path)) throw ConfigError("resume: no checkpoint at " + ck_path);
-    json ck;
-    try {
-      ck = json::parse(std::ifstream(ck_path));
-    } catch (const json::exception& e) {
-      throw ConfigError("resume: cannot read " + ck_path + ": " + e.what());
-    }
-    it = tr.restore(ck, curve, train_s);
-  } else if (lead) {
-    fs::remove(log_path);  // the meter appends: a fresh run starts a fresh log
-  }
-  auto record = [&](int64_t i, double train_f) {
-    const auto v = tr.validate();
-    curve.push_back({i, train_f, mean_of(v.before), mean_of(v.after)});
-  };
-  if (lead && it == 0 && curve.empty()) record(0, std::nan(""));
-
-  // The loop is a step given to qfleet::train's runner: the training fidelity stays on
-  // the device and the meter copies it to the host once per validate_every iterations
-  // (train_log.jsonl); validations are the only other host transfers.
-  const int64_t stop = options.stop_after >= 0 ? std::min(options.stop_after, cfg.iterations) : cfg.iterations;
-  const auto t_train = Clock::now();
-  const double train_s0 = train_s;
-  auto write_checkpoint = [&](int64_t done) {
-    train_s = train_s0 + seconds_since(t_train);
-    if (lead) write_file_atomic(ck_path, tr.checkpoint(done, curve, train_s).dump());
-  };
-  qfleet::train::RunnerOptions ro;
-  ro.steps = stop;
-  ro.sync_every = cfg.validate_every;
-  ro.log_path = lead ? log_path : "";
-  ro.checkpoint_every = cfg.checkpoint_every;
-  qfleet::train::StepRunner runner(ro);
-  const int64_t first = it;
-  runner.run(
-      [&](int64_t i) {
-        const Tensor train_f = tr.iteration(i);
-        const int64_t done = i + 1;
-        const bool validation = done % cfg.validate_every == 0 || done == cfg.iterations;
-        if (lead && validation) record(done, train_f.item<double>());
-        const int64_t select = cfg.select_every > 0 ? cfg.select_every : cfg.validate_every;
-        if (lead && cfg.checkpoint_policy == "best" && (done % select == 0 || done == cfg.iterations))
-          tr.consider_best(done);
-        if (lead && options.progress) options.progress->update(done, cfg.iterations, curve.back().val_after);
-        return qfleet::train::Metrics{{"train_fidelity"}, {train_f}};
-      },
-      first, write_checkpoint);
-  it = std::max(it, stop);
-  if (lead && options.progress) options.progress->finish();
-  if (first == stop) write_checkpoint(it);
-  train_s = train_s0 + seconds_since(t_train);
+  const Training t = train_policy(tr, cfg, options, lead, out);
   RunResult result;
-  result.complete = it == cfg.iterations;
+  result.complete = t.it == cfg.iterations;
   if (!lead) {  // the other ranks are done: rank 0 runs the baselines and reports
     if (group) group->barrier();
     result.report = {{"rank", group->rank()}, {"processes", processes}};
@@ -282,91 +423,11 @@ RunResult run(const Config& requested, const RunOptions& options) {
   }
   if (group) group->barrier();
   if (!result.complete) {
-    result.report = {{"stopped_at_iteration", it}, {"checkpoint", ck_path}};
+    result.report = {{"stopped_at_iteration", t.it}, {"checkpoint", (out / "checkpoint.json").string()}};
     return result;
   }
-  const int64_t steps_run = stop - first;
-  const json training_run = {{"processes", processes},
-                             {"iterations_this_run", steps_run},
-                             {"host_syncs_of_the_meter", runner.meter().host_syncs()},
-                             {"log", "train_log.jsonl"}};
-
-  // ---- validation and baselines, with the policy checkpoint_policy selects
-  const bool best = cfg.checkpoint_policy == "best" && tr.has_best();
-  const Tensor theta = best ? tr.best_theta() : tr.theta();
-  const json selected = best ? json{{"policy", "best"}, {"selection", tr.best_json()}}
-                             : json{{"policy", "final"}, {"iteration", cfg.iterations}};
+  const Baselines b = evaluate_against_baselines(tr, cfg);
   const Problem& pr = tr.problem();
-  const Tensor& vn = tr.val_noise();
-  const int64_t V = vn.size(0);
-  auto t0 = Clock::now();
-  const auto val = tr.validate(theta);
-  const Tensor feats = tr.features(vn);
-  const Tensor meta_before = tr.pulses(theta.expand({V, theta.size(0)}), feats).detach();
-  const Tensor meta_adapted = tr.pulses(val.adapted, feats).detach();
-  const double val_s = seconds_since(t0);
-
-  t0 = Clock::now();
-  auto rgen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 3);
-  const Tensor robust0 =
-      (torch::rand({pr.n_segments(), pr.n_controls()}, rgen, torch::TensorOptions().dtype(pr.dtype())) * 2 - 1) * 2.0;
-  const Tensor robust = robust_pulse(
-      pr, tr.policy(), robust0, [&] { return tr.sample(rgen, cfg.meta_batch); }, cfg.robust_iterations, cfg.robust_lr);
-  Tensor f_robust;
-  {
-    torch::NoGradGuard ng;
-    f_robust = pr.fidelity(robust, vn);
-  }
-  const double robust_s = seconds_since(t0);
-
-  // GRAPE from two starts per task (the robust pulse and the meta-adapted pulse), one batch.
-  t0 = Clock::now();
-  const Tensor starts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), meta_adapted}, 0).contiguous();
-  auto [gf, gu] = grape(pr, tr.policy(), starts, torch::cat({vn, vn}, 0), {cfg.grape_iterations, cfg.grape_lr});
-  const Tensor from_meta = gf.slice(0, V, 2 * V) > gf.slice(0, 0, V);
-  const Tensor f_grape = torch::where(from_meta, gf.slice(0, V, 2 * V), gf.slice(0, 0, V));
-  const Tensor u_grape = torch::where(from_meta.view({-1, 1, 1}), gu.slice(0, V, 2 * V), gu.slice(0, 0, V));
-
-  // ---- the adaptation gap in and out of distribution, against the same baselines
-  json adaptation = {{"adapt", {{"optimizer", cfg.adapt_optimizer}, {"lr", cfg.adapt_lr},
-                                {"grad_clip", cfg.adapt_grad_clip}, {"steps", cfg.adapt_steps}}},
-                     {"in_distribution", gap_json(val.curve, f_robust, f_grape, vn)}};
-  if (cfg.ood_factor > 0) {
-    auto ogen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 5);
-    const Tensor on = tasks_around(cfg, ogen, V, cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi,
-                                   cfg.ood_spread, pr.dtype());
-    const auto oc = tr.adapt_curve(theta, on, tr.eval_adapt());
-    const Tensor o_adapted = tr.pulses(oc.phi, tr.features(on)).detach();
-    Tensor o_robust;
-    {
-      torch::NoGradGuard ng;
-      o_robust = pr.fidelity(robust, on);
-    }
-    const Tensor ostarts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), o_adapted}, 0).contiguous();
-    const Tensor og = grape(pr, tr.policy(), ostarts, torch::cat({on, on}, 0), {cfg.grape_iterations, cfg.grape_lr}).first;
-    adaptation["out_of_distribution"] = gap_json(oc.fidelity, o_robust, torch::maximum(og.slice(0, 0, V), og.slice(0, V, 2 * V)), on);
-    adaptation["out_of_distribution"]["centre"] = {cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi};
-    adaptation["out_of_distribution"]["spread"] = cfg.ood_spread;
-  }
-  const double grape_s = seconds_since(t0);
-
-  // ---- outputs
-  json tasks = json::array();
-  const Tensor vn64 = vn.to(torch::kFloat64);
-  for (int64_t b = 0; b < V; ++b) {
-    const double fa = val.after[b].item<double>(), fg = f_grape[b].item<double>();
-    tasks.push_back({{"gamma_deph", vn64[b][0].item<double>()},
-                     {"gamma_relax", vn64[b][1].item<double>()},
-                     {"noise", doubles(vn64[b])},
-                     {"fidelity_before", val.before[b].item<double>()},
-                     {"fidelity_after", fa},
-                     {"fidelity_robust", f_robust[b].item<double>()},
-                     {"fidelity_grape", fg},
-                     {"grape_best_start", from_meta[b].item<bool>() ? "meta_adapted" : "robust"},
-                     {"gap", fg - fa}});
-  }
-  const Tensor gap = f_grape.to(torch::kFloat64) - val.after.to(torch::kFloat64);
-  const double total_s = seconds_since(t_start);
   json report = app::report_header(options.app, cfg.json, cfg.seed);
   report.update({
       {"system", {{"name", cfg.system},
@@ -380,47 +441,23 @@ RunResult run(const Config& requested, const RunOptions& options) {
       {"device", {{"requested", requested.device}, {"used", cfg.device}, {"why", device_why}}},
       {"threads", {{"torch", torch::get_num_threads()}, {"engine", cfg.threads}}},
       {"policy_parameters", tr.policy().size()},
-      {"training_run", training_run},
-      {"timings_s", {{"training", train_s},
-                     {"per_iteration_ms", cfg.iterations > 0 ? 1e3 * train_s / double(cfg.iterations) : 0.0},
-                     {"validation", val_s},
-                     {"robust_baseline", robust_s},
-                     {"grape", grape_s},
-                     {"total_this_run", total_s}}},
-      {"curve", curve_json(curve)},
-      {"selected_policy", selected},
-      {"adaptation", adaptation},
-      {"conclusion", conclusion(adaptation)},
-      {"validation", {{"tasks", tasks},
-                      {"mean_before", mean_of(val.before)},
-                      {"mean_after", mean_of(val.after)},
-                      {"mean_robust", mean_of(f_robust)},
-                      {"mean_grape", mean_of(f_grape)},
-                      {"mean_gap", gap.mean().item<double>()},
-                      {"max_gap", gap.max().item<double>()},
-                      {"adapt_steps", cfg.adapt_steps}}}});
+      {"training_run", {{"processes", processes},
+                        {"iterations_this_run", t.stop - t.first},
+                        {"host_syncs_of_the_meter", t.host_syncs},
+                        {"log", "train_log.jsonl"}}},
+      {"timings_s", {{"training", t.train_s},
+                     {"per_iteration_ms", cfg.iterations > 0 ? 1e3 * t.train_s / double(cfg.iterations) : 0.0},
+                     {"validation", b.val_s},
+                     {"robust_baseline", b.robust_s},
+                     {"grape", b.grape_s},
+                     {"total_this_run", seconds_since(t_start)}}},
+      {"curve", curve_json(t.curve)},
+      {"selected_policy", b.selected},
+      {"adaptation", b.adaptation},
+      {"conclusion", conclusion(b.adaptation)},
+      {"validation", validation_json(tr, cfg, b)}});
   write_file_atomic((out / "report.json").string(), report.dump(2) + "\n");
-
-  const std::vector<std::pair<std::string, Tensor>> sets = {
-      {"robust", robust}, {"meta_before", meta_before}, {"meta_adapted", meta_adapted}, {"grape", u_grape}};
-  write_file_atomic((out / "pulses.csv").string(), csv_pulses(pr, sets, vn));
-  json pj = {{"segment_duration", pr.segment_duration()},
-             {"controls", pr.control_names()},
-             {"robust", tensor_json(robust)},
-             {"tasks", json::array()}};
-  for (int64_t b = 0; b < V; ++b)
-    pj["tasks"].push_back({{"gamma_deph", vn64[b][0].item<double>()},
-                           {"gamma_relax", vn64[b][1].item<double>()},
-                           {"meta_before", tensor_json(meta_before[b])},
-                           {"meta_adapted", tensor_json(meta_adapted[b])},
-                           {"grape", tensor_json(u_grape[b])}});
-  write_file_atomic((out / "pulses.json").string(), pj.dump() + "\n");
-  const auto probs = pr.eval_problems(meta_adapted, vn);
-  for (std::size_t i = 0; i < probs.size(); ++i) {
-    const std::string name = probs.size() == 1 ? "meta_adapted.json"
-                                               : "meta_adapted_" + cfg.input_states[i] + ".json";
-    write_file_atomic((out / "eval" / name).string(), probs[i].dump() + "\n");
-  }
+  write_pulses(tr, cfg, b, out);
   result.report = report;
   return result;
 }
