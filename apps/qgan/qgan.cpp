@@ -141,210 +141,272 @@ std::vector<double> parameter_shift_gradient(const Program& prog, const std::vec
   return std::vector<double>(g.data_ptr<double>(), g.data_ptr<double>() + P);
 }
 
-json train(const TrainConfig& cfg_in) {
-  TrainConfig cfg = cfg_in;
-  validate(cfg);
-  if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
-  const auto t_start = Clock::now();
-  const Target target = make_target(cfg.target);
-  if (cfg.hidden.empty()) cfg.hidden = default_hidden(target);
+namespace {
+
+// One qGAN training run as a lifecycle: set up (target, generator program, the
+// discriminator, optimizers), resume, one step per epoch on qfleet::train's runner
+// with checkpoints, and the report. The random draws' order is the run's contract (a
+// resumed run is bit-identical): the generator's weights, then the discriminator's,
+// from the default generator seeded with seed; each epoch's shots from seeds of its own.
+class QganRun {
+ public:
+  explicit QganRun(const TrainConfig& cfg_in);
+  int64_t resume();
+  train::Metrics step(int64_t epoch);
+  void checkpoint(int64_t done);
+  json report(double train_s, int64_t first);
+  const TrainConfig& config() const { return cfg_; }
+
+ private:
+  struct Generated {
+    torch::Tensor exact, fake, real;  // the generator's exact distribution, the "fake" and "real" data
+    uint64_t seed = 0;
+    double ms = 0;
+  };
+  Generated generate(int64_t epoch);
+  torch::Tensor discriminator_steps(const torch::Tensor& real_p, const torch::Tensor& fake_dev);
+  torch::Tensor generator_step(const Generated& g, const torch::Tensor& fake_dev, double& gen_ms);
+  torch::Tensor d_logits() { return disc_->forward(features_).squeeze(1).to(torch::kFloat64); }
+  void flush_history();
+
+  TrainConfig cfg_;
+  Clock::time_point t_start_ = Clock::now();
+  Target target_;
+  std::string device_why_;
+  torch::Device device_{torch::kCPU};
+  train::PrecisionPolicy precision_;
+  GeneratorProgram gen_;
+  int64_t K_ = 0, P_ = 0;
+  torch::Tensor w_, features_, p_target_dev_, no_inputs_;
+  torch::nn::Sequential disc_{nullptr};
+  std::unique_ptr<torch::optim::Adam> opt_g_, opt_d_;
+  std::string ckpt_, hist_path_;
+  train::TrainState state_;
+  json history_ = json::array();
+  // Per-epoch losses stay on the discriminator's device until a checkpoint (one transfer).
+  std::vector<torch::Tensor> pending_losses_;
+  std::vector<json> pending_rows_;
+  double generator_ms_ = 0;
+  int64_t ran_ = 0;
+};
+
+QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
+  validate(cfg_);
+  if (cfg_.threads > 0) torch::set_num_threads(cfg_.threads);
+  t_start_ = Clock::now();
+  target_ = make_target(cfg_.target);
+  if (cfg_.hidden.empty()) cfg_.hidden = default_hidden(target_);
   // Deeper generators for wider registers: reps = 2 reaches the 3-qubit log-normal to 1e-11 by
   // direct minimisation; the 8 x 8 Gaussian needs 4 (KL 0.006 after 1000 epochs, against 0.096 at 2).
-  if (cfg.reps < 0) cfg.reps = std::max(2, target.n_qubits - 2);
-  if (cfg.precision == "complex64" && cfg.shots > 0) throw std::invalid_argument("shots mode samples in complex128; leave precision at complex128");
-  std::string device_why;
-  const torch::Device device = train::device_from_setting(cfg.device, &device_why);
-  const train::PrecisionPolicy precision = train::precision_policy(device);
-  train::apply_backend_switches(precision);
+  if (cfg_.reps < 0) cfg_.reps = std::max(2, target_.n_qubits - 2);
+  if (cfg_.precision == "complex64" && cfg_.shots > 0)
+    throw std::invalid_argument("shots mode samples in complex128; leave precision at complex128");
+  device_ = train::device_from_setting(cfg_.device, &device_why_);
+  precision_ = train::precision_policy(device_);
+  train::apply_backend_switches(precision_);
 
-  const GeneratorProgram gen = make_generator(cfg, target.n_qubits);
-  const Program& prog = gen.program->program;
-  const int64_t K = target.rows * target.cols, P = prog.n_weights();
-  const auto real = gen.program->dtype();
+  gen_ = make_generator(cfg_, target_.n_qubits);
+  K_ = target_.rows * target_.cols, P_ = gen_.program->program.n_weights();
+  const auto real = gen_.program->dtype();
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-
-  torch::manual_seed(cfg.seed);
+  torch::manual_seed(cfg_.seed);
   // Weights start near zero: the generator starts at the uniform distribution of its
   // Hadamard layer, as in Zoufal et al.
-  torch::Tensor w = (torch::rand({P}, f64) * 0.2 - 0.1).to(real).set_requires_grad(true);
-  torch::nn::Sequential disc = make_discriminator(target.n_features, cfg.hidden);
-  disc->to(device);
-  const torch::Tensor features =
-      torch::from_blob(const_cast<double*>(target.features.data()), {K, target.n_features}, f64).to(device, torch::kFloat32);
-  const torch::Tensor p_target = torch::from_blob(const_cast<double*>(target.probabilities.data()), {K}, f64).clone();
-  const torch::Tensor p_target_dev = p_target.to(device);
-  const torch::Tensor no_inputs = torch::zeros({1, 0}, torch::TensorOptions().dtype(real));
-  torch::optim::Adam opt_g({w}, torch::optim::AdamOptions(cfg.lr_g).betas({cfg.beta1, cfg.beta2}));
-  torch::optim::Adam opt_d(disc->parameters(), torch::optim::AdamOptions(cfg.lr_d).betas({cfg.beta1, cfg.beta2}));
+  w_ = (torch::rand({P_}, f64) * 0.2 - 0.1).to(real).set_requires_grad(true);
+  disc_ = make_discriminator(target_.n_features, cfg_.hidden);
+  disc_->to(device_);
+  features_ = torch::from_blob(const_cast<double*>(target_.features.data()), {K_, target_.n_features}, f64)
+                  .to(device_, torch::kFloat32);
+  p_target_dev_ = torch::from_blob(const_cast<double*>(target_.probabilities.data()), {K_}, f64).clone().to(device_);
+  no_inputs_ = torch::zeros({1, 0}, torch::TensorOptions().dtype(real));
+  opt_g_ = std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{w_},
+                                                torch::optim::AdamOptions(cfg_.lr_g).betas({cfg_.beta1, cfg_.beta2}));
+  opt_d_ = std::make_unique<torch::optim::Adam>(disc_->parameters(),
+                                                torch::optim::AdamOptions(cfg_.lr_d).betas({cfg_.beta1, cfg_.beta2}));
 
-  fs::create_directories(cfg.out);
-  const std::string ckpt = (fs::path(cfg.out) / "checkpoint.pt").string();
-  const std::string hist_path = (fs::path(cfg.out) / "history.json").string();
-  train::TrainState state;
-  json hashed = cfg.to_json();
+  fs::create_directories(cfg_.out);
+  ckpt_ = (fs::path(cfg_.out) / "checkpoint.pt").string();
+  hist_path_ = (fs::path(cfg_.out) / "history.json").string();
+  json hashed = cfg_.to_json();
   hashed.erase("epochs");  // --resume --epochs N extends a run
-  state.config = hashed.dump();
-  state.modules = {{"discriminator", disc.ptr().get()}};
-  state.optimizers = {{"adam_g", &opt_g}, {"adam_d", &opt_d}};
-  state.tensors = {{"generator_weights", w}};
-  json history = json::array();
-  int64_t first = 0;
-  if (cfg.resume) {
-    train::load_checkpoint(ckpt, state);
-    first = state.step;
-    std::ifstream h(hist_path);
-    if (h) history = json::parse(h, nullptr, false);
-    if (!history.is_array()) history = json::array();
-    while (int64_t(history.size()) > first) history.erase(history.end() - 1);
+  state_.config = hashed.dump();
+  state_.modules = {{"discriminator", disc_.ptr().get()}};
+  state_.optimizers = {{"adam_g", opt_g_.get()}, {"adam_d", opt_d_.get()}};
+  state_.tensors = {{"generator_weights", w_}};
+}
+
+int64_t QganRun::resume() {
+  if (!cfg_.resume) return 0;
+  train::load_checkpoint(ckpt_, state_);
+  std::ifstream h(hist_path_);
+  if (h) history_ = json::parse(h, nullptr, false);
+  if (!history_.is_array()) history_ = json::array();
+  while (int64_t(history_.size()) > state_.step) history_.erase(history_.end() - 1);
+  return state_.step;
+}
+
+// The generator's exact distribution (for the metrics, and the step in exact mode; the
+// shots mode's gradient comes from the parameter shift, so no graph is kept there), and
+// the data the discriminator sees: exact, or shots of the generator and of the target.
+QganRun::Generated QganRun::generate(int64_t epoch) {
+  const auto t0 = Clock::now();
+  Generated g;
+  g.exact = [&] {
+    std::optional<torch::NoGradGuard> no_graph;
+    if (cfg_.shots > 0) no_graph.emplace();
+    return nn::circuit_forward(gen_.program, no_inputs_, w_).squeeze(0).to(torch::kFloat64);
+  }();
+  g.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  g.fake = g.exact.detach(), g.real = p_target_dev_;
+  g.seed = cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch);
+  if (cfg_.shots > 0) {
+    g.fake = shot_histograms(gen_.program->program, w_.detach().unsqueeze(0), cfg_.shots, g.seed, K_).squeeze(0);
+    std::mt19937_64 rng(g.seed ^ 0xD1B54A32D192ED03ull);  // the "real data": shots of the target
+    std::discrete_distribution<uint64_t> draw(target_.probabilities.begin(), target_.probabilities.end());
+    std::vector<uint64_t> drawn(std::size_t(cfg_.shots));
+    for (auto& x : drawn) x = draw(rng);
+    g.real = torch::tensor(histogram(drawn, std::size_t(K_)), torch::TensorOptions().dtype(torch::kFloat64)).to(device_);
   }
+  return g;
+}
 
-  // Per-epoch losses stay on the discriminator's device until a checkpoint (one transfer).
-  std::vector<torch::Tensor> pending_losses;
-  std::vector<json> pending_rows;
-  double generator_ms = 0;
-  int64_t ran = 0;
+torch::Tensor QganRun::discriminator_steps(const torch::Tensor& real_p, const torch::Tensor& fake_dev) {
+  torch::Tensor loss_d;
+  train::AutocastScope autocast(precision_);
+  for (int k = 0; k < cfg_.d_steps; ++k) {
+    const torch::Tensor z = d_logits();
+    loss_d = -(real_p * torch::log_sigmoid(z) + fake_dev * torch::log_sigmoid(-z)).sum();
+    opt_d_->zero_grad();
+    loss_d.backward();
+    opt_d_->step();
+  }
+  return loss_d;
+}
 
-  auto d_logits = [&] { return disc->forward(features).squeeze(1).to(torch::kFloat64); };
-  auto step = [&](int64_t epoch) -> train::Metrics {
-    const auto t0 = Clock::now();
-    // The generator's exact distribution (for the metrics, and the step in exact mode; the
-    // shots mode's gradient comes from the parameter shift, so no graph is kept there).
-    torch::Tensor pg = [&] {
-      std::optional<torch::NoGradGuard> no_graph;
-      if (cfg.shots > 0) no_graph.emplace();
-      return nn::circuit_forward(gen.program, no_inputs, w).squeeze(0).to(torch::kFloat64);
-    }();
-    double gen_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    torch::Tensor fake = pg.detach(), real_p = p_target_dev;
-    const uint64_t epoch_seed = cfg.seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch);
-    if (cfg.shots > 0) {
-      fake = shot_histograms(prog, w.detach().unsqueeze(0), cfg.shots, epoch_seed, K).squeeze(0);
-      std::mt19937_64 rng(epoch_seed ^ 0xD1B54A32D192ED03ull);  // the "real data": shots of the target
-      std::discrete_distribution<uint64_t> draw(target.probabilities.begin(), target.probabilities.end());
-      std::vector<uint64_t> drawn(std::size_t(cfg.shots));
-      for (auto& x : drawn) x = draw(rng);
-      real_p = torch::tensor(histogram(drawn, std::size_t(K)), f64).to(device);
-    }
-    const torch::Tensor fake_dev = fake.to(device);
-    torch::Tensor loss_d;
-    {
-      train::AutocastScope autocast(precision);
-      for (int k = 0; k < cfg.d_steps; ++k) {
-        const torch::Tensor z = d_logits();
-        loss_d = -(real_p * torch::log_sigmoid(z) + fake_dev * torch::log_sigmoid(-z)).sum();
-        opt_d.zero_grad();
-        loss_d.backward();
-        opt_d.step();
-      }
-    }
-    torch::Tensor log_d;
-    {
-      torch::NoGradGuard ng;
-      train::AutocastScope autocast(precision);
-      log_d = torch::log_sigmoid(d_logits());
-    }
-    opt_g.zero_grad();
-    torch::Tensor loss_g;
-    if (cfg.shots == 0) {
-      loss_g = -(pg.to(device) * log_d).sum();
-      const auto t1 = Clock::now();
-      loss_g.backward();  // through the engine's adjoint vjp
-      gen_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
-    } else {
-      const auto t1 = Clock::now();
-      const torch::Tensor wd = w.detach().to(torch::kFloat64).contiguous(), ld = log_d.cpu().contiguous();
-      const auto grad = parameter_shift_gradient(prog, std::vector<double>(wd.data_ptr<double>(), wd.data_ptr<double>() + P),
-                                                 std::vector<double>(ld.data_ptr<double>(), ld.data_ptr<double>() + K), cfg.shots,
-                                                 epoch_seed ^ 0xA0761D6478BD642Full);
-      gen_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
-      w.mutable_grad() = -torch::tensor(grad, f64).to(w.dtype());  // loss_G = -E[log D]
-      loss_g = -(fake_dev * log_d).sum();
-    }
-    opt_g.step();
-    generator_ms += gen_ms;
-    ++ran;
-    // Metrics of the exact distribution, on the host (the generator runs there).
-    const Distribution pv(pg.detach().data_ptr<double>(), pg.detach().data_ptr<double>() + K);
-    const double kl = kl_divergence(pv, target.probabilities), klr = kl_divergence(target.probabilities, pv);
-    const double ks = ks_distance(pv, target.probabilities, target.rows);
-    const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
-    pending_rows.push_back({{"epoch", epoch + 1}, {"kl", number(kl)}, {"kl_reverse", number(klr)}, {"ks", ks}, {"seconds", secs}});
-    pending_losses.push_back(torch::stack({loss_g.detach(), loss_d.detach()}));
-    const auto on = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-    return {{"kl", "ks", "loss_g", "loss_d"},
-            {torch::tensor(kl, on), torch::tensor(ks, on), loss_g.detach(), loss_d.detach()}};
-  };
-
-  auto flush_history = [&] {
-    if (pending_rows.empty()) return;
-    const torch::Tensor l = torch::stack(pending_losses).cpu();  // one transfer
-    for (std::size_t i = 0; i < pending_rows.size(); ++i) {
-      pending_rows[i]["loss_g"] = l[int64_t(i)][0].item<double>();
-      pending_rows[i]["loss_d"] = l[int64_t(i)][1].item<double>();
-      history.push_back(pending_rows[i]);
-    }
-    pending_rows.clear();
-    pending_losses.clear();
-  };
-  auto checkpoint = [&](int64_t done) {
-    flush_history();
-    state.step = done;
-    train::save_checkpoint(ckpt, state);
-    train::write_file_atomic(hist_path, history.dump(1));
-  };
-
-  train::RunnerOptions ro;
-  ro.steps = cfg.epochs;
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, cfg.epochs / 10));
-  ro.progress = cfg.progress;
-  ro.checkpoint_every = cfg.checkpoint_every;
-  ro.log_path = (fs::path(cfg.out) / "train_log.jsonl").string();
-  train::StepRunner runner(ro);
-  const auto t_train = Clock::now();
-  runner.run(step, first, checkpoint);
-  const double train_s = std::chrono::duration<double>(Clock::now() - t_train).count();
-
-  // The final distribution at the final weights.
-  torch::Tensor pg;
+// loss_G = -E[log D]: through the engine's adjoint vjp (exact), or its parameter-shift
+// gradient from shots. Adds the engine's time to gen_ms.
+torch::Tensor QganRun::generator_step(const Generated& g, const torch::Tensor& fake_dev, double& gen_ms) {
+  torch::Tensor log_d;
   {
     torch::NoGradGuard ng;
-    pg = nn::circuit_forward(gen.program, no_inputs, w).squeeze(0).to(torch::kFloat64).contiguous();
+    train::AutocastScope autocast(precision_);
+    log_d = torch::log_sigmoid(d_logits());
   }
-  const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K);
-  json report = app::report_header("qfleet-qgan train", cfg.to_json(), cfg.seed);
-  report["target"] = target_json(target);
-  json g = gen.info;
-  const torch::Tensor wd = w.detach().to(torch::kFloat64).contiguous();
-  g["weights"] = std::vector<double>(wd.data_ptr<double>(), wd.data_ptr<double>() + P);
+  opt_g_->zero_grad();
+  torch::Tensor loss_g;
+  const auto t1 = Clock::now();
+  if (cfg_.shots == 0) {
+    loss_g = -(g.exact.to(device_) * log_d).sum();
+    loss_g.backward();
+  } else {
+    const torch::Tensor wd = w_.detach().to(torch::kFloat64).contiguous(), ld = log_d.cpu().contiguous();
+    const auto grad = parameter_shift_gradient(
+        gen_.program->program, std::vector<double>(wd.data_ptr<double>(), wd.data_ptr<double>() + P_),
+        std::vector<double>(ld.data_ptr<double>(), ld.data_ptr<double>() + K_), cfg_.shots, g.seed ^ 0xA0761D6478BD642Full);
+    w_.mutable_grad() = -torch::tensor(grad, torch::TensorOptions().dtype(torch::kFloat64)).to(w_.dtype());
+    loss_g = -(fake_dev * log_d).sum();
+  }
+  gen_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  opt_g_->step();
+  return loss_g;
+}
+
+train::Metrics QganRun::step(int64_t epoch) {
+  const Generated g = generate(epoch);
+  double gen_ms = g.ms;
+  const torch::Tensor fake_dev = g.fake.to(device_);
+  const torch::Tensor loss_d = discriminator_steps(g.real, fake_dev);
+  const torch::Tensor loss_g = generator_step(g, fake_dev, gen_ms);
+  generator_ms_ += gen_ms;
+  ++ran_;
+  // Metrics of the exact distribution, on the host (the generator runs there).
+  const torch::Tensor pg = g.exact.detach();
+  const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K_);
+  const double kl = kl_divergence(pv, target_.probabilities), klr = kl_divergence(target_.probabilities, pv);
+  const double ks = ks_distance(pv, target_.probabilities, target_.rows);
+  const double secs = std::chrono::duration<double>(Clock::now() - t_start_).count();
+  pending_rows_.push_back({{"epoch", epoch + 1}, {"kl", number(kl)}, {"kl_reverse", number(klr)}, {"ks", ks}, {"seconds", secs}});
+  pending_losses_.push_back(torch::stack({loss_g.detach(), loss_d.detach()}));
+  const auto on = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
+  return {{"kl", "ks", "loss_g", "loss_d"}, {torch::tensor(kl, on), torch::tensor(ks, on), loss_g.detach(), loss_d.detach()}};
+}
+
+void QganRun::flush_history() {
+  if (pending_rows_.empty()) return;
+  const torch::Tensor l = torch::stack(pending_losses_).cpu();  // one transfer
+  for (std::size_t i = 0; i < pending_rows_.size(); ++i) {
+    pending_rows_[i]["loss_g"] = l[int64_t(i)][0].item<double>();
+    pending_rows_[i]["loss_d"] = l[int64_t(i)][1].item<double>();
+    history_.push_back(pending_rows_[i]);
+  }
+  pending_rows_.clear();
+  pending_losses_.clear();
+}
+
+void QganRun::checkpoint(int64_t done) {
+  flush_history();
+  state_.step = done;
+  train::save_checkpoint(ckpt_, state_);
+  train::write_file_atomic(hist_path_, history_.dump(1));
+}
+
+json QganRun::report(double train_s, int64_t first) {
+  torch::Tensor pg;  // the final distribution at the final weights
+  {
+    torch::NoGradGuard ng;
+    pg = nn::circuit_forward(gen_.program, no_inputs_, w_).squeeze(0).to(torch::kFloat64).contiguous();
+  }
+  const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K_);
+  json report = app::report_header("qfleet-qgan train", cfg_.to_json(), cfg_.seed);
+  report["target"] = target_json(target_);
+  json g = gen_.info;
+  const torch::Tensor wd = w_.detach().to(torch::kFloat64).contiguous();
+  g["weights"] = std::vector<double>(wd.data_ptr<double>(), wd.data_ptr<double>() + P_);
   report["generator"] = g;
-  report["discriminator"] = {{"hidden", cfg.hidden}, {"inputs", target.n_features}, {"activation", "LeakyReLU(0.2)"}};
-  report["history"] = history;
+  report["discriminator"] = {{"hidden", cfg_.hidden}, {"inputs", target_.n_features}, {"activation", "LeakyReLU(0.2)"}};
+  report["history"] = history_;
   double best = kInfinity;
   int64_t best_epoch = 0;
-  for (const auto& h : history)
+  for (const auto& h : history_)
     if (h["kl"].is_number() && h["kl"].get<double>() < best) best = h["kl"].get<double>(), best_epoch = h["epoch"].get<int64_t>();
-  const double kl = kl_divergence(pv, target.probabilities);
   report["final"] = {{"probabilities", pv},
-                     {"kl", number(kl)},
-                     {"kl_reverse", number(kl_divergence(target.probabilities, pv))},
-                     {"ks", ks_distance(pv, target.probabilities, target.rows)},
-                     {"js_distance", js_distance(pv, target.probabilities)},
-                     {"total_variation", total_variation(pv, target.probabilities)},
-                     {"epochs", int64_t(history.size())},
+                     {"kl", number(kl_divergence(pv, target_.probabilities))},
+                     {"kl_reverse", number(kl_divergence(target_.probabilities, pv))},
+                     {"ks", ks_distance(pv, target_.probabilities, target_.rows)},
+                     {"js_distance", js_distance(pv, target_.probabilities)},
+                     {"total_variation", total_variation(pv, target_.probabilities)},
+                     {"epochs", int64_t(history_.size())},
                      {"best_kl", number(best)},
                      {"best_epoch", best_epoch}};
-  report["timing"] = {{"seconds", std::chrono::duration<double>(Clock::now() - t_start).count()},
+  report["timing"] = {{"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()},
                       {"train_seconds", train_s},
-                      {"epochs_run", ran},
-                      {"epoch_ms", ran ? 1e3 * train_s / double(ran) : 0.0},
-                      {"generator_ms_per_epoch", ran ? generator_ms / double(ran) : 0.0},
+                      {"epochs_run", ran_},
+                      {"epoch_ms", ran_ ? 1e3 * train_s / double(ran_) : 0.0},
+                      {"generator_ms_per_epoch", ran_ ? generator_ms_ / double(ran_) : 0.0},
                       {"generator", "forward + adjoint backward (exact) or the 2P + 1 sampled circuits (shots), engine calls only"},
-                      {"device", device.str()},
-                      {"device_reason", device_why},
-                      {"precision_policy", precision.rule},
+                      {"device", device_.str()},
+                      {"device_reason", device_why_},
+                      {"precision_policy", precision_.rule},
                       {"resumed_from_epoch", first}};
-  train::write_file_atomic((fs::path(cfg.out) / "report.json").string(), report.dump(1));
+  train::write_file_atomic((fs::path(cfg_.out) / "report.json").string(), report.dump(1));
   return report;
+}
+
+}  // namespace
+
+json train(const TrainConfig& cfg) {
+  QganRun run(cfg);
+  const int64_t first = run.resume();
+  train::RunnerOptions ro;
+  ro.steps = run.config().epochs;
+  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, run.config().epochs / 10));
+  ro.progress = run.config().progress;
+  ro.checkpoint_every = run.config().checkpoint_every;
+  ro.log_path = (fs::path(run.config().out) / "train_log.jsonl").string();
+  train::StepRunner runner(ro);
+  const auto t_train = Clock::now();
+  runner.run([&](int64_t epoch) { return run.step(epoch); }, first, [&](int64_t done) { run.checkpoint(done); });
+  return run.report(std::chrono::duration<double>(Clock::now() - t_train).count(), first);
 }
 
 }  // namespace qfleet::qgan
