@@ -143,17 +143,13 @@ json estimate_json(const Estimate& e) {
   return {{"value", e.value}, {"low", e.low}, {"high", e.high}, {"plug_in", e.plug_in}};
 }
 
-}  // namespace
+using Runs = std::vector<std::vector<DeviceRun>>;  // [circuit][device]
 
-json run_tournament(const TournamentConfig& c) {
-  validate(c);
-  const auto t_start = Clock::now();
-  const auto devices = tournament_devices(c);
-  const auto circuits = tournament_circuits(c);
+// Every device runs every circuit.
+Runs run_all(const TournamentConfig& c, const std::vector<TournamentDevice>& devices,
+             const std::vector<TournamentCircuit>& circuits) {
   const std::size_t D = devices.size(), C = circuits.size();
-
-  // Every device runs every circuit.
-  std::vector<std::vector<DeviceRun>> runs(C, std::vector<DeviceRun>(D));
+  Runs runs(C, std::vector<DeviceRun>(D));
   train::ProgressBar bar;
   const int64_t total = int64_t(C * D);
   for (std::size_t ci = 0; ci < C; ++ci)
@@ -162,28 +158,26 @@ json run_tournament(const TournamentConfig& c) {
       if (c.progress) bar.update(int64_t(ci * D + di + 1), total, circuits[ci].name + " on " + devices[di].name);
     }
   if (c.progress) bar.finish();
+  return runs;
+}
 
-  json out = app::report_header("qfleet-qgan tournament", c.to_json(), c.seed);
-  out["confidence"] = c.confidence;
-  for (const auto& d : devices) out["devices"].push_back({{"name", d.name}, {"kind", d.kind}, {"source", d.source}});
-  json dists = json::object();
-  for (std::size_t ci = 0; ci < C; ++ci) {
-    const int n = circuits[ci].circuit.n_qubits();
-    out["circuits"].push_back({{"name", circuits[ci].name}, {"n_qubits", n}, {"description", circuits[ci].description}});
-    for (std::size_t di = 0; di < D; ++di) {
-      dists[circuits[ci].name][devices[di].name] = runs[ci][di].probabilities;
-      out["runs"][circuits[ci].name][devices[di].name] = runs[ci][di].info;
-    }
-  }
-  out["distributions"] = dists;
+// What the pairs of devices give, per circuit and as means over the circuits.
+struct PairStats {
+  std::vector<std::vector<std::vector<double>>> js;       // [circuit][a][b]: exact JS distance
+  std::vector<std::vector<std::vector<Estimate>>> js_est;  // [circuit][a][b]: finite-shot bootstrap
+  std::vector<std::vector<double>> tv_mean, js_mean, log_shots;  // [a][b]
+  int covered = 0, estimated = 0;                          // exact values inside their intervals
+};
 
-  // Pairs: exact statistics, shots to distinguish, finite-shot estimates.
+// Pairs: exact statistics, shots to distinguish, finite-shot estimates (into out["pairs"]).
+PairStats compare_pairs(const TournamentConfig& c, const std::vector<TournamentDevice>& devices,
+                        const std::vector<TournamentCircuit>& circuits, const Runs& runs, json& out) {
+  const std::size_t D = devices.size(), C = circuits.size();
   std::mt19937_64 rng(c.seed ^ 0x5851F42D4C957F2Dull);
-  std::vector<std::vector<std::vector<double>>> js(C, std::vector<std::vector<double>>(D, std::vector<double>(D, 0.0)));
-  std::vector<std::vector<std::vector<Estimate>>> js_est(C, std::vector<std::vector<Estimate>>(D, std::vector<Estimate>(D)));
-  std::vector<std::vector<double>> tv_mean(D, std::vector<double>(D, 0.0)), js_mean(D, std::vector<double>(D, 0.0)),
-      log_shots(D, std::vector<double>(D, 0.0));
-  int covered = 0, estimated = 0;
+  PairStats st;
+  st.js.assign(C, std::vector<std::vector<double>>(D, std::vector<double>(D, 0.0)));
+  st.js_est.assign(C, std::vector<std::vector<Estimate>>(D, std::vector<Estimate>(D)));
+  st.tv_mean.assign(D, std::vector<double>(D, 0.0)), st.js_mean = st.tv_mean, st.log_shots = st.tv_mean;
   for (std::size_t ci = 0; ci < C; ++ci) {
     const std::size_t k = runs[ci][0].probabilities.size();
     for (std::size_t a = 0; a < D; ++a)
@@ -202,16 +196,19 @@ json run_tournament(const TournamentConfig& c) {
                      {"shots_to_distinguish",
                       {{"distinguishable", s.distinguishable}, {"shots", s.shots}, {"bound", s.bound},
                        {"alpha", s.alpha}, {"beta", s.beta}, {"capped", s.shots >= kMaxShots}}}};
-        js[ci][a][b] = js[ci][b][a] = pair["js_distance"].get<double>();
-        js_mean[a][b] += js[ci][a][b] / double(C);
-        tv_mean[a][b] += pair["total_variation"].get<double>() / double(C);
-        log_shots[a][b] += (s.distinguishable ? std::log10(double(s.shots)) : INFINITY) / double(C);
+        auto& js = st.js[ci];
+        js[a][b] = js[b][a] = pair["js_distance"].get<double>();
+        st.js_mean[a][b] += js[a][b] / double(C);
+        st.tv_mean[a][b] += pair["total_variation"].get<double>() / double(C);
+        st.log_shots[a][b] += (s.distinguishable ? std::log10(double(s.shots)) : INFINITY) / double(C);
         if (c.shots > 0) {
-          const Estimate ej = bootstrap(runs[ci][a].samples, runs[ci][b].samples, k, js_distance, c.resamples, c.level, rng);
-          const Estimate et = bootstrap(runs[ci][a].samples, runs[ci][b].samples, k, total_variation, c.resamples, c.level, rng);
-          js_est[ci][a][b] = js_est[ci][b][a] = ej;
-          covered += (ej.low <= js[ci][a][b] && js[ci][a][b] <= ej.high) ? 1 : 0;
-          ++estimated;
+          const auto& sa = runs[ci][a].samples;
+          const auto& sb = runs[ci][b].samples;
+          const Estimate ej = bootstrap(sa, sb, k, js_distance, c.resamples, c.level, rng);
+          const Estimate et = bootstrap(sa, sb, k, total_variation, c.resamples, c.level, rng);
+          st.js_est[ci][a][b] = st.js_est[ci][b][a] = ej;
+          st.covered += (ej.low <= js[a][b] && js[a][b] <= ej.high) ? 1 : 0;
+          ++st.estimated;
           pair["finite_shots"] = {{"shots", c.shots}, {"resamples", c.resamples}, {"level", c.level},
                                   {"js_distance", estimate_json(ej)}, {"total_variation", estimate_json(et)}};
         }
@@ -220,70 +217,108 @@ json run_tournament(const TournamentConfig& c) {
   }
   for (std::size_t a = 0; a < D; ++a)
     for (std::size_t b = 0; b < a; ++b) {
-      js_mean[a][b] = js_mean[b][a];
-      tv_mean[a][b] = tv_mean[b][a];
-      log_shots[a][b] = log_shots[b][a];
+      st.js_mean[a][b] = st.js_mean[b][a];
+      st.tv_mean[a][b] = st.tv_mean[b][a];
+      st.log_shots[a][b] = st.log_shots[b][a];
     }
+  return st;
+}
+
+json matrix_json(const std::vector<TournamentDevice>& devices, const PairStats& st) {
   json names = json::array();
   for (const auto& d : devices) names.push_back(d.name);
   json ls = json::array();
-  for (const auto& row : log_shots) {
+  for (const auto& row : st.log_shots) {
     json r = json::array();
     for (double v : row) r.push_back(number(v));
     ls.push_back(r);
   }
-  out["matrix"] = {{"devices", names}, {"js_distance", js_mean}, {"total_variation", tv_mean}, {"log10_shots", ls},
-                   {"how", "means over the circuits; log10_shots is the mean of log10(shots to distinguish)"}};
+  return {{"devices", names}, {"js_distance", st.js_mean}, {"total_variation", st.tv_mean}, {"log10_shots", ls},
+          {"how", "means over the circuits; log10_shots is the mean of log10(shots to distinguish)"}};
+}
 
-  // Round robin among the noisy devices: in each circuit a device beats another when its
-  // distribution is closer (JS distance) to the noiseless reference's; a draw when the
-  // two finite-shot bootstrap intervals of those distances overlap (the shots cannot tell).
+// Round robin among the noisy devices: in each circuit a device beats another when its
+// distribution is closer (JS distance) to the noiseless reference's (device r); a draw
+// when the two finite-shot bootstrap intervals of those distances overlap (the shots
+// cannot tell).
+json ranking(const TournamentConfig& c, const std::vector<TournamentDevice>& devices, std::size_t r,
+             const PairStats& st) {
+  const std::size_t D = devices.size(), C = st.js.size();
+  struct Row {
+    std::size_t d;
+    int wins = 0, losses = 0, draws = 0;
+    double points = 0, mean_js = 0;
+  };
+  std::vector<Row> rows;
+  for (std::size_t d = 0; d < D; ++d)
+    if (d != r) rows.push_back({d});
+  for (auto& x : rows)
+    for (std::size_t ci = 0; ci < C; ++ci) x.mean_js += st.js[ci][x.d][r] / double(C);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = i + 1; j < rows.size(); ++j)
+      for (std::size_t ci = 0; ci < C; ++ci) {
+        const std::size_t a = rows[i].d, b = rows[j].d;
+        const auto& js = st.js[ci];
+        bool draw = js[a][r] == js[b][r];
+        if (c.shots > 0) {
+          const Estimate &ea = st.js_est[ci][a][r], &eb = st.js_est[ci][b][r];
+          draw = draw || (ea.low <= eb.high && eb.low <= ea.high);
+        }
+        if (draw) {
+          rows[i].draws++, rows[j].draws++;
+          rows[i].points += 0.5, rows[j].points += 0.5;
+        } else if (js[a][r] < js[b][r]) {
+          rows[i].wins++, rows[j].losses++, rows[i].points += 1;
+        } else {
+          rows[j].wins++, rows[i].losses++, rows[j].points += 1;
+        }
+      }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+    return x.points != y.points ? x.points > y.points : x.mean_js < y.mean_js;
+  });
+  json out = json::array();
+  int rank = 0;
+  for (const auto& x : rows)
+    out.push_back({{"rank", ++rank}, {"device", devices[x.d].name}, {"wins", x.wins}, {"losses", x.losses},
+                   {"draws", x.draws}, {"points", x.points}, {"mean_js_to_reference", x.mean_js}});
+  return out;
+}
+
+}  // namespace
+
+json run_tournament(const TournamentConfig& c) {
+  validate(c);
+  const auto t_start = Clock::now();
+  const auto devices = tournament_devices(c);
+  const auto circuits = tournament_circuits(c);
+  const Runs runs = run_all(c, devices, circuits);
+
+  json out = app::report_header("qfleet-qgan tournament", c.to_json(), c.seed);
+  out["confidence"] = c.confidence;
+  for (const auto& d : devices) out["devices"].push_back({{"name", d.name}, {"kind", d.kind}, {"source", d.source}});
+  json dists = json::object();
+  for (std::size_t ci = 0; ci < circuits.size(); ++ci) {
+    const int n = circuits[ci].circuit.n_qubits();
+    out["circuits"].push_back({{"name", circuits[ci].name}, {"n_qubits", n}, {"description", circuits[ci].description}});
+    for (std::size_t di = 0; di < devices.size(); ++di) {
+      dists[circuits[ci].name][devices[di].name] = runs[ci][di].probabilities;
+      out["runs"][circuits[ci].name][devices[di].name] = runs[ci][di].info;
+    }
+  }
+  out["distributions"] = dists;
+  const PairStats st = compare_pairs(c, devices, circuits, runs, out);
+  out["matrix"] = matrix_json(devices, st);
   const auto ref = std::find_if(devices.begin(), devices.end(), [](const auto& d) { return d.kind == "noiseless"; });
   if (ref == devices.end()) {
     out["ranking"] = nullptr;
     out["ranking_note"] = "no noiseless reference device: nothing to rank against";
   } else {
-    const auto r = std::size_t(ref - devices.begin());
-    struct Row {
-      std::size_t d;
-      int wins = 0, losses = 0, draws = 0;
-      double points = 0, mean_js = 0;
-    };
-    std::vector<Row> rows;
-    for (std::size_t d = 0; d < D; ++d)
-      if (d != r) rows.push_back({d});
-    for (auto& x : rows)
-      for (std::size_t ci = 0; ci < C; ++ci) x.mean_js += js[ci][x.d][r] / double(C);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      for (std::size_t j = i + 1; j < rows.size(); ++j)
-        for (std::size_t ci = 0; ci < C; ++ci) {
-          const std::size_t a = rows[i].d, b = rows[j].d;
-          bool draw = js[ci][a][r] == js[ci][b][r];
-          if (c.shots > 0) {
-            const Estimate &ea = js_est[ci][a][r], &eb = js_est[ci][b][r];
-            draw = draw || (ea.low <= eb.high && eb.low <= ea.high);
-          }
-          if (draw) {
-            rows[i].draws++, rows[j].draws++;
-            rows[i].points += 0.5, rows[j].points += 0.5;
-          } else if (js[ci][a][r] < js[ci][b][r]) {
-            rows[i].wins++, rows[j].losses++, rows[i].points += 1;
-          } else {
-            rows[j].wins++, rows[i].losses++, rows[j].points += 1;
-          }
-        }
-    std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
-      return x.points != y.points ? x.points > y.points : x.mean_js < y.mean_js;
-    });
-    int rank = 0;
-    for (const auto& x : rows)
-      out["ranking"].push_back({{"rank", ++rank}, {"device", devices[x.d].name}, {"wins", x.wins}, {"losses", x.losses},
-                                {"draws", x.draws}, {"points", x.points}, {"mean_js_to_reference", x.mean_js}});
+    out["ranking"] = ranking(c, devices, std::size_t(ref - devices.begin()), st);
     out["ranking_rule"] = "per circuit and pair: the device closer to the noiseless reference (JS distance) wins 1 point; "
                           "a draw (0.5 each) when the finite-shot bootstrap intervals of the two distances overlap";
   }
-  if (estimated > 0)
-    out["bootstrap_coverage"] = {{"pairs", estimated}, {"exact_inside_interval", covered},
+  if (st.estimated > 0)
+    out["bootstrap_coverage"] = {{"pairs", st.estimated}, {"exact_inside_interval", st.covered},
                                  {"note", "bias-corrected basic bootstrap intervals; the plug-in distances are biased upwards "
                                           "for close distributions and the correction is first-order, so close pairs are "
                                           "covered less often than the nominal level"}};
