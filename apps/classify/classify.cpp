@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -83,178 +84,218 @@ torch::Tensor as_input(const torch::Tensor& u8, double mean, double std) {
   return ((u8.to(torch::kFloat32) / 255.0 - mean) / std).unsqueeze(1);
 }
 
-}  // namespace
+// One training run as a lifecycle: set up (configuration, device, data, model, the
+// inputs on the device, optimizer), resume, one step per batch on qfleet::train's
+// runner, the end of each epoch (evaluation, history, checkpoint), and the report. The
+// random draws' order is the run's contract (a resumed run is bit-identical): the model
+// from the default generator seeded with seed, each epoch's batch order from (seed, epoch).
+class ClassifyRun {
+ public:
+  explicit ClassifyRun(const Config& cfg_in);
+  int64_t resume();
+  train::Metrics step(int64_t i);
+  void end_of_epoch(int64_t done);
+  json finish(int64_t first);
+  int64_t total_steps() const { return per_epoch_ * cfg_.epochs; }
+  int64_t per_epoch() const { return per_epoch_; }
+  const Config& config() const { return cfg_; }
 
-json run(const Config& cfg_in) {
-  Config cfg = cfg_in;
-  validate(cfg);
-  if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
-  if (!cfg.circuit_file.empty()) {
-    std::ifstream f(cfg.circuit_file);
-    if (!f) throw DataError(cfg.circuit_file + ": cannot open the circuit file");
-    cfg.model.circuit_json.assign(std::istreambuf_iterator<char>(f), {});
+ private:
+  void load_inputs();
+
+  Config cfg_;
+  std::string device_why_;
+  torch::Device device_{torch::kCPU};
+  train::PrecisionPolicy precision_;
+  Clock::time_point t_start_;
+  DataSet data_;
+  Split train_split_, test_split_;
+  double mean_ = 0, stdev_ = 1;
+  HybridNet net_{nullptr};
+  std::string ckpt_, hist_path_;
+  torch::Tensor train_x_, test_x_, train_y_, test_y_;  // on the device for the whole run: a step indexes them there
+  FeatureCacheInfo cache_info_;
+  int64_t n_train_ = 0, per_epoch_ = 1;
+  std::unique_ptr<torch::optim::Adam> opt_;
+  train::TrainState state_;
+  json history_ = json::array();
+  Timing timing_{false};
+  StepClock clock_;
+  torch::Tensor perm_, loss_sum_, correct_sum_;
+  int64_t perm_epoch_ = -1, seen_ = 0;
+  Clock::time_point epoch_start_;
+};
+
+ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
+  validate(cfg_);
+  if (cfg_.threads > 0) torch::set_num_threads(cfg_.threads);
+  if (!cfg_.circuit_file.empty()) {
+    std::ifstream f(cfg_.circuit_file);
+    if (!f) throw DataError(cfg_.circuit_file + ": cannot open the circuit file");
+    cfg_.model.circuit_json.assign(std::istreambuf_iterator<char>(f), {});
   }
-  std::string device_why;
-  const torch::Device device = train::device_from_setting(cfg.device, &device_why);
-  cfg.model.cuda = device.is_cuda();
+  device_ = train::device_from_setting(cfg_.device, &device_why_);
+  cfg_.model.cuda = device_.is_cuda();
   // The runtime's rule: the CNN under autocast where it pays (BF16 on GPUs of compute
   // capability >= 8, FP32 on the CPU); the circuit keeps its program's precision.
-  const train::PrecisionPolicy precision = train::precision_policy(device);
-  train::apply_backend_switches(precision);
-  cfg.model.seed = cfg.seed;
-  const auto t_start = Clock::now();
+  precision_ = train::precision_policy(device_);
+  train::apply_backend_switches(precision_);
+  cfg_.model.seed = cfg_.seed;
+  t_start_ = Clock::now();
 
-  DataSet data = load_data(cfg.data);
-  const Split train_split = head(data.train, cfg.train_subset), test_split = head(data.test, cfg.test_subset);
+  data_ = load_data(cfg_.data);
+  train_split_ = head(data_.train, cfg_.train_subset), test_split_ = head(data_.test, cfg_.test_subset);
   // One float64 copy of the training images (376 MB for Fashion-MNIST) for both moments,
   // freed before training.
-  const auto [mean, stdev] = [&] {
-    const torch::Tensor pixels = train_split.images.to(torch::kFloat64).div_(255.0);
-    return std::pair<double, double>(pixels.mean().item<double>(), pixels.std().item<double>());
-  }();
-
-  torch::manual_seed(cfg.seed);
-  HybridNet net(cfg.model);
-  net->to(device);
-  fs::create_directories(cfg.out);
-  const std::string ckpt = (fs::path(cfg.out) / "checkpoint.pt").string();
-  const std::string hist_path = (fs::path(cfg.out) / "history.json").string();
-
-  // Inputs live on the device for the whole run: a step indexes them there (no host
-  // copies in the step).
-  torch::Tensor train_x, test_x;
-  FeatureCacheInfo cache_info;
-  if (cfg.mode == "features") {
-    if (!cfg.backbone_from.empty()) load_backbone(net->backbone_module(), cfg.backbone_from);
-    for (auto& p : net->backbone_module().parameters()) p.set_requires_grad(false);
-    const std::string cache_dir = cfg.cache.empty() ? (fs::path(cfg.out) / "cache").string() : cfg.cache;
-    auto feats = cached_features(*net, cache_dir, data.checksum, cfg.model.backbone, as_input(train_split.images, mean, stdev),
-                                 as_input(test_split.images, mean, stdev), device, cache_info);
-    train_x = feats.first;
-    test_x = feats.second;
-  } else {
-    train_x = as_input(train_split.images, mean, stdev).to(device);
-    test_x = as_input(test_split.images, mean, stdev).to(device);
+  {
+    const torch::Tensor pixels = train_split_.images.to(torch::kFloat64).div_(255.0);
+    mean_ = pixels.mean().item<double>(), stdev_ = pixels.std().item<double>();
   }
-  const torch::Tensor train_y = train_split.labels.to(device), test_y = test_split.labels.to(device);
-  const int64_t n_train = train_x.size(0);
-  const int64_t per_epoch = (n_train + cfg.batch - 1) / cfg.batch;
-  const int64_t total = per_epoch * cfg.epochs;
+  torch::manual_seed(cfg_.seed);
+  net_ = HybridNet(cfg_.model);
+  net_->to(device_);
+  fs::create_directories(cfg_.out);
+  ckpt_ = (fs::path(cfg_.out) / "checkpoint.pt").string();
+  hist_path_ = (fs::path(cfg_.out) / "history.json").string();
+  load_inputs();
 
   std::vector<torch::Tensor> trainable;
-  for (auto& p : net->parameters())
+  for (auto& p : net_->parameters())
     if (p.requires_grad()) trainable.push_back(p);
-  torch::optim::Adam opt(trainable, torch::optim::AdamOptions(cfg.lr));
-
-  train::TrainState state;
-  json hashed = cfg.to_json();
+  opt_ = std::make_unique<torch::optim::Adam>(trainable, torch::optim::AdamOptions(cfg_.lr));
+  json hashed = cfg_.to_json();
   hashed.erase("epochs");  // --resume --epochs N extends a run
-  state.config = hashed.dump();
-  state.modules = {{"model", net.ptr().get()}};
-  state.optimizers = {{"adam", &opt}};
-  json history = json::array();
-  int64_t first = 0;
-  if (cfg.resume) {
-    train::load_checkpoint(ckpt, state);  // CheckpointError: missing, damaged, another configuration
-    first = state.step;
-    std::ifstream h(hist_path);
-    if (h) history = json::parse(h, nullptr, false);
-    if (!history.is_array()) history = json::array();
-    while (int64_t(history.size()) > first / per_epoch) history.erase(history.end() - 1);
+  state_.config = hashed.dump();
+  state_.modules = {{"model", net_.ptr().get()}};
+  state_.optimizers = {{"adam", opt_.get()}};
+  timing_ = Timing(device_.is_cuda());
+  clock_.cuda = device_.is_cuda();
+  loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  correct_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+}
+
+// The images as the network's inputs, or (mode features) the frozen backbone's features
+// of them, cached on disk.
+void ClassifyRun::load_inputs() {
+  if (cfg_.mode == "features") {
+    if (!cfg_.backbone_from.empty()) load_backbone(net_->backbone_module(), cfg_.backbone_from);
+    for (auto& p : net_->backbone_module().parameters()) p.set_requires_grad(false);
+    const std::string cache_dir = cfg_.cache.empty() ? (fs::path(cfg_.out) / "cache").string() : cfg_.cache;
+    auto feats = cached_features(*net_, cache_dir, data_.checksum, cfg_.model.backbone,
+                                 as_input(train_split_.images, mean_, stdev_), as_input(test_split_.images, mean_, stdev_),
+                                 device_, cache_info_);
+    train_x_ = feats.first;
+    test_x_ = feats.second;
+  } else {
+    train_x_ = as_input(train_split_.images, mean_, stdev_).to(device_);
+    test_x_ = as_input(test_split_.images, mean_, stdev_).to(device_);
   }
+  train_y_ = train_split_.labels.to(device_), test_y_ = test_split_.labels.to(device_);
+  n_train_ = train_x_.size(0);
+  per_epoch_ = (n_train_ + cfg_.batch - 1) / cfg_.batch;
+}
 
-  Timing timing(device.is_cuda());
-  StepClock clock;
-  clock.cuda = device.is_cuda();
-  torch::Tensor perm;
-  int64_t perm_epoch = -1;
-  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-  torch::Tensor correct_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  int64_t seen = 0;
-  auto epoch_start = Clock::now();
+int64_t ClassifyRun::resume() {
+  epoch_start_ = Clock::now();
+  if (!cfg_.resume) return 0;
+  train::load_checkpoint(ckpt_, state_);  // CheckpointError: missing, damaged, another configuration
+  std::ifstream h(hist_path_);
+  if (h) history_ = json::parse(h, nullptr, false);
+  if (!history_.is_array()) history_ = json::array();
+  while (int64_t(history_.size()) > state_.step / per_epoch_) history_.erase(history_.end() - 1);
+  return state_.step;
+}
 
-  auto step = [&](int64_t i) -> train::Metrics {
-    const int64_t epoch = i / per_epoch, b = i % per_epoch;
-    const bool timed = i % cfg.time_every == 0;
-    clock.start(timed);
-    if (epoch != perm_epoch) {  // each epoch's order from (seed, epoch): a resumed run draws the same batches
-      auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed * 1000003 + uint64_t(epoch));
-      perm = torch::randperm(n_train, gen, torch::kInt64).to(device);
-      perm_epoch = epoch;
-    }
-    const torch::Tensor idx = perm.narrow(0, b * cfg.batch, std::min(cfg.batch, n_train - b * cfg.batch));
-    const torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
-    const double t_data = clock.lap();
-    net->train();
-    std::optional<train::AutocastScope> autocast(std::in_place, precision);
-    const torch::Tensor feats = cfg.mode == "features" ? x : net->features(x);
-    const torch::Tensor angles = net->angles(feats);
-    const double t_backbone = clock.lap();
-    const torch::Tensor mid = net->middle(angles);
-    const double t_quantum = clock.lap();
-    const torch::Tensor logits = net->head_logits(mid);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
-    autocast.reset();
-    const double t_head = clock.lap();
-    opt.zero_grad();
-    Clock::time_point q_in, q_out;  // the quantum layer's backward: between its output's and its input's gradients
-    if (timed) {
-      mid.register_hook([&](const torch::Tensor& g) { clock.sync(); q_out = Clock::now(); return g; });
-      angles.register_hook([&](const torch::Tensor& g) { clock.sync(); q_in = Clock::now(); return g; });
-    }
-    loss.backward();
-    const double t_backward = clock.lap();
-    opt.step();
-    const double t_opt = clock.lap();
-    if (timed)
-      timing.add({t_data, t_backbone, t_quantum, t_head, t_backward,
-                  std::chrono::duration<double, std::milli>(q_in - q_out).count(), t_opt});
-    const torch::Tensor hits = (logits.argmax(1) == y).sum();
-    loss_sum += loss.detach().to(torch::kFloat64) * double(y.size(0));
-    correct_sum += hits;
-    seen += y.size(0);
-    return {{"loss", "accuracy"}, {loss.detach(), hits.to(torch::kFloat64) / double(y.size(0))}};
-  };
+train::Metrics ClassifyRun::step(int64_t i) {
+  const int64_t epoch = i / per_epoch_, b = i % per_epoch_;
+  const bool timed = i % cfg_.time_every == 0;
+  clock_.start(timed);
+  if (epoch != perm_epoch_) {  // each epoch's order from (seed, epoch): a resumed run draws the same batches
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg_.seed * 1000003 + uint64_t(epoch));
+    perm_ = torch::randperm(n_train_, gen, torch::kInt64).to(device_);
+    perm_epoch_ = epoch;
+  }
+  const torch::Tensor idx = perm_.narrow(0, b * cfg_.batch, std::min(cfg_.batch, n_train_ - b * cfg_.batch));
+  const torch::Tensor x = train_x_.index_select(0, idx), y = train_y_.index_select(0, idx);
+  const double t_data = clock_.lap();
+  net_->train();
+  std::optional<train::AutocastScope> autocast(std::in_place, precision_);
+  const torch::Tensor feats = cfg_.mode == "features" ? x : net_->features(x);
+  const torch::Tensor angles = net_->angles(feats);
+  const double t_backbone = clock_.lap();
+  const torch::Tensor mid = net_->middle(angles);
+  const double t_quantum = clock_.lap();
+  const torch::Tensor logits = net_->head_logits(mid);
+  const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+  autocast.reset();
+  const double t_head = clock_.lap();
+  opt_->zero_grad();
+  Clock::time_point q_in, q_out;  // the quantum layer's backward: between its output's and its input's gradients
+  if (timed) {
+    mid.register_hook([&](const torch::Tensor& g) { clock_.sync(); q_out = Clock::now(); return g; });
+    angles.register_hook([&](const torch::Tensor& g) { clock_.sync(); q_in = Clock::now(); return g; });
+  }
+  loss.backward();
+  const double t_backward = clock_.lap();
+  opt_->step();
+  const double t_opt = clock_.lap();
+  if (timed)
+    timing_.add({t_data, t_backbone, t_quantum, t_head, t_backward,
+                 std::chrono::duration<double, std::milli>(q_in - q_out).count(), t_opt});
+  const torch::Tensor hits = (logits.argmax(1) == y).sum();
+  loss_sum_ += loss.detach().to(torch::kFloat64) * double(y.size(0));
+  correct_sum_ += hits;
+  seen_ += y.size(0);
+  return {{"loss", "accuracy"}, {loss.detach(), hits.to(torch::kFloat64) / double(y.size(0))}};
+}
 
-  auto end_of_epoch = [&](int64_t done) {
-    if (done % per_epoch != 0) return;
-    const Evaluation ev = [&] {
-      train::AutocastScope autocast(precision);
-      return evaluate(*net, test_x, test_y, data.n_classes, cfg.mode == "features");
-    }();
-    const double secs = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-    const double train_loss = seen ? loss_sum.item<double>() / double(seen) : NAN;
-    const double train_acc = seen ? double(correct_sum.item<int64_t>()) / double(seen) : NAN;
-    history.push_back({{"epoch", done / per_epoch}, {"steps", done}, {"train_loss", train_loss}, {"train_accuracy", train_acc},
-                       {"test_loss", ev.loss}, {"test_accuracy", ev.accuracy}, {"seconds", secs},
-                       {"confusion", confusion_json(ev.confusion)}});
-    if (cfg.progress)
-      std::fprintf(stderr, "epoch %lld: train loss %.4f accuracy %.4f, test loss %.4f accuracy %.4f (%.1f s)\n",
-                   static_cast<long long>(done / per_epoch), train_loss, train_acc, ev.loss, ev.accuracy, secs);
-    state.step = done;
-    train::save_checkpoint(ckpt, state);
-    train::write_file_atomic(hist_path, history.dump(1));
-    loss_sum.zero_();
-    correct_sum.zero_();
-    seen = 0;
-    epoch_start = Clock::now();
-  };
+void ClassifyRun::end_of_epoch(int64_t done) {
+  if (done % per_epoch_ != 0) return;
+  const Evaluation ev = [&] {
+    train::AutocastScope autocast(precision_);
+    return evaluate(*net_, test_x_, test_y_, data_.n_classes, cfg_.mode == "features");
+  }();
+  const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  const double train_loss = seen_ ? loss_sum_.item<double>() / double(seen_) : NAN;
+  const double train_acc = seen_ ? double(correct_sum_.item<int64_t>()) / double(seen_) : NAN;
+  history_.push_back({{"epoch", done / per_epoch_}, {"steps", done}, {"train_loss", train_loss},
+                      {"train_accuracy", train_acc}, {"test_loss", ev.loss}, {"test_accuracy", ev.accuracy},
+                      {"seconds", secs}, {"confusion", confusion_json(ev.confusion)}});
+  if (cfg_.progress)
+    std::fprintf(stderr, "epoch %lld: train loss %.4f accuracy %.4f, test loss %.4f accuracy %.4f (%.1f s)\n",
+                 static_cast<long long>(done / per_epoch_), train_loss, train_acc, ev.loss, ev.accuracy, secs);
+  state_.step = done;
+  train::save_checkpoint(ckpt_, state_);
+  train::write_file_atomic(hist_path_, history_.dump(1));
+  loss_sum_.zero_();
+  correct_sum_.zero_();
+  seen_ = 0;
+  epoch_start_ = Clock::now();
+}
 
-  train::RunnerOptions ro;
-  ro.steps = total;
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, per_epoch));
-  ro.progress = cfg.progress;
-  ro.checkpoint_every = per_epoch;
-  ro.log_path = (fs::path(cfg.out) / "train_log.jsonl").string();
-  train::StepRunner runner(ro);
-  runner.run(step, first, end_of_epoch);
-  torch::save(net->backbone_module().shared_from_this(), (fs::path(cfg.out) / "backbone.pt").string());
-
-  ReportInputs in{cfg, data, train_split, test_split, mean, stdev, device, device_why + "; " + precision.rule, cache_info, history, timing,
-                  std::chrono::duration<double>(Clock::now() - t_start).count(), first};
-  json report = make_report(*net, in);
-  train::write_file_atomic((fs::path(cfg.out) / "report.json").string(), report.dump(1));
+json ClassifyRun::finish(int64_t first) {
+  torch::save(net_->backbone_module().shared_from_this(), (fs::path(cfg_.out) / "backbone.pt").string());
+  ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
+                  cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), first};
+  json report = make_report(*net_, in);
+  train::write_file_atomic((fs::path(cfg_.out) / "report.json").string(), report.dump(1));
   return report;
+}
+
+}  // namespace
+
+json run(const Config& cfg) {
+  ClassifyRun run(cfg);
+  const int64_t first = run.resume();
+  train::RunnerOptions ro;
+  ro.steps = run.total_steps();
+  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, run.per_epoch()));
+  ro.progress = run.config().progress;
+  ro.checkpoint_every = run.per_epoch();
+  ro.log_path = (fs::path(run.config().out) / "train_log.jsonl").string();
+  train::StepRunner runner(ro);
+  runner.run([&](int64_t i) { return run.step(i); }, first, [&](int64_t done) { run.end_of_epoch(done); });
+  return run.finish(first);
 }
 
 }  // namespace qfleet::classify
