@@ -32,7 +32,10 @@ json resolve_config(const json& file, const std::string& preset, const std::vect
   return config_schema().resolve(file, preset, sets);
 }
 
-Config make_config(const json& r) {
+namespace {
+
+// The resolved keys as a Config (the schema checked each value).
+Config read_keys(const json& r) {
   Config c;
   c.json = r;
   c.preset = r.value("preset", "");
@@ -96,7 +99,12 @@ Config make_config(const json& r) {
   c.adapt_grad_clip = r["adapt_grad_clip"];
   c.checkpoint_policy = r["checkpoint_policy"];
   c.select_every = r["select_every"];
+  return c;
+}
 
+// Keys that decide each other: a system's own defaults and the combinations that
+// cannot run together.
+void resolve_and_check_combinations(Config& c) {
   const int qubits = c.system == "qubit_x" ? 1 : 2;
   if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
   if (c.controls == "auto") c.controls = c.system == "two_qubit_cz_paper" ? "pauli" : "half_pauli";
@@ -123,6 +131,11 @@ Config make_config(const json& r) {
     if (static_cast<int>(s.size()) != qubits)
       throw ConfigError("config: input state '" + s + "' needs one label per qubit (" + std::to_string(qubits) +
                         " for " + c.system + ")");
+}
+
+// state_transfer without input_states: the system's own set.
+void default_input_states(Config& c) {
+  const int qubits = c.system == "qubit_x" ? 1 : 2;
   if (c.fidelity == "state_transfer" && c.input_states.empty()) {
     if (qubits == 1) {
       c.input_states = {"0", "1", "+", "-", "r", "l"};
@@ -133,6 +146,14 @@ Config make_config(const json& r) {
         for (char b : std::string("01+r")) c.input_states.push_back(std::string{a, b});
     }
   }
+}
+
+}  // namespace
+
+Config make_config(const json& r) {
+  Config c = read_keys(r);
+  resolve_and_check_combinations(c);
+  default_input_states(c);
   if (c.device == "cuda" && qfleet::cuda_device_count() == 0)
     throw ConfigError(
         "config: device = cuda: no CUDA device is visible to qfleet (no GPU or driver, CUDA_VISIBLE_DEVICES, or a "
