@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/tensor_json.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
 
@@ -165,8 +166,7 @@ std::pair<torch::Tensor, torch::Tensor> grape(const Problem& problem, const Poli
 // One pulse [n_seg, n_ctrl] for all tasks: Adam on the mean fidelity over the batches `tasks` draws.
 torch::Tensor robust_pulse(const Problem& problem, const Policy& policy, torch::Tensor u,
                            const std::function<torch::Tensor()>& tasks, int64_t iterations, double lr);
-// Tensor -> nested JSON arrays of doubles (row-major).
-nlohmann::json tensor_json(const torch::Tensor& t);
+using app::tensor_json;  // (apps/common/tensor_json.hpp)
 
 struct CurvePoint {
   int64_t iteration;

@@ -88,14 +88,6 @@ double engine_dt(const Config& cfg, double segment) {
 
 }  // namespace
 
-json tensor_json(const Tensor& t) {
-  const Tensor c = t.detach().to(torch::kFloat64).contiguous();
-  if (c.dim() == 0) return c.item<double>();
-  json a = json::array();
-  for (int64_t i = 0; i < c.size(0); ++i) a.push_back(tensor_json(c[i]));
-  return a;
-}
-
 Problem::Problem(const Config& cfg)
     : qubits_(cfg.system == "qubit_x" ? 1 : 2),
       n_seg_(static_cast<int>(cfg.n_segments)),

@@ -4,7 +4,7 @@
 #include <numbers>
 
 #include "evaluation.hpp"
-#include "meta_control.hpp"
+#include "common/tensor_json.hpp"
 #include "ppo.hpp"
 
 namespace qfleet::rl {
@@ -62,10 +62,6 @@ Tensor AgentImpl::deterministic(const Tensor& obs) {
 Tensor validation_tasks(const EnvConfig& env, int64_t count, uint64_t seed) {
   const TaskSpec t = make_task(env);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed + 2);  // the meta-control app's validation seed
-  if (t.name == "qubit_x" || t.name == "cz") {
-    const meta::Config mc = meta::make_config(meta::resolve_config(meta_config_json(env, count, seed), "fast", {}));
-    return meta::sample_tasks(mc, gen, count, torch::kFloat64);
-  }
   const Tensor u = torch::rand({count, int64_t(t.ranges.size())}, gen, torch::kFloat64);
   std::vector<Tensor> cols;
   for (std::size_t k = 0; k < t.ranges.size(); ++k)
@@ -153,7 +149,7 @@ std::vector<json> eval_problems(const EnvConfig& env, const Tensor& amplitudes, 
   const Tensor tk = tasks.to(torch::kFloat64).contiguous(), am = amplitudes.to(torch::kFloat64).contiguous();
   for (int64_t b = 0; b < tk.size(0); ++b) {
     json p = base;
-    p["amplitudes"] = meta::tensor_json(am[b]);
+    p["amplitudes"] = app::tensor_json(am[b]);
     if (!t.jumps.empty()) {
       json r = json::array();
       for (int idx : t.rate_param) r.push_back(tk[b][idx].item<double>());

@@ -69,8 +69,9 @@ struct AgentImpl : torch::nn::Module {
 };
 TORCH_MODULE(Agent);
 
-// Validation tasks [V, n_params]: the meta-control app's draw for this seed (qubit_x and cz:
-// the tasks `qfleet-meta` validates on with the same seed), else uniform from the ranges.
+// Validation tasks [V, n_params]: uniform in the task's ranges from a generator seeded with
+// seed + 2, which for qubit_x and cz (the meta-control app's ranges) is the draw `qfleet-meta`
+// validates on with the same seed (tests/rl/test_rl.cpp checks it; compare checks each run).
 torch::Tensor validation_tasks(const EnvConfig& env, int64_t count, uint64_t seed);
 
 struct Evaluation {

@@ -151,6 +151,16 @@ TEST(RlEnv, QubitXAndCzAreTheMetaControlSystems) {
   }
 }
 
+TEST(RlPpo, ValidationTasksAreTheMetaControlAppsDraw) {
+  for (const char* task : {"qubit_x", "cz"}) {
+    EnvConfig c;
+    c.task = task;
+    const auto mc = qfleet::meta::make_config(qfleet::meta::resolve_config(meta_config_json(c, 5, 9), "fast", {}));
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(9 + 2);
+    EXPECT_TRUE(torch::equal(validation_tasks(c, 5, 9), qfleet::meta::sample_tasks(mc, gen, 5, torch::kFloat64))) << task;
+  }
+}
+
 TEST(RlEnv, ClosedCzIsTheProductOfUnitaries) {
   EnvConfig c;
   c.task = "cz";
