@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "common/lifecycle.hpp"
 #include "features.hpp"
 #include "qfleet/train.hpp"
 #include "report.hpp"
@@ -84,21 +85,19 @@ torch::Tensor as_input(const torch::Tensor& u8, double mean, double std) {
   return ((u8.to(torch::kFloat32) / 255.0 - mean) / std).unsqueeze(1);
 }
 
-// One training run as a lifecycle: set up (configuration, device, data, model, the
-// inputs on the device, optimizer), resume, one step per batch on qfleet::train's
-// runner, the end of each epoch (evaluation, history, checkpoint), and the report. The
+// One training run (app::run_lifecycle): set up (configuration, device, data, model,
+// the inputs on the device, optimizer), resume, one step per batch, the end of each
+// epoch (evaluation, history, checkpoint), and the report. The
 // random draws' order is the run's contract (a resumed run is bit-identical): the model
 // from the default generator seeded with seed, each epoch's batch order from (seed, epoch).
 class ClassifyRun {
  public:
   explicit ClassifyRun(const Config& cfg_in);
   int64_t resume();
+  train::RunnerOptions runner_options() const;
   train::Metrics step(int64_t i);
-  void end_of_epoch(int64_t done);
-  json finish(int64_t first);
-  int64_t total_steps() const { return per_epoch_ * cfg_.epochs; }
-  int64_t per_epoch() const { return per_epoch_; }
-  const Config& config() const { return cfg_; }
+  void checkpoint(int64_t done);  // at the end of each epoch
+  json finish(int64_t first, double seconds);
 
  private:
   void load_inputs();
@@ -249,7 +248,17 @@ train::Metrics ClassifyRun::step(int64_t i) {
   return {{"loss", "accuracy"}, {loss.detach(), hits.to(torch::kFloat64) / double(y.size(0))}};
 }
 
-void ClassifyRun::end_of_epoch(int64_t done) {
+train::RunnerOptions ClassifyRun::runner_options() const {
+  train::RunnerOptions ro;
+  ro.steps = per_epoch_ * cfg_.epochs;
+  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, per_epoch_));
+  ro.progress = cfg_.progress;
+  ro.checkpoint_every = per_epoch_;
+  ro.log_path = (fs::path(cfg_.out) / "train_log.jsonl").string();
+  return ro;
+}
+
+void ClassifyRun::checkpoint(int64_t done) {
   if (done % per_epoch_ != 0) return;
   const Evaluation ev = [&] {
     train::AutocastScope autocast(precision_);
@@ -273,7 +282,7 @@ void ClassifyRun::end_of_epoch(int64_t done) {
   epoch_start_ = Clock::now();
 }
 
-json ClassifyRun::finish(int64_t first) {
+json ClassifyRun::finish(int64_t first, double /*seconds: the report times the whole run*/) {
   torch::save(net_->backbone_module().shared_from_this(), (fs::path(cfg_.out) / "backbone.pt").string());
   ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
                   cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), first};
@@ -286,16 +295,7 @@ json ClassifyRun::finish(int64_t first) {
 
 json run(const Config& cfg) {
   ClassifyRun run(cfg);
-  const int64_t first = run.resume();
-  train::RunnerOptions ro;
-  ro.steps = run.total_steps();
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, run.per_epoch()));
-  ro.progress = run.config().progress;
-  ro.checkpoint_every = run.per_epoch();
-  ro.log_path = (fs::path(run.config().out) / "train_log.jsonl").string();
-  train::StepRunner runner(ro);
-  runner.run([&](int64_t i) { return run.step(i); }, first, [&](int64_t done) { run.end_of_epoch(done); });
-  return run.finish(first);
+  return app::run_lifecycle(run);
 }
 
 }  // namespace qfleet::classify

@@ -17,6 +17,7 @@
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
 #include "json_io.hpp"
+#include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 
 namespace qfleet::qgan {
@@ -143,9 +144,8 @@ std::vector<double> parameter_shift_gradient(const Program& prog, const std::vec
 
 namespace {
 
-// One qGAN training run as a lifecycle: set up (target, generator program, the
-// discriminator, optimizers), resume, one step per epoch on qfleet::train's runner
-// with checkpoints, and the report. The random draws' order is the run's contract (a
+// One qGAN training run (app::run_lifecycle): set up (target, generator program, the
+// discriminator, optimizers), resume, one step per epoch with checkpoints, the report. The random draws' order is the run's contract (a
 // resumed run is bit-identical): the generator's weights, then the discriminator's,
 // from the default generator seeded with seed; each epoch's shots from seeds of its own.
 class QganRun {
@@ -154,8 +154,8 @@ class QganRun {
   int64_t resume();
   train::Metrics step(int64_t epoch);
   void checkpoint(int64_t done);
-  json report(double train_s, int64_t first);
-  const TrainConfig& config() const { return cfg_; }
+  train::RunnerOptions runner_options() const;
+  json finish(int64_t first, double train_s);
 
  private:
   struct Generated {
@@ -350,7 +350,17 @@ void QganRun::checkpoint(int64_t done) {
   train::write_file_atomic(hist_path_, history_.dump(1));
 }
 
-json QganRun::report(double train_s, int64_t first) {
+train::RunnerOptions QganRun::runner_options() const {
+  train::RunnerOptions ro;
+  ro.steps = cfg_.epochs;
+  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, cfg_.epochs / 10));
+  ro.progress = cfg_.progress;
+  ro.checkpoint_every = cfg_.checkpoint_every;
+  ro.log_path = (fs::path(cfg_.out) / "train_log.jsonl").string();
+  return ro;
+}
+
+json QganRun::finish(int64_t first, double train_s) {
   torch::Tensor pg;  // the final distribution at the final weights
   {
     torch::NoGradGuard ng;
@@ -396,17 +406,7 @@ json QganRun::report(double train_s, int64_t first) {
 
 json train(const TrainConfig& cfg) {
   QganRun run(cfg);
-  const int64_t first = run.resume();
-  train::RunnerOptions ro;
-  ro.steps = run.config().epochs;
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, run.config().epochs / 10));
-  ro.progress = run.config().progress;
-  ro.checkpoint_every = run.config().checkpoint_every;
-  ro.log_path = (fs::path(run.config().out) / "train_log.jsonl").string();
-  train::StepRunner runner(ro);
-  const auto t_train = Clock::now();
-  runner.run([&](int64_t epoch) { return run.step(epoch); }, first, [&](int64_t done) { run.checkpoint(done); });
-  return run.report(std::chrono::duration<double>(Clock::now() - t_train).count(), first);
+  return app::run_lifecycle(run);
 }
 
 }  // namespace qfleet::qgan
