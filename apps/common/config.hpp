@@ -80,4 +80,10 @@ nlohmann::json load_config_file(const std::string& path);
 // {"env.task": x, "seed": 1} -> {"env": {"task": x}, "seed": 1}.
 nlohmann::json nest(const nlohmann::json& flat);
 
+// field = j[key] where j has the key (its value checked by the schema already).
+template <class T>
+void read_if_present(const nlohmann::json& j, const char* key, T& field) {
+  if (j.contains(key)) field = j[key].get<T>();
+}
+
 }  // namespace qfleet::app

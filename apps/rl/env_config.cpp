@@ -2,8 +2,6 @@
 // config.json's env.KEY keys, listed in docs/rl.md).
 #include "env_config.hpp"
 
-#include <type_traits>
-
 #include "rl_config.hpp"  // generated: kConfigJson, the text of config.json
 
 namespace qfleet::rl {
@@ -28,29 +26,26 @@ EnvConfig EnvConfig::from_json(const json& j) {
   if (!j.is_object()) throw app::ConfigError("environment configuration: expected a JSON object");
   for (const auto& [key, v] : j.items()) schema().check("env." + key, v);
   EnvConfig c;
-  auto read = [&](const char* key, auto& field) {
-    if (j.contains(key)) field = j[key].get<std::decay_t<decltype(field)>>();
-  };
-  read("task", c.task);
-  read("num_envs", c.num_envs);
-  read("n_steps", c.n_steps);
-  read("gate_time", c.gate_time);
-  read("max_amplitude", c.max_amplitude);
-  read("levels", c.levels);
-  read("action", c.action);
-  read("clip_actions", c.clip_actions);
-  read("pulse_library", c.pulse_library);
-  read("observation", c.observation);
-  read("shots", c.shots);
-  read("observe_noise", c.observe_noise);
-  read("reward", c.reward);
-  read("noise", c.noise);
-  read("gamma_deph", c.gamma_deph);
-  read("gamma_relax", c.gamma_relax);
-  read("detuning", c.detuning);
-  read("seed", c.seed);
-  read("threads", c.threads);
-  read("device", c.device);
+  app::read_if_present(j, "task", c.task);
+  app::read_if_present(j, "num_envs", c.num_envs);
+  app::read_if_present(j, "n_steps", c.n_steps);
+  app::read_if_present(j, "gate_time", c.gate_time);
+  app::read_if_present(j, "max_amplitude", c.max_amplitude);
+  app::read_if_present(j, "levels", c.levels);
+  app::read_if_present(j, "action", c.action);
+  app::read_if_present(j, "clip_actions", c.clip_actions);
+  app::read_if_present(j, "pulse_library", c.pulse_library);
+  app::read_if_present(j, "observation", c.observation);
+  app::read_if_present(j, "shots", c.shots);
+  app::read_if_present(j, "observe_noise", c.observe_noise);
+  app::read_if_present(j, "reward", c.reward);
+  app::read_if_present(j, "noise", c.noise);
+  app::read_if_present(j, "gamma_deph", c.gamma_deph);
+  app::read_if_present(j, "gamma_relax", c.gamma_relax);
+  app::read_if_present(j, "detuning", c.detuning);
+  app::read_if_present(j, "seed", c.seed);
+  app::read_if_present(j, "threads", c.threads);
+  app::read_if_present(j, "device", c.device);
   return c;
 }
 

@@ -1,6 +1,4 @@
 // PpoConfig <-> JSON with checks (ppo.hpp; docs/rl.md lists the keys).
-#include <type_traits>
-
 #include "ppo.hpp"
 
 namespace qfleet::rl {
@@ -25,33 +23,30 @@ PpoConfig PpoConfig::from_json(const json& j) {
     if (key == "env") c.env = EnvConfig::from_json(v);
     else schema().check(key, v);
   }
-  auto read = [&](const char* key, auto& field) {
-    if (j.contains(key)) field = j[key].get<std::decay_t<decltype(field)>>();
-  };
-  read("total_steps", c.total_steps);
-  read("rollout_steps", c.rollout_steps);
-  read("learning_rate", c.learning_rate);
-  read("anneal_lr", c.anneal_lr);
-  read("gamma", c.gamma);
-  read("gae_lambda", c.gae_lambda);
-  read("num_minibatches", c.num_minibatches);
-  read("update_epochs", c.update_epochs);
-  read("norm_adv", c.norm_adv);
-  read("clip_coef", c.clip_coef);
-  read("clip_vloss", c.clip_vloss);
-  read("ent_coef", c.ent_coef);
-  read("vf_coef", c.vf_coef);
-  read("max_grad_norm", c.max_grad_norm);
-  read("target_kl", c.target_kl);
-  read("hidden", c.hidden);
-  read("init_log_std", c.init_log_std);
-  read("device", c.device);
-  read("eval_every", c.eval_every);
-  read("validation_tasks", c.validation_tasks);
-  read("checkpoint_every", c.checkpoint_every);
-  read("seed", c.seed);
-  read("threads", c.threads);
-  read("output_dir", c.output_dir);
+  app::read_if_present(j, "total_steps", c.total_steps);
+  app::read_if_present(j, "rollout_steps", c.rollout_steps);
+  app::read_if_present(j, "learning_rate", c.learning_rate);
+  app::read_if_present(j, "anneal_lr", c.anneal_lr);
+  app::read_if_present(j, "gamma", c.gamma);
+  app::read_if_present(j, "gae_lambda", c.gae_lambda);
+  app::read_if_present(j, "num_minibatches", c.num_minibatches);
+  app::read_if_present(j, "update_epochs", c.update_epochs);
+  app::read_if_present(j, "norm_adv", c.norm_adv);
+  app::read_if_present(j, "clip_coef", c.clip_coef);
+  app::read_if_present(j, "clip_vloss", c.clip_vloss);
+  app::read_if_present(j, "ent_coef", c.ent_coef);
+  app::read_if_present(j, "vf_coef", c.vf_coef);
+  app::read_if_present(j, "max_grad_norm", c.max_grad_norm);
+  app::read_if_present(j, "target_kl", c.target_kl);
+  app::read_if_present(j, "hidden", c.hidden);
+  app::read_if_present(j, "init_log_std", c.init_log_std);
+  app::read_if_present(j, "device", c.device);
+  app::read_if_present(j, "eval_every", c.eval_every);
+  app::read_if_present(j, "validation_tasks", c.validation_tasks);
+  app::read_if_present(j, "checkpoint_every", c.checkpoint_every);
+  app::read_if_present(j, "seed", c.seed);
+  app::read_if_present(j, "threads", c.threads);
+  app::read_if_present(j, "output_dir", c.output_dir);
   return c;
 }
 
