@@ -8,8 +8,10 @@
 // torch's and the engine's parallel regions alternate every layer (qfleet-classify on
 // the 2-core machine under load: 406 ms a step against 12.6 ms with passive waiting);
 // where the regions are short and follow each other closely, spinning wins
-// (qfleet-meta, 150 iterations of the fast preset on 2 cores: 25-29 ms an iteration
-// active, 41-43 ms passive). The runtime reads the policy once, when it loads, before
+// (qfleet-meta on the 2-core machine, report.json's timings_s.per_iteration_ms of
+//   OMP_WAIT_POLICY=active|passive qfleet-meta --set iterations=150 --set grape_iterations=200
+//     --set robust_iterations=100 --set validate_every=50 --quiet
+// twice each, alternating: 25.1, 29.4 ms active; 43.2, 41.5 ms passive). The runtime reads the policy once, when it loads, before
 // main: so set it and start again, unless the user chose one.
 #pragma once
 
