@@ -111,10 +111,11 @@ bool valid(const json& spec, const json& v) {
   });
 }
 
-// A preset's keys over `out`, after those of the preset it names as "base".
-void apply_preset(const json& presets, const std::string& name, json& out, int depth) {
+// A preset's keys over `out`, after those of the preset it names as "base" (the
+// constructor checked the chain of bases ends).
+void apply_preset(const json& presets, const std::string& name, json& out) {
   const json& p = presets.at(name);
-  if (p.contains("base")) apply_preset(presets, p["base"].get<std::string>(), out, depth + 1);
+  if (p.contains("base")) apply_preset(presets, p["base"].get<std::string>(), out);
   for (const auto& [k, v] : p.items())
     if (k != "about" && k != "base") out[k] = v;
 }
@@ -172,7 +173,7 @@ Schema::Schema(const char* text) {
       at = presets_[at]["base"].get<std::string>();
       if (depth > 8 || !presets_.contains(at)) broken("preset '" + name + "' has a bad base");
     }
-    apply_preset(presets_, name, out, 0);
+    apply_preset(presets_, name, out);
     for (const auto& [k, v] : out.items())
       if (!keys_.contains(k) || !valid(keys_[k], v)) broken("preset '" + name + "' sets '" + k + "' wrongly");
   }
@@ -214,7 +215,7 @@ json Schema::resolve(const json& file, std::string preset,
       for (const auto& [k, _] : presets_.items()) names += (names.empty() ? "" : ", ") + k;
       throw ConfigError("config: unknown preset '" + preset + "' (presets: " + names + ")");
     }
-    apply_preset(presets_, preset, out, 0);
+    apply_preset(presets_, preset, out);
   } else if (!preset.empty()) {
     throw ConfigError("config: this app has no presets (asked for '" + preset + "')");
   }

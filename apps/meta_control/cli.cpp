@@ -58,7 +58,7 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
                  "the paper's trained policy as JSON (python -m qfleet.meta_control.paper_checkpoint FILE.pt OUT.json): "
                  "gap-vs-k and out-of-distribution evaluate it too");
   if (const auto status = app::parse_command_line(app, prog + " reproduce", args)) return *status;
-  return app::run_guarded<ConfigError>(prog + " reproduce", [&] {
+  return app::run_guarded(prog + " reproduce", [&] {
     if (name == "all") {
       const auto r = reproduce_all(o);
       const std::string md = o.out_dir + "/reproduction.md";
@@ -101,7 +101,7 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
-  return app::run_guarded<ConfigError>(prog, [&] {
+  return app::run_guarded(prog, [&] {
     if (const auto status = shell.answer_printing()) return *status;
     const auto cfg = make_config(shell.config());
     const auto dist = qfleet::train::dist_from_env();

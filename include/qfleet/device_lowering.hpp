@@ -29,7 +29,7 @@ struct LoweredCircuit {
 // CZ, ControlledPhaseShift, SWAP; parameters may be constants, inputs or weights;
 // measurements: probabilities) on the device. Physical qubits: the first k reached by a
 // breadth-first search of the coupling graph from the lowest-numbered qubit that
-// reaches k. std::invalid_argument naming the gate / the shortfall when the circuit
+// reaches k. qfleet::Error naming the gate / the shortfall when the circuit
 // has more qubits than the device (or than a connected part of it), a gate the basis
 // cannot express, channels or readout errors already, or a measurement other than probs.
 LoweredCircuit lower_to_device(const Circuit& logical, const NoiseModel& model);

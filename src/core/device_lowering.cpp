@@ -7,12 +7,14 @@
 #include <set>
 #include <stdexcept>
 
+#include "qfleet/error.hpp"
+
 namespace qfleet {
 
 NoiseModel restrict_model(const NoiseModel& model, const std::vector<int>& qubits) {
   std::vector<int> local(std::size_t(model.n_qubits), -1);
   for (std::size_t j = 0; j < qubits.size(); ++j) {
-    if (qubits[j] < 0 || qubits[j] >= model.n_qubits) throw std::invalid_argument("restrict_model: qubit out of range");
+    if (qubits[j] < 0 || qubits[j] >= model.n_qubits) throw Error("restrict_model: qubit out of range");
     local[std::size_t(qubits[j])] = int(j);
   }
   NoiseModel m = model;
@@ -70,7 +72,7 @@ class Lowerer {
       }
     }
     if (int(physical_.size()) < k)
-      throw std::invalid_argument("the circuit has " + std::to_string(k) + " qubits; device " + m.name +
+      throw Error("lower_to_device: the circuit has " + std::to_string(k) + " qubits; device " + m.name +
                                   " has no connected set of that many (" + std::to_string(n) + " qubits)");
     model_ = restrict_model(m, physical_);
     for (auto [a, b] : model_.coupling_map) directed_.insert({a, b});
@@ -80,10 +82,10 @@ class Lowerer {
   }
 
   void gate(const Operation& op) {
-    if (op.is_channel()) throw std::invalid_argument("lower_to_device: the circuit already has channels");
+    if (op.is_channel()) throw Error("lower_to_device: the circuit already has channels");
     if (op.wires.size() == 1) return one(op.gate, pos_[std::size_t(op.wires[0])], op.params);
     if (op.wires.size() != 2)
-      throw std::invalid_argument(std::string("lower_to_device: ") + std::string(gate_info(op.gate).name) +
+      throw Error(std::string("lower_to_device: ") + std::string(gate_info(op.gate).name) +
                                   " acts on " + std::to_string(op.wires.size()) + " wires; only 1- and 2-qubit gates are routed");
     const int a = op.wires[0], b = op.wires[1];
     while (!adjacent(pos_[std::size_t(a)], pos_[std::size_t(b)])) {
@@ -98,7 +100,7 @@ class Lowerer {
 
   LoweredCircuit finish(const Circuit& logical) {
     for (const Measurement& m : logical.measurements()) {
-      if (m.kind != Measurement::Kind::Probs) throw std::invalid_argument("lower_to_device: only probabilities are measured here");
+      if (m.kind != Measurement::Kind::Probs) throw Error("lower_to_device: only probabilities are measured here");
       std::vector<int> w;
       for (int q : m.wires) w.push_back(pos_[std::size_t(q)]);
       out_.probs(w);
@@ -117,7 +119,7 @@ class Lowerer {
   bool in_basis(Gate g) const { return basis_.empty() || basis_.count(g) > 0; }
   void need(Gate g) const {
     if (!in_basis(g))
-      throw std::invalid_argument(std::string("lower_to_device: the device's basis lacks ") + std::string(gate_info(g).name) +
+      throw Error(std::string("lower_to_device: the device's basis lacks ") + std::string(gate_info(g).name) +
                                   ", which the translation needs");
   }
   bool adjacent(int a, int b) const {
@@ -177,7 +179,7 @@ class Lowerer {
         emit(Gate::SX, {w});
         return emit(Gate::SX, {w});
       default:
-        throw std::invalid_argument(std::string("lower_to_device: no translation of ") + std::string(gate_info(g).name) +
+        throw Error(std::string("lower_to_device: no translation of ") + std::string(gate_info(g).name) +
                                     " into the device's basis");
     }
   }
@@ -218,7 +220,7 @@ class Lowerer {
         cnot(a, b);
         return one(Gate::RZ, b, {scaled(p[0], 0.5)});
       default:
-        throw std::invalid_argument(std::string("lower_to_device: no translation of ") + std::string(gate_info(g).name) +
+        throw Error(std::string("lower_to_device: no translation of ") + std::string(gate_info(g).name) +
                                     " into the device's basis");
     }
   }
@@ -238,8 +240,8 @@ class Lowerer {
 
 LoweredCircuit lower_to_device(const Circuit& logical, const NoiseModel& model) {
   model.validate();
-  if (!logical.readout().empty()) throw std::invalid_argument("lower_to_device: the circuit already has readout errors");
-  if (logical.amplitude_embedding_spec()) throw std::invalid_argument("lower_to_device: amplitude embedding is not lowered");
+  if (!logical.readout().empty()) throw Error("lower_to_device: the circuit already has readout errors");
+  if (logical.amplitude_embedding_spec()) throw Error("lower_to_device: amplitude embedding is not lowered");
   Lowerer l(model, logical.n_qubits());
   for (const Operation& op : logical.operations()) l.gate(op);
   LoweredCircuit r = l.finish(logical);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -17,6 +16,7 @@
 #include "qfleet/json_problem.hpp"
 #include "qfleet/program.hpp"
 #include "reference/statevector.hpp"
+#include "unit/expect_error.hpp"
 
 namespace device_lowering_test {  // (named: the unity build shares a file with other tests)
 
@@ -61,15 +61,6 @@ Circuit layered(int n, int layers, uint64_t seed) {
   for (int q = 0; q < n; ++q) all[std::size_t(q)] = q;
   c.probs(all);
   return c;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The device with only one direction of each coupling calibrated.
@@ -143,11 +134,10 @@ TEST(DeviceLowering, TheJsonKeyGivesTheApisProgram) {
 TEST(DeviceLowering, ErrorsNameTheProblem) {
   Circuit big(8);
   big.add(Gate::Hadamard, {0}).probs({0});
-  EXPECT_NE(error_of([&] { qfleet::lower_to_device(big, device("fake_nairobi")); }).find("no connected set"),
-            std::string::npos);
+  EXPECT_QFLEET_ERROR(qfleet::lower_to_device(big, device("fake_nairobi")), "lower_to_device", "no connected set");
   Circuit tof(3);
   tof.add(Gate::Toffoli, {0, 1, 2}).probs({0, 1, 2});
-  EXPECT_NE(error_of([&] { qfleet::lower_to_device(tof, device("fake_nairobi")); }).find("Toffoli"), std::string::npos);
+  EXPECT_QFLEET_ERROR(qfleet::lower_to_device(tof, device("fake_nairobi")), "Toffoli");
   qfleet::NoiseModel no_sx = device("fake_nairobi");
   no_sx.basis_gates = {Gate::RZ, Gate::CNOT};
   no_sx.gates.erase(std::remove_if(no_sx.gates.begin(), no_sx.gates.end(),
@@ -157,10 +147,13 @@ TEST(DeviceLowering, ErrorsNameTheProblem) {
                     no_sx.gates.end());
   Circuit h(2);
   h.add(Gate::Hadamard, {0}).probs({0, 1});
-  EXPECT_NE(error_of([&] { qfleet::lower_to_device(h, no_sx); }).find("lacks SX"), std::string::npos);
+  EXPECT_QFLEET_ERROR(qfleet::lower_to_device(h, no_sx), "lacks SX");
+  // Through JSON: the error names the key, as every reader error does.
   json doc = {{"kind", "circuit"}, {"qubits", 1}, {"ops", json::array()}, {"probs", {0}}, {"lower_to_device", true}};
-  EXPECT_NE(error_of([&] { qfleet::json_problem::parse_circuit_problem(doc); }).find("give the device as"),
-            std::string::npos);
+  EXPECT_QFLEET_ERROR(qfleet::json_problem::parse_circuit_problem(doc), "lower_to_device", "give the device as");
+  doc = {{"kind", "circuit"}, {"qubits", 8}, {"ops", json::array()}, {"probs", {0}},
+         {"noise_model", device_json("fake_nairobi")}, {"lower_to_device", true}};
+  EXPECT_QFLEET_ERROR(qfleet::json_problem::parse_circuit_problem(doc), "lower_to_device", "no connected set");
 }
 
 }  // namespace device_lowering_test
