@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "meta_control.hpp"
-#include "qfleet/operators.hpp"
-#include "qfleet/structured_ops.hpp"
+#include "qfleet/control_systems.hpp"
+#include "qfleet/json_lindblad.hpp"
 
 namespace qfleet::meta {
 
@@ -20,25 +20,8 @@ namespace {
 using Cx = std::complex<double>;
 using Mat = std::vector<Cx>;  // row-major
 
-using ops::kLower;
-using ops::kPauliX;
-using ops::kPauliY;
-using ops::kPauliZ;
-using ops::kRaise;  // the original CZ code's "sigma_m" = [[0, 0], [1, 0]]
-using ops::scaled;
-
-json entry(Cx z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
-
-json matrix_json(const Mat& m) {
-  const int d = static_cast<int>(std::lround(std::sqrt(double(m.size()))));
-  json rows = json::array();
-  for (int i = 0; i < d; ++i) {
-    json row = json::array();
-    for (int j = 0; j < d; ++j) row.push_back(entry(m[std::size_t(i) * d + j]));
-    rows.push_back(row);
-  }
-  return rows;
-}
+using json_problem::matrix_json;
+using json_problem::vector_json;
 
 std::vector<Cx> one_qubit_state(char c) {
   const double s = 1 / std::sqrt(2.0);
@@ -72,12 +55,6 @@ std::vector<Cx> apply(const Mat& u, const std::vector<Cx>& psi) {
   return out;
 }
 
-json vector_json(const std::vector<Cx>& v) {
-  json a = json::array();
-  for (auto z : v) a.push_back(entry(z));
-  return a;
-}
-
 // The segment's step for rk4/euler: dt_rule = floor takes max(1, floor(duration/dt)) equal
 // steps as the original code's int(); the engine takes ceil(duration/dt) steps of the dt it is given.
 double engine_dt(const Config& cfg, double segment) {
@@ -95,36 +72,17 @@ Problem::Problem(const Config& cfg)
       renormalize_(cfg.renormalize_trace),
       seg_dt_(cfg.gate_time / double(cfg.n_segments)),
       dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
-  const bool paper_cz = cfg.system == "two_qubit_cz_paper";
-  auto on = [&](const Mat& op, int q) { return local_operator(op, {q}, std::vector<int>(qubits_, 2)); };
-  const double c = cfg.controls == "pauli" ? 1.0 : 0.5;
+  // The system (the library's, shared with qfleet-rl): controls X, Y (scaled: X/2, Y/2
+  // for half_pauli) per qubit, then the system's couplings; per qubit the relaxation
+  // (rate gamma_relax) and dephasing sqrt(gamma_deph / 2) Z jumps.
+  const control::QubitGateSystem sys =
+      control::qubit_gate_system(cfg.system, {cfg.controls == "pauli" ? 1.0 : 0.5, cfg.coupling});
   json controls = json::array(), jumps = json::array();
-  for (int q = 0; q < qubits_; ++q) {
-    controls.push_back(matrix_json(scaled(on(kPauliX, q), c)));
-    controls.push_back(matrix_json(scaled(on(kPauliY, q), c)));
-    for (const char* axis : {"x", "y"}) {
-      std::string name(axis);
-      if (qubits_ == 2) name += char('0' + q);
-      control_names_.push_back(name);
-    }
-  }
-  if (paper_cz) {  // the paper's order: X1, Y1, X2, Y2, Z1, Z2
-    for (int q = 0; q < 2; ++q) {
-      controls.push_back(matrix_json(on(kPauliZ, q)));
-      control_names_.push_back(q == 0 ? "z0" : "z1");
-    }
-  } else if (qubits_ == 2) {
-    controls.push_back(matrix_json(pauli_operator({{0.5, "X0 X1"}}, 2)));
-    controls.push_back(matrix_json(pauli_operator({{0.5, "Z0 Z1"}}, 2)));
-    control_names_.push_back("xx");
-    control_names_.push_back("zz");
-  }
+  for (const auto& h : sys.controls) controls.push_back(matrix_json(h));
+  for (const auto& l : sys.jumps) jumps.push_back(matrix_json(l));
+  control_names_ = sys.control_names;
   n_ctrl_ = static_cast<int>(controls.size());
-  for (int q = 0; q < qubits_; ++q) {
-    jumps.push_back(matrix_json(on(paper_cz ? kRaise : kLower, q)));  // relaxation: rate gamma_relax
-    jumps.push_back(matrix_json(scaled(on(kPauliZ, q), std::sqrt(0.5))));   // dephasing: sqrt(gamma_deph / 2) Z
-  }
-  const Mat target = qubits_ == 1 ? kPauliX : Mat{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
+  const Mat& target = sys.target;
   json base = {{"kind", "lindblad"},
                {"dim", dim()},
                {"controls", controls},
@@ -134,7 +92,7 @@ Problem::Problem(const Config& cfg)
                {"solver", cfg.solver},
                {"precision", cfg.precision},
                {"threads", cfg.threads}};
-  if (paper_cz) base["H0"] = matrix_json(pauli_operator({{cfg.coupling, "Z0 Z1"}}, 2));  // always-on J Z1 Z2
+  if (!sys.drift.empty()) base["H0"] = matrix_json(sys.drift);  // the paper's always-on J Z1 Z2
   if (cfg.dt > 0) base["dt"] = engine_dt(cfg, seg_dt_);
   if (cfg.fidelity == "average_gate") {
     json m = base;

@@ -5,6 +5,7 @@
 
 #include "evaluation.hpp"
 #include "common/tensor_json.hpp"
+#include "qfleet/json_lindblad.hpp"
 #include "ppo.hpp"
 
 namespace qfleet::rl {
@@ -108,42 +109,26 @@ Evaluation evaluate(Agent& agent, const EnvConfig& env_cfg, const Tensor& tasks,
 
 std::vector<json> eval_problems(const EnvConfig& env, const Tensor& amplitudes, const Tensor& tasks) {
   const TaskSpec t = make_task(env);
-  auto mat = [](const Mat& m) {
-    const int d = int(std::lround(std::sqrt(double(m.size()))));
-    json rows = json::array();
-    for (int i = 0; i < d; ++i) {
-      json row = json::array();
-      for (int j = 0; j < d; ++j) {
-        const Cx z = m[std::size_t(i * d + j)];
-        row.push_back(z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}));
-      }
-      rows.push_back(row);
-    }
-    return rows;
-  };
-  auto vec = [](const std::vector<Cx>& v) {
-    json a = json::array();
-    for (auto z : v) a.push_back(z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}));
-    return a;
-  };
+  using json_problem::matrix_json;
+  using json_problem::vector_json;
   json base = {{"kind", "lindblad"}, {"dim", t.dim}, {"segment_duration", t.gate_time / double(t.n_steps)}};
-  if (!t.h0.empty()) base["H0"] = mat(t.h0);
+  if (!t.h0.empty()) base["H0"] = matrix_json(t.h0);
   base["controls"] = json::array();
-  for (const auto& h : t.controls) base["controls"].push_back(mat(h));
+  for (const auto& h : t.controls) base["controls"].push_back(matrix_json(h));
   if (!t.drift_terms.empty()) {
     base["drift_terms"] = json::array();
-    for (const auto& h : t.drift_terms) base["drift_terms"].push_back(mat(h));
+    for (const auto& h : t.drift_terms) base["drift_terms"].push_back(matrix_json(h));
   }
   if (!t.jumps.empty()) {
     base["jumps"] = json::array();
-    for (const auto& l : t.jumps) base["jumps"].push_back(mat(l));
+    for (const auto& l : t.jumps) base["jumps"].push_back(matrix_json(l));
   }
   if (t.gate) {
     base["gate"] = true;
-    base["target"] = {{"unitary", mat(t.target_unitary)}};
+    base["target"] = {{"unitary", matrix_json(t.target_unitary)}};
   } else {
-    base["psi0"] = vec(t.initial_state);
-    base["target"] = {{"state", vec(t.target_state)}};
+    base["psi0"] = vector_json(t.initial_state);
+    base["target"] = {{"state", vector_json(t.target_state)}};
   }
   std::vector<json> out;
   const Tensor tk = tasks.to(torch::kFloat64).contiguous(), am = amplitudes.to(torch::kFloat64).contiguous();

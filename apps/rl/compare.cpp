@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/other_app.hpp"
 #include "evaluation.hpp"
-#include "meta_control.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/train.hpp"
 
@@ -37,14 +37,17 @@ bool compare_main(const PpoConfig& cfg, const std::string& ppo_dir, int64_t meta
     ppo = read_json(ppo_path / "report.json");
   }
   const PpoConfig pc = PpoConfig::from_json(ppo.at("config"));
-  // The meta-control app on the same physics, seed and validation tasks.
+  // qfleet-meta on the same physics, seed and validation tasks, run as its own program
+  // (its "fast" preset with this configuration file; its report.json has the baselines).
   json mj = meta_config_json(pc.env, pc.validation_tasks, pc.seed);
   mj["iterations"] = meta_iterations;
-  mj["output_dir"] = (out / "meta").string();
-  const meta::Config mc = meta::make_config(meta::resolve_config(mj, "fast", {}));
-  meta::RunOptions mo;
-  mo.quiet = true;
-  const json meta_report = meta::run(mc, mo).report;
+  const fs::path meta_dir = out / "meta";
+  fs::create_directories(meta_dir);
+  train::write_file_atomic((meta_dir / "config.json").string(), mj.dump(1));
+  app::run_other_app({"qfleet-meta", "qfleet.meta_control", "QFLEET_META", "meta_control"},
+                     {"--preset", "fast", "--config", (meta_dir / "config.json").string(), "--out", meta_dir.string(),
+                      "--quiet"});
+  const json meta_report = read_json(meta_dir / "report.json");
 
   const json& pt = ppo["validation"]["tasks"];
   const json& mt = meta_report["validation"]["tasks"];
@@ -88,7 +91,7 @@ bool compare_main(const PpoConfig& cfg, const std::string& ppo_dir, int64_t meta
                         {"ppo_wall_s", ppo["timings_s"]["wall"]},
                         {"meta_iterations", meta_iterations},
                         {"meta_training_s", meta_report["timings_s"]["training"]},
-                        {"grape_iterations", mc.grape_iterations}};
+                        {"grape_iterations", meta_report["config"]["grape_iterations"]}};
   fs::create_directories(out);
   train::write_file_atomic((out / "compare.json").string(), summary.dump(1));
   if (!options.quiet) {

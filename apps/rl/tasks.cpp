@@ -1,8 +1,7 @@
 // The environments' tasks (tasks.hpp; docs/rl.md).
 #include "tasks.hpp"
 
-#include "qfleet/operators.hpp"
-#include "qfleet/structured_ops.hpp"
+#include "qfleet/control_systems.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -12,12 +11,6 @@ namespace qfleet::rl {
 
 namespace {
 
-using ops::kLower;
-using ops::kPauliX;
-using ops::kPauliY;
-using ops::kPauliZ;
-using ops::scaled;
-
 std::pair<double, double> range_of(const std::vector<double>& given, std::pair<double, double> fallback,
                                    const char* key) {
   if (given.empty()) return fallback;
@@ -26,59 +19,31 @@ std::pair<double, double> range_of(const std::vector<double>& given, std::pair<d
   return {given[0], given[1]};
 }
 
-// The meta-control app's noise (config.json: gamma_deph [0.02, 0.15], gamma_relax [0.01, 0.08]).
-void add_qubit_noise(TaskSpec& t, const EnvConfig& cfg, int qubits) {
+// The library's qubit gate system (shared with qfleet-meta) under the studies' noise:
+// per qubit relaxation (rate gamma_relax, parameter 1) and dephasing (gamma_deph, 0).
+TaskSpec qubit_task(const EnvConfig& cfg, const char* task, const char* system, int n_steps) {
+  const control::QubitGateSystem sys = control::qubit_gate_system(system);
+  TaskSpec t;
+  t.name = task;
+  t.qubits = sys.qubits;
+  t.dim = 1 << sys.qubits;
+  t.controls = sys.controls;
+  t.control_names = sys.control_names;
+  t.target_unitary = sys.target;
+  t.gate_time = 1.0;
+  t.n_steps = n_steps;
+  t.max_amplitude = 2 * std::numbers::pi;
   t.param_names = {"gamma_deph", "gamma_relax"};
-  t.ranges = {range_of(cfg.gamma_deph, {0.02, 0.15}, "gamma_deph"),
-              range_of(cfg.gamma_relax, {0.01, 0.08}, "gamma_relax")};
+  t.ranges = {range_of(cfg.gamma_deph, {control::kDephasingRates.lo, control::kDephasingRates.hi}, "gamma_deph"),
+              range_of(cfg.gamma_relax, {control::kRelaxationRates.lo, control::kRelaxationRates.hi}, "gamma_relax")};
   for (const auto& r : t.ranges)
     if (r.first < 0) throw std::invalid_argument("gamma_deph, gamma_relax: rates must be >= 0");
-  if (cfg.noise == "none") return;
-  auto on = [&](const Mat& op, int q) { return local_operator(op, {q}, std::vector<int>(qubits, 2)); };
-  for (int q = 0; q < qubits; ++q) {
-    t.jumps.push_back(on(kLower, q));  // relaxation: rate gamma_relax
+  if (cfg.noise == "none") return t;
+  t.jumps = sys.jumps;
+  for (int q = 0; q < sys.qubits; ++q) {
     t.rate_param.push_back(1);
-    t.jumps.push_back(scaled(on(kPauliZ, q), std::sqrt(0.5)));  // dephasing: sqrt(gamma_deph / 2) Z
     t.rate_param.push_back(0);
   }
-}
-
-TaskSpec qubit_x(const EnvConfig& cfg) {
-  TaskSpec t;
-  t.name = "qubit_x";
-  t.dim = 2;
-  t.qubits = 1;
-  t.controls = {scaled(kPauliX, 0.5), scaled(kPauliY, 0.5)};
-  t.control_names = {"x", "y"};
-  t.target_unitary = kPauliX;
-  t.gate_time = 1.0;
-  t.n_steps = 60;
-  t.max_amplitude = 2 * std::numbers::pi;
-  add_qubit_noise(t, cfg, 1);
-  return t;
-}
-
-TaskSpec cz(const EnvConfig& cfg) {
-  TaskSpec t;
-  t.name = "cz";
-  t.dim = 4;
-  t.qubits = 2;
-  for (int q = 0; q < 2; ++q) {
-    const Mat x = local_operator(kPauliX, {q}, {2, 2}), y = local_operator(kPauliY, {q}, {2, 2});
-    t.controls.push_back(scaled(x, 0.5));
-    t.controls.push_back(scaled(y, 0.5));
-    t.control_names.push_back(q == 0 ? "x0" : "x1");
-    t.control_names.push_back(q == 0 ? "y0" : "y1");
-  }
-  t.controls.push_back(pauli_operator({{0.5, "X0 X1"}}, 2));
-  t.controls.push_back(pauli_operator({{0.5, "Z0 Z1"}}, 2));
-  t.control_names.push_back("xx");
-  t.control_names.push_back("zz");
-  t.target_unitary = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1};
-  t.gate_time = 1.0;
-  t.n_steps = 30;
-  t.max_amplitude = 2 * std::numbers::pi;
-  add_qubit_noise(t, cfg, 2);
   return t;
 }
 
@@ -135,8 +100,8 @@ const std::vector<std::string>& task_names() {
 
 TaskSpec make_task(const EnvConfig& cfg) {
   TaskSpec t;
-  if (cfg.task == "qubit_x") t = qubit_x(cfg);
-  else if (cfg.task == "cz") t = cz(cfg);
+  if (cfg.task == "qubit_x") t = qubit_task(cfg, "qubit_x", "qubit_x", 60);
+  else if (cfg.task == "cz") t = qubit_task(cfg, "cz", "two_qubit_cz_xx_zz", 30);
   else if (cfg.task == "ladder") t = ladder(cfg);
   else throw std::invalid_argument("task: unknown '" + cfg.task + "', expected qubit_x, cz or ladder");
   if (cfg.n_steps > 0) t.n_steps = static_cast<int>(cfg.n_steps);

@@ -3,10 +3,10 @@
 // figure of merit. One environment step is one control segment.
 //
 //   qubit_x  one qubit, controls X/2 and Y/2, relaxation |0><1| (rate gamma_relax) and
-//            dephasing sqrt(1/2) Z (rate gamma_deph), the X gate; the rates are drawn from the
-//            meta-control app's distribution (apps/meta_control/config.json, docs/meta_control.md)
+//            dephasing sqrt(1/2) Z (rate gamma_deph), the X gate; the system and the rate
+//            ranges are the library's, as qfleet-meta's (qfleet/control_systems.hpp)
 //   cz       two qubits, controls X/2, Y/2 on each and XX/2, ZZ/2, the same noise on each
-//            qubit, the CZ gate (meta-control's two_qubit_cz_xx_zz)
+//            qubit, the CZ gate (the library's two_qubit_cz_xx_zz)
 //   ladder   a d-level anharmonic ladder (a transmon in the drive's rotating frame:
 //            H0 = (alpha/2) n(n - 1), alpha = -2 pi), a per-task detuning delta n, drives
 //            (a + a^dag)/2 and i(a^dag - a)/2, relaxation a and dephasing n; prepare |d-1> from |0>

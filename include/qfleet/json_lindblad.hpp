@@ -54,4 +54,11 @@ LindbladProblem parse_lindblad_problem(const nlohmann::json& problem, bool model
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.
 nlohmann::json evaluate(const LindbladProblem& problem);
 
+// Operators and states as problems write them, for programs that build problems: an
+// entry is a number where its imaginary part is 0, else [re, im]; a matrix is its rows.
+// matrix_json throws qfleet::Error for a size that is not a square.
+nlohmann::json complex_json(Complex z);
+nlohmann::json matrix_json(const ComplexMatrix& m);
+nlohmann::json vector_json(const ComplexVector& v);
+
 }  // namespace qfleet::json_problem

@@ -238,4 +238,24 @@ json evaluate(const LindbladProblem& p) {
   return run<double>(p);
 }
 
+json complex_json(Complex z) { return z.imag() == 0 ? json(z.real()) : json::array({z.real(), z.imag()}); }
+
+json matrix_json(const ComplexMatrix& m) {
+  const auto d = static_cast<std::size_t>(std::llround(std::sqrt(double(m.size()))));
+  if (d * d != m.size()) throw Error("matrix_json: " + std::to_string(m.size()) + " entries are not a square matrix");
+  json rows = json::array();
+  for (std::size_t i = 0; i < d; ++i) {
+    json row = json::array();
+    for (std::size_t j = 0; j < d; ++j) row.push_back(complex_json(m[i * d + j]));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+json vector_json(const ComplexVector& v) {
+  json a = json::array();
+  for (const Complex z : v) a.push_back(complex_json(z));
+  return a;
+}
+
 }  // namespace qfleet::json_problem

@@ -14,7 +14,7 @@
 #include "qfleet/json_problem.hpp"
 #include "reference/circuit_json.hpp"
 
-namespace {
+namespace evaluate_cli_test {
 
 using nlohmann::json;
 namespace qj = qfleet::json_problem;
@@ -511,4 +511,4 @@ TEST(CliEvaluate, GateCatalogueListsEveryGate) {
   EXPECT_EQ(by_name["QubitUnitary"]["wires"], 0);
 }
 
-}  // namespace
+}  // namespace evaluate_cli_test

@@ -11,7 +11,7 @@
 #include "reference/circuit_json.hpp"
 #include "run_cli.hpp"
 
-namespace {
+namespace example_cli_test {
 
 using nlohmann::json;
 using qfleet_test::run_cli;
@@ -146,4 +146,4 @@ TEST(CliExample, OutputShownInTheDocIsCurrent) {
   }
 }
 
-}  // namespace
+}  // namespace example_cli_test

@@ -17,7 +17,7 @@
 #include "reference/lindblad_json.hpp"
 #include "run_cli.hpp"
 
-namespace {
+namespace lindblad_cli_test {
 
 using nlohmann::json;
 using qfleet_test::CliResult;
@@ -691,4 +691,4 @@ TEST(LindbladErrors, DispatchAndMessagesInProcess) {
   }
 }
 
-}  // namespace
+}  // namespace lindblad_cli_test

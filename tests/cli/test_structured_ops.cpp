@@ -15,7 +15,7 @@
 #include "reference/dense.hpp"
 #include "reference/lindblad_json.hpp"
 
-namespace {
+namespace structured_ops_cli_test {
 
 using nlohmann::json;
 using ref::eye;
@@ -150,4 +150,4 @@ TEST(StructuredOperators, MalformedOperatorsAreClearErrors) {
   }
 }
 
-}  // namespace
+}  // namespace structured_ops_cli_test

@@ -438,6 +438,31 @@ def test_ppo_learns_through_the_python_entry(tmp_path, capsys):
         plot.main([str(out)])
 
 
+def test_compare_runs_qfleet_meta_on_the_same_tasks(tmp_path):
+    # `python -m qfleet.rl compare` starts `python -m qfleet.meta_control` (no QFLEET_META):
+    # PPO's validation tasks must be the ones qfleet-meta drew (compare refuses others), and
+    # PPO's pulses through `qfleet eval`'s library must give the environment's fidelity.
+    env = {k: v for k, v in os.environ.items() if k != "QFLEET_META"}
+    out = tmp_path / "cmp"
+    args = [sys.executable, "-m", "qfleet.rl", "compare", "--quiet", "--out", str(out), "--set", "total_steps=3840",
+            "--set", "validation_tasks=4", "--meta-iterations", "10"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "compare.json").read_text())
+    ppo = json.loads((out / "report.json").read_text())
+    meta = json.loads((out / "meta" / "report.json").read_text())
+    assert meta["config"]["iterations"] == 10 and meta["config"]["system"] == "qubit_x"
+    pairs = [(t["gamma_deph"], t["gamma_relax"]) for t in ppo["validation"]["tasks"]]
+    assert pairs == [(t["gamma_deph"], t["gamma_relax"]) for t in meta["validation"]["tasks"]]
+    assert summary["qfleet_eval_max_abs_diff"] < 1e-9
+    assert [row["grape"] for row in summary["tasks"]] == [t["fidelity_grape"] for t in meta["validation"]["tasks"]]
+    # Without the qfleet-meta program: one line naming what to set, status 1.
+    env["QFLEET_META"] = str(tmp_path / "no-such-program")
+    r = subprocess.run(args[:-2] + ["--ppo", str(out), "--meta-iterations", "10"], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 1 and "set QFLEET_META" in r.stderr, r.stderr
+
+
 def test_python_module_entry_reports_bad_options():
     env = dict(os.environ)
     r = subprocess.run([sys.executable, "-m", "qfleet.rl", "bench-env", "--env", "num_envs=0"], capture_output=True,

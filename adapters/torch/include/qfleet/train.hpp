@@ -358,4 +358,12 @@ torch::Tensor data_parallel_backward(ProcessGroup& group, const std::vector<torc
 // succeeded, else the first failure's status; `report` gets one line per failed rank.
 int launch_local(int nproc, std::string* report = nullptr);
 
+// This process's command line (/proc/self/cmdline): for `python -m qfleet.rl ...` the
+// interpreter, "-m", the module and the arguments.
+std::vector<std::string> own_command_line();
+// Runs `argv` (argv[0] looked up in PATH when it has no '/') with this process's
+// environment and waits for it: its exit status, 128 + the signal when one killed it.
+// std::runtime_error when it cannot start.
+int run_command(const std::vector<std::string>& argv);
+
 }  // namespace qfleet::train

@@ -1,5 +1,6 @@
 // launch_local: N copies of this process on this machine, as torchrun would start
-// them, with the group stopped when one fails (qfleet/train.hpp).
+// them, with the group stopped when one fails; run_command: one other program, waited
+// for (qfleet/train.hpp).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -20,20 +21,6 @@ namespace qfleet::train {
 
 namespace {
 
-std::vector<std::string> own_command_line() {
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i] == '\0') {
-      args.push_back(all.substr(start, i - start));
-      start = i + 1;
-    }
-  if (args.empty()) throw std::runtime_error("launch: cannot read this process's command line (/proc/self/cmdline)");
-  return args;
-}
-
 // A port nobody listens on now (the kernel's pick for port 0).
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -50,6 +37,34 @@ int free_port() {
 }
 
 }  // namespace
+
+std::vector<std::string> own_command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i] == '\0') {
+      args.push_back(all.substr(start, i - start));
+      start = i + 1;
+    }
+  if (args.empty()) throw std::runtime_error("launch: cannot read this process's command line (/proc/self/cmdline)");
+  return args;
+}
+
+int run_command(const std::vector<std::string>& args) {
+  if (args.empty()) throw std::invalid_argument("run_command: no command");
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(rc));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waiting for " + args[0] + ": " + std::strerror(errno));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 int launch_local(int nproc, std::string* report) {
   if (nproc < 1 || nproc > 1024) throw std::invalid_argument("launch: nproc must be in [1, 1024], got " + std::to_string(nproc));
