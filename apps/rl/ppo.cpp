@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 #include "evaluation.hpp"
 #include "qfleet/train.hpp"
@@ -56,18 +57,24 @@ struct Float32Default {
   Float32Default& operator=(const Float32Default&) = delete;
 };
 
-// One PPO run as a lifecycle: set up (processes, environments, agent, devices,
-// optimizer), resume, then per rollout collect -> update -> record (curve, progress,
-// checkpoint), and finish (final evaluation, the report and the files). The order of
+// One PPO run as the lifecycle every app's run goes through (apps/common/lifecycle.hpp,
+// on qfleet::train's StepRunner): set up (processes, environments, agent, devices,
+// optimizer), resume, then one step per rollout (collect -> update -> record: the curve
+// row, and the row's metrics for the runner's log and progress bar), checkpoints, and
+// finish (final evaluation, the report and the files). The order of
 // the random draws is the run's contract (a resumed run is bit-identical): the agent
 // from the default generator seeded with seed, the devices' trial agents after it,
 // then actions and minibatch orders from one generator seeded with seed + 7.
 class PpoRun {
  public:
   PpoRun(const PpoConfig& cfg, const TrainOptions& opt);
-  void resume();
-  int64_t first() const { return first_; }
-  int64_t iterations() const { return iterations_; }
+  int64_t resume();
+  train::RunnerOptions runner_options() const;
+  train::Metrics step(int64_t it);
+  void checkpoint(int64_t done);
+  json finish(int64_t first, double seconds);
+
+ private:
 
   struct Rollout {
     Tensor next_obs, next_done;
@@ -80,10 +87,7 @@ class PpoRun {
   };
   Rollout collect(int64_t it);
   Update update(const Rollout& r);
-  void record(int64_t it, const Rollout& r, const Update& u);
-  json finish(int64_t it);
-
- private:
+  json record(int64_t it, const Rollout& r, const Update& u);
   torch::Device pick_rollout_device();
   torch::Device pick_update_device();
   void sync_roller();
@@ -91,6 +95,7 @@ class PpoRun {
   Update minibatch_epochs(const Tensor& b_obs, const Tensor& b_act, const Tensor& b_logp, const Tensor& b_adv,
                           const Tensor& b_ret, const Tensor& b_val);
   double wall() const { return wall_before_ + now_s() - t_start_; }
+  std::string log_path() const { return (std::filesystem::path(cfg_.output_dir) / "train_log.jsonl").string(); }
 
   Float32Default float32_default_;
   PpoConfig cfg_;
@@ -114,9 +119,8 @@ class PpoRun {
   json curve_ = json::array();
   Phases ph_;
   double wall_before_ = 0, t_start_ = 0, last_val_ = std::numeric_limits<double>::quiet_NaN();
-  int64_t first_ = 0;
+  int64_t first_ = 0, done_ = 0;  // rollouts: this call's first, done so far
   Tensor obs_b_, act_b_, logp_b_, rew_b_, done_b_, val_b_;
-  std::optional<train::ProgressBar> bar_;  // (started when the rollouts start)
 };
 
 PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
@@ -215,7 +219,7 @@ void PpoRun::sync_roller() {
   for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
-void PpoRun::resume() {
+int64_t PpoRun::resume() {
   if (opt_.resume && std::filesystem::exists(ckpt_)) {
     train::load_checkpoint(ckpt_, state_);
     first_ = state_.step;
@@ -231,9 +235,40 @@ void PpoRun::resume() {
     ph_.evaluate = saved["phases"]["evaluate"];
     wall_before_ = saved["wall_s"];
     sync_roller();
+  } else if (rank_ == 0) {
+    std::filesystem::remove(log_path());  // the runner's meter appends: a fresh run starts a fresh log
   }
-  bar_.emplace();
+  done_ = first_;
   t_start_ = now_s();
+  return first_;
+}
+
+train::RunnerOptions PpoRun::runner_options() const {
+  train::RunnerOptions ro;
+  ro.steps = iterations_;
+  ro.sync_every = 1;  // record() reads each rollout's figures on the host anyway
+  ro.log_path = rank_ == 0 ? log_path() : "";
+  ro.progress = opt_.progress && rank_ == 0;
+  ro.checkpoint_every = cfg_.checkpoint_every;
+  ro.stop_after = opt_.stop_after;
+  return ro;
+}
+
+train::Metrics PpoRun::step(int64_t it) {
+  const Rollout r = collect(it);
+  const Update u = update(r);
+  const json row = record(it, r, u);
+  done_ = it + 1;
+  train::Metrics m;
+  for (const char* k : {"mean_final_fidelity", "mean_return", "pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac"}) {
+    m.names.emplace_back(k);
+    m.values.push_back(torch::tensor(row[k].get<double>(), torch::kFloat64));
+  }
+  return m;
+}
+
+void PpoRun::checkpoint(int64_t done) {
+  if (rank_ == 0) save(done, wall());
 }
 
 PpoRun::Rollout PpoRun::collect(int64_t it) {
@@ -368,7 +403,7 @@ PpoRun::Update PpoRun::minibatch_epochs(const Tensor& b_obs, const Tensor& b_act
   return u;
 }
 
-void PpoRun::record(int64_t it, const Rollout& r, const Update& u) {
+json PpoRun::record(int64_t it, const Rollout& r, const Update& u) {
   Tensor tot = torch::tensor({r.fidelity_sum, r.return_sum, double(r.episodes)}, torch::kFloat64);
   if (group_) group_->all_reduce_sum(tot);
   const double episodes = tot[2].item<double>();
@@ -394,12 +429,7 @@ void PpoRun::record(int64_t it, const Rollout& r, const Update& u) {
               {"log_std", discrete_ ? 0.0 : agent_->log_std.mean().item<double>()}};
   if (eval_now) row["validation_fidelity"] = last_val_;
   curve_.push_back(row);
-  if (opt_.progress && rank_ == 0) {
-    char note[96];
-    std::snprintf(note, sizeof note, "F %.4f  val %.4f", row["mean_final_fidelity"].get<double>(), last_val_);
-    bar_->update(it + 1, iterations_, note);
-  }
-  if (cfg_.checkpoint_every > 0 && (it + 1) % cfg_.checkpoint_every == 0 && rank_ == 0) save(it + 1, wall());
+  return row;
 }
 
 void PpoRun::save(int64_t step, double wall_s) {
@@ -408,12 +438,13 @@ void PpoRun::save(int64_t step, double wall_s) {
   train::write_file_atomic(curve_path_, json{{"curve", curve_}, {"phases", ph_.to_json()}, {"wall_s", wall_s}}.dump());
 }
 
-json PpoRun::finish(int64_t it) {
+// `seconds` (this call's loop) is part of wall(), which also counts the resumed runs'.
+json PpoRun::finish(int64_t first, double /*seconds*/) {
   namespace fs = std::filesystem;
-  if (opt_.progress && rank_ == 0) bar_->finish();
+  const int64_t it = done_;
   const bool complete = it >= iterations_;
   const double wall_s = wall();
-  if (rank_ == 0) save(it, wall_s);
+  if (rank_ == 0 && it == first) save(it, wall_s);  // no rollout ran: the runner saved nothing
 
   // final evaluation, pulses and the independent `qfleet eval` problems
   const Evaluation ev = evaluate(roller_, cfg_.env, val_tasks_, roll_dev_);
@@ -456,15 +487,7 @@ json PpoRun::finish(int64_t it) {
 
 json train_ppo(const PpoConfig& cfg, const TrainOptions& opt) {
   PpoRun run(cfg, opt);
-  run.resume();
-  int64_t it = run.first();
-  for (; it < run.iterations(); ++it) {
-    if (opt.stop_after >= 0 && it - run.first() >= opt.stop_after) break;
-    const PpoRun::Rollout r = run.collect(it);
-    const PpoRun::Update u = run.update(r);
-    run.record(it, r, u);
-  }
-  return run.finish(it);
+  return app::run_lifecycle(run);
 }
 
 }  // namespace qfleet::rl

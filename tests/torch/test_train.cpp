@@ -145,4 +145,15 @@ TEST(StepRunner, CheckpointsOnScheduleAndResumesWhereItStopped) {
   b.run(step, 8);
   EXPECT_EQ(ran, (std::vector<int64_t>{8, 9}));
   EXPECT_THROW(b.run(step, 11), std::invalid_argument);
+
+  // stop_after: 3 steps from step 2, then a checkpoint where it stopped.
+  ran.clear();
+  checkpoints.clear();
+  o.stop_after = 3;
+  qfleet::train::StepRunner c(o);
+  EXPECT_EQ(c.last_step(2), 5);
+  EXPECT_EQ(c.last_step(9), 10);
+  c.run(step, 2, [&](int64_t done) { checkpoints.push_back(done); });
+  EXPECT_EQ(ran, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(checkpoints, (std::vector<int64_t>{4, 5}));
 }

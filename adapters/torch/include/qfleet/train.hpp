@@ -103,17 +103,20 @@ struct RunnerOptions {
   std::string log_path;
   bool progress = false;
   int64_t checkpoint_every = 0;  // 0: only at the end
+  int64_t stop_after = -1;       // >= 0: stop after this many steps of a run() call, with a checkpoint
 };
 
-// Drives `step(i)` for i = first .. steps-1 with a MetricMeter and a ProgressBar;
-// calls `checkpoint(i + 1)` every checkpoint_every steps and after the last one (after
-// a flush, so the log is complete up to the checkpoint).
+// Drives `step(i)` for i = first .. steps-1 (or up to first + stop_after) with a
+// MetricMeter and a ProgressBar; calls `checkpoint(i + 1)` every checkpoint_every steps
+// and after the last one (after a flush, so the log is complete up to the checkpoint).
+// last_step(first) is where run(..., first) stops.
 class StepRunner {
  public:
   explicit StepRunner(RunnerOptions options);
   void run(const std::function<Metrics(int64_t)>& step, int64_t first = 0,
            const std::function<void(int64_t)>& checkpoint = nullptr);
   const MetricMeter& meter() const { return meter_; }
+  int64_t last_step(int64_t first) const;
 
  private:
   RunnerOptions opt_;

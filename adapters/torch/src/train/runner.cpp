@@ -1,5 +1,6 @@
 // StepRunner: drives a user's step with a MetricMeter, a ProgressBar and checkpoints
 // (qfleet/train.hpp).
+#include <algorithm>
 #include <cmath>
 
 #include "qfleet/train.hpp"
@@ -27,11 +28,12 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
     std::snprintf(buf, sizeof buf, "%s %.5g", meter_.names()[0].c_str(), r.means[0]);
     return std::string(buf);
   };
-  for (int64_t i = first; i < opt_.steps; ++i) {
+  const int64_t last = last_step(first);
+  for (int64_t i = first; i < last; ++i) {
     const bool synced = meter_.add(step(i));
     const int64_t done = i + 1;
     const bool at_checkpoint =
-        checkpoint && ((opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0) || done == opt_.steps);
+        checkpoint && ((opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0) || done == last);
     if (at_checkpoint) {
       meter_.flush();  // the log is complete up to the checkpoint
       checkpoint(done);
@@ -39,7 +41,11 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
     if (opt_.progress && (synced || at_checkpoint || done == opt_.steps)) bar.update(done, opt_.steps, note());
   }
   meter_.flush();
-  if (opt_.progress && first < opt_.steps) bar.finish();
+  if (opt_.progress && first < last) bar.finish();
+}
+
+int64_t StepRunner::last_step(int64_t first) const {
+  return opt_.stop_after >= 0 ? std::min(opt_.steps, first + opt_.stop_after) : opt_.steps;
 }
 
 }  // namespace qfleet::train
