@@ -97,7 +97,7 @@ class ClassifyRun {
   train::RunnerOptions runner_options() const;
   train::Metrics step(int64_t i);
   void checkpoint(int64_t done);  // at the end of each epoch
-  json finish(int64_t first, double seconds);
+  json finish(const app::Loop& loop);
 
  private:
   void load_inputs();
@@ -282,10 +282,10 @@ void ClassifyRun::checkpoint(int64_t done) {
   epoch_start_ = Clock::now();
 }
 
-json ClassifyRun::finish(int64_t first, double /*seconds: the report times the whole run*/) {
+json ClassifyRun::finish(const app::Loop& loop) {  // (the report times the whole run)
   torch::save(net_->backbone_module().shared_from_this(), (fs::path(cfg_.out) / "backbone.pt").string());
   ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
-                  cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), first};
+                  cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), loop.first};
   json report = make_report(*net_, in);
   train::write_file_atomic((fs::path(cfg_.out) / "report.json").string(), report.dump(1));
   return report;

@@ -20,6 +20,7 @@
 
 #include "qfleet/version.hpp"
 #include "trainer.hpp"
+#include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 
 namespace qfleet::meta {
@@ -191,8 +192,12 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
   return {cuda ? "cuda" : "cpu", "auto: " + choice.reason + (cuda == choice.device.is_cuda() ? "" : "; rank 0 chose the other")};
 }
 
-// The training part of a run: resume (or a fresh log), the loop on qfleet::train's
-// runner with checkpoints, and what the report says of it.
+// The training part of a run, as the lifecycle every app's run goes through
+// (apps/common/lifecycle.hpp, on qfleet::train's StepRunner): resume (or a fresh log and
+// the initial validation), one meta-iteration per step, checkpoints, and what the report
+// says of it. The training fidelity stays on the device and the meter copies it to the
+// host once per validate_every iterations (train_log.jsonl); validations are the only
+// other host transfers. `stop_after` counts iterations from 0, not from the resume.
 struct Training {
   int64_t first = 0, stop = 0, it = 0;  // iterations: this run's first, where it stopped, done in all
   double train_s = 0;
@@ -200,64 +205,83 @@ struct Training {
   int64_t host_syncs = 0;
 };
 
-Training train_policy(Trainer& tr, const Config& cfg, const RunOptions& options, bool lead, const fs::path& out) {
-  const std::string ck_path = (out / "checkpoint.json").string(), log_path = (out / "train_log.jsonl").string();
-  Training t;
-  if (options.resume) {
-    if (!fs::exists(ck_path)) throw ConfigError("resume: no checkpoint at " + ck_path);
-    json ck;
-    try {
-      ck = json::parse(std::ifstream(ck_path));
-    } catch (const json::exception& e) {
-      throw ConfigError("resume: cannot read " + ck_path + ": " + e.what());
-    }
-    t.it = tr.restore(ck, t.curve, t.train_s);
-  } else if (lead) {
-    fs::remove(log_path);  // the meter appends: a fresh run starts a fresh log
-  }
-  auto record = [&](int64_t i, double train_f) {
-    const auto v = tr.validate();
-    t.curve.push_back({i, train_f, mean_of(v.before), mean_of(v.after)});
-  };
-  if (lead && t.it == 0 && t.curve.empty()) record(0, std::nan(""));
+class MetaTraining {
+ public:
+  MetaTraining(Trainer& tr, const Config& cfg, const RunOptions& options, bool lead, const fs::path& out)
+      : tr_(tr), cfg_(cfg), options_(options), lead_(lead),
+        ck_path_((out / "checkpoint.json").string()), log_path_((out / "train_log.jsonl").string()) {}
 
-  // The loop is a step given to qfleet::train's runner: the training fidelity stays on
-  // the device and the meter copies it to the host once per validate_every iterations
-  // (train_log.jsonl); validations are the only other host transfers.
-  t.stop = options.stop_after >= 0 ? std::min(options.stop_after, cfg.iterations) : cfg.iterations;
-  const auto t_train = Clock::now();
-  const double train_s0 = t.train_s;
-  auto write_checkpoint = [&](int64_t done) {
-    t.train_s = train_s0 + seconds_since(t_train);
-    if (lead) write_file_atomic(ck_path, tr.checkpoint(done, t.curve, t.train_s).dump());
-  };
-  qfleet::train::RunnerOptions ro;
-  ro.steps = t.stop;
-  ro.sync_every = cfg.validate_every;
-  ro.log_path = lead ? log_path : "";
-  ro.checkpoint_every = cfg.checkpoint_every;
-  qfleet::train::StepRunner runner(ro);
-  t.first = t.it;
-  runner.run(
-      [&](int64_t i) {
-        const Tensor train_f = tr.iteration(i);
-        const int64_t done = i + 1;
-        const bool validation = done % cfg.validate_every == 0 || done == cfg.iterations;
-        if (lead && validation) record(done, train_f.item<double>());
-        const int64_t select = cfg.select_every > 0 ? cfg.select_every : cfg.validate_every;
-        if (lead && cfg.checkpoint_policy == "best" && (done % select == 0 || done == cfg.iterations))
-          tr.consider_best(done);
-        if (lead && options.progress) options.progress->update(done, cfg.iterations, t.curve.back().val_after);
-        return qfleet::train::Metrics{{"train_fidelity"}, {train_f}};
-      },
-      t.first, write_checkpoint);
-  t.it = std::max(t.it, t.stop);
-  if (lead && options.progress) options.progress->finish();
-  if (t.first == t.stop) write_checkpoint(t.it);
-  t.train_s = train_s0 + seconds_since(t_train);
-  t.host_syncs = runner.meter().host_syncs();
-  return t;
-}
+  int64_t resume() {
+    if (options_.resume) {
+      if (!fs::exists(ck_path_)) throw ConfigError("resume: no checkpoint at " + ck_path_);
+      json ck;
+      try {
+        ck = json::parse(std::ifstream(ck_path_));
+      } catch (const json::exception& e) {
+        throw ConfigError("resume: cannot read " + ck_path_ + ": " + e.what());
+      }
+      t_.it = tr_.restore(ck, t_.curve, t_.train_s);
+    } else if (lead_) {
+      fs::remove(log_path_);  // the meter appends: a fresh run starts a fresh log
+    }
+    if (lead_ && t_.it == 0 && t_.curve.empty()) record(0, std::nan(""));
+    t_.stop = options_.stop_after >= 0 ? std::min(options_.stop_after, cfg_.iterations) : cfg_.iterations;
+    t_.first = t_.it;
+    train_s0_ = t_.train_s;
+    t_train_ = Clock::now();
+    return t_.first;
+  }
+
+  qfleet::train::RunnerOptions runner_options() const {
+    qfleet::train::RunnerOptions ro;
+    ro.steps = t_.stop;
+    ro.sync_every = cfg_.validate_every;
+    ro.log_path = lead_ ? log_path_ : "";
+    ro.checkpoint_every = cfg_.checkpoint_every;
+    return ro;  // (the progress bar is options.progress: it shows the validation fidelity)
+  }
+
+  qfleet::train::Metrics step(int64_t i) {
+    const Tensor train_f = tr_.iteration(i);
+    const int64_t done = i + 1;
+    const bool validation = done % cfg_.validate_every == 0 || done == cfg_.iterations;
+    if (lead_ && validation) record(done, train_f.item<double>());
+    const int64_t select = cfg_.select_every > 0 ? cfg_.select_every : cfg_.validate_every;
+    if (lead_ && cfg_.checkpoint_policy == "best" && (done % select == 0 || done == cfg_.iterations))
+      tr_.consider_best(done);
+    if (lead_ && options_.progress) options_.progress->update(done, cfg_.iterations, t_.curve.back().val_after);
+    return qfleet::train::Metrics{{"train_fidelity"}, {train_f}};
+  }
+
+  void checkpoint(int64_t done) {
+    t_.train_s = train_s0_ + seconds_since(t_train_);
+    if (lead_) write_file_atomic(ck_path_, tr_.checkpoint(done, t_.curve, t_.train_s).dump());
+  }
+
+  Training finish(const app::Loop& loop) {
+    t_.it = std::max(t_.it, t_.stop);
+    if (lead_ && options_.progress) options_.progress->finish();
+    if (t_.first == t_.stop) checkpoint(t_.it);
+    t_.train_s = train_s0_ + seconds_since(t_train_);
+    t_.host_syncs = loop.host_syncs;
+    return t_;
+  }
+
+ private:
+  void record(int64_t i, double train_f) {
+    const auto v = tr_.validate();
+    t_.curve.push_back({i, train_f, mean_of(v.before), mean_of(v.after)});
+  }
+
+  Trainer& tr_;
+  const Config& cfg_;
+  const RunOptions& options_;
+  bool lead_;
+  std::string ck_path_, log_path_;
+  Training t_;
+  double train_s0_ = 0;
+  Clock::time_point t_train_;
+};
 
 // The trained policy (the one checkpoint_policy selects) on the validation tasks, and
 // the baselines on the same tasks: one robust pulse, per-task GRAPE; the adaptation
@@ -413,7 +437,8 @@ RunResult run(const Config& requested, const RunOptions& options) {
   const fs::path out(cfg.output_dir);
   fs::create_directories(out);
 
-  const Training t = train_policy(tr, cfg, options, lead, out);
+  MetaTraining training(tr, cfg, options, lead, out);
+  const Training t = app::run_lifecycle(training);
   RunResult result;
   result.complete = t.it == cfg.iterations;
   if (!lead) {  // the other ranks are done: rank 0 runs the baselines and reports

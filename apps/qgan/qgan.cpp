@@ -155,7 +155,7 @@ class QganRun {
   train::Metrics step(int64_t epoch);
   void checkpoint(int64_t done);
   train::RunnerOptions runner_options() const;
-  json finish(int64_t first, double train_s);
+  json finish(const app::Loop& loop);
 
  private:
   struct Generated {
@@ -360,7 +360,8 @@ train::RunnerOptions QganRun::runner_options() const {
   return ro;
 }
 
-json QganRun::finish(int64_t first, double train_s) {
+json QganRun::finish(const app::Loop& loop) {
+  const double train_s = loop.seconds;
   torch::Tensor pg;  // the final distribution at the final weights
   {
     torch::NoGradGuard ng;
@@ -397,7 +398,7 @@ json QganRun::finish(int64_t first, double train_s) {
                       {"device", device_.str()},
                       {"device_reason", device_why_},
                       {"precision_policy", precision_.rule},
-                      {"resumed_from_epoch", first}};
+                      {"resumed_from_epoch", loop.first}};
   train::write_file_atomic((fs::path(cfg_.out) / "report.json").string(), report.dump(1));
   return report;
 }

@@ -72,7 +72,7 @@ class PpoRun {
   train::RunnerOptions runner_options() const;
   train::Metrics step(int64_t it);
   void checkpoint(int64_t done);
-  json finish(int64_t first, double seconds);
+  json finish(const app::Loop& loop);
 
  private:
 
@@ -438,13 +438,13 @@ void PpoRun::save(int64_t step, double wall_s) {
   train::write_file_atomic(curve_path_, json{{"curve", curve_}, {"phases", ph_.to_json()}, {"wall_s", wall_s}}.dump());
 }
 
-// `seconds` (this call's loop) is part of wall(), which also counts the resumed runs'.
-json PpoRun::finish(int64_t first, double /*seconds*/) {
+// loop.seconds (this call's loop) is part of wall(), which also counts the resumed runs'.
+json PpoRun::finish(const app::Loop& loop) {
   namespace fs = std::filesystem;
   const int64_t it = done_;
   const bool complete = it >= iterations_;
   const double wall_s = wall();
-  if (rank_ == 0 && it == first) save(it, wall_s);  // no rollout ran: the runner saved nothing
+  if (rank_ == 0 && it == loop.first) save(it, wall_s);  // no rollout ran: the runner saved nothing
 
   // final evaluation, pulses and the independent `qfleet eval` problems
   const Evaluation ev = evaluate(roller_, cfg_.env, val_tasks_, roll_dev_);
