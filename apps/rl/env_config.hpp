@@ -42,6 +42,13 @@ struct EnvConfig {
   void set(const std::string& assignment);
 };
 
+// The keys are the members' names: one list gives both directions (nlohmann's macro; a key
+// absent from the JSON keeps its default).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvConfig, task, num_envs, n_steps, gate_time, max_amplitude, levels,
+                                                action, clip_actions, pulse_library, observation, shots,
+                                                observe_noise, reward, noise, gamma_deph, gamma_relax, detuning, seed,
+                                                threads, device)
+
 // The keys of qfleet-rl's train and compare (config.json: the PPO keys and the
 // environment's as env.KEY), the one checker of both configurations' values.
 const app::Schema& schema();
