@@ -2,7 +2,7 @@
 (the architecture of qfleet-classify) with its quantum layer from qfleet or from
 PennyLane, on the same model, weights and batch, in one run.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \
+    PYTHONPATH=python \
         python bench/classify_compare.py [--threads 2] [--batch 64] [--json out.json] [--quick]
 
 (or with the pip-installed package). OMP_NUM_THREADS defaults to --threads and OMP_WAIT_POLICY

@@ -2,7 +2,7 @@
 beside the engine's own time for the same forward pass, in one run: the classifier circuit
 (4 qubits, angle embedding, 3 strongly entangling layers, <Z_i>), forward only.
 
-    QFLEET_CLI=build/tools/qfleet PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
+    QFLEET_CLI=build/tools/qfleet PYTHONPATH=python \\
         python bench/cli_npy.py [--batch 32768] [--repeats 15] [--json out.json]
 
 Rows (medians, ms; the cases interleaved, one call of each per round): the CLI with a

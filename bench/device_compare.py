@@ -5,7 +5,7 @@ outputs and gradients of both checked to agree before anything is timed.
     python bench/device_compare.py --device cuda        (a GPU: issues 4 and 5's comparisons)
     python bench/device_compare.py --device cpu --quick (a smoke run; CI runs it)
 
-(with the pip-installed package, or PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so)
+(with the pip-installed package, or PYTHONPATH=python)
 
 Workloads:
   target  10 qubits, 30 gates (RY(input) on every wire, a CNOT ring, RZ(weight) on every

@@ -1,7 +1,7 @@
 """Noisy circuits, same machine, same run: qfleet's density-matrix engine against
 PennyLane default.mixed (backprop, torch) and Qiskit Aer's density-matrix simulator.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
+    PYTHONPATH=python \\
         python bench/noisy_compare.py [--threads 2] [--json out.json] [--quick]
 
 (or with the pip-installed package). Needs torch, pennylane, qiskit, qiskit-aer.

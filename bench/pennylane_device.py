@@ -7,7 +7,7 @@ backward pass is then the device's vector-Jacobian product, not a Jacobian contr
 PennyLane). qfleet.QuantumLayer, the same circuit without PennyLane,
 is the last row.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
+    PYTHONPATH=python \\
         python bench/pennylane_device.py [--batch 64] [--repeats 7] [--number 5] [--json out.json]
 
 (or with the pip-installed package; the device is found through the qfleet package's

@@ -1,7 +1,7 @@
 """One training epoch of a quantum GAN whose generator is a circuit from qfleet, PennyLane or
 Qiskit Machine Learning, on the same circuit, weights, discriminator and target, in one run.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
+    PYTHONPATH=python \\
         python bench/qgan_compare.py [--qubits 12] [--reps 2] [--repeats 5] [--threads 2] \\
         [--json out.json] [--quick]
 
@@ -127,8 +127,8 @@ import torch.nn.functional as F  # noqa: E402
 try:
     import qfleet  # noqa: E402
 except ImportError as e:
-    sys.exit(f"qgan_compare: needs qfleet ({e}); set PYTHONPATH=python and "
-             "QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so, or pip install .")
+    sys.exit(f"qgan_compare: needs qfleet ({e}); set PYTHONPATH=python (the "
+             "libraries of ./build are found from there), or pip install .")
 
 
 def fail(message):

@@ -2,9 +2,7 @@
 people write instead: Gymnasium's SyncVectorEnv over a NumPy/SciPy or a QuTiP single
 environment, and a JAX + dynamiqs batched environment, on the same machine in one run.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \\
-    QFLEET_RL_LIBRARY=build/apps/rl/libqfleet_rl.so \\
-        python bench/rl_env_compare.py [--envs 4096,16384] [--steps 120] [--peer-envs 16] \\
+    PYTHONPATH=python python bench/rl_env_compare.py [--envs 4096,16384] [--steps 120] [--peer-envs 16] \\
         [--peer-steps 60] [--jax-envs 4096] [--jax-steps 60] [--repeats 5] [--threads 2] \\
         [--json out.json] [--quick]
 
@@ -109,9 +107,8 @@ try:
     import qfleet  # noqa: E402
     import qfleet.rl  # noqa: E402
 except ImportError as e:
-    sys.exit(f"rl_env_compare: needs gymnasium and qfleet with its rl app ({e}); set PYTHONPATH=python, "
-             "QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so and "
-             "QFLEET_RL_LIBRARY=build/apps/rl/libqfleet_rl.so, or pip install .")
+    sys.exit(f"rl_env_compare: needs gymnasium and qfleet with its rl app ({e}); set PYTHONPATH=python (the "
+             "libraries of ./build are found from there), or pip install .")
 
 QFLEET, QFLEET_RAW = "qfleet VectorEnv", "qfleet torch class"
 NUMPY, QUTIP, JAX = "numpy SyncVectorEnv", "qutip SyncVectorEnv", "jax+dynamiqs vmap"

@@ -9,7 +9,7 @@ B = 64, forward + backward of the sum, beside the engine's fused vjp (one
 open_backward call: forward and reverse sweep in one pass) and its forward alone.
 Prints medians (with min/max) in microseconds.
 
-    PYTHONPATH=python QFLEET_TORCH_LIBRARY=build/adapters/torch/libqfleet_torch.so \
+    PYTHONPATH=python \
         python bench/torch_layer.py            (or with the pip-installed package)
 """
 import argparse

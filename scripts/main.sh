@@ -23,7 +23,15 @@ case " $* " in
 esac
 "$bin" "$@"
 out=$("$bin" "$@" --print-config | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["output_dir"])')
-# (qfleet.meta_control loads the app's library, built beside qfleet-meta, when imported)
-PYTHONPATH="$PWD/python" QFLEET_TORCH_LIBRARY="$PWD/build/adapters/torch/libqfleet_torch.so" \
-  QFLEET_META_LIBRARY="$PWD/build/apps/meta_control/libqfleet_meta.so" \
-  "$venv/bin/python" -m qfleet.meta_control.plot "$out"
+# (the source package finds the libraries of ./build itself: python/qfleet/_lib.py)
+PYTHONPATH="$PWD/python" "$venv/bin/python" -m qfleet.meta_control.plot "$out"
+cat <<EOF
+
+This command builds qfleet-meta only. The other programs, on the same build:
+  cmake --build build -j$(nproc)                    # all: qfleet (the CLI), qfleet-classify, qfleet-qgan, qfleet-rl
+  ./build/tools/qfleet demo                         # the engine's command line (docs/cli.md)
+  ./build/apps/classify/qfleet-classify             # docs/classify.md
+  ./build/apps/qgan/qfleet-qgan                     # docs/qgan.md
+  ./build/apps/rl/qfleet-rl                         # docs/rl.md
+  PYTHONPATH=python $venv/bin/python -m qfleet.rl   # any app from Python (the same C++)
+EOF

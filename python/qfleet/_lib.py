@@ -8,21 +8,46 @@ import sys
 import torch
 
 _LOADED = None
+_HERE = pathlib.Path(__file__).resolve().parent
+# Where each app's library lies in a build tree (apps/<folder>/libqfleet_<app>.so).
+_APP_FOLDERS = {"meta": "meta_control", "classify": "classify", "qgan": "qgan", "rl": "rl"}
+
+
+def build_dir():
+    """The build tree the package takes its libraries from when they are not installed next
+    to it: $QFLEET_BUILD_DIR, or <source>/build when the package is the source tree's
+    python/qfleet (`PYTHONPATH=python` from a checkout built with the README's commands)."""
+    env = os.environ.get("QFLEET_BUILD_DIR")
+    if env:
+        return pathlib.Path(env)
+    source = _HERE.parent.parent
+    if (source / "CMakeLists.txt").exists() and (source / "build").is_dir():
+        return source / "build"
+    return None
+
+
+def _not_found(what: str, variable: str, built: str) -> ImportError:
+    where = build_dir()
+    return ImportError(
+        f"qfleet: {what} was not found next to the package ({_HERE})"
+        + (f" nor in the build tree {where}" if where else "")
+        + f"; install qfleet with `pip install .`, set QFLEET_BUILD_DIR to a build folder, or point {variable} "
+        f"at a build's {built}")
 
 
 def library_path() -> str:
-    """Where the operator library is: $QFLEET_TORCH_LIBRARY, or next to this package."""
+    """Where the operator library is: $QFLEET_TORCH_LIBRARY, next to this package, or in build_dir()."""
     env = os.environ.get("QFLEET_TORCH_LIBRARY")
     if env:
         return env
-    here = pathlib.Path(__file__).resolve().parent
     for name in ("libqfleet_torch.so", "libqfleet_torch.dylib", "qfleet_torch.dll"):
-        if (here / name).exists():
-            return str(here / name)
-    raise ImportError(
-        "qfleet: the compiled operator library libqfleet_torch.so was not found next to the package "
-        f"({here}); install qfleet with `pip install .` or point QFLEET_TORCH_LIBRARY at a build's "
-        "adapters/torch/libqfleet_torch.so")
+        if (_HERE / name).exists():
+            return str(_HERE / name)
+    where = build_dir()
+    if where is not None and (where / "adapters" / "torch" / "libqfleet_torch.so").exists():
+        return str(where / "adapters" / "torch" / "libqfleet_torch.so")
+    raise _not_found("the compiled operator library libqfleet_torch.so", "QFLEET_TORCH_LIBRARY",
+                     "adapters/torch/libqfleet_torch.so")
 
 
 def _libstdcxx_first():
@@ -55,16 +80,19 @@ _APPS = {}
 
 
 def app_library_path(app: str) -> str:
-    """Where an app's library is: $QFLEET_<APP>_LIBRARY, or libqfleet_<app>.so next to this package."""
+    """Where an app's library is: $QFLEET_<APP>_LIBRARY, libqfleet_<app>.so next to this package,
+    or in build_dir()'s apps/<folder>/."""
     env = os.environ.get(f"QFLEET_{app.upper()}_LIBRARY")
     if env:
         return env
-    path = pathlib.Path(__file__).resolve().parent / f"libqfleet_{app}.so"
+    path = _HERE / f"libqfleet_{app}.so"
     if path.exists():
         return str(path)
-    raise ImportError(
-        f"qfleet: the app library libqfleet_{app}.so was not found next to the package ({path.parent}); install "
-        f"qfleet with `pip install .` or point QFLEET_{app.upper()}_LIBRARY at a build's libqfleet_{app}.so")
+    where = build_dir()
+    built = pathlib.Path("apps") / _APP_FOLDERS.get(app, app) / f"libqfleet_{app}.so"
+    if where is not None and (where / built).exists():
+        return str(where / built)
+    raise _not_found(f"the app library libqfleet_{app}.so", f"QFLEET_{app.upper()}_LIBRARY", str(built))
 
 
 def load_app(app: str):

@@ -12,7 +12,12 @@ import sys
 
 from .._lib import load_app
 
-_ops = load_app("classify")
+
+
+def _ops():
+    """The app's library, loaded on first use: importing the package (for its plots, which
+    only read JSON) does not need the compiled app."""
+    return load_app("classify")
 
 __all__ = ["main"]
 
@@ -20,4 +25,4 @@ __all__ = ["main"]
 def main(argv=None) -> int:
     """The command line (the same C++ as qfleet-classify); returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return int(_ops.main("python -m qfleet.classify", args))
+    return int(_ops().main("python -m qfleet.classify", args))

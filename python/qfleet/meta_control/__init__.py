@@ -17,7 +17,12 @@ import torch
 
 from .._lib import load_app
 
-_ops = load_app("meta")
+
+
+def _ops():
+    """The app's library, loaded on first use: importing the package (for its plots, which
+    only read JSON) does not need the compiled app."""
+    return load_app("meta")
 
 __all__ = ["ConfigError", "schema", "resolve_config", "load_config_file", "Config", "make_config", "run",
            "RunResult", "MetaStep", "meta_gradient", "meta_objective", "policy_size", "fit_saturation", "fit_line",
@@ -37,18 +42,18 @@ def _config_call(op, *args):
 
 def schema() -> dict:
     """The configuration keys (type, range, default, description) and the presets."""
-    return json.loads(_ops.schema())
+    return json.loads(_ops().schema())
 
 
 def resolve_config(file: dict = None, preset: str = "", overrides=()) -> dict:
     """The key defaults, then the preset (the file's "preset", else `preset`, else the default),
     then the file's keys, then the overrides ("key=value"); every key checked (ConfigError)."""
-    return json.loads(_config_call(_ops.resolve_config, json.dumps(file or {}), preset, list(overrides)))
+    return json.loads(_config_call(_ops().resolve_config, json.dumps(file or {}), preset, list(overrides)))
 
 
 def load_config_file(path: str) -> dict:
     """A configuration file's keys (ConfigError when it is missing or not a JSON object)."""
-    return json.loads(_config_call(_ops.load_config_file, str(path)))
+    return json.loads(_config_call(_ops().load_config_file, str(path)))
 
 
 class Config:
@@ -69,7 +74,7 @@ class Config:
 
 def make_config(resolved: dict) -> Config:
     """Checks the keys against each other (solver and dt, input states, device) (ConfigError)."""
-    return Config(json.loads(_config_call(_ops.check_config, json.dumps(resolved))))
+    return Config(json.loads(_config_call(_ops().check_config, json.dumps(resolved))))
 
 
 @dataclass
@@ -82,7 +87,7 @@ def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: bool 
         app: str = "qfleet.meta_control") -> RunResult:
     """Trains, runs the baselines and writes report.json, pulses.csv/json, eval/*.json and
     checkpoint.json into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
-    text, complete = _config_call(_ops.run, json.dumps(cfg.json), resume, stop_after, progress, app)
+    text, complete = _config_call(_ops().run, json.dumps(cfg.json), resume, stop_after, progress, app)
     return RunResult(json.loads(text), bool(complete))
 
 
@@ -93,6 +98,7 @@ class MetaStep:
     that calls it can be captured with torch.cuda.graph."""
 
     def __init__(self, cfg: Config):
+        _ops()  # torch.classes.qfleet_meta comes with the library
         self._step = _config_call(torch.classes.qfleet_meta.MetaStep, json.dumps(cfg.json))
 
     def gradient(self, theta: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -117,7 +123,7 @@ def meta_objective(cfg: Config, theta: torch.Tensor, noise: torch.Tensor) -> flo
 
 def policy_size(cfg: Config) -> int:
     """The number of policy parameters P."""
-    return int(_config_call(_ops.policy_size, json.dumps(cfg.json)))
+    return int(_config_call(_ops().policy_size, json.dumps(cfg.json)))
 
 
 def main(argv=None, prog: str = "python -m qfleet.meta_control") -> int:
@@ -125,17 +131,17 @@ def main(argv=None, prog: str = "python -m qfleet.meta_control") -> int:
     import sys
     sys.stdout.flush()
     sys.stderr.flush()
-    return int(_ops.main(prog, list(sys.argv[1:] if argv is None else argv)))
+    return int(_ops().main(prog, list(sys.argv[1:] if argv is None else argv)))
 
 
 def fit_saturation(K, G):
     """The reproduction's least-squares fit G = c (1 - exp(-beta K)) (c in [0, 2], beta in
     [0.001, 10], as the original code's curve_fit bounds): returns (c, beta, R^2)."""
-    c, beta, r2 = _config_call(_ops.fit_saturation, [float(k) for k in K], [float(g) for g in G])
+    c, beta, r2 = _config_call(_ops().fit_saturation, [float(k) for k in K], [float(g) for g in G])
     return c, beta, r2
 
 
 def fit_line(x, y):
     """Least-squares line y = slope x + intercept: returns (slope, intercept, R^2)."""
-    slope, intercept, r2 = _config_call(_ops.fit_line, [float(v) for v in x], [float(v) for v in y])
+    slope, intercept, r2 = _config_call(_ops().fit_line, [float(v) for v in x], [float(v) for v in y])
     return slope, intercept, r2
