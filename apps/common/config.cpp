@@ -48,7 +48,16 @@ double integer_value(const json& v) {
 }
 
 // Integral numbers written as 2e6 stored as integers.
+// "automatic" is the engine's word (qfleet/names.hpp) for what the apps call "auto": either
+// is taken where the other is a choice.
+bool automatic_for_auto(const json& spec, const json& v) {
+  if (v != "automatic" || !spec.contains("choices")) return false;
+  const auto& ch = spec["choices"];
+  return std::find(ch.begin(), ch.end(), "auto") != ch.end() && std::find(ch.begin(), ch.end(), v) == ch.end();
+}
+
 json normalized(const json& spec, const json& v) {
+  if (automatic_for_auto(spec, v)) return "auto";
   if (spec["type"] == "integer" && v.is_number_float()) return json(static_cast<int64_t>(v.get<double>()));
   if (spec["type"] == "integers") {
     json out = json::array();
@@ -81,7 +90,7 @@ bool valid(const json& spec, const json& v) {
     if (!v.is_string()) return false;
     if (!spec.contains("choices")) return true;
     const auto& ch = spec["choices"];
-    return std::find(ch.begin(), ch.end(), v) != ch.end();
+    return std::find(ch.begin(), ch.end(), v) != ch.end() || automatic_for_auto(spec, v);
   }
   if (type == "integer") return is_integer(v) && in_range(spec, integer_value(v));
   if (type == "number") return v.is_number() && std::isfinite(v.get<double>()) && in_range(spec, v.get<double>());
@@ -195,6 +204,11 @@ void Schema::check(const std::string& key, const json& value) const {
     throw ConfigError("config: key '" + key + "': expected " + expected(keys_[key]) + ", got " + value.dump());
 }
 
+json Schema::checked(const std::string& key, const json& value) const {
+  check(key, value);
+  return normalized(keys_[key], value);
+}
+
 json Schema::resolve(const json& file, std::string preset,
                      const std::vector<std::pair<std::string, json>>& sets) const {
   if (!file.is_null() && !file.is_object()) throw ConfigError("config: expected a JSON object of keys");
@@ -221,12 +235,10 @@ json Schema::resolve(const json& file, std::string preset,
   }
   for (const auto& [k, v] : given.items()) {
     if (!keys_.contains(k)) unknown_key(k, " in the configuration file");
-    check(k, v);
-    out[k] = normalized(keys_[k], v);
+    out[k] = checked(k, v);
   }
   for (const auto& [k, v] : sets) {
-    check(k, v);
-    out[k] = normalized(keys_[k], v);
+    out[k] = checked(k, v);
   }
   if (has_presets()) out["preset"] = preset;
   return out;

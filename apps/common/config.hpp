@@ -66,6 +66,9 @@ class Schema {
 
   [[noreturn]] void unknown_key(const std::string& key, const std::string& where) const;
   void check(const std::string& key, const nlohmann::json& value) const;
+  // check(), then the value as the app reads it: integral floats as integers, and
+  // "automatic" (the engine's, the CLI's and Python's spelling) as "auto" where that is a choice.
+  nlohmann::json checked(const std::string& key, const nlohmann::json& value) const;
 
  private:
   nlohmann::json keys_, presets_, aliases_;

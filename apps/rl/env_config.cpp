@@ -17,8 +17,9 @@ json EnvConfig::to_json() const { return json(*this); }
 
 EnvConfig EnvConfig::from_json(const json& j) {
   if (!j.is_object()) throw app::ConfigError("environment configuration: expected a JSON object");
-  for (const auto& [key, v] : j.items()) schema().check("env." + key, v);
-  return j.get<EnvConfig>();
+  json given = json::object();
+  for (const auto& [key, v] : j.items()) given[key] = schema().checked("env." + key, v);
+  return given.get<EnvConfig>();
 }
 
 void EnvConfig::set(const std::string& text) {

@@ -16,11 +16,10 @@ json PpoConfig::to_json() const { return json(*this); }
 
 PpoConfig PpoConfig::from_json(const json& j) {
   if (!j.is_object()) throw app::ConfigError("PPO configuration: expected a JSON object");
-  for (const auto& [key, v] : j.items()) {
-    if (key == "env") EnvConfig::from_json(v);  // checks the environment's keys
-    else schema().check(key, v);
-  }
-  return j.get<PpoConfig>();
+  json given = json::object();
+  for (const auto& [key, v] : j.items())
+    given[key] = key == "env" ? EnvConfig::from_json(v).to_json() : schema().checked(key, v);
+  return given.get<PpoConfig>();
 }
 
 void PpoConfig::set(const std::string& text) {

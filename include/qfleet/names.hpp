@@ -56,9 +56,11 @@ constexpr std::string_view name_in(const std::array<EnumName<E>, N>& t, E v) {
   return "?";
 }
 
-// The value named `name` in table t, or nothing.
+// The value named `name` in table t, or nothing. "auto" (the apps' word) is taken for
+// "automatic" in every table that has it.
 template <class E, std::size_t N>
 constexpr std::optional<E> value_in(const std::array<EnumName<E>, N>& t, std::string_view name) {
+  if (name == "auto") name = "automatic";
   for (const auto& e : t) {
     if (e.name == name) return e.value;
   }

@@ -155,7 +155,12 @@ void read_op(Circuit& c, const json& v, const std::string& path) {
 // ------------------------------------------------------------- measurements ---
 
 Observable read_observable(const json& v, const std::string& path) {
-  read_array(v, path, "an observable (a list of [coeff, \"X0 Z1\"] terms)");
+  if (v.is_string()) {  // one Pauli word with coefficient 1, as the Python builder's expval("Z0")
+    Observable obs;
+    obs.terms.emplace_back(1.0, at(path, [&] { return PauliWord::parse(v.get<std::string>()); }));
+    return obs;
+  }
+  read_array(v, path, "an observable (a Pauli word \"X0 Z1\" or a list of [coeff, \"X0 Z1\"] terms)");
   if (v.empty()) fail(path, "an observable needs at least one [coeff, \"X0 Z1\"] term");
   Observable obs;
   for (std::size_t t = 0; t < v.size(); ++t) {

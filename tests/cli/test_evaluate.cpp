@@ -405,6 +405,26 @@ TEST(CliEvaluate, NullMeansDefault) {
   EXPECT_FALSE(out.contains("samples"));
 }
 
+// What Python's builder takes, the JSON takes too: a Pauli word alone is the observable
+// with coefficient 1 (expval("Z0")), and "auto" is the apps' spelling of "automatic".
+TEST(CliEvaluate, WordObservablesAndAutoAreWhatPythonTakes) {
+  json p = json::parse(R"({
+    "kind": "circuit", "qubits": 2,
+    "ops": [{"template": "AngleEmbedding", "wires": [0, 1]}],
+    "observables": ["Z0", [[1.0, "Z0"]], "Z0 Z1"], "inputs": [[0.3, 1.1]],
+    "device": "auto", "simulator": "auto"
+  })");
+  const json out = qj::evaluate(p);
+  EXPECT_NEAR(out["expvals"][0][0].get<double>(), std::cos(0.3), 1e-14);  // <Z> after RX(0.3)
+  EXPECT_EQ(out["expvals"][0][0], out["expvals"][0][1]);
+  EXPECT_NEAR(out["expvals"][0][2].get<double>(), std::cos(0.3) * std::cos(1.1), 1e-14);
+  p["observables"] = json::array({"Q0"});
+  EXPECT_THROW(qj::evaluate(p), qj::ProblemError);
+  p["observables"] = json::array({"Z0"});
+  p["device"] = "autom";
+  EXPECT_THROW(qj::evaluate(p), qj::ProblemError);
+}
+
 TEST(CliEvaluate, ParseCircuitProblemExposesTheCircuit) {
   const auto p = qj::parse_circuit_problem(json::parse(R"({
     "kind": "circuit", "qubits": 3,

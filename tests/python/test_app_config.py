@@ -58,6 +58,14 @@ def test_common_flags_and_print_config(module, variable, name, sub, out_key, doc
     assert b.returncode == 0, b.stderr
     assert (json.loads(b.stdout)["seed"], json.loads(b.stdout)["threads"]) == (12, 2)
 
+    # "automatic", the engine's and Python's spelling, is the apps' "auto" where that is a choice
+    b = run([binary, *sub, "--device", "automatic", "--print-config"])
+    row = [line for line in run([binary, *sub, "--print-keys"]).stdout.splitlines() if line.startswith("| `device`")]
+    if "auto" in row[0].split("|")[2]:
+        assert b.returncode == 0 and json.loads(b.stdout)["device"] == "auto", b.stderr
+    else:
+        assert b.returncode == 2 and "key 'device': expected one of" in b.stderr, b.stderr
+
 
 @pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS, ids=IDS)
 def test_bad_values_are_refused_with_status_2(module, variable, name, sub, out_key, docs, tmp_path):
