@@ -46,6 +46,7 @@ class Schema {
   const nlohmann::json& aliases() const { return aliases_; }  // option name -> key (shell.hpp)
   bool has_presets() const { return !presets_.empty(); }
   const std::string& docs() const { return docs_; }  // the page that explains the keys
+  const std::string& default_preset() const { return default_preset_; }
 
   // The defaults, then `preset` (a file's "preset" key wins; "" = the default preset),
   // then `file`'s keys, then `sets` (key, value) in order. Every value is checked; the

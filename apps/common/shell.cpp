@@ -51,8 +51,12 @@ Shell::Shell(CLI::App& cli, const Schema& schema, bool resume) : schema_(schema)
   if (!schema.keys().contains("out") && !schema.aliases().contains("out"))
     throw std::logic_error("configuration schema: no 'out' key or alias");
   cli.add_option("--config", config_file_, "a JSON file of keys (" + schema.docs() + " lists them)");
-  if (schema.has_presets())
-    cli.add_option("--preset", preset_, "a named set of keys; a --config file's \"preset\" wins");
+  if (schema.has_presets()) {
+    std::string names;  // every preset, so that --help shows them all
+    for (const auto& [name, _] : schema.presets().items())
+      names += (names.empty() ? "" : ", ") + name + (name == schema.default_preset() ? " (the default)" : "");
+    cli.add_option("--preset", preset_, "a named set of keys: " + names + "; a --config file's \"preset\" wins");
+  }
   cli.add_option("--set", sets_, "key=value: one key (repeat; applied last)");
   cli.add_flag("--print-config", print_config_, "print the resolved configuration as JSON and exit");
   cli.add_flag("--print-keys", print_keys_, "print every key (type, default, meaning) as a Markdown table and exit");

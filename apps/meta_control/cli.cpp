@@ -89,6 +89,8 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   }
   CLI::App app{prog + ": meta-learned robust quantum control on qfleet (docs/meta_control.md)", prog};
   const app::Shell shell(app, config_schema());
+  app.footer("Subcommand: " + prog + " reproduce NAME|all [--help]: arXiv:2601.18973's experiments "
+             "(docs/reproduction.md). ./scripts/main.sh runs " + prog + " --preset main.");
   int64_t stop_after = -1, nproc = 1;
   app.add_option("--stop-after", stop_after, "stop after this many iterations, with a checkpoint")
       ->check(CLI::NonNegativeNumber);

@@ -134,3 +134,20 @@ def test_binary_and_python_entry_run_alike(tmp_path):
     def results(report):  # (wall times differ)
         return [{k: v for k, v in row.items() if k != "seconds"} for row in report["history"]], report["final"]
     assert results(bin_report) == results(py_report)
+
+
+@pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS, ids=IDS)
+def test_help_lists_every_preset_and_subcommand(module, variable, name, sub, out_key, docs):
+    binary = app_binary(variable, name)
+    text = run([binary, *sub, "--help"]).stdout
+    keys = json.loads(run([binary, *sub, "--print-config"]).stdout)
+    if "preset" in keys:  # the schema's presets, each named by --help
+        for line in run([binary, *sub, "--preset", "no-such-preset", "--print-config"]).stderr.splitlines():
+            presets = line.split("(presets: ")[1].rstrip(")").split(", ")
+        assert all(p in text for p in presets) and "(the default)" in text, text
+    if name == "qfleet-meta":
+        assert "reproduce NAME|all" in text
+    if name in ("qfleet-qgan", "qfleet-rl"):  # the binary's own --help names each subcommand
+        top = run([binary, "--help"]).stdout
+        for command in (["train", "tournament", "suite"] if name == "qfleet-qgan" else ["train", "bench-env", "compare"]):
+            assert f"\n  {command}" in top, (command, top)
