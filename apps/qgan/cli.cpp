@@ -108,9 +108,9 @@ void print_train(const json& r) {
               r["generator"]["simulator"].get<std::string>().c_str(),
               r["generator"]["noise_model"].is_null() ? "" : (", noise model " + r["generator"]["noise_model"].get<std::string>()).c_str());
   std::printf("after %lld epochs: relative entropy KL(generated || target) %s, KL(target || generated) %s, KS %s "
-              "(best KL %s at epoch %lld)\n",
+              "(best KL %s, after %lld epochs)\n",
               static_cast<long long>(f["epochs"].get<int64_t>()), fmt_num(f["kl"]).c_str(), fmt_num(f["kl_reverse"]).c_str(),
-              fmt_num(f["ks"]).c_str(), fmt_num(f["best_kl"]).c_str(), static_cast<long long>(f["best_epoch"].get<int64_t>()));
+              fmt_num(f["ks"]).c_str(), fmt_num(f["best_kl"]).c_str(), static_cast<long long>(f["best_after_epochs"].get<int64_t>()));
   std::printf("time: %.1f s (%.3f ms per epoch, of which the generator's engine calls %.3f ms)\n",
               r["timing"]["seconds"].get<double>(), r["timing"]["epoch_ms"].get<double>(),
               r["timing"]["generator_ms_per_epoch"].get<double>());

@@ -376,19 +376,23 @@ json QganRun::finish(const app::Loop& loop) {
   report["generator"] = g;
   report["discriminator"] = {{"hidden", cfg_.hidden}, {"inputs", target_.n_features}, {"activation", "LeakyReLU(0.2)"}};
   report["history"] = history_;
-  double best = kInfinity;
-  int64_t best_epoch = 0;
+  // The best KL the generator reached: history row e holds its distribution going into
+  // epoch e (after e - 1 updates), the final one is after the last update; so the best
+  // is never worse than the final, and it is named by the updates that led to it.
+  const double final_kl = kl_divergence(pv, target_.probabilities);
+  double best = std::isfinite(final_kl) ? final_kl : kInfinity;
+  int64_t best_after = int64_t(history_.size());
   for (const auto& h : history_)
-    if (h["kl"].is_number() && h["kl"].get<double>() < best) best = h["kl"].get<double>(), best_epoch = h["epoch"].get<int64_t>();
+    if (h["kl"].is_number() && h["kl"].get<double>() < best) best = h["kl"].get<double>(), best_after = h["epoch"].get<int64_t>() - 1;
   report["final"] = {{"probabilities", pv},
-                     {"kl", number(kl_divergence(pv, target_.probabilities))},
+                     {"kl", number(final_kl)},
                      {"kl_reverse", number(kl_divergence(target_.probabilities, pv))},
                      {"ks", ks_distance(pv, target_.probabilities, target_.rows)},
                      {"js_distance", js_distance(pv, target_.probabilities)},
                      {"total_variation", total_variation(pv, target_.probabilities)},
                      {"epochs", int64_t(history_.size())},
                      {"best_kl", number(best)},
-                     {"best_epoch", best_epoch}};
+                     {"best_after_epochs", best_after}};
   report["timing"] = {{"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()},
                       {"train_seconds", train_s},
                       {"epochs_run", ran_},

@@ -2,6 +2,7 @@
 installation: `PYTHONPATH=python` is all they set (the package finds the build's libraries),
 Gymnasium's ids work without importing qfleet.rl first (the module-prefixed id), the plot
 modules import without their compiled app, and a missing library says what to set."""
+import math
 import os
 import pathlib
 import subprocess
@@ -77,3 +78,31 @@ except OSError as e:
                          QFLEET_CLASSIFY_LIBRARY=str(ROOT / "no-such.so"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "OSError", r.stdout
+
+
+def test_figures_say_what_the_run_did():
+    # The meta-control curve names the adaptation's optimizer from the run's configuration,
+    # and rl's learning curve has one panel where the return is the final fidelity.
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from qfleet.meta_control import plot as meta_plot
+    from qfleet.rl import plot as rl_plot
+    report = {"config": {"adapt_optimizer": "adam", "fidelity": "average_gate"},
+              "solver": {"name": "expm", "dt": 0, "precision": "complex128"}, "algorithm": "fomaml",
+              "system": {"name": "qubit_x"},
+              "validation": {"adapt_steps": 30, "mean_robust": 0.9, "mean_grape": 0.95},
+              "curve": [{"iteration": i, "val_before": 0.5, "val_after": 0.6, "train_fidelity": None}
+                        for i in (0, 10)]}
+    fig = meta_plot.training_curve_figure(plt, report)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "validation, after 30 Adam steps" in labels and not any("SGD" in t for t in labels), labels
+    assert len(fig._suptitle.get_text().splitlines()) == 2
+    plt.close(fig)
+    curve = {"env_steps": [1, 2], "mean_final_fidelity": [0.4, 0.5], "mean_return": [0.4, 0.5], "validation": []}
+    rl_report = {"curve": curve, "validation_mean": math.nan, "environment": ""}
+    fig = rl_plot.learning_curve_figure(plt, rl_report, None)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    curve["mean_return"] = [0.1, 0.2]  # reward = step: the return is another figure
+    fig = rl_plot.learning_curve_figure(plt, rl_report, None)
+    assert len(fig.axes) == 2
+    plt.close(fig)

@@ -248,6 +248,14 @@ TEST(QganTrain, LearnsTheLogNormalAndResumesBitForBit) {
   const auto full = train(c);
   const double start = full["history"][0]["kl"].get<double>();
   EXPECT_LT(full["final"]["kl"].get<double>(), 0.1 * start) << "KL after 300 epochs vs the first";
+  // The best KL is the least of the history (row e: going into epoch e, after e - 1
+  // updates) and the final one: never above the final, and named by its updates.
+  double least = full["final"]["kl"].get<double>();
+  for (const auto& h : full["history"]) least = std::min(least, h["kl"].get<double>());
+  EXPECT_EQ(full["final"]["best_kl"].get<double>(), least);
+  const int64_t after = full["final"]["best_after_epochs"];
+  EXPECT_TRUE(after == 300 ? least == full["final"]["kl"].get<double>()
+                           : least == full["history"][std::size_t(after)]["kl"].get<double>()) << after;
   // 150 epochs, then --resume to 300: the same weights and history, bit for bit.
   c.out = (d / "split").string();
   c.epochs = 150;

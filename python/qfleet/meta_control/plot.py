@@ -29,27 +29,41 @@ LABELS = {"robust": "robust pulse (one for all)", "meta_before": "meta policy, n
           "meta_adapted": "meta policy, adapted", "grape": "per-task GRAPE"}
 
 
+OPTIMIZERS = {"sgd": "SGD", "adam": "Adam"}
+
+
+def _adaptation(report) -> str:
+    """'5 SGD steps' / '30 Adam steps': the adaptation the run's validation used."""
+    opt = report["config"].get("adapt_optimizer", "sgd")
+    return f"{report['validation']['adapt_steps']} {OPTIMIZERS.get(opt, opt)} steps"
+
+
 def _subtitle(report) -> str:
+    """One line: the method, the system, the figure of merit, the solver."""
     cfg, s = report["config"], report["solver"]
-    fid = "average gate fidelity" if cfg["fidelity"] == "average_gate" else "state-transfer fidelity"
-    solver = s["name"] + (f", dt = {s['dt']:g}" if s["dt"] else "") + f", {s['precision']}"
-    return (f"{report['algorithm']} on {report['system']['name']}, F = {fid}\nsolver {solver}; "
-            f"{len(report['validation']['tasks'])} validation tasks, {report['validation']['adapt_steps']} "
-            "adaptation steps")
+    fid = "average gate F" if cfg["fidelity"] == "average_gate" else "state-transfer F"
+    solver = s["name"] + (f" dt {s['dt']:g}" if s["dt"] else "") + f" {s['precision']}"
+    return f"{report['algorithm']}, {report['system']['name']}, {fid}, {solver}"
 
 
 def _title(fig, title, report):
-    fig.suptitle(f"{title}\n{_subtitle(report)}", fontsize=11)
+    fig.suptitle(f"{title}\n{_subtitle(report)}", fontsize=10)
 
 
 def training_curve(plt, report, path):
+    fig = training_curve_figure(plt, report)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def training_curve_figure(plt, report):
     curve, v = report["curve"], report["validation"]
     it = [p["iteration"] for p in curve]
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     ax.plot(it, [p["val_before"] for p in curve], "o-", color=COLORS["meta_before"], ms=3,
             label="validation, before adaptation")
     ax.plot(it, [p["val_after"] for p in curve], "o-", color=COLORS["meta_adapted"], ms=3,
-            label=f"validation, after {v['adapt_steps']} SGD steps")
+            label=f"validation, after {_adaptation(report)}")
     train = [(p["iteration"], p["train_fidelity"]) for p in curve
              if p["train_fidelity"] is not None and math.isfinite(p["train_fidelity"])]
     if train:
@@ -61,8 +75,7 @@ def training_curve(plt, report, path):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     _title(fig, "Meta-training curve", report)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    return fig
 
 
 def _pick_tasks(tasks, n=3):

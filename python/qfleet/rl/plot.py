@@ -4,9 +4,10 @@
 
 OUTDIR holds report.json (`qfleet-rl train`) and, when `qfleet-rl compare` wrote it there,
 compare.json. The figures go into OUTDIR (or FOLDER):
-  learning_curve.png  the training episodes' mean return and mean final fidelity against env
-                      steps, the validation fidelity where it was evaluated, and per-task GRAPE's
-                      mean on the same validation tasks as a line (when compare.json exists)
+  learning_curve.png  the training episodes' mean final fidelity (and mean return, where the
+                      reward is not the final fidelity) against env steps, the validation
+                      fidelity where it was evaluated, and per-task GRAPE's mean on the same
+                      validation tasks as a line (when compare.json exists)
   phases.png          seconds spent simulating, in the policy, in updates and in evaluation
 A missing or damaged report is one line on stderr (SystemExit, status 1). Needs matplotlib.
 """
@@ -97,13 +98,26 @@ def load_compare(path):
 
 
 def plot_learning_curve(plt, report, compare, out_path):
+    fig = learning_curve_figure(plt, report, compare)
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
+def learning_curve_figure(plt, report, compare):
+    """The final fidelity against env steps, and the return beside it unless the return is
+    the final fidelity (reward = final), where a second panel would repeat the first."""
     c = report["curve"]
-    fig, (ax_r, ax_f) = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax_r.plot(c["env_steps"], c["mean_return"], color="tab:blue", marker=".", lw=1.2)
-    ax_r.set_xlabel("env steps")
-    ax_r.set_ylabel("mean episode return")
-    ax_r.set_title("training return")
-    ax_r.grid(alpha=0.3)
+    same = all(abs(r - f) <= 1e-6 for r, f in zip(c["mean_return"], c["mean_final_fidelity"]))
+    if same:
+        fig, ax_f = plt.subplots(1, 1, figsize=(6.5, 4.2))
+    else:
+        fig, (ax_r, ax_f) = plt.subplots(1, 2, figsize=(11, 4.2))
+        ax_r.plot(c["env_steps"], c["mean_return"], color="tab:blue", marker=".", lw=1.2)
+        ax_r.set_xlabel("env steps")
+        ax_r.set_ylabel("mean episode return")
+        ax_r.set_title("training return")
+        ax_r.grid(alpha=0.3)
     ax_f.plot(c["env_steps"], c["mean_final_fidelity"], color="tab:blue", marker=".", lw=1.2,
               label="training episodes (stochastic policy)")
     if c["validation"]:
@@ -116,7 +130,7 @@ def plot_learning_curve(plt, report, compare, out_path):
             ax_f.axhline(compare["meta_adapted"], color="tab:purple", ls=":", lw=1.2,
                          label=f"meta-learned, adapted {compare['meta_adapted']:.4f}")
     ax_f.set_xlabel("env steps")
-    ax_f.set_ylabel("mean final fidelity")
+    ax_f.set_ylabel("mean final fidelity" + (" (= the episode return)" if same else ""))
     ax_f.set_title("final fidelity" + (f" (validation {report['validation_mean']:.4f})"
                                        if not math.isnan(report["validation_mean"]) else ""))
     ax_f.grid(alpha=0.3)
@@ -124,9 +138,7 @@ def plot_learning_curve(plt, report, compare, out_path):
     if report["environment"]:
         fig.suptitle(report["environment"].split(";")[0], fontsize=9)
     fig.tight_layout()
-    fig.savefig(out_path, dpi=DPI)
-    plt.close(fig)
-    return out_path
+    return fig
 
 
 def plot_phases(plt, report, out_path):

@@ -24,8 +24,14 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
   auto note = [&] {
     if (meter_.rows().empty()) return std::string();
     const MetricRow& r = meter_.rows().back();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s %.5g", meter_.names()[0].c_str(), r.means[0]);
+    // The meter's row is a mean over its last steps: say so, so that the bar's figure is
+    // not read as the latest step's (the report's final figure).
+    char buf[96];
+    if (r.steps > 1)
+      std::snprintf(buf, sizeof buf, "%s %.5g (mean of the last %lld steps)", meter_.names()[0].c_str(), r.means[0],
+                    static_cast<long long>(r.steps));
+    else
+      std::snprintf(buf, sizeof buf, "%s %.5g", meter_.names()[0].c_str(), r.means[0]);
     return std::string(buf);
   };
   const int64_t last = last_step(first);
