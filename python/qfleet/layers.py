@@ -84,6 +84,26 @@ def _dtype(precision):
     raise ValueError(f"qfleet: precision must be 'complex64' or 'complex128', got {precision!r}")
 
 
+_FULL = (torch.float32, torch.float64)
+
+
+def _other_full(t, real):
+    """Whether t is float32 or float64 but not the layer's real dtype. Reduced precision
+    (bfloat16, float16) is autocast's to bring in (docs/torch.md): outside it, an error."""
+    return isinstance(t, torch.Tensor) and t.dtype in _FULL and t.dtype != real
+
+
+def _in_precision(t, real):
+    """t cast to the layer's real dtype where _other_full (gradients flow through the
+    cast); anything else as it is (the operator then names what is wrong)."""
+    return t.to(real) if _other_full(t, real) else t
+
+
+def _like(out, t, real):
+    """The output in the dtype of the caller's tensor t where _other_full."""
+    return out.to(t.dtype) if _other_full(t, real) else out
+
+
 class QuantumLayer(torch.nn.Module):
     """A circuit as a layer: inputs [B, n_inputs] -> outputs [B, n_outputs].
 
@@ -91,12 +111,20 @@ class QuantumLayer(torch.nn.Module):
     uniform in [0, 2 pi) from `seed` (PennyLane TorchLayer's range). For CUDA
     tensors compile with device="cuda" (the program's copy goes to the current
     CUDA device) and move the layer there with .to("cuda").
+
+    The layer computes in its precision (complex128: float64 inputs and outputs,
+    complex64: float32). float32 inputs into a complex128 layer (torch's default dtype)
+    and float64 into a complex64 one are cast to it, and the outputs come back in the
+    inputs' dtype, so the layer sits in a float32 network as it is; bfloat16 and float16
+    come in through autocast only. The operators (circuit_forward) take only their
+    precision's dtype.
     """
 
     def __init__(self, circuit: Circuit, precision: str = "complex128", num_threads: int = 0, seed: int = 0,
                  device: str = "cpu"):
         super().__init__()
         dtype = _dtype(precision)
+        self._real = dtype
         self.program = circuit.compile(precision, num_threads, device)
         gen = torch.Generator().manual_seed(int(seed))
         self.weight = torch.nn.Parameter(torch.rand(self.program.n_weights(), generator=gen, dtype=dtype)
@@ -107,7 +135,12 @@ class QuantumLayer(torch.nn.Module):
         return self.program.n_outputs()
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return circuit_forward(self.program, inputs, self.weight)
+        return _like(circuit_forward(self.program, _in_precision(inputs, self._real), self.weight), inputs, self._real)
+
+    def extra_repr(self) -> str:
+        p = self.program
+        return (f"qubits={p.n_qubits()}, inputs={p.n_inputs()}, weights={p.n_weights()}, outputs={p.n_outputs()}, "
+                f"precision={p.precision()}")
 
 
 class OpenSystemLayer(torch.nn.Module):
@@ -121,11 +154,22 @@ class OpenSystemLayer(torch.nn.Module):
                  atol: float = None, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
                  form: str = "automatic", exact: str = "automatic"):
         super().__init__()
-        _dtype(precision)
+        self._real = _dtype(precision)
+        self._describe = f"solver={solver}, precision={precision}"
         self.program = system.compile(solver, dt, rtol, atol, precision, num_threads, device, form, exact)
 
     def forward(self, amplitudes, rates=None, drift_coeffs=None):
-        return open_fidelity(self.program, amplitudes, rates, drift_coeffs)
+        """As QuantumLayer: floating arguments of another dtype are cast to the layer's,
+        and the fidelity comes back in the amplitudes' dtype."""
+        r = self._real
+        f = open_fidelity(self.program, _in_precision(amplitudes, r), _in_precision(rates, r),
+                          _in_precision(drift_coeffs, r))
+        return _like(f, amplitudes, r)
+
+    def extra_repr(self) -> str:
+        p = self.program
+        return (f"dim={p.dim()}, segments={p.n_segments()}, controls={p.n_controls()}, jumps={p.n_jumps()}, "
+                f"drift_terms={p.n_drift_terms()}, {self._describe}")
 
 
 _lib.load()

@@ -222,8 +222,17 @@ def test_cpp_and_python_modules_agree(qfleet):
 
 def test_bad_input_is_a_clear_error(qfleet):
     layer = qfleet.QuantumLayer(classifier(qfleet, 2, 1))
+    # float32, torch's default, goes into a complex128 layer and comes back float32; the
+    # operator itself, and reduced precision outside autocast, take only float64.
+    x32 = torch.rand(3, 2, dtype=torch.float32, requires_grad=True)
+    y = layer(x32)
+    assert y.dtype == torch.float32 and torch.equal(y, layer(x32.double()).float())
+    y.sum().backward()
+    assert x32.grad.dtype == torch.float32 and x32.grad.abs().sum() > 0
     with pytest.raises(TypeError, match="must be torch.float64"):
-        layer(torch.rand(3, 2, dtype=torch.float32))
+        qfleet.circuit_forward(layer.program, x32.detach(), layer.weight)
+    with pytest.raises(TypeError, match="must be torch.float64"):
+        layer(torch.rand(3, 2, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match=r"reads 2 input column\(s\)"):
         layer(torch.rand(3, 4))
     with pytest.raises(ValueError, match="dimension"):
@@ -280,3 +289,11 @@ def test_raw_op_traces_for_inference(qfleet):
     x = torch.rand(5, 3)
     with torch.no_grad():
         assert torch.allclose(torch.compile(f, backend="aot_eager", fullgraph=True)(x), f(x), atol=1e-14)
+
+
+def test_layers_say_what_they_hold(qfleet):
+    layer = qfleet.QuantumLayer(classifier(qfleet, 2, 1))
+    p = layer.program
+    text = repr(layer)
+    assert text.startswith("QuantumLayer(") and "qubits=2" in text and "precision=complex128" in text, text
+    assert f"weights={p.n_weights()}" in text and f"outputs={p.n_outputs()}" in text and "inputs=2" in text, text

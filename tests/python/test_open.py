@@ -329,8 +329,11 @@ def test_bad_input_is_a_clear_error(qfleet):
         layer(torch.rand(2, 5, 2), g, c)
     with pytest.raises(ValueError, match="agree on the batch size"):
         layer(u, torch.rand(3, 2), c)
+    f = layer(u.float(), g.float(), c)  # float32 arguments: computed in float64, returned float32
+    assert f.dtype == torch.float32 and torch.equal(f, layer(u, g, c).float())
+    assert "segments=4, controls=2" in repr(layer) and "precision=complex128" in repr(layer), repr(layer)
     with pytest.raises(TypeError, match="torch.float64"):
-        layer(u.float(), g, c)
+        layer(u.half(), g, c)
     with pytest.raises(RuntimeError, match="rate"):
         layer(u, -g, c)
     with pytest.raises(RuntimeError, match="Hermitian"):
