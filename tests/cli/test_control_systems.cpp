@@ -24,13 +24,7 @@ using ref::Mat;
 using ref::pauli;
 namespace ctl = qfleet::control;
 
-Mat to_mat(const ComplexMatrix& m) {
-  const auto n = static_cast<Eigen::Index>(std::lround(std::sqrt(double(m.size()))));
-  Mat a(n, n);
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < n; ++j) a(i, j) = m[std::size_t(i * n + j)];
-  return a;
-}
+Mat to_mat(const ComplexMatrix& m) { return ref::from_row_major(m); }
 
 void expect_ops(const std::vector<ComplexMatrix>& got, const std::vector<Mat>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;

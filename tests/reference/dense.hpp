@@ -57,6 +57,14 @@ inline Vec basis(Index d, Index i) {
   v(i) = 1;
   return v;
 }
+// A row-major d x d matrix (qfleet's ComplexMatrix layout) as an Eigen matrix.
+inline Mat from_row_major(const std::vector<cd>& m) {
+  const auto n = static_cast<Index>(std::lround(std::sqrt(double(m.size()))));
+  Mat a(n, n);
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < n; ++j) a(i, j) = m[std::size_t(i * n + j)];
+  return a;
+}
 inline Mat ket_bra(Index d, Index i, Index j) {
   Mat m = Mat::Zero(d, d);
   m(i, j) = 1;

@@ -22,13 +22,7 @@ using ref::Mat;
 using ref::pauli;
 
 // Row-major d x d <-> the reference's Eigen matrices.
-Mat to_mat(const ComplexMatrix& m) {
-  const auto n = static_cast<Eigen::Index>(std::lround(std::sqrt(double(m.size()))));
-  Mat a(n, n);
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < n; ++j) a(i, j) = m[std::size_t(i * n + j)];
-  return a;
-}
+Mat to_mat(const ComplexMatrix& m) { return ref::from_row_major(m); }
 ComplexMatrix from_mat(const Mat& a) {
   ComplexMatrix m(std::size_t(a.rows() * a.cols()));
   for (Eigen::Index i = 0; i < a.rows(); ++i)
