@@ -47,7 +47,6 @@ double integer_value(const json& v) {
   return v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>());
 }
 
-// Integral numbers written as 2e6 stored as integers.
 // "automatic" is the engine's word (qfleet/names.hpp) for what the apps call "auto": either
 // is taken where the other is a choice.
 bool automatic_for_auto(const json& spec, const json& v) {
@@ -56,6 +55,7 @@ bool automatic_for_auto(const json& spec, const json& v) {
   return std::find(ch.begin(), ch.end(), "auto") != ch.end() && std::find(ch.begin(), ch.end(), v) == ch.end();
 }
 
+// Integral numbers written as 2e6 stored as integers; "automatic" as "auto" (above).
 json normalized(const json& spec, const json& v) {
   if (automatic_for_auto(spec, v)) return "auto";
   if (spec["type"] == "integer" && v.is_number_float()) return json(static_cast<int64_t>(v.get<double>()));

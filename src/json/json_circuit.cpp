@@ -33,11 +33,6 @@ std::vector<R> columns(const std::vector<R>& src, std::size_t B, std::size_t str
   return out;
 }
 
-template <class R>
-json complex_json(const std::complex<R>& z) {
-  return json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
-}
-
 // "states" ([batch, 2^n] complex), or "density_matrices" ([batch, 2^n, 2^n]) for a
 // density-matrix program: in the JSON result or as .npy files.
 template <class R>
@@ -56,7 +51,7 @@ void add_states(const CircuitProblem& p, const Program& prog, const BatchArgs<R>
       json mat = json::array();
       for (std::size_t i = 0; i < dim; ++i) {
         json row = json::array();
-        for (std::size_t j = 0; j < dim; ++j) row.push_back(complex_json(rho[(b * dim + i) * dim + j]));
+        for (std::size_t j = 0; j < dim; ++j) row.push_back(complex_pair(rho[(b * dim + i) * dim + j]));
         mat.push_back(std::move(row));
       }
       all.push_back(std::move(mat));
@@ -73,7 +68,7 @@ void add_states(const CircuitProblem& p, const Program& prog, const BatchArgs<R>
   json all = json::array();
   for (std::size_t b = 0; b < B; ++b) {
     json row = json::array();
-    for (std::size_t i = 0; i < dim; ++i) row.push_back(complex_json(st[b * dim + i]));
+    for (std::size_t i = 0; i < dim; ++i) row.push_back(complex_pair(st[b * dim + i]));
     all.push_back(std::move(row));
   }
   res["states"] = std::move(all);

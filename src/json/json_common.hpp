@@ -3,6 +3,7 @@
 // path of the value, unknown and repeated keys are errors.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -205,5 +206,13 @@ inline const json& read_array(const json& v, const std::string& path, std::strin
 }
 
 inline std::string precision_name(Precision p) { return std::string(qfleet::to_string(p)); }
+
+// A complex value in a result: always [re, im] (states, density matrices, final states),
+// so that a reader takes every entry alike. (Problems may write real entries as plain
+// numbers: json_problem::complex_json.)
+template <class R>
+nlohmann::json complex_pair(const std::complex<R>& z) {
+  return nlohmann::json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
+}
 
 }  // namespace qfleet::json_problem::internal

@@ -57,11 +57,6 @@ void final_state_layout(const OpenSystem& s, std::size_t& size, std::size_t& col
 
 // ------------------------------------------------------------------ run ---
 
-template <class R>
-json complex_pair(const std::complex<R>& z) {
-  return json::array({static_cast<double>(z.real()), static_cast<double>(z.imag())});
-}
-
 // Values shaped like an argument: [n_seg][n_ctrl] / [B][n_seg][n_ctrl] (amplitudes)
 // or [m] / [B][m] (vectors).
 template <class R>

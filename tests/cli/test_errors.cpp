@@ -263,9 +263,12 @@ TEST(CliErrors, BadProblems) {
        "observables[0][0]: expected a term [coeff, \"X0 Z1\"], got an array of 3 element(s)"},
       {"term coeff", [](json& p) { p["observables"][0][0][0] = "1"; },
        "observables[0][0][0]: expected a number"},
-      {"observable as string", [](json& p) { p["observables"][0] = "Z0"; },
-       "observables[0]: expected an observable (a list of [coeff, \"X0 Z1\"] terms), got the "
-       "string \"Z0\""},
+      // A string is one Pauli word (as Python's expval("Z0")): a bad word is the word's error.
+      {"observable as a bad word", [](json& p) { p["observables"][0] = "Q0"; },
+       "observables[0]: bad Pauli word 'Q0': unknown Pauli letter 'Q'"},
+      {"observable as a number", [](json& p) { p["observables"][0] = 3; },
+       "observables[0]: expected an observable (a Pauli word \"X0 Z1\" or a list of [coeff, \"X0 Z1\"] "
+       "terms), got the number 3"},
       {"empty observable", [](json& p) { p["observables"][0] = json::array(); },
        "observables[0]: an observable needs at least one [coeff, \"X0 Z1\"] term"},
       {"probs mixed",

@@ -44,7 +44,7 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
       meter_.flush();  // the log is complete up to the checkpoint
       checkpoint(done);
     }
-    if (opt_.progress && (synced || at_checkpoint || done == opt_.steps)) bar.update(done, opt_.steps, note());
+    if (opt_.progress && (synced || at_checkpoint || done == last)) bar.update(done, opt_.steps, note());
   }
   meter_.flush();
   if (opt_.progress && first < last) bar.finish();
