@@ -2,12 +2,13 @@
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
 #include "common/shell.hpp"
-#include "qgan_config.hpp"  // generated: the schemas config.json, tournament.json, suite.json
+#include "qgan_config.hpp"  // generated: the schemas config.json, tournament.json, classifier.json, suite.json
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 
+#include "classifier.hpp"
 #include "json_io.hpp"
 #include "qfleet/error.hpp"
 #include "qfleet/train.hpp"
@@ -32,6 +33,10 @@ const app::Schema& train_schema() {
 }
 const app::Schema& tournament_schema() {
   static const app::Schema s(kTournamentJson);
+  return s;
+}
+const app::Schema& classifier_schema() {
+  static const app::Schema s(kClassifierJson);
   return s;
 }
 const app::Schema& suite_schema() {
@@ -85,8 +90,37 @@ TournamentConfig tournament_config(const json& r, bool progress) {
   return c;
 }
 
+ClassifierConfig classifier_config(const json& r, bool resume, bool progress) {
+  ClassifierConfig c;
+  c.device_files = r["devices"].get<std::vector<std::string>>();
+  c.noiseless = r["noiseless"];
+  c.circuit = r["circuit"];
+  c.qubits = r["qubits"];
+  c.random_layers = r["random_layers"];
+  c.generator_report = r["generator_report"];
+  c.shots = r["shots"].get<std::vector<int64_t>>();
+  c.train_records = r["train_records"];
+  c.test_records = r["test_records"];
+  c.bayes_records = r["bayes_records"];
+  c.hidden = r["hidden"].get<std::vector<int64_t>>();
+  c.epochs = r["epochs"];
+  c.batch = r["batch"];
+  c.lr = r["lr"];
+  c.seed = r["seed"];
+  c.threads = r["threads"];
+  c.device = r["device"];
+  c.save_records = r["save_records"];
+  c.out = r["out"];
+  c.resume = resume;
+  c.progress = progress;
+  return c;
+}
+
 SuiteConfig suite_config(const json& r, bool progress) {
   SuiteConfig c = default_suite();
+  const std::string circuit = c.classifier.circuit;
+  c.classifier = classifier_config(classifier_schema().resolve(json::object(), "suite", {}), false, progress);
+  c.classifier.circuit = circuit;
   c.qgan.target.name = r["target"];
   c.qgan.epochs = r["epochs"];
   c.qgan.seed = c.tournament.seed = r["seed"];
@@ -94,6 +128,7 @@ SuiteConfig suite_config(const json& r, bool progress) {
   c.qgan.device = r["device"];
   c.tournament.device_files = r["devices"].get<std::vector<std::string>>();
   c.tournament.shots = r["shots"];
+  c.classify = r["classify"];
   c.figures = r["figures"];
   c.python = r["python"];
   c.out = r["out"];
@@ -145,6 +180,28 @@ int tournament_main(const app::Shell& shell) {
   return 0;
 }
 
+void print_classifier(const json& r) {
+  std::printf("which of %zu devices ran %s (%s outcomes; chance %.3f), from a record of N shots\n", r["devices"].size(),
+              r["circuit"]["name"].get<std::string>().c_str(), fmt_num(r["outcomes"]).c_str(), r["chance"].get<double>());
+  std::printf("%8s %18s %26s %12s %16s\n", "shots", "network accuracy", "Bayes limit", "of the limit", "train ms/epoch");
+  for (const auto& x : r["results"]) {
+    const auto& b = x["bayes"];
+    const std::string limit = b["method"] == "exact" ? fmt_num(b["accuracy"]) + " (exact)"
+                                                     : fmt_num(b["accuracy"]) + " +- " + fmt_num(b["error"]) + " (MC)";
+    std::printf("%8lld %10.4f +- %.4f %26s %11.1f%% %16.1f\n", static_cast<long long>(x["shots"].get<int64_t>()),
+                x["accuracy"].get<double>(), x["accuracy_error"].get<double>(), limit.c_str(),
+                100 * x["fraction_of_bayes"].get<double>(), x["timing"]["train_ms_per_epoch"].get<double>());
+  }
+}
+
+int classify_main(const app::Shell& shell) {
+  const ClassifierConfig cc = classifier_config(shell.config(), shell.resume(), !shell.quiet());
+  validate(cc);
+  print_classifier(run_classifier(cc));
+  std::printf("outputs in %s/classifier.json; figures: python -m qfleet.qgan.plot %s\n", cc.out.c_str(), cc.out.c_str());
+  return 0;
+}
+
 void print_suite(const json& s, const SuiteConfig& sc) {
   std::printf("\nsuite summary (%s/summary.json)\n", sc.out.c_str());
   std::printf("  %-12s %-58s %8s\n", "stage", "result", "seconds");
@@ -158,6 +215,13 @@ void print_suite(const json& s, const SuiteConfig& sc) {
                (s["tournament"]["ranking"].is_array() ? s["tournament"]["ranking"][0]["device"].get<std::string>() : "-"))
                   .c_str(),
               s["tournament"]["seconds"].get<double>());
+  std::string cl = "skipped";
+  if (sc.classify) {
+    cl = "accuracy / Bayes limit:";
+    for (const auto& x : s["classifier"]["results"])
+      cl += " " + fmt_num(x["accuracy"]) + "/" + fmt_num(x["bayes"]) + " (" + fmt_num(x["shots"]) + " shots)";
+  }
+  std::printf("  %-12s %-58s %8.1f\n", "classifier", cl.c_str(), s["classifier"]["seconds"].get<double>());
   const int fs = s["figures"]["exit_status"].get<int>();
   std::printf("  %-12s %-58s %8.1f\n", "figures",
               !sc.figures ? "skipped" : fs == 0 ? "written" : ("failed (exit " + std::to_string(fs) + "): run " +
@@ -178,16 +242,20 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
   const app::Shell train_shell(*train_cmd, train_schema());
   CLI::App* tour_cmd = app.add_subcommand("tournament", "compare devices' output distributions");
   const app::Shell tour_shell(*tour_cmd, tournament_schema(), false);
-  CLI::App* suite_cmd = app.add_subcommand("suite", "qGAN (gaussian2d, 1000 epochs) + tournament + figures, with a summary");
+  CLI::App* class_cmd = app.add_subcommand("classify", "train a network to tell devices apart from shot records, beside the Bayes limit");
+  const app::Shell class_shell(*class_cmd, classifier_schema());
+  CLI::App* suite_cmd = app.add_subcommand("suite", "qGAN (gaussian2d, 1000 epochs) + tournament + device classifier + figures, with a summary");
   const app::Shell suite_shell(*suite_cmd, suite_schema(), false);
   if (const auto status = app::parse_command_line(app, prog, args)) return *status;
   const app::Shell& shell = tour_cmd->parsed()    ? tour_shell
+                            : class_cmd->parsed() ? class_shell
                             : suite_cmd->parsed() ? suite_shell
                             : train_cmd->parsed() ? train_shell
                                                   : default_shell;
   return app::run_guarded<TargetError>(prog, [&] {
     if (const auto status = shell.answer_printing()) return *status;
     if (tour_cmd->parsed()) return tournament_main(shell);
+    if (class_cmd->parsed()) return classify_main(shell);
     if (suite_cmd->parsed()) {
       const SuiteConfig sc = suite_config(shell.config(), !shell.quiet());
       print_suite(run_suite(sc), sc);

@@ -25,6 +25,7 @@ SuiteConfig default_suite() {
   s.qgan.target.name = "gaussian2d";
   s.qgan.epochs = 1000;
   s.tournament.qubits = 6;
+  s.classifier.circuit = "qgan_generator";
   return s;
 }
 
@@ -53,23 +54,40 @@ json run_suite(const SuiteConfig& cfg) {
   c.tournament.out = (fs::path(c.out) / "tournament").string();
   c.tournament.generator_report = (fs::path(c.qgan.out) / "report.json").string();
   c.tournament.progress = c.progress;
+  c.classifier.out = (fs::path(c.out) / "classifier").string();
+  c.classifier.device_files = c.tournament.device_files;
+  c.classifier.generator_report = c.tournament.generator_report;
+  c.classifier.seed = c.tournament.seed, c.classifier.threads = c.tournament.threads;
+  c.classifier.device = c.qgan.device;
+  c.classifier.progress = c.progress;
   validate(c.qgan);
   validate(c.tournament);
-  json summary = app::report_header("qfleet-qgan suite",
-                                     {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}}, c.qgan.seed);
+  validate(c.classifier);
+  json summary = app::report_header(
+      "qfleet-qgan suite",
+      {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}, {"classifier", c.classify ? c.classifier.to_json() : json()}},
+      c.qgan.seed);
 
-  if (c.progress) std::fprintf(stderr, "[1/3] qGAN: %s, %lld epochs\n", c.qgan.target.name.c_str(), static_cast<long long>(c.qgan.epochs));
+  if (c.progress) std::fprintf(stderr, "[1/4] qGAN: %s, %lld epochs\n", c.qgan.target.name.c_str(), static_cast<long long>(c.qgan.epochs));
   const auto t1 = Clock::now();
   const json r = train(c.qgan);
   const double s_qgan = std::chrono::duration<double>(Clock::now() - t1).count();
-  if (c.progress) std::fprintf(stderr, "[2/3] tournament\n");
+  if (c.progress) std::fprintf(stderr, "[2/4] tournament\n");
   const auto t2 = Clock::now();
   const json t = run_tournament(c.tournament);
   const double s_tour = std::chrono::duration<double>(Clock::now() - t2).count();
+  json cl;
+  double s_class = 0;
+  if (c.classify) {
+    if (c.progress) std::fprintf(stderr, "[3/4] device classifier on the trained generator\n");
+    const auto tc = Clock::now();
+    cl = run_classifier(c.classifier);
+    s_class = std::chrono::duration<double>(Clock::now() - tc).count();
+  }
   double s_fig = 0;
   int fig_status = -1;
   if (c.figures) {
-    if (c.progress) std::fprintf(stderr, "[3/3] figures: %s -m qfleet.qgan.plot %s\n", c.python.c_str(), c.out.c_str());
+    if (c.progress) std::fprintf(stderr, "[4/4] figures: %s -m qfleet.qgan.plot %s\n", c.python.c_str(), c.out.c_str());
     const auto t3 = Clock::now();
     fig_status = run_figures(c.python, c.out);
     s_fig = std::chrono::duration<double>(Clock::now() - t3).count();
@@ -87,6 +105,16 @@ json run_suite(const SuiteConfig& cfg) {
                            {"pairs", t["pairs"].size()},
                            {"ranking", t["ranking"]},
                            {"seconds", s_tour}};
+  summary["classifier"] = json{{"ran", c.classify}, {"seconds", s_class}};
+  if (c.classify) {
+    summary["classifier"]["report"] = (fs::path(c.classifier.out) / "classifier.json").string();
+    summary["classifier"]["results"] = json::array();
+    for (const auto& x : cl["results"])
+      summary["classifier"]["results"].push_back({{"shots", x["shots"]},
+                                                  {"accuracy", x["accuracy"]},
+                                                  {"bayes", x["bayes"]["accuracy"]},
+                                                  {"fraction_of_bayes", x["fraction_of_bayes"]}});
+  }
   summary["figures"] = {{"command", c.python + " -m qfleet.qgan.plot " + c.out},
                         {"ran", c.figures},
                         {"exit_status", fig_status},

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "classifier.hpp"
 #include "qgan.hpp"
 #include "tournament.hpp"
 
@@ -15,16 +16,20 @@ namespace qfleet::qgan {
 struct SuiteConfig {
   TrainConfig qgan;              // out is set to <out>/qgan
   TournamentConfig tournament;   // out: <out>/tournament; generator_report: the qGAN's report
+  ClassifierConfig classifier;   // out: <out>/classifier; the tournament's devices; circuit: the qGAN's generator
+  bool classify = true;          // run the classifier stage
   std::string out = "qgan-suite-out";
   bool figures = true;           // run `<python> -m qfleet.qgan.plot <out>` at the end
   std::string python = "python3";
   bool progress = true;
 };
 
-// The suite's defaults: 1000 epochs on gaussian2d; the tournament on 6 qubits.
+// The suite's defaults: 1000 epochs on gaussian2d; the tournament on 6 qubits; the
+// classifier on the generator (the command line gives it its schema's preset "suite",
+// a short budget).
 SuiteConfig default_suite();
 
-// Runs the three stages; writes <out>/summary.json; returns it.
+// Runs the four stages; writes <out>/summary.json; returns it.
 nlohmann::json run_suite(const SuiteConfig& c);
 
 }  // namespace qfleet::qgan

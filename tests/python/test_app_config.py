@@ -21,6 +21,7 @@ COMMANDS = [
     ("qfleet.classify", "QFLEET_CLASSIFY", "qfleet-classify", [], "out", "docs/classify.md"),
     ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["train"], "out", "docs/qgan.md"),
     ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["tournament"], "out", "docs/qgan.md"),
+    ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["classify"], "out", "docs/qgan.md"),
     ("qfleet.qgan", "QFLEET_QGAN", "qfleet-qgan", ["suite"], "out", "docs/qgan.md"),
     ("qfleet.rl", "QFLEET_RL", "qfleet-rl", ["train"], "output_dir", "docs/rl.md"),
     ("qfleet.rl", "QFLEET_RL", "qfleet-rl", ["compare"], "output_dir", "docs/rl.md"),
@@ -149,5 +150,5 @@ def test_help_lists_every_preset_and_subcommand(module, variable, name, sub, out
         assert "reproduce NAME|all" in text
     if name in ("qfleet-qgan", "qfleet-rl"):  # the binary's own --help names each subcommand
         top = run([binary, "--help"]).stdout
-        for command in (["train", "tournament", "suite"] if name == "qfleet-qgan" else ["train", "bench-env", "compare"]):
+        for command in (["train", "tournament", "classify", "suite"] if name == "qfleet-qgan" else ["train", "bench-env", "compare"]):
             assert f"\n  {command}" in top, (command, top)

@@ -1,5 +1,5 @@
-"""qfleet.qgan's Python side without the compiled library: the figures of a qGAN report and of a
-tournament (python -m qfleet.qgan.plot), its one-line errors, and the sample-image exporter
+"""qfleet.qgan's Python side without the compiled library: the figures of a qGAN report, of a
+tournament and of a device classifier (python -m qfleet.qgan.plot), its one-line errors, and the sample-image exporter
 (python -m qfleet.qgan.image), checked against numpy computations written here.
 
 The figure inputs below are SYNTHETIC smoke-test data made up in this file, not results of
@@ -107,6 +107,38 @@ def synthetic_tournament(n_devices=3, n_circuits=2, shots=True):
                        "log10_shots": log10_shots}}
 
 
+def synthetic_classifier(n_devices=6, shot_counts=(16, 64, 256)):
+    """A made-up classifier.json of the documented layout (not app output)."""
+    rng = np.random.default_rng(11)
+    results = []
+    for s in shot_counts:
+        confusion = rng.integers(0, 50, size=(n_devices, n_devices)) + np.diag(np.full(n_devices, 200))
+        results.append({"shots": s, "accuracy": 0.5, "accuracy_error": 0.01, "map_rule_on_test": 0.52,
+                        "bayes": {"accuracy": 0.55, "error": 0.0 if s == 16 else 0.004,
+                                  "method": "exact" if s == 16 else "monte_carlo", "records": 1000},
+                        "fraction_of_bayes": 0.9, "confusion": confusion.tolist()})
+    return {"app": "qfleet-qgan classify", "config": {}, "seed": 1, "chance": 1 / n_devices, "outcomes": 16,
+            "circuit": {"name": "random_1", "description": "synthetic"},
+            "devices": [{"name": f"fake_{k}"} for k in range(n_devices)], "results": results}
+
+
+CLASSIFIER_FIGURES = ["classifier_accuracy.png", "classifier_confusion.png"]
+
+
+@pytest.mark.parametrize("n_devices, shot_counts", [(2, (8,)), (6, (16, 64, 256))])
+def test_classifier_figures_from_synthetic_results(plot, tmp_path, n_devices, shot_counts):
+    paths = plot.plot_classifier(synthetic_classifier(n_devices, shot_counts), tmp_path)
+    assert_pngs(paths, CLASSIFIER_FIGURES, tmp_path)
+    doc = synthetic_classifier(n_devices, shot_counts)
+    doc["results"][0]["confusion"].pop()
+    with pytest.raises(plot.ReportError, match=r"results\[0\].confusion does not have a row for each"):
+        plot.plot_classifier(doc, tmp_path)
+    doc = synthetic_classifier(n_devices, shot_counts)
+    del doc["results"][-1]["bayes"]["accuracy"]
+    with pytest.raises(plot.ReportError, match="lacks the key 'results.*bayes.accuracy'"):
+        plot.plot_classifier(doc, tmp_path)
+
+
 def assert_pngs(paths, names, folder):
     assert [pathlib.Path(p).name for p in paths] == names
     for p in paths:
@@ -142,10 +174,13 @@ def test_main_finds_a_suite_folder_and_writes_next_to_the_json(plot, tmp_path, c
     (tmp_path / "tournament").mkdir()
     (tmp_path / "qgan" / "report.json").write_text(json.dumps(synthetic_report(1, 4)))
     (tmp_path / "tournament" / "tournament.json").write_text(json.dumps(synthetic_tournament()))
+    (tmp_path / "classifier").mkdir()
+    (tmp_path / "classifier" / "classifier.json").write_text(json.dumps(synthetic_classifier()))
     assert plot.main([str(tmp_path)]) == 0
     printed = capsys.readouterr().out.split()
     assert printed == [str(tmp_path / "qgan" / n) for n in QGAN_FIGURES] + \
-                      [str(tmp_path / "tournament" / n) for n in TOURNAMENT_FIGURES]
+                      [str(tmp_path / "tournament" / n) for n in TOURNAMENT_FIGURES] + \
+                      [str(tmp_path / "classifier" / n) for n in CLASSIFIER_FIGURES]
     assert all(pathlib.Path(p).read_bytes()[:8] == PNG for p in printed)
     # --out with two DIRs: one subfolder each
     other = tmp_path / "other"
@@ -167,7 +202,7 @@ def test_bad_inputs_are_one_line_errors_with_status_2(plot, tmp_path, capsys):
     assert "no such directory" in _error(capsys)
     assert plot.main([str(tmp_path)]) == 2  # a folder with neither file names what it looked for
     err = _error(capsys)
-    assert "report.json" in err and "tournament.json" in err and str(tmp_path / "qgan") in err
+    assert "report.json" in err and "tournament.json" in err and "classifier.json" in err and str(tmp_path / "qgan") in err
 
     (tmp_path / "report.json").write_text('{"app": "qfleet-qgan train", ')
     assert plot.main([str(tmp_path)]) == 2

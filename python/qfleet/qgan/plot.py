@@ -2,9 +2,9 @@
 
     python -m qfleet.qgan.plot DIR [DIR ...] [--out FOLDER]
 
-Each DIR holds report.json (`qfleet-qgan train`) and/or tournament.json (`qfleet-qgan
-tournament`), directly or in DIR/qgan and DIR/tournament (a suite's folder); a DIR may also
-be one of those files. The figures go next to each JSON file, or into FOLDER (into
+Each DIR holds report.json (`qfleet-qgan train`), tournament.json (`qfleet-qgan
+tournament`) and/or classifier.json (`qfleet-qgan classify`), directly or in DIR/qgan,
+DIR/tournament and DIR/classifier (a suite's folder); a DIR may also be one of those files. The figures go next to each JSON file, or into FOLDER (into
 FOLDER/<name of DIR> when several DIRs are given):
   qgan_distribution.png        target and generated distribution: bars side by side (1-D), or two
                                heat maps on one colour scale (2-D: a 2-D Gaussian, an image)
@@ -15,6 +15,9 @@ FOLDER/<name of DIR> when several DIRs are given):
   tournament_distributions.png each circuit's outcome distribution on every device
   tournament_validation.png    finite-shot estimates (with bootstrap intervals) against the exact
                                JS and total-variation distances, every pair (when sampled with shots)
+  classifier_accuracy.png      the device classifier's accuracy against shots per record, beside the
+                               Bayes limit and chance
+  classifier_confusion.png     its confusion matrix over the devices, per shot count
 Numbers may be the string "inf" (an infinite divergence). Needs matplotlib (pip install matplotlib).
 """
 import argparse
@@ -405,21 +408,37 @@ def plot_tournament(t: dict, out_dir, source=None) -> list:
 
 # ---------------------------------------------------------------- command line
 
-FILES = {"report.json": "qgan", "tournament.json": "tournament"}
+FILES = {"report.json": "qgan", "tournament.json": "tournament", "classifier.json": "classifier"}
+APPS = {"qgan": "qfleet-qgan train", "tournament": "qfleet-qgan tournament", "classifier": "qfleet-qgan classify"}
+
+
+def plot_classifier(doc: dict, out_dir, source=None) -> list:
+    """Draws the classifier_*.png figures of a `qfleet-qgan classify` result into out_dir; returns their paths."""
+    from .plot_classifier import classifier_data, plot_classifier as draw
+
+    classifier_data(doc, source or "the classifier")  # a damaged file fails before a figure is drawn
+    plt = _plt(out_dir)
+    return draw(plt, doc, source or "the classifier", lambda fig, name: _save(plt, fig, out_dir, name))
+
+
+PLOTTERS = {"qgan": plot_qgan, "tournament": plot_tournament, "classifier": plot_classifier}
 
 
 def find_results(folder):
-    """[(kind, path)] of the report.json / tournament.json in folder or its qgan/ and tournament/ subfolders."""
+    """[(kind, path)] of the report.json / tournament.json / classifier.json in folder or its qgan/,
+    tournament/ and classifier/ subfolders."""
     if os.path.isfile(folder) and os.path.basename(folder) in FILES:
         return [(FILES[os.path.basename(folder)], folder)]
     if not os.path.isdir(folder):
         raise ReportError(f"{folder}: {'is not a directory' if os.path.exists(folder) else 'no such directory'}")
     candidates = [os.path.join(folder, "report.json"), os.path.join(folder, "qgan", "report.json"),
-                  os.path.join(folder, "tournament.json"), os.path.join(folder, "tournament", "tournament.json")]
+                  os.path.join(folder, "tournament.json"), os.path.join(folder, "tournament", "tournament.json"),
+                  os.path.join(folder, "classifier.json"), os.path.join(folder, "classifier", "classifier.json")]
     found = [(FILES[os.path.basename(path)], path) for path in candidates if os.path.isfile(path)]
     if not found:
-        raise ReportError(f"{folder}: found neither report.json nor tournament.json (looked in {folder}, "
-                          f"{os.path.join(folder, 'qgan')} and {os.path.join(folder, 'tournament')})")
+        raise ReportError(f"{folder}: found no report.json, tournament.json or classifier.json (looked in {folder}, "
+                          f"{os.path.join(folder, 'qgan')}, {os.path.join(folder, 'tournament')} and "
+                          f"{os.path.join(folder, 'classifier')})")
     return found
 
 
@@ -432,7 +451,7 @@ def load(path, kind):
         raise ReportError(f"cannot read {path}: {e.strerror}") from None
     except ValueError as e:
         raise ReportError(f"{path} is not valid JSON: {e}") from None
-    want = "qfleet-qgan train" if kind == "qgan" else "qfleet-qgan tournament"
+    want = APPS[kind]
     if not isinstance(doc, dict) or "app" not in doc:
         raise ReportError(f"{path} lacks the key 'app' (not a result of {want})")
     if doc["app"] != want:
@@ -450,7 +469,8 @@ def _out_dirs(dirs, out):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {PROG}", description="plots of qfleet-qgan's results")
     ap.add_argument("dirs", nargs="+", metavar="DIR",
-                    help="a folder with report.json and/or tournament.json (or their qgan/ and tournament/ subfolders)")
+                    help="a folder with report.json, tournament.json and/or classifier.json (or their qgan/, "
+                         "tournament/ and classifier/ subfolders)")
     ap.add_argument("--out", metavar="FOLDER", help="write the figures here instead of next to each JSON file")
     a = ap.parse_args(argv)
     if pyplot(PROG) is None:
@@ -466,7 +486,7 @@ def main(argv=None) -> int:
     for (folder, kind, path), doc in zip(jobs, docs):
         out_dir = out_dirs.get(folder) or os.path.dirname(path) or "."
         try:
-            for written in (plot_qgan if kind == "qgan" else plot_tournament)(doc, out_dir, source=path):
+            for written in PLOTTERS[kind](doc, out_dir, source=path):
                 print(written)
             continue
         except ReportError as e:
