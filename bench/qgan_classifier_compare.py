@@ -9,7 +9,7 @@ qfleet::train) beside the same network on the same records trained in plain PyTo
 1. runs `python -m qfleet.qgan classify --shots S --epochs E --set save_records=true` in a child
    process (the app's records, network and timing: docs/qgan.md);
 2. reads the records and the initial network it wrote (shots_S/records.pt, with
-   torch.load(weights_only=True)), builds the same nn.Sequential (Linear + ReLU layers, one
+   torch.load(weights_only=True): load_records below), builds the same nn.Sequential (Linear + ReLU layers, one
    logit per device) with those weights, and checks its logits on the app's fixed batch (the
    first 64 test records) equal the app's (to 1e-5 of their largest value; exit status 1 if not);
 3. trains it the way the suite qfleet replaces trained its networks: a DataLoader over a
@@ -42,6 +42,16 @@ def run_app(args, out):
         sys.exit(f"qgan_classifier_compare: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr.strip()}")
     with open(os.path.join(out, "classifier.json"), encoding="utf-8") as f:
         return json.load(f)
+
+
+def load_records(torch, path):
+    """The app's records.pt: tensors, numbers and strings only (weights_only: nothing in it can run code).
+    LibTorch's pickler tags its dictionaries' types with torch.jit._pickle.restore_type_tag, which
+    returns its argument unchanged; it is the one global allowed besides the defaults."""
+    import torch.jit._pickle
+
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        return torch.load(path, weights_only=True)
 
 
 def plain_network(torch, state):
@@ -113,7 +123,7 @@ def main(argv=None):
     torch.set_num_threads(1 if device.type == "cpu" else args.threads)  # the app's rule: a small network on one CPU thread
     with tempfile.TemporaryDirectory(prefix="qfleet-classifier-compare-") as out:
         report = run_app(args, out)
-        data = torch.load(os.path.join(out, f"shots_{args.shots}", "records.pt"), weights_only=True)
+        data = load_records(torch, os.path.join(out, f"shots_{args.shots}", "records.pt"))
     net = plain_network(torch, data["initial_state"])
     with torch.no_grad():
         check = net(data["test_counts"][:64].float() / float(data["shots"]))

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 
 #include "classifier.hpp"
@@ -217,9 +218,12 @@ void print_suite(const json& s, const SuiteConfig& sc) {
               s["tournament"]["seconds"].get<double>());
   std::string cl = "skipped";
   if (sc.classify) {
-    cl = "accuracy / Bayes limit:";
-    for (const auto& x : s["classifier"]["results"])
-      cl += " " + fmt_num(x["accuracy"]) + "/" + fmt_num(x["bayes"]) + " (" + fmt_num(x["shots"]) + " shots)";
+    std::string shots, shares;  // "16/64/256", "98/96/95"
+    for (const auto& x : s["classifier"]["results"]) {
+      shots += (shots.empty() ? "" : "/") + fmt_num(x["shots"]);
+      shares += (shares.empty() ? "" : "/") + std::to_string(int(std::lround(100 * x["fraction_of_bayes"].get<double>())));
+    }
+    cl = "at " + shots + " shots: " + shares + "% of the Bayes limit";
   }
   std::printf("  %-12s %-58s %8.1f\n", "classifier", cl.c_str(), s["classifier"]["seconds"].get<double>());
   const int fs = s["figures"]["exit_status"].get<int>();

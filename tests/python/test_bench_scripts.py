@@ -1,4 +1,5 @@
 """The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py,
+qgan_classifier_compare.py,
 gpu_open_peer.py's reference, scripts/apps_figures.py).
 bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
@@ -40,6 +41,26 @@ def test_qgan_compare_checks_generators_before_timing():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "qGAN epoch" in r.stdout and "epoch ms" in r.stdout, r.stdout
     assert any(line.startswith("qfleet ") and " 1.0x" in line for line in r.stdout.splitlines()), r.stdout
+
+
+def test_qgan_classifier_compare_checks_the_network_before_timing(tmp_path):
+    # bench/qgan_classifier_compare.py reads the app's records.pt with torch.load(weights_only=True),
+    # rebuilds the network in plain PyTorch with the app's initial weights and checks its logits
+    # against the app's on a fixed batch (exit 1 on a disagreement) before timing both loops.
+    import pytest
+    from qfleet._lib import app_library_path
+    try:
+        app_library_path("qgan")
+    except ImportError as e:
+        pytest.skip(f"qfleet-qgan's library is not available ({e})")
+    out = tmp_path / "c.json"
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "qgan_classifier_compare.py"), "--shots", "8", "--epochs",
+                        "1", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(out.read_text())
+    assert rows["check"]["max_abs_logit_difference"] <= 1e-5
+    assert 0 < rows["qfleet_accuracy"] <= 1 and 0 < rows["plain_pytorch_accuracy"] <= 1
+    assert "plain / qfleet" in r.stdout
 
 
 def test_rl_env_compare_checks_environments_before_timing(tmp_path):
