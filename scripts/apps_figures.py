@@ -2,9 +2,10 @@
 """The research apps' GPU figures in one JSON file, from the apps' own reports.
 
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
-        [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR]
+        [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
 
-Each DIR is an app's --out directory (its report.json). Every key of the file is
+Each DIR is an app's --out directory (its report.json); FILE is the --json output of
+bench/qgan_classifier_compare.py. Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
 figure is taken only from a report that ran where the key says: a "gpu" figure from a
@@ -22,7 +23,7 @@ import sys
 KEYS = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_paper_iteration_ms_cpu",
         "rl_env_steps_per_s_gpu", "ppo_wall_s_gpu", "ppo_wall_s_cpu", "qgan12_epoch_speedup_vs_pennylane_gpu",
         "qgan12_generator_step_speedup_vs_pennylane_gpu", "classify_quantum_share_gpu",
-        "pennylane_cuda_speedup_vs_default_qubit"]
+        "pennylane_cuda_speedup_vs_default_qubit", "qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
 
 # What no app run measures yet, and why.
 NOT_YET = {
@@ -64,6 +65,25 @@ def meta_run(report, device):
                        f"{cfg.get('iterations')} iterations on {used}")
 
 
+def classifier_compare(path):
+    """(plain PyTorch ms / qfleet ms per epoch, source) of a qgan_classifier_compare.py run on cuda, or (None, why)."""
+    if not path:
+        return None, "not run"
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        return None, "not run (no result)"
+    if not str(r.get("device", "")).startswith("cuda"):
+        return None, f"ran on {r.get('device')}, not cuda"
+    speedup = r.get("speedup")
+    if not isinstance(speedup, (int, float)) or speedup <= 0:
+        return None, "the result has no speedup"
+    return round(float(speedup), 3), (f"bench/qgan_classifier_compare.py: {r.get('shots')} shots, {r.get('epochs')} "
+                                      f"epochs on {r.get('device')}: plain PyTorch {r.get('plain_pytorch_ms_per_epoch_median')}"
+                                      f" ms / qfleet {r.get('qfleet_ms_per_epoch')} ms per epoch")
+
+
 def collect(args):
     out = {k: None for k in KEYS}
     reasons, sources = {}, {}
@@ -83,6 +103,12 @@ def collect(args):
         sources["meta_batch4096_speedup_vs_cpu"] = f"cpu {c:.3f} ms / gpu {g:.3f} ms per iteration ({why_g}; {why_c})"
     for key, why in NOT_YET.items():
         reasons[key] = why
+    value, why = classifier_compare(args.qgan_classifier_compare)
+    key = "qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"
+    if value is None:
+        reasons[key] = why
+    else:
+        out[key], sources[key] = value, why
     qgan = load(args.qgan_gpu)
     if qgan is not None:  # no key of its own yet: its time on the GPU beside the keys, for the record
         t = qgan.get("timing", {})
@@ -98,6 +124,7 @@ def main(argv=None):
     ap.add_argument("--gpu", required=True, help="the GPU's name (nvidia-smi), or 'none'")
     for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu"):
         ap.add_argument(f"--{name}", metavar="DIR")
+    ap.add_argument("--qgan-classifier-compare", metavar="FILE")
     args = ap.parse_args(argv)
     result = collect(args)
     with open(args.out, "w") as f:

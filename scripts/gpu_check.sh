@@ -331,11 +331,16 @@ print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms
         --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
 print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
       echo "rc $?"
+      # The device classifier's training loop on cuda beside the same network and records in
+      # plain PyTorch (bfloat16 autocast, pinned DataLoader), logits checked equal first.
+      py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/qgan_classifier_compare.py \
+        --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
+      echo "rc $?"
       gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
       python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
         --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
         --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
-        --qgan-gpu /tmp/qfleet-gpu-apps/qgan
+        --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json
       echo "rc $?"
     } >"$out/apps.log" 2>&1
     rc=0

@@ -237,7 +237,7 @@ json ShotRun::finish(const app::Loop& loop) {
           {"timing",
            {{"records_seconds", records_seconds_},
             {"train_seconds", train_seconds},
-            {"train_ms_per_epoch", epochs_run > 0 ? 1e3 * train_seconds / double(epochs_run) : 0.0},
+            {"train_ms_per_epoch", epochs_run > 0 ? json(1e3 * train_seconds / double(epochs_run)) : json()},  // null: no epoch ran
             {"eval_seconds", eval_seconds_},
             {"bayes_seconds", bayes_seconds},
             {"records_share", records_seconds_ / (records_seconds_ + train_seconds)},

@@ -189,9 +189,10 @@ void print_classifier(const json& r) {
     const auto& b = x["bayes"];
     const std::string limit = b["method"] == "exact" ? fmt_num(b["accuracy"]) + " (exact)"
                                                      : fmt_num(b["accuracy"]) + " +- " + fmt_num(b["error"]) + " (MC)";
-    std::printf("%8lld %10.4f +- %.4f %26s %11.1f%% %16.1f\n", static_cast<long long>(x["shots"].get<int64_t>()),
+    const json& ms = x["timing"]["train_ms_per_epoch"];  // null when the run resumed at its end
+    std::printf("%8lld %10.4f +- %.4f %26s %11.1f%% %16s\n", static_cast<long long>(x["shots"].get<int64_t>()),
                 x["accuracy"].get<double>(), x["accuracy_error"].get<double>(), limit.c_str(),
-                100 * x["fraction_of_bayes"].get<double>(), x["timing"]["train_ms_per_epoch"].get<double>());
+                100 * x["fraction_of_bayes"].get<double>(), ms.is_null() ? "-" : fmt_num(ms).c_str());
   }
 }
 

@@ -192,7 +192,7 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
     keys = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_paper_iteration_ms_cpu",
             "rl_env_steps_per_s_gpu", "ppo_wall_s_gpu", "ppo_wall_s_cpu", "qgan12_epoch_speedup_vs_pennylane_gpu",
             "qgan12_generator_step_speedup_vs_pennylane_gpu", "classify_quantum_share_gpu",
-            "pennylane_cuda_speedup_vs_default_qubit"]
+            "pennylane_cuda_speedup_vs_default_qubit", "qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
     assert all(k in got for k in keys)
     assert got["meta_paper_iteration_ms_cpu"] == round(report["timings_s"]["per_iteration_ms"], 3)
     assert "preset paper" in got["sources"]["meta_paper_iteration_ms_cpu"]
@@ -201,3 +201,12 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
     assert got["meta_batch4096_speedup_vs_cpu"] is None
     assert "no report" in got["reasons"]["meta_batch4096_speedup_vs_cpu"]
     assert all(got[k] is not None or got["reasons"].get(k) for k in keys)
+    # a classifier comparison that ran on the CPU is refused as the GPU figure
+    cpu_compare = tmp_path / "compare.json"
+    cpu_compare.write_text(json.dumps({"device": "cpu", "speedup": 2.0}))
+    r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "none", "--qgan-classifier-compare",
+                        str(cpu_compare)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(out.read_text())
+    assert got["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"] is None
+    assert "ran on cpu, not cuda" in got["reasons"]["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
