@@ -198,10 +198,7 @@ int64_t ClassifyRun::resume() {
   epoch_start_ = Clock::now();
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);  // CheckpointError: missing, damaged, another configuration
-  std::ifstream h(hist_path_);
-  if (h) history_ = json::parse(h, nullptr, false);
-  if (!history_.is_array()) history_ = json::array();
-  while (int64_t(history_.size()) > state_.step / per_epoch_) history_.erase(history_.end() - 1);
+  history_ = app::history_to_resume(hist_path_, state_.step / per_epoch_);
   return state_.step;
 }
 
@@ -249,13 +246,7 @@ train::Metrics ClassifyRun::step(int64_t i) {
 }
 
 train::RunnerOptions ClassifyRun::runner_options() const {
-  train::RunnerOptions ro;
-  ro.steps = per_epoch_ * cfg_.epochs;
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, per_epoch_));
-  ro.progress = cfg_.progress;
-  ro.checkpoint_every = per_epoch_;
-  ro.log_path = (fs::path(cfg_.out) / "train_log.jsonl").string();
-  return ro;
+  return app::epoch_runner_options(per_epoch_, cfg_.epochs, cfg_.progress, (fs::path(cfg_.out) / "train_log.jsonl").string());
 }
 
 void ClassifyRun::checkpoint(int64_t done) {

@@ -9,8 +9,13 @@
 //                              seconds, the meter's host transfers)
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "qfleet/train.hpp"
 
@@ -21,6 +26,29 @@ struct Loop {
   double seconds = 0;      // this call's loop, resumed part only
   int64_t host_syncs = 0;  // the meter's host transfers (MetricMeter::host_syncs)
 };
+
+// The options of a run stepped by batches with a checkpoint at the end of every epoch:
+// the meter syncs every 50 steps, or every epoch where an epoch is shorter.
+inline train::RunnerOptions epoch_runner_options(int64_t per_epoch, int64_t epochs, bool progress, std::string log_path) {
+  train::RunnerOptions ro;
+  ro.steps = per_epoch * epochs;
+  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, per_epoch));
+  ro.progress = progress;
+  ro.checkpoint_every = per_epoch;
+  ro.log_path = std::move(log_path);
+  return ro;
+}
+
+// A resumed run's history: the rows of `path` (a JSON array) up to its checkpoint's
+// `rows`; rows written after that checkpoint belong to the lost part of the run and are
+// dropped. An empty history when the file is missing or not an array.
+inline nlohmann::json history_to_resume(const std::string& path, int64_t rows) {
+  std::ifstream f(path);
+  nlohmann::json h = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json::array();
+  if (!h.is_array()) return nlohmann::json::array();
+  while (int64_t(h.size()) > rows) h.erase(h.end() - 1);
+  return h;
+}
 
 template <class Run>
 auto run_lifecycle(Run& run) {

@@ -137,21 +137,12 @@ ShotRun::ShotRun(const ClassifierConfig& c, const ClassifierData& data, int64_t 
 int64_t ShotRun::resume() {
   if (!cfg_.resume || !fs::exists(ckpt_)) return 0;
   train::load_checkpoint(ckpt_, state_);
-  std::ifstream h(hist_path_);
-  if (h) history_ = json::parse(h, nullptr, false);
-  if (!history_.is_array()) history_ = json::array();
-  while (int64_t(history_.size()) > state_.step / per_epoch_) history_.erase(history_.end() - 1);
+  history_ = app::history_to_resume(hist_path_, state_.step / per_epoch_);
   return state_.step;
 }
 
 train::RunnerOptions ShotRun::runner_options() const {
-  train::RunnerOptions ro;
-  ro.steps = per_epoch_ * cfg_.epochs;
-  ro.sync_every = std::max<int64_t>(1, std::min<int64_t>(50, per_epoch_));
-  ro.progress = cfg_.progress;
-  ro.checkpoint_every = per_epoch_;
-  ro.log_path = (fs::path(dir_) / "train_log.jsonl").string();
-  return ro;
+  return app::epoch_runner_options(per_epoch_, cfg_.epochs, cfg_.progress, (fs::path(dir_) / "train_log.jsonl").string());
 }
 
 train::Metrics ShotRun::step(int64_t i) {

@@ -238,10 +238,7 @@ QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
 int64_t QganRun::resume() {
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);
-  std::ifstream h(hist_path_);
-  if (h) history_ = json::parse(h, nullptr, false);
-  if (!history_.is_array()) history_ = json::array();
-  while (int64_t(history_.size()) > state_.step) history_.erase(history_.end() - 1);
+  history_ = app::history_to_resume(hist_path_, state_.step);
   return state_.step;
 }
 
