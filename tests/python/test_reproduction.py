@@ -222,6 +222,35 @@ def test_paper_checkpoint_converts_and_loads(qfleet, mc, meta_binary, tmp_path):
         assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+class _RunsCode:
+    """What a hostile checkpoint holds: unpickling it calls a function of the attacker's choosing."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_paper_checkpoint_never_runs_code_from_the_file(tmp_path):
+    # The paper's checkpoint comes from a third party: torch.load(weights_only=True) refuses a
+    # pickle that names a callable (here: open(), which would create the marker file), with one line
+    # naming it; numpy scalars (a metric saved as np.float64) still load.
+    import numpy as np
+    import torch
+    from qfleet.meta_control import paper_checkpoint
+
+    state = {"network.0.weight": torch.zeros(2, 3), "network.0.bias": torch.zeros(2)}
+    marker = tmp_path / "ran"
+    torch.save({"policy_state_dict": state, "hook": _RunsCode(marker)}, tmp_path / "hostile.pt")
+    with pytest.raises(SystemExit, match="refused \\(it could run code\\).*GLOBAL"):
+        paper_checkpoint.convert(tmp_path / "hostile.pt")
+    assert not marker.exists()
+    torch.save({"policy_state_dict": state, "loss": np.float64(0.25)}, tmp_path / "numpy.pt")
+    out = paper_checkpoint.convert(tmp_path / "numpy.pt")
+    assert out["dims"] == [3, 2] and out["meta"] == {"loss": 0.25}
+
+
 # ---- plot.py's gap_vs_k.png from a report's "adaptation" -----------------------------------------------
 
 
