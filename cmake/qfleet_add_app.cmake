@@ -24,7 +24,7 @@ add_library(qfleet_app_common STATIC ${PROJECT_SOURCE_DIR}/apps/common/config.cp
                                      ${PROJECT_SOURCE_DIR}/apps/common/report_header.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/other_app.cpp)
 target_include_directories(qfleet_app_common PUBLIC ${PROJECT_SOURCE_DIR}/apps)
-target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11)
+target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11 PRIVATE qfleet::json)
 target_compile_options(qfleet_app_common PRIVATE ${QFLEET_WARNINGS} ${TORCH_CXX_FLAGS})
 set_target_properties(qfleet_app_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
 

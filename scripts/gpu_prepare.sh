@@ -86,12 +86,18 @@ if [ ! -d .gpu/debs ] || [ -z "$(ls .gpu/debs)" ]; then
   mkdir -p .gpu/debs
   lists=$(mktemp -d)
   mkdir -p "$lists/partial"
-  chmod -R a+rwX "$lists" .gpu/debs  # apt fetches as its own user
+  # apt fetches as its sandbox user (_apt): that user, not everyone, may write there, so
+  # nobody else can swap a package between its download and its unpacking on the GPU machine.
+  if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
+    chown _apt "$lists" "$lists/partial" .gpu/debs
+  fi
   apt_opts=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
   apt-get "${apt_opts[@]}" update -qq
   (cd .gpu/debs && apt-get "${apt_opts[@]}" download -qq libgtest-dev libgmock-dev libbenchmark-dev \
      libbenchmark1debian nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libeigen3-dev)
   rm -rf "$lists"
+  chown -R "$(id -u):$(id -g)" .gpu/debs
+  chmod -R go-w .gpu/debs
 fi
 
 # What travels: the tracked and untracked-not-ignored files, and .gpu.

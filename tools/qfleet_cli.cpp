@@ -123,13 +123,16 @@ std::string read_input(const std::string& file, std::string& source) {
 
 void register_eval(CLI::App& app, Action& action) {
   struct Options {
-    std::string file;
+    std::string file, output_dir;
     int indent = -1;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Evaluate a JSON problem (FILE, or - for stdin) and print JSON results");
   sub->add_option("FILE", opt->file, "Problem file (docs/cli.md), or - to read stdin")->required();
+  sub->add_option("--output-dir", opt->output_dir,
+                  "Folder for the problem's output_npy files, a relative path inside it (default: the problem "
+                  "file's folder; the working directory for stdin)");
   add_indent_option(sub, opt->indent);
   sub->callback([&action, opt] {
     action = [opt] {
@@ -137,6 +140,7 @@ void register_eval(CLI::App& app, Action& action) {
       const std::string text = read_input(opt->file, source);
       nlohmann::json problem = qfleet::json_problem::parse_text(text, source);
       // .npy files named in the problem are relative to its file (to the working directory for stdin)
+      std::string base;
       if (opt->file != "-") {
         // A big batch: its one parallel region runs faster with the threads bound from
         // the start (tools/thread_placement.cpp); the program may start again here, where
@@ -144,8 +148,9 @@ void register_eval(CLI::App& app, Action& action) {
         std::error_code ec;
         if (qfleet::json_problem::reads_npy_arrays(problem) && std::filesystem::is_regular_file(opt->file, ec))
           run_again_with_threads_bound();
-        qfleet::json_problem::resolve_npy_paths(problem, std::filesystem::path(opt->file).parent_path().string());
+        base = std::filesystem::path(opt->file).parent_path().string();
       }
+      qfleet::json_problem::resolve_npy_paths(problem, base, opt->output_dir);
       nlohmann::json result = qfleet::json_problem::evaluate(problem);
       result["openmp"] = openmp_placement();  // how this run was threaded (docs/cli.md "Threads")
       return print_json(result, opt->indent);

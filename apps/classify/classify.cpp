@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 
@@ -274,7 +275,9 @@ void ClassifyRun::checkpoint(int64_t done) {
 }
 
 json ClassifyRun::finish(const app::Loop& loop) {  // (the report times the whole run)
-  torch::save(net_->backbone_module().shared_from_this(), (fs::path(cfg_.out) / "backbone.pt").string());
+  std::ostringstream backbone;
+  torch::save(net_->backbone_module().shared_from_this(), backbone);
+  train::write_file_atomic((fs::path(cfg_.out) / "backbone.pt").string(), backbone.str());
   ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
                   cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), loop.first};
   json report = make_report(*net_, in);

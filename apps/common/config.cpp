@@ -1,6 +1,7 @@
 // The apps' configuration schema (config.hpp): checking values, resolving defaults,
 // presets, files and command-line values, and the docs' key table.
 #include "common/config.hpp"
+#include "qfleet/json_problem.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -320,8 +321,12 @@ json load_config_file(const std::string& path) {
   if (!in) throw ConfigError("config: cannot open " + path + ": " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
-  const json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw ConfigError("config: " + path + " is not valid JSON");
+  json j;
+  try {  // the problem files' reader: a key given twice is an error, not the last one silently
+    j = json_problem::parse_text(ss.str(), path);
+  } catch (const std::exception& e) {
+    throw ConfigError(std::string("config: ") + e.what());
+  }
   if (!j.is_object()) throw ConfigError("config: " + path + ": expected a JSON object of keys");
   return j;
 }

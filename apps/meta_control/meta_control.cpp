@@ -220,7 +220,11 @@ class MetaTraining {
       } catch (const json::exception& e) {
         throw ConfigError("resume: cannot read " + ck_path_ + ": " + e.what());
       }
-      t_.it = tr_.restore(ck, t_.curve, t_.train_s);
+      try {
+        t_.it = tr_.restore(ck, t_.curve, t_.train_s);
+      } catch (const json::exception& e) {  // a key missing or of another type in a file whose digest matched
+        throw ConfigError("resume: " + ck_path_ + " lacks what a checkpoint holds: " + e.what());
+      }
     } else if (lead_) {
       fs::remove(log_path_);  // the meter appends: a fresh run starts a fresh log
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/hash.h>
 
 #include <chrono>
 #include <cmath>
@@ -27,6 +28,9 @@ using torch::Tensor;
 namespace training {
 
 using Clock = std::chrono::steady_clock;
+// Version 2: with the SHA-1 of its content (Trainer::checkpoint_digest).
+inline constexpr const char* kCheckpointFormat = "qfleet-meta-checkpoint/2";
+
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 inline json tensor_flat(const Tensor& t) {
@@ -356,7 +360,7 @@ class Trainer {
   }
 
   json checkpoint(int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
-    json ck = {{"format", "qfleet-meta-checkpoint/1"},
+    json ck = {{"format", kCheckpointFormat},
                {"config", cfg_.json},
                {"iteration", iteration},
                {"theta", tensor_flat(theta_)},
@@ -366,48 +370,61 @@ class Trainer {
                {"curve", curve_json(curve)},
                {"train_seconds", train_s}};
     if (best_theta_.defined()) ck["best"] = {{"theta", tensor_flat(best_theta_)}, {"state", best_json()}};
+    ck["sha1"] = checkpoint_digest(ck);
     return ck;
+  }
+
+  // The SHA-1 of the checkpoint's text without its "sha1" key (keys in order, numbers as
+  // nlohmann writes them: the same text after a round trip through a file). It catches a
+  // damaged or edited file; like any digest stored with the file, not a forgery.
+  static std::string checkpoint_digest(json ck) {
+    ck.erase("sha1");
+    return c10::sha1(ck.dump()).str();
   }
 
   // Restores a checkpoint: returns the iteration it was taken at.
   int64_t restore(const json& ck, std::vector<CurvePoint>& curve, double& train_s) {
-    if (ck.value("format", "") != "qfleet-meta-checkpoint/1")
-      throw ConfigError("resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
+    if (!ck.is_object() || ck.value("format", "") != kCheckpointFormat)
+      throw ConfigError(ck.is_object() && ck.value("format", "") == "qfleet-meta-checkpoint/1"
+                            ? "resume: the checkpoint was written by an older qfleet, without a checksum; start the run again"
+                            : "resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
+    if (!ck.contains("sha1") || ck.at("sha1") != checkpoint_digest(ck))
+      throw ConfigError("resume: the checkpoint is damaged or was edited: its SHA-1 does not match its content");
     std::string differ;
     for (const auto& [k, v] : cfg_.json.items())
       if ((!resumable_key(k) || (k == "iterations" && cfg_.meta_lr_schedule == "cosine")) &&
-          (!ck["config"].contains(k) || ck["config"][k] != v))
-        differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck["config"].contains(k) ? ck["config"][k].dump() : "absent") + ", now " + v.dump() + ")";
+          (!ck.at("config").contains(k) || ck.at("config").at(k) != v))
+        differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck.at("config").contains(k) ? ck.at("config").at(k).dump() : "absent") + ", now " + v.dump() + ")";
     if (!differ.empty())
       throw ConfigError("resume: the configuration differs from the checkpoint's in " + differ +
                         "; only iterations (not with the cosine schedule, which spans them), output_dir, "
                         "checkpoint_every, threads, device and the baselines' settings may change");
-    const int64_t it = ck["iteration"];
+    const int64_t it = ck.at("iteration");
     if (it > cfg_.iterations)
       throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
                         std::to_string(cfg_.iterations));
-    const Tensor theta = flat_tensor(ck["theta"], problem_.dtype());
+    const Tensor theta = flat_tensor(ck.at("theta"), problem_.dtype());
     if (theta.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
     {
       torch::NoGradGuard ng;
       theta_.copy_(theta);  // in place: the optimizer holds theta_
     }
     if (cfg_.meta_optimizer == "adamw")
-      restore_adam_state<torch::optim::AdamWParamState>(*opt_, theta_, ck["adam"], problem_.dtype());
+      restore_adam_state<torch::optim::AdamWParamState>(*opt_, theta_, ck.at("adam"), problem_.dtype());
     else
-      restore_adam_state<torch::optim::AdamParamState>(*opt_, theta_, ck["adam"], problem_.dtype());
-    set_generator_bytes(task_gen_, ck["generator_state"]);
-    if (ck.contains("fresh_generator_state")) set_generator_bytes(fresh_gen_, ck["fresh_generator_state"]);
+      restore_adam_state<torch::optim::AdamParamState>(*opt_, theta_, ck.at("adam"), problem_.dtype());
+    set_generator_bytes(task_gen_, ck.at("generator_state"));
+    if (ck.contains("fresh_generator_state")) set_generator_bytes(fresh_gen_, ck.at("fresh_generator_state"));
     if (ck.contains("best")) {
-      best_theta_ = flat_tensor(ck["best"]["theta"], problem_.dtype());
-      best_iteration_ = ck["best"]["state"]["iteration"];
-      best_fidelity_ = ck["best"]["state"]["fresh_validation_fidelity"];
+      best_theta_ = flat_tensor(ck.at("best").at("theta"), problem_.dtype());
+      best_iteration_ = ck.at("best").at("state").at("iteration");
+      best_fidelity_ = ck.at("best").at("state").at("fresh_validation_fidelity");
     }
     curve.clear();
-    for (const auto& p : ck["curve"])
-      curve.push_back({p["iteration"], p["train_fidelity"].is_null() ? std::nan("") : p["train_fidelity"].get<double>(),
-                       p["val_before"], p["val_after"]});
-    train_s = ck["train_seconds"];
+    for (const auto& p : ck.at("curve"))
+      curve.push_back({p.at("iteration"), p.at("train_fidelity").is_null() ? std::nan("") : p.at("train_fidelity").get<double>(),
+                       p.at("val_before"), p.at("val_after")});
+    train_s = ck.at("train_seconds");
     return it;
   }
 

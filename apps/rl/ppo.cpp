@@ -9,6 +9,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <optional>
 
 #include "common/lifecycle.hpp"
@@ -473,7 +474,9 @@ json PpoRun::finish(const app::Loop& loop) {
     const auto problems = eval_problems(cfg_.env, ev.amplitudes, val_tasks_);
     for (std::size_t b = 0; b < problems.size(); ++b)
       train::write_file_atomic((dir / "eval" / ("task_" + std::to_string(b) + ".json")).string(), problems[b].dump());
-    torch::save(agent_, (dir / "policy.pt").string());
+    std::ostringstream policy;
+    torch::save(agent_, policy);
+    train::write_file_atomic((dir / "policy.pt").string(), policy.str());
     train::write_file_atomic((dir / "report.json").string(), report.dump(1));
   }
   if (!opt_.quiet && rank_ == 0)

@@ -87,11 +87,13 @@ nlohmann::json parse_text(std::string_view text, std::string_view source = "<inp
 // PyTorch adapter, whose data come as tensors); given ones are still checked.
 CircuitProblem parse_circuit_problem(const nlohmann::json& problem, bool model_only = false);
 
-// Makes the .npy file names of a problem ({"npy": FILE} in "inputs", "weights",
-// "amplitudes", "drift_coeffs", "rates"; "output_npy") that are relative paths relative
-// to `base_dir` (the problem file's directory); absolute paths, and anything that is
-// not such a name, are left alone.
-void resolve_npy_paths(nlohmann::json& problem, const std::string& base_dir);
+// Makes the .npy file names a problem reads ({"npy": FILE} in "inputs", "weights",
+// "amplitudes", "drift_coeffs", "rates") that are relative paths relative to `base_dir`
+// (the problem file's directory; "" = the working directory); absolute paths, and
+// anything that is not such a name, are left alone. "output_npy" must be a relative path
+// without ".." (ProblemError otherwise: a problem file cannot choose to write outside the
+// output folder) and is placed under `output_dir` ("" = base_dir).
+void resolve_npy_paths(nlohmann::json& problem, const std::string& base_dir, const std::string& output_dir = "");
 
 // Whether any input array of the problem comes from a .npy file (the big-batch form).
 bool reads_npy_arrays(const nlohmann::json& problem);

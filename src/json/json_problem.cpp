@@ -536,17 +536,28 @@ bool names_npy_file(const json& problem, const char* key) {
 }
 }  // namespace
 
-void resolve_npy_paths(json& problem, const std::string& base_dir) {
-  if (!problem.is_object() || base_dir.empty()) return;
-  auto resolve = [&](json& name) {
-    if (!name.is_string()) return;  // the parser reports it
+void resolve_npy_paths(json& problem, const std::string& base_dir, const std::string& output_dir) {
+  if (!problem.is_object()) return;
+  auto resolve = [&](json& name, const std::string& dir) {
+    if (!name.is_string() || dir.empty()) return;  // the parser reports a name that is not a string
     const std::filesystem::path f(name.get<std::string>());
-    if (!f.empty() && f.is_relative()) name = (std::filesystem::path(base_dir) / f).string();
+    if (!f.empty() && f.is_relative()) name = (std::filesystem::path(dir) / f).string();
   };
-  for (const char* key : kNpyArrayKeys) {
-    if (names_npy_file(problem, key)) resolve(problem[key]["npy"]);
+  // A problem file does not choose where its results are written: inside the output
+  // folder only (an absolute path or a ".." would let a file from elsewhere overwrite
+  // any file its user can write).
+  if (const auto it = problem.find("output_npy"); it != problem.end() && it->is_string()) {
+    const std::filesystem::path f(it->get<std::string>());
+    bool escapes = f.is_absolute();
+    for (const auto& part : f) escapes = escapes || part == "..";
+    if (escapes)
+      fail("output_npy", "\"" + f.string() + "\" leaves the output folder: give a relative path without \"..\" "
+                         "(the files go under the problem file's folder, or qfleet eval --output-dir DIR)");
+    resolve(*it, output_dir.empty() ? base_dir : output_dir);
   }
-  if (const auto it = problem.find("output_npy"); it != problem.end()) resolve(*it);
+  for (const char* key : kNpyArrayKeys) {
+    if (names_npy_file(problem, key)) resolve(problem[key]["npy"], base_dir);
+  }
 }
 
 bool reads_npy_arrays(const json& problem) {

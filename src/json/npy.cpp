@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "json_common.hpp"
+#include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
 
 namespace qfleet::json_problem::npy {
@@ -269,18 +270,21 @@ void write(const std::string& file, const std::string& path, std::string_view de
   const std::size_t unpadded = kMagic.size() + 4 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, "file " + file, "cannot be written");
-  out.write(kMagic.data(), static_cast<std::streamsize>(kMagic.size()));
-  const char version[2] = {1, 0};
-  out.write(version, 2);
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+    fail(path, "file " + file, "cannot be written (no folder " + parent.string() + ")");
+  std::string out(kMagic);
+  out += {char(1), char(0)};  // version 1.0
   const auto hlen = static_cast<std::uint16_t>(header.size());
-  const char len[2] = {static_cast<char>(hlen & 0xff), static_cast<char>(hlen >> 8)};
-  out.write(len, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  out.close();
-  if (!out) fail(path, "file " + file, "could not be written completely");
+  out += {static_cast<char>(hlen & 0xff), static_cast<char>(hlen >> 8)};
+  out += header;
+  out.append(static_cast<const char*>(data), bytes);
+  try {
+    write_file_atomic(file, out);  // never through a planted link; the old file or the whole new one
+  } catch (const std::runtime_error& e) {
+    fail(path, "file " + file, std::string("cannot be written (") + e.what() + ")");
+  }
 }
 
 }  // namespace qfleet::json_problem::npy

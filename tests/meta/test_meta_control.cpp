@@ -3,6 +3,7 @@
 // meta-gradient against finite differences of the MAML objective, a seeded
 // training run, checkpoint/resume equivalence, and the exported pulses fed back
 // through the real `qfleet eval`.
+#include <c10/util/hash.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -288,6 +289,40 @@ TEST(MetaRun, ResumeRejectsAChangedConfiguration) {
   }
   json none = small(fresh_dir("none"));
   EXPECT_THROW(qfleet::meta::run(config(none), resume), ConfigError);
+}
+
+TEST(MetaRun, ResumeRefusesAnEditedOrIncompleteCheckpoint) {
+  // The checkpoint carries the SHA-1 of its content: a changed parameter is refused with
+  // one line instead of resuming a different run; a key missing from a file whose digest
+  // was recomputed is a clear error, not undefined behaviour.
+  json b = small(fresh_dir("edited"));
+  qfleet::meta::RunOptions stop;
+  stop.stop_after = 2;
+  qfleet::meta::run(config(b), stop);
+  const std::string ck_path = b["output_dir"].get<std::string>() + "/checkpoint.json";
+  const json ck = read_json(ck_path);
+  qfleet::meta::RunOptions resume;
+  resume.resume = true;
+  auto refused = [&](const json& doc, const std::string& part) {
+    std::ofstream(ck_path) << doc.dump();
+    try {
+      qfleet::meta::run(config(b), resume);
+      ADD_FAILURE() << "resumed from a checkpoint that should be refused (" << part << ")";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  json edited = ck;
+  edited["theta"][0] = edited["theta"][0].get<double>() + 1e-3;
+  refused(edited, "its SHA-1 does not match its content");
+  json incomplete = ck;
+  incomplete.erase("iteration");
+  incomplete.erase("sha1");
+  incomplete["sha1"] = c10::sha1(incomplete.dump()).str();  // the digest as docs/meta_control.md defines it
+  refused(incomplete, "lacks what a checkpoint holds");
+  json old = ck;
+  old["format"] = "qfleet-meta-checkpoint/1";
+  refused(old, "older qfleet");
 }
 
 // --nproc: the meta-batch split over processes gives one process's parameters (the

@@ -76,7 +76,9 @@ def test_bad_values_are_refused_with_status_2(module, variable, name, sub, out_k
              (["--device", "tpu"], "key 'device': expected one of"),
              (["--set", "seed"], "--set expects key=value")]
     (tmp_path / "bad.json").write_text("{not json")
-    cases.append((["--config", str(tmp_path / "bad.json")], "is not valid JSON"))
+    cases.append((["--config", str(tmp_path / "bad.json")], "invalid JSON"))
+    (tmp_path / "twice.json").write_text('{"seed": 3, "seed": 4}')  # not the last one silently
+    cases.append((["--config", str(tmp_path / "twice.json")], "key \"seed\" appears twice"))
     (tmp_path / "unknown.json").write_text(json.dumps({"thread": 1}))
     cases.append((["--config", str(tmp_path / "unknown.json")], "did you mean 'threads'?"))
     binary = app_binary(variable, name)

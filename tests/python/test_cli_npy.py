@@ -145,6 +145,29 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
     assert "output_npy" in r.stderr and "cannot be written" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("prefix", ["../r", "out/../../r", "/tmp/qfleet-abs-r"])
+def test_output_npy_stays_inside_the_output_folder(tmp_path, prefix):
+    # A problem file cannot choose to write outside its folder (or --output-dir): one line, status 2,
+    # nothing written.
+    (tmp_path / "in").mkdir()
+    doc = dict(BASE, inputs=[[0.1, 0.2]], weights=[0, 0, 0], output_npy=prefix)
+    r = run(doc, tmp_path / "in" / "p.json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "output_npy" in r.stderr and "leaves the output folder" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["in", "p.json"]
+
+
+def test_output_dir_takes_the_results(tmp_path):
+    doc = dict(BASE, inputs=[[0.1, 0.2]], weights=[0, 0, 0], output_npy="sub/r")
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    (tmp_path / "out" / "sub").mkdir(parents=True)
+    r = subprocess.run([CLI, "eval", str(tmp_path / "p.json"), "--output-dir", str(tmp_path / "out")],
+                       capture_output=True, text=True, env=_cli_env())
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["expvals"]["npy"] == str(tmp_path / "out" / "sub" / "r.expvals.npy")
+    assert np.load(tmp_path / "out" / "sub" / "r.expvals.npy").shape == (1, 2)
+
+
 def test_lindblad_npy_results_equal_json_results(tmp_path):
     # docs/examples/lindblad.json with per-task amplitudes and shared rates, as arrays and as files
     doc = json.loads((pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "lindblad.json").read_text())
@@ -227,9 +250,9 @@ def test_an_npy_eval_binds_its_threads_when_they_fill_the_cpus(tmp_path):
         np.testing.assert_array_equal(values, bound_values)
     assert openmp(plain, OMP_NUM_THREADS=str(cpus))[0]["proc_bind"] == "false"
     # A problem read from a pipe cannot be read again: it runs as started, nothing lost.
-    doc = dict(BASE, inputs={"npy": str(tmp_path / "x.npy")}, weights=[0.1, 0.2, 0.3], output_npy=str(tmp_path / "p"))
-    r = subprocess.run([CLI, "eval", "/dev/stdin"], input=json.dumps(doc), capture_output=True, text=True,
-                       env=_cli_env(OMP_NUM_THREADS=str(cpus)))
+    doc = dict(BASE, inputs={"npy": str(tmp_path / "x.npy")}, weights=[0.1, 0.2, 0.3], output_npy="p")
+    r = subprocess.run([CLI, "eval", "/dev/stdin", "--output-dir", str(tmp_path)], input=json.dumps(doc),
+                       capture_output=True, text=True, env=_cli_env(OMP_NUM_THREADS=str(cpus)))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["openmp"]["proc_bind"] == "false"

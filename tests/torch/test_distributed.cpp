@@ -4,8 +4,17 @@
 // checkpoint finishes it; the group's pieces (share, all-reduce order) directly.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "qfleet/train.hpp"
 
@@ -49,6 +58,58 @@ TEST(TrainDistributed, ShareSplitsEvenlyInRankOrder) {
   o.world_size = 1;
   EXPECT_EQ(tr::ProcessGroup(o).share(7), (std::pair<int64_t, int64_t>{0, 7}));
   EXPECT_THROW(tr::ProcessGroup(tr::DistOptions{.rank = 2, .world_size = 2}), std::invalid_argument);
+}
+
+// The local addresses (hex "0100007F:1F90" as in /proc/net/tcp) of the sockets listening on `port`.
+std::vector<std::string> listening_on(int port) {
+  std::vector<std::string> out;
+  char hex_port[8];
+  std::snprintf(hex_port, sizeof hex_port, "%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream f(table);
+    std::string line;
+    std::getline(f, line);  // the header
+    while (std::getline(f, line)) {
+      std::istringstream row(line);
+      std::string slot, local, remote, state;
+      row >> slot >> local >> remote >> state;
+      if (state == "0A" && local.size() > 5 && local.substr(local.size() - 4) == hex_port) out.push_back(local);
+    }
+  }
+  return out;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(TrainDistributed, TheStoreListensOnlyOnTheAddressItIsGiven) {
+  // Two ranks in two threads meet at 127.0.0.1: the store's socket is bound to the loopback
+  // address only (a store listening on every interface lets anyone who reaches the machine
+  // read or inject the gradients).
+  const int port = free_port();
+  std::vector<std::string> seen;
+  std::atomic<int> ready{0};
+  auto rank = [&](int r) {
+    tr::ProcessGroup g(tr::DistOptions{.rank = r, .world_size = 2, .master_addr = "127.0.0.1", .master_port = port});
+    ++ready;  // both constructed: the store is up and every rank has met it
+    while (ready < 2) std::this_thread::yield();
+    if (r == 0) seen = listening_on(port);
+    g.barrier();
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_FALSE(seen.empty()) << "no socket listening on port " << port;
+  for (const auto& local : seen) EXPECT_EQ(local.substr(0, 8), "0100007F") << local << " on port " << port;
 }
 
 TEST(TrainDistributed, TwoProcessesTrainTheSameParametersAsOne) {

@@ -127,6 +127,41 @@ TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) 
   fs::remove_all(dir);
 }
 
+TEST(TrainCheckpoint, FlippedBytesInsideATensorAreRefusedAndChangeNothing) {
+  // PyTorch's archives check no data: without the checksum, bytes changed inside a saved
+  // tensor resume a different run silently.
+  const fs::path dir = temp_dir("flips");
+  HybridRun run(3);
+  const std::string ck = (dir / "ck.pt").string();
+  tr::save_checkpoint(ck, run.state(4));
+  std::ifstream in(ck, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The first parameter's raw bytes, where they lie in the file.
+  const torch::Tensor w = run.model.parameters()[0].detach().contiguous();
+  const std::string raw(static_cast<const char*>(w.data_ptr()), std::size_t(w.numel() * w.element_size()));
+  const std::size_t at = bytes.find(raw);
+  ASSERT_NE(at, std::string::npos) << "the parameter's bytes are not in the file";
+  HybridRun other(4);
+  const auto before = other.model.parameters()[0].clone();
+  for (std::size_t offset : {std::size_t(0), raw.size() / 2, raw.size() - 8}) {
+    std::string damaged = bytes;
+    for (std::size_t i = 0; i < 8; ++i) damaged[at + offset + i] = char(damaged[at + offset + i] ^ 0x5a);
+    std::ofstream(dir / "damaged.pt", std::ios::binary) << damaged;
+    try {
+      auto st = other.state(0);
+      tr::load_checkpoint((dir / "damaged.pt").string(), st);
+      ADD_FAILURE() << "flipped bytes at " << offset << " were accepted";
+    } catch (const tr::CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find("is damaged: its content's SHA-1"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(torch::equal(other.model.parameters()[0], before)) << "a refused checkpoint changed the model";
+  auto st = other.state(0);
+  tr::load_checkpoint(ck, st);  // the undamaged file loads
+  EXPECT_TRUE(torch::equal(other.model.parameters()[0], run.model.parameters()[0]));
+  fs::remove_all(dir);
+}
+
 TEST(TrainCheckpoint, TensorsRoundTripAndAWrongShapeIsNamed) {
   const fs::path dir = temp_dir("tensors");
   const std::string ck = (dir / "ck.pt").string();

@@ -93,8 +93,9 @@ class ProgressBar {
 std::string clock_text(double seconds);
 
 // Writes `text` to `path` so that a reader sees the old file or the whole new one,
-// never a part: a temporary next to it, fsync, rename. Creates the parent folders.
-// Throws std::runtime_error with the path and the system's reason.
+// never a part, and a planted symbolic link cannot redirect it: qfleet::write_file_atomic
+// (qfleet/files.hpp). Creates the parent folders. Throws std::runtime_error with the path
+// and the system's reason.
 void write_file_atomic(const std::string& path, const std::string& text);
 
 struct RunnerOptions {
@@ -238,11 +239,13 @@ struct TrainState {
 
 // FNV-1a 64 of the text, as 16 hex digits.
 std::string config_hash(const std::string& config);
-// One file (torch's archive format) written atomically (write_file_atomic).
+// One file (torch's archive format) with the SHA-1 of its content, written atomically
+// (write_file_atomic).
 void save_checkpoint(const std::string& path, const TrainState& state);
 // Restores everything `state` names and sets state.step; CheckpointError with the path
-// and the reason for a missing, damaged or foreign file, a configuration hash that
-// differs, or an entry that is missing or does not fit.
+// and the reason for a missing, damaged (content not matching its SHA-1) or foreign
+// file, a configuration hash that differs, or an entry that is missing or does not fit.
+// Nothing is restored unless the whole file checks.
 void load_checkpoint(const std::string& path, TrainState& state);
 
 // ---- device and batch choice (resources.cpp) -------------------------------------

@@ -1,9 +1,10 @@
 // Checkpoints of a training run: model, optimizer, loss scaler, RNG states, step and
-// configuration hash in one file of torch's archive format, written atomically
-// (qfleet/train.hpp). A resume restores every generator the run draws from, so it
+// configuration hash in one file of torch's archive format with the SHA-1 of its
+// content, written atomically (qfleet/train.hpp). A resume restores every generator the run draws from, so it
 // continues bit for bit where an uninterrupted run would be (tests/torch/test_train_state.cpp).
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
+#include <c10/util/hash.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +18,13 @@ namespace qfleet::train {
 
 namespace {
 
-constexpr const char* kFormat = "qfleet-train-checkpoint/1";
+constexpr const char* kFormat = "qfleet-train-checkpoint/1";  // the content's archive
+// The file: the content's archive as one byte tensor beside its SHA-1. PyTorch's archives
+// check no data on reading (bytes flipped inside a tensor load silently), so the digest
+// is checked before anything is restored. It catches damage (a disk, a copy, a partial
+// transfer), not forgery: whoever can rewrite the file can rewrite its digest too.
+// SHA-1 because LibTorch ships it (c10/util/hash.h); any digest of this width would do.
+constexpr const char* kSealedFormat = "qfleet-train-checkpoint/2";
 
 // The default generators saved besides the user's: the CPU's, and each CUDA device's.
 std::vector<std::pair<std::string, at::Generator>> default_generators() {
@@ -78,19 +85,53 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
   for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
   for (auto& [name, g] : gens) ar.write("rng." + name, generator_state(g));
   for (const auto& [name, t] : state.tensors) ar.write("tensor." + name, t.detach().cpu());
+  std::ostringstream content;
+  ar.save_to(content);
+  const std::string payload = content.str();
+  torch::serialize::OutputArchive sealed;
+  sealed.write("qfleet.format", c10::IValue(std::string(kSealedFormat)));
+  sealed.write("qfleet.sha1", c10::IValue(c10::sha1(payload).str()));
+  sealed.write("qfleet.content", torch::from_blob(const_cast<char*>(payload.data()), {int64_t(payload.size())},
+                                                  torch::kUInt8));
   std::ostringstream os;
-  ar.save_to(os);
+  sealed.save_to(os);
   write_file_atomic(path, os.str());
 }
 
 void load_checkpoint(const std::string& path, TrainState& state) {
   auto fail = [&](const std::string& why) { return CheckpointError("checkpoint " + path + ": " + why); };
   if (!std::filesystem::exists(path)) throw CheckpointError("no checkpoint at " + path);
-  torch::serialize::InputArchive ar;
+  torch::serialize::InputArchive sealed, ar;
+  torch::Tensor content;
   try {
-    ar.load_from(path);
+    sealed.load_from(path);
   } catch (const c10::Error& e) {
     throw fail("cannot be read: not a checkpoint or damaged (" + first_line(e.what()) + ")");
+  }
+  {
+    c10::IValue format, digest;
+    if (!sealed.try_read("qfleet.format", format) || !format.isString())
+      throw fail("is not a qfleet training checkpoint (format entry)");
+    if (format.toStringRef() == kFormat)
+      throw fail("was written by an older qfleet, without a checksum of its content; start the run again");
+    if (format.toStringRef() != kSealedFormat) throw fail("is not a qfleet training checkpoint (format entry)");
+    try {
+      if (!sealed.try_read("qfleet.sha1", digest) || !digest.isString() || !sealed.try_read("qfleet.content", content) ||
+          content.scalar_type() != torch::kUInt8 || content.dim() != 1)
+        throw fail("is damaged: its content or checksum entry is missing");
+    } catch (const c10::Error& e) {
+      throw fail("is damaged: " + first_line(e.what()));
+    }
+    content = content.contiguous();
+    const std::string bytes(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
+    const std::string actual = c10::sha1(bytes).str();
+    if (actual != digest.toStringRef())
+      throw fail("is damaged: its content's SHA-1 is " + actual + ", the checkpoint says " + digest.toStringRef());
+  }
+  try {
+    ar.load_from(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
+  } catch (const c10::Error& e) {
+    throw fail("cannot be read: " + first_line(e.what()));
   }
   auto ivalue = [&](const std::string& key) {
     c10::IValue v;

@@ -3,7 +3,13 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 
@@ -54,6 +60,39 @@ std::pair<int64_t, int64_t> share_of(int64_t n, int64_t parts, int64_t part) {
   const int64_t base = n / parts, extra = n % parts, begin = part * base + std::min(part, extra);
   return {begin, begin + base + (part < extra ? 1 : 0)};
 }
+
+// A listening socket on host:port only (the store's own server listens on every
+// interface, where anyone who reaches the machine could read or inject the gradients):
+// handed to the TCPStore, which takes it over (TCPStoreOptions::masterListenFd).
+int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string where = host + ":" + std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    throw std::runtime_error("process group: cannot resolve " + where + ": " + ::gai_strerror(rc));
+  int err = 0;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 2048) == 0) {
+      ::freeaddrinfo(found);
+      return fd;
+    }
+    err = errno;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  throw std::runtime_error("process group: cannot listen on " + where + ": " + std::strerror(err));
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -68,6 +107,7 @@ ProcessGroup::ProcessGroup(const DistOptions& options) : opt_(options), impl_(st
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(opt_.master_port);
   so.isServer = opt_.rank == 0 && !opt_.agent_store;
+  if (so.isServer) so.masterListenFd = listen_on(opt_.master_addr, opt_.master_port);
   if (!opt_.agent_store) so.numWorkers = static_cast<std::size_t>(opt_.world_size);
   so.waitWorkers = true;
   so.timeout = opt_.timeout;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qfleet/files.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::train {
@@ -100,10 +101,7 @@ void MetricMeter::take_row() {
   if (opt_.log_path.empty()) return;
   nlohmann::json line = {{"step", r.step}, {"steps", r.steps}, {"seconds", r.seconds}};
   for (std::size_t i = 0; i < names_.size(); ++i) line[names_[i]] = r.means[i];  // NaN is written as null
-  std::ofstream f(opt_.log_path, std::ios::app);
-  f << line.dump() << '\n';
-  f.flush();
-  if (!f) throw std::runtime_error("cannot append to the log " + opt_.log_path);
+  qfleet::append_to_file(opt_.log_path, line.dump() + '\n');  // refuses a symbolic link planted there
 }
 
 }  // namespace qfleet::train

@@ -1,4 +1,4 @@
-// ProgressBar, clock_text and write_file_atomic (qfleet/train.hpp).
+// ProgressBar, clock_text and write_file_atomic (qfleet/train.hpp; the writer is qfleet/files.hpp).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "qfleet/files.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::train {
@@ -50,34 +51,6 @@ void ProgressBar::finish() {
   if (tty_) std::fprintf(stderr, "\n");
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create the folder of " + path + ": " + ec.message());
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += std::size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
-  }
-  if (::close(fd) != 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  fs::rename(tmp, p, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-}
+void write_file_atomic(const std::string& path, const std::string& text) { qfleet::write_file_atomic(path, text); }
 
 }  // namespace qfleet::train
