@@ -325,7 +325,9 @@ json load_config_file(const std::string& path) {
   try {  // the problem files' reader: a key given twice is an error, not the last one silently
     j = json_problem::parse_text(ss.str(), path);
   } catch (const std::exception& e) {
-    throw ConfigError(std::string("config: ") + e.what());
+    std::string why = e.what();
+    if (why.rfind("qfleet: ", 0) == 0) why.erase(0, 8);  // the engine's prefix; the app names itself
+    throw ConfigError("config: " + why);
   }
   if (!j.is_object()) throw ConfigError("config: " + path + ": expected a JSON object of keys");
   return j;

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
@@ -566,9 +568,50 @@ bool reads_npy_arrays(const json& problem) {
                      [&](const char* key) { return names_npy_file(problem, key); });
 }
 
+namespace {
+
+// Where the first non-finite number of a result is ("fidelity[0]"); "" when all are finite.
+std::string first_non_finite(const json& v, const std::string& path) {
+  if (v.is_number_float()) return std::isfinite(v.get<double>()) ? "" : path;
+  if (v.is_array())
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (std::string at = first_non_finite(v[i], index_path(path, i)); !at.empty()) return at;
+  if (v.is_object())
+    for (const auto& [k, x] : v.items())
+      if (std::string at = first_non_finite(x, join_path(path, k)); !at.empty()) return at;
+  return "";
+}
+
+double largest_magnitude(const json& v) {
+  if (v.is_number()) return std::abs(v.get<double>());
+  double m = 0;
+  if (v.is_structured())
+    for (const auto& x : v) m = std::max(m, largest_magnitude(x));
+  return m;
+}
+
+}  // namespace
+
 json evaluate(const json& problem) {
-  if (check_kind(problem)) return evaluate(parse_lindblad_problem(problem));
-  return evaluate(parse_circuit_problem(problem));
+  json result = check_kind(problem) ? evaluate(parse_lindblad_problem(problem)) : evaluate(parse_circuit_problem(problem));
+  // Finite inputs can still overflow a solver (an amplitude of 1e300, a duration of
+  // 1e300): refuse the result, naming the problem's largest inputs, rather than return
+  // nulls with success.
+  if (const std::string at = first_non_finite(result, ""); !at.empty()) {
+    std::vector<std::pair<double, std::string>> sizes;
+    for (const auto& [k, x] : problem.items())
+      if (const double m = largest_magnitude(x); m > 0 && k != "qubits" && k != "dim") sizes.emplace_back(m, k);
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    std::string largest;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, sizes.size()); ++i) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3g", sizes[i].first);
+      largest += (i ? ", " : "") + sizes[i].second + " " + buf;
+    }
+    fail(at.empty() ? std::string("the result") : at,
+         "is not finite: the inputs overflow the solver (the largest magnitudes: " + largest + "); scale them down");
+  }
+  return result;
 }
 
 NoiseModel parse_noise_model(const json& model) { return read_noise_model(model, ""); }

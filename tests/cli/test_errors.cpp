@@ -407,6 +407,22 @@ TEST(CliErrors, BadProblems) {
   }
 }
 
+TEST(CliErrors, InputsThatOverflowTheSolverAreRefused) {
+  // Finite but huge: the propagator overflows. Refused (status 2) with the input's name,
+  // not returned as nulls with status 0.
+  json p = json::parse(R"({"kind": "lindblad", "dim": 2, "controls": [[[0, 0.5], [0.5, 0]]],
+                           "amplitudes": [[1e300], [0.5]], "segment_duration": 0.7,
+                           "psi0": [1, 0], "target": {"state": [0, 1]}})");
+  expect_error(run_eval_text(p.dump()), "is not finite: the inputs overflow the solver (the largest magnitudes: amplitudes 1e+300",
+               "amplitude overflow");
+  p["amplitudes"] = json::parse("[[1.0], [0.5]]");
+  p["segment_duration"] = 1e300;
+  expect_error(run_eval_text(p.dump()), "the largest magnitudes: segment_duration 1e+300", "duration overflow");
+  p["segment_duration"] = 0.7;
+  const CliResult ok = run_eval_text(p.dump());
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
 TEST(CliErrors, BadJson) {
   expect_error(run_eval_text("{\"kind\": \"circuit\",\n  \"qubits\": 2,,\n}"),
                "invalid JSON: parse error at line 2, column 15", "syntax");
