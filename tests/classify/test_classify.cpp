@@ -125,6 +125,10 @@ TEST(Idx, EveryCorruptionIsAClearError) {
   EXPECT_NE(err(idx_bytes({2, 3, 4}, px)).find("cut short: 12 data bytes, the header declares 24"), std::string::npos);
   EXPECT_NE(err(idx_bytes({1, 3, 3}, px)).find("longer than its header declares"), std::string::npos);
   EXPECT_NE(err(idx_bytes({60000, 60000, 60000}, px)).find("more than 2^36"), std::string::npos);
+  // A header claiming exactly 2^36 bytes over 12 of data: the memory follows the data, and
+  // the error says what is there, not an allocator's failure.
+  EXPECT_NE(err(idx_bytes({4096, 4096, 4096}, px)).find("cut short: 12 data bytes, the header declares 68719476736"),
+            std::string::npos);
   auto cut_header = idx_bytes({1, 3, 4}, px);
   cut_header.resize(9);
   EXPECT_NE(err(cut_header).find("header is cut short"), std::string::npos);
