@@ -5,7 +5,8 @@
 //      file, a target), a bad value or configuration key (std::invalid_argument, which
 //      qfleet::Error and app::ConfigError are), a checkpoint that does not belong to
 //      the run;
-//   1  anything else (torch's message without its C++ backtrace).
+//   1  anything else (torch's message without its C++ backtrace; an allocation that
+//      failed says how much was asked for and what to lower).
 // The command line itself is read first by parse_command_line: --help prints and ends
 // with 0, a bad option is one line and status 2.
 #pragma once
@@ -14,7 +15,9 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,6 +32,35 @@ namespace cli_detail {
 inline int report(const std::string& prog, const char* what, int status) {
   std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), what);
   return status;
+}
+
+// An allocation that failed, in the user's terms: how much was asked for at once (where
+// the allocator says) and what to lower, instead of the allocator's own text.
+inline std::string out_of_memory(const std::string& what) {
+  // "... you tried to allocate 131072000000 bytes" (CPU), "Tried to allocate 2.00 GiB" (CUDA).
+  std::string asked;
+  const std::size_t at = what.find("ried to allocate ");  // (t|T)ried
+  if (at != std::string::npos) {
+    const char* p = what.c_str() + at + 17;
+    char* end = nullptr;
+    double bytes = std::strtod(p, &end);
+    const std::string unit = end != p ? std::string(end).substr(0, 4) : "";
+    const double scale = unit == " KiB" ? 0x1p10 : unit == " MiB" ? 0x1p20 : unit == " GiB" ? 0x1p30 : unit == " TiB" ? 0x1p40 : 1.0;
+    bytes *= scale;
+    if (end != p && bytes > 0) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " (%.3g GiB at once)", bytes / 0x1p30);
+      asked = buf;
+    }
+  }
+  return "out of memory" + asked + ": the run needs more memory than is free; lower the batch (the meta-batch, the "
+         "batch size, the number of environments or records) or the problem's size";
+}
+
+// Whether a torch error is an allocation failure (the CPU allocator's or CUDA's).
+inline bool is_out_of_memory(const c10::Error& e) {
+  const std::string w = e.what_without_backtrace();
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || w.find("can't allocate memory") != std::string::npos;
 }
 
 template <class Body>
@@ -60,7 +92,11 @@ int run_guarded(const std::string& prog, Body body) {
   } catch (const std::invalid_argument& e) {
     return report(prog, e.what(), 2);
   } catch (const c10::Error& e) {
+    if (cli_detail::is_out_of_memory(e))
+      return report(prog, cli_detail::out_of_memory(e.what_without_backtrace()).c_str(), 1);
     return report(prog, e.what_without_backtrace(), 1);
+  } catch (const std::bad_alloc&) {
+    return report(prog, cli_detail::out_of_memory("").c_str(), 1);
   } catch (const std::exception& e) {
     return report(prog, e.what(), 1);
   }

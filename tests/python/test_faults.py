@@ -58,3 +58,21 @@ def test_resume_refuses_a_damaged_checkpoint(variable, name, first, again, ckpt,
     assert r.returncode in (1, 2), r.stdout + r.stderr
     assert r.stderr.startswith(f"{name}: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "damaged" in r.stderr or "cannot be read" in r.stderr, r.stderr
+
+
+def test_an_allocation_too_large_is_one_line_saying_what_to_lower(tmp_path):
+    # meta_batch = 10^6 asks for ~122 GiB at once: one line with the size and what to lower,
+    # not the allocator's text. (Under vm.overcommit_memory = 1 the kernel would grant it
+    # lazily and kill the process later instead: nothing for the app to report.)
+    binary = app_binary("QFLEET_META", "qfleet-meta")
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            if f.read().strip() == "1":
+                pytest.skip("vm.overcommit_memory = 1: large allocations are granted lazily")
+    except OSError:
+        pass
+    r = subprocess.run([binary, "--set", "meta_batch=1000000", "--set", "iterations=1", "--quiet", "--threads", "1",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("qfleet-meta: error: out of memory (") and "GiB at once" in r.stderr, r.stderr
+    assert "lower the batch" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
