@@ -251,8 +251,8 @@ json run_classifier(const ClassifierConfig& cfg) {
   validate(cfg);
   const auto t0 = Clock::now();
   // The engine draws the records on `threads` threads; the network's layers are too small
-  // to split: on the CPU it runs on one (on 2 cores, two threads made an epoch of the
-  // default 4.8x slower: 745 against 155 ms, docs/qgan.md). Restored on the way out.
+  // to split: on the CPU it runs on one (on 2 cores, two threads made an epoch 4.6-5.1x
+  // slower, docs/benchmarks.md). Restored on the way out.
   struct TorchThreads {
     int before = torch::get_num_threads();
     ~TorchThreads() { torch::set_num_threads(before); }
