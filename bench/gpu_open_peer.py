@@ -85,7 +85,7 @@ def qfleet_reference(qfleet: str, d: int, u: np.ndarray) -> dict:
             "psi0": [[float(v.real), float(v.imag)] for v in psi0],
             "target": {"state": [[float(v.real), float(v.imag)] for v in target]},
             "solver": "exact", "precision": "complex128", "gradients": True,
-            "output_npy": os.path.join(tmp, "r"),
+            "output_npy": "r",  # beside the problem file (a problem may not write elsewhere)
         }
         path = os.path.join(tmp, "p.json")
         with open(path, "w") as f:
