@@ -1,6 +1,7 @@
 // The Bayes limit of telling devices apart from shot records (bayes.hpp).
 #include "bayes.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -85,6 +86,15 @@ double bayes_accuracy_exact(const std::vector<std::vector<double>>& p, int64_t s
   return e.total / double(p.size());
 }
 
+torch::Tensor distributions_tensor(const std::vector<std::vector<double>>& p) {
+  torch::Tensor t = torch::empty({int64_t(p.size()), p.empty() ? 0 : int64_t(p[0].size())}, torch::kFloat64);
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    if (p[k].size() != p[0].size()) throw std::invalid_argument("the devices' distributions differ in length");
+    std::copy(p[k].begin(), p[k].end(), t[int64_t(k)].data_ptr<double>());
+  }
+  return t;
+}
+
 torch::Tensor log_likelihoods(const torch::Tensor& counts, const torch::Tensor& probabilities) {
   // log 0 -> -1e30: a count times it stays finite (counts < 2^60) and below any
   // real log-likelihood (>= shots * log(smallest double) > -1e22), and 0 * -1e30 = 0.
@@ -120,9 +130,8 @@ BayesLimit bayes_accuracy_monte_carlo(const std::vector<std::vector<double>>& p,
                                       uint64_t seed) {
   check_distributions(p);
   if (shots < 1 || records < 2) throw std::invalid_argument("the Monte Carlo Bayes limit needs shots >= 1 and records >= 2");
-  const auto K = int64_t(p.size()), M = int64_t(p[0].size());
-  torch::Tensor probs = torch::empty({K, M}, torch::kFloat64);
-  for (int64_t k = 0; k < K; ++k) std::copy(p[k].begin(), p[k].end(), probs[k].data_ptr<double>());
+  const auto K = int64_t(p.size());
+  const torch::Tensor probs = distributions_tensor(p);
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   double mean = 0, var = 0;
   for (int64_t k = 0; k < K; ++k) {

@@ -37,6 +37,9 @@ uint64_t histogram_count(int64_t m, int64_t shots);
 double bayes_accuracy_exact(const std::vector<std::vector<double>>& p, int64_t shots,
                             uint64_t max_histograms = 2000000);
 
+// Rows of equal length as a [rows, length] float64 tensor (the devices' distributions).
+torch::Tensor distributions_tensor(const std::vector<std::vector<double>>& p);
+
 // The MAP rule's scores: the log-likelihood of each record under each device, up to the
 // multinomial coefficient they share. counts [N, M] and probabilities [K, M] (float64);
 // returns [N, K]. An outcome a device never gives scores it below any possible record.

@@ -43,10 +43,7 @@ void save_records(const std::string& path, const Records& train_set, const Recor
   d.insert("train_labels", train_set.labels);
   d.insert("test_counts", test_set.counts);
   d.insert("test_labels", test_set.labels);
-  torch::Tensor p = torch::empty({int64_t(data.probabilities.size()), int64_t(data.probabilities[0].size())}, torch::kFloat64);
-  for (int64_t k = 0; k < p.size(0); ++k)
-    std::copy(data.probabilities[std::size_t(k)].begin(), data.probabilities[std::size_t(k)].end(), p[k].data_ptr<double>());
-  d.insert("probabilities", p);
+  d.insert("probabilities", distributions_tensor(data.probabilities));
   c10::Dict<std::string, at::Tensor> state;
   for (const auto& item : net->named_parameters()) state.insert(item.key(), item.value().detach().to(torch::kCPU).clone());
   d.insert("initial_state", state);
@@ -205,10 +202,9 @@ json ShotRun::finish(const app::Loop& loop) {
   const auto* truth = test_set_.labels.data_ptr<int64_t>();
   const auto* guess = ev.predicted.data_ptr<int64_t>();
   for (int64_t i = 0; i < test_set_.labels.size(0); ++i) ++confusion[std::size_t(truth[i])][std::size_t(guess[i])];
-  torch::Tensor probs = torch::empty({K, int64_t(data_.probabilities[0].size())}, torch::kFloat64);
-  for (int64_t k = 0; k < K; ++k)
-    std::copy(data_.probabilities[std::size_t(k)].begin(), data_.probabilities[std::size_t(k)].end(), probs[k].data_ptr<double>());
-  const double map_test = map_credit(log_likelihoods(test_set_.counts, probs), test_set_.labels).mean().item<double>();
+  const double map_test =
+      map_credit(log_likelihoods(test_set_.counts, distributions_tensor(data_.probabilities)), test_set_.labels)
+          .mean().item<double>();
   const auto tb = Clock::now();
   const BayesLimit bayes = bayes_limit(data_.probabilities, shots_, cfg_.bayes_records, stream(4));
   const double bayes_seconds = since(tb);
