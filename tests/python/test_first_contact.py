@@ -97,6 +97,16 @@ def test_figures_say_what_the_run_did():
     assert "validation, after 30 Adam steps" in labels and not any("SGD" in t for t in labels), labels
     assert len(fig._suptitle.get_text().splitlines()) == 2
     plt.close(fig)
+    # A short run: the axis spans the curve (0.70 to 0.72), not the baselines far above it,
+    # which are named with their values.
+    report["curve"] = [{"iteration": i, "val_before": 0.70 + 0.005 * k, "val_after": 0.71 + 0.005 * k,
+                        "train_fidelity": None} for k, i in enumerate((0, 10, 20))]
+    fig = meta_plot.training_curve_figure(plt, report)
+    low, high = fig.axes[0].get_ylim()
+    assert 0.69 < low < 0.70 and 0.72 < high < 0.73, (low, high)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "per-task GRAPE, validation mean 0.9500 (above the axis)" in labels, labels
+    plt.close(fig)
     curve = {"env_steps": [1, 2], "mean_final_fidelity": [0.4, 0.5], "mean_return": [0.4, 0.5], "validation": []}
     rl_report = {"curve": curve, "validation_mean": math.nan, "environment": ""}
     fig = rl_plot.learning_curve_figure(plt, rl_report, None)

@@ -68,8 +68,22 @@ def training_curve_figure(plt, report):
              if p["train_fidelity"] is not None and math.isfinite(p["train_fidelity"])]
     if train:
         ax.plot(*zip(*train), "s--", color="tab:purple", ms=3, label="meta-batch, after the inner steps (train)")
-    ax.axhline(v["mean_robust"], color=COLORS["robust"], ls=":", label="robust pulse (validation mean)")
-    ax.axhline(v["mean_grape"], color=COLORS["grape"], ls=":", label="per-task GRAPE (validation mean)")
+    # The axis spans the curve, so a short run's progress shows; a baseline outside it is
+    # named with its value instead of stretching the axis to it.
+    ys = [p[k] for p in curve for k in ("val_before", "val_after")] + [f for _, f in train]
+    lo, hi = min(ys), max(ys)
+    pad = max(0.1 * (hi - lo), 0.002)
+    lo, hi = lo - pad, hi + pad
+    ax.set_ylim(lo, hi)
+    for key, color, name in (("mean_robust", COLORS["robust"], "robust pulse"),
+                             ("mean_grape", COLORS["grape"], "per-task GRAPE")):
+        f = v[key]
+        where = "above the axis" if f > hi else "below the axis" if f < lo else None
+        label = f"{name}, validation mean {f:.4f}" + (f" ({where})" if where else "")
+        if where:
+            ax.plot([], [], color=color, ls=":", label=label)
+        else:
+            ax.axhline(f, color=color, ls=":", label=label)
     ax.set_xlabel("meta-training iteration")
     ax.set_ylabel("mean fidelity F")
     ax.grid(alpha=0.3)
