@@ -4,7 +4,7 @@
 # paper's single-qubit setting, shortened (preset "main": train, then the adaptation
 # gap G_K against K in and out of distribution beside the robust pulse and per-task
 # GRAPE, and the one-paragraph conclusion the numbers support), then draw its plots.
-# Output: meta-control-out/ (report.json, pulses.csv/json, eval/, checkpoint.json, *.png).
+# Output: meta-control-out/ (report.json, pulses.csv/json, eval/, checkpoint.pt, *.png).
 # Extra arguments go to qfleet-meta, e.g. `--preset paper` or `--set iterations=1000`
 # (see `build/apps/meta_control/qfleet-meta --help`); without --preset or --config the
 # preset is "main".

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "fit.hpp"
 #include "meta_control.hpp"
@@ -78,17 +79,19 @@ Model trained(const std::string& key, const std::string& preset, std::vector<std
   all.push_back("threads=" + std::to_string(o.threads));
   all.push_back("output_dir=" + json(dir).dump());
   Model m{key, make_config(resolve_config(json::object(), preset, all)), Tensor(), json()};
-  const std::string ck_path = dir + "/checkpoint.json";
-  auto read = [](const std::string& path) {
+  const std::string ck_path = (fs::path(dir) / kCheckpointFile).string();
+  // What a finished (or stopped) run left, or nothing if it cannot be read.
+  auto read = [](const std::string& path) -> std::optional<qfleet::train::CheckpointContents> {
     try {
-      return fs::exists(path) ? json::parse(std::ifstream(path)) : json();
-    } catch (const json::exception&) {
-      return json();
+      if (fs::exists(path)) return qfleet::train::read_checkpoint(path);
+    } catch (const qfleet::train::CheckpointError&) {
     }
+    return std::nullopt;
   };
-  json ck = read(ck_path);
+  auto ck = read(ck_path);
   const int64_t last = stop_after >= 0 ? std::min(stop_after, m.cfg.iterations) : m.cfg.iterations;
-  const bool cached = ck.is_object() && ck.value("config", json()) == m.cfg.json && ck.value("iteration", int64_t(-1)) == last;
+  const bool cached = ck && ck->texts.count("config") && json::parse(ck->texts.at("config"), nullptr, false) == m.cfg.json &&
+                      ck->step == last;
   double seconds = 0;
   std::string continued;
   if (!cached) {
@@ -100,10 +103,10 @@ Model trained(const std::string& key, const std::string& preset, std::vector<std
     // uninterrupted run, so the 100-, 150- and 200-iteration policies cost 200 iterations.
     if (!continue_from.empty()) {
       const fs::path from = fs::path(o.out_dir) / "models" / continue_from;
-      const json prev = read((from / "checkpoint.json").string());
-      if (prev.is_object() && prev.value("iteration", int64_t(-1)) <= m.cfg.iterations) {
+      const auto prev = read((from / kCheckpointFile).string());
+      if (prev && prev->step <= m.cfg.iterations) {
         fs::create_directories(dir);
-        for (const char* f : {"checkpoint.json", "train_log.jsonl"})
+        for (const char* f : {kCheckpointFile, "train_log.jsonl"})
           if (fs::exists(from / f)) fs::copy_file(from / f, fs::path(dir) / f, fs::copy_options::overwrite_existing);
         ro.resume = true;
         continued = continue_from;
@@ -115,23 +118,23 @@ Model trained(const std::string& key, const std::string& preset, std::vector<std
     const auto t0 = Clock::now();
     run(m.cfg, ro);
     seconds = since(t0);
-    ck = json::parse(std::ifstream(ck_path));
+    ck = qfleet::train::read_checkpoint(ck_path);
   }
   const Problem pr(m.cfg);
-  const auto dtype = pr.dtype();
-  const bool best = m.cfg.checkpoint_policy == "best" && ck.contains("best");
-  m.theta = training::flat_tensor(best ? ck["best"]["theta"] : ck["theta"], dtype);
+  const json records = json::parse(ck->texts.at("records"));
+  const bool best = m.cfg.checkpoint_policy == "best" && !records.at("best").is_null();
+  m.theta = ck->tensors.at(best ? "best_theta" : "theta").to(pr.dtype());
   m.info = {{"key", key},
             {"preset", preset},
             {"overrides", all},
             {"iterations", last},
             {"schedule_iterations", m.cfg.iterations},
             {"checkpoint_policy", m.cfg.checkpoint_policy},
-            {"selected", best ? ck["best"]["state"] : json{{"iteration", m.cfg.iterations}}},
+            {"selected", best ? records["best"] : json{{"iteration", m.cfg.iterations}}},
             {"training_seconds_this_run", seconds},
             {"cached", cached},
             {"continued_from", continued},
-            {"training_seconds_total", ck.value("train_seconds", 0.0)},
+            {"training_seconds_total", records.value("train_seconds", 0.0)},
             {"seed", m.cfg.seed},
             {"directory", dir}};
   return m;
@@ -425,7 +428,7 @@ json cz(const ReproOptions& o) {
   const auto a = adam(2e-4, 1.0, K);
   const json stats = curve_stats(tr.adapt_curve(m.theta, tasks, a).fidelity);
   const auto& F = stats["mean_fidelity"];
-  const json ck = json::parse(std::ifstream(m.info["directory"].get<std::string>() + "/checkpoint.json"));
+  const auto ck = qfleet::train::read_checkpoint((fs::path(m.info["directory"].get<std::string>()) / kCheckpointFile).string());
   return {{"model", m.info},
           {"tasks", n},
           {"adapt", adapt_json(a)},
@@ -434,7 +437,7 @@ json cz(const ReproOptions& o) {
           {"F_5", F[std::min<std::size_t>(5, F.size() - 1)]},
           {"F_30", F.back()},
           {"fit", saturation_json(stats, K)},
-          {"training_curve", ck["curve"]}};
+          {"training_curve", json::parse(ck.texts.at("records")).at("curve")}};
 }
 
 // Appendix (maml_vs_grape_comparison.py): 15 tasks; robust GRAPE (200 Adam steps at lr 0.1 on
@@ -482,6 +485,14 @@ const std::vector<std::string>& experiment_names() {
   return names;
 }
 
+void check_experiment(const std::string& name) {
+  const auto& known = experiment_names();
+  if (std::find(known.begin(), known.end(), name) != known.end()) return;
+  std::string names;
+  for (const auto& n : known) names += (names.empty() ? "" : ", ") + n;
+  throw ConfigError("reproduce: unknown experiment '" + name + "' (experiments: " + names + ", all)");
+}
+
 json run_experiment(const std::string& name, const ReproOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   const auto t0 = Clock::now();
@@ -493,11 +504,7 @@ json run_experiment(const std::string& name, const ReproOptions& o) {
   else if (name == "cz") r = cz(o);
   else if (name == "vs-grape") r = vs_grape(o);
   else if (name == "lemmas") r = lemmas_experiment(o);
-  else {
-    std::string names;
-    for (const auto& n : experiment_names()) names += (names.empty() ? "" : ", ") + n;
-    throw ConfigError("reproduce: unknown experiment '" + name + "' (experiments: " + names + ", all)");
-  }
+  else check_experiment(name);
   json result = {{"experiment", name},
                  {"paper", kPaper[name]},
                  {"ours", r},

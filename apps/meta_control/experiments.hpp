@@ -27,6 +27,9 @@ struct ReproOptions {
 // gap-vs-k, gap-vs-variance, out-of-distribution, cz, vs-grape, lemmas.
 const std::vector<std::string>& experiment_names();
 
+// ConfigError naming the experiments (and "all") unless `name` is one of them.
+void check_experiment(const std::string& name);
+
 // Runs one experiment (policies it needs are trained once into <out>/models/ and reused by
 // the next experiment that asks for the same configuration). Throws ConfigError for an
 // unknown name.

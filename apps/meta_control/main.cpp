@@ -3,7 +3,7 @@
 //   qfleet-meta                          # the embedded default ("fast" preset)
 //   qfleet-meta --preset paper           # the paper's setting: 1000 iterations, 32 tasks, 5 inner steps
 //   qfleet-meta --config run.json --set algorithm=reptile --set iterations=500
-//   qfleet-meta --resume                 # continue from <output_dir>/checkpoint.json
+//   qfleet-meta --resume                 # continue from <output_dir>/checkpoint.pt
 //
 // The command line itself is cli.cpp, shared with `python -m qfleet.meta_control`.
 #include "cli.hpp"

@@ -209,22 +209,16 @@ class MetaTraining {
  public:
   MetaTraining(Trainer& tr, const Config& cfg, const RunOptions& options, bool lead, const fs::path& out)
       : tr_(tr), cfg_(cfg), options_(options), lead_(lead),
-        ck_path_((out / "checkpoint.json").string()), log_path_((out / "train_log.jsonl").string()) {}
+        ck_path_((out / kCheckpointFile).string()), log_path_((out / "train_log.jsonl").string()) {}
 
   int64_t resume() {
     if (options_.resume) {
+      const fs::path old_format = fs::path(ck_path_).parent_path() / "checkpoint.json";
+      if (!fs::exists(ck_path_) && fs::exists(old_format))
+        throw ConfigError("resume: " + old_format.string() +
+                          " was written by an older qfleet (a JSON checkpoint, without a checksum); start the run again");
       if (!fs::exists(ck_path_)) throw ConfigError("resume: no checkpoint at " + ck_path_);
-      json ck;
-      try {
-        ck = json::parse(std::ifstream(ck_path_));
-      } catch (const json::exception& e) {
-        throw ConfigError("resume: cannot read " + ck_path_ + ": " + e.what());
-      }
-      try {
-        t_.it = tr_.restore(ck, t_.curve, t_.train_s);
-      } catch (const json::exception& e) {  // a key missing or of another type in a file whose digest matched
-        throw ConfigError("resume: " + ck_path_ + " lacks what a checkpoint holds: " + e.what());
-      }
+      t_.it = tr_.restore(ck_path_, t_.curve, t_.train_s);
     } else if (lead_) {
       fs::remove(log_path_);  // the meter appends: a fresh run starts a fresh log
     }
@@ -259,7 +253,7 @@ class MetaTraining {
 
   void checkpoint(int64_t done) {
     t_.train_s = train_s0_ + seconds_since(t_train_);
-    if (lead_) write_file_atomic(ck_path_, tr_.checkpoint(done, t_.curve, t_.train_s).dump());
+    if (lead_) tr_.save(ck_path_, done, t_.curve, t_.train_s);
   }
 
   Training finish(const app::Loop& loop) {
@@ -452,7 +446,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
   }
   if (group) group->barrier();
   if (!result.complete) {
-    result.report = {{"stopped_at_iteration", t.it}, {"checkpoint", (out / "checkpoint.json").string()}};
+    result.report = {{"stopped_at_iteration", t.it}, {"checkpoint", (out / kCheckpointFile).string()}};
     return result;
   }
   const Baselines b = evaluate_against_baselines(tr, cfg);

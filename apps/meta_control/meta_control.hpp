@@ -198,7 +198,7 @@ struct RunResult {
 };
 
 // Trains, runs the baselines, writes report.json, pulses.csv/json, eval/*.json and
-// checkpoint.json into cfg.output_dir. Throws ConfigError for bad configurations.
+// checkpoint.pt into cfg.output_dir. Throws ConfigError for bad configurations.
 RunResult run(const Config& cfg, const RunOptions& options);
 
 class Trainer;

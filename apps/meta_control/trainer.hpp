@@ -5,7 +5,6 @@
 #pragma once
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <c10/util/hash.h>
 
 #include <chrono>
 #include <cmath>
@@ -28,9 +27,8 @@ using torch::Tensor;
 namespace training {
 
 using Clock = std::chrono::steady_clock;
-// Version 2: with the SHA-1 of its content (Trainer::checkpoint_digest).
-inline constexpr const char* kCheckpointFormat = "qfleet-meta-checkpoint/2";
-
+// In the output folder: the checkpoint (Trainer::save), the file every app's resume reads.
+inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 inline json tensor_flat(const Tensor& t) {
@@ -41,41 +39,6 @@ inline json tensor_flat(const Tensor& t) {
 inline Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
   const auto v = a.get<std::vector<double>>();
   return torch::tensor(v, torch::kFloat64).to(dtype);
-}
-
-// The meta-optimizer's state of `param` as the checkpoint holds it ({"step", "m", "v"}), and
-// back: torch::optim::Adam (AdamParamState) or AdamW (AdamWParamState), the same three fields.
-template <class State>
-json adam_state_json(const torch::optim::Optimizer& opt, const Tensor& param) {
-  const auto it = opt.state().find(param.unsafeGetTensorImpl());
-  if (it == opt.state().end()) return {{"step", 0}, {"m", json::array()}, {"v", json::array()}};
-  const auto& st = static_cast<const State&>(*it->second);
-  return {{"step", st.step()}, {"m", tensor_flat(st.exp_avg())}, {"v", tensor_flat(st.exp_avg_sq())}};
-}
-
-template <class State>
-void restore_adam_state(torch::optim::Optimizer& opt, const Tensor& param, const json& state, torch::ScalarType dtype) {
-  opt.state().erase(param.unsafeGetTensorImpl());
-  const int64_t step = state.at("step");
-  if (step == 0) return;
-  auto st = std::make_unique<State>();
-  st->step(step);
-  st->exp_avg(flat_tensor(state.at("m"), dtype).to(param.device()));
-  st->exp_avg_sq(flat_tensor(state.at("v"), dtype).to(param.device()));
-  if (st->exp_avg().numel() != param.numel() || st->exp_avg_sq().numel() != param.numel())
-    throw ConfigError("resume: the checkpoint's optimizer state has the wrong size");
-  opt.state()[param.unsafeGetTensorImpl()] = std::move(st);
-}
-
-inline std::vector<uint8_t> generator_bytes(const at::Generator& gen) {
-  const Tensor state = gen.get_state();
-  const auto* bytes = state.data_ptr<uint8_t>();
-  return std::vector<uint8_t>(bytes, bytes + state.numel());
-}
-
-inline void set_generator_bytes(at::Generator& gen, const json& bytes) {
-  const auto b = bytes.get<std::vector<uint8_t>>();
-  gen.set_state(torch::tensor(std::vector<int64_t>(b.begin(), b.end())).to(torch::kUInt8));
 }
 
 inline json curve_json(const std::vector<CurvePoint>& curve) {
@@ -359,89 +322,86 @@ class Trainer {
             {"fresh_tasks", cfg_.validation_tasks}};
   }
 
-  json checkpoint(int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
-    json ck = {{"format", kCheckpointFormat},
-               {"config", cfg_.json},
-               {"iteration", iteration},
-               {"theta", tensor_flat(theta_)},
-               {"adam", optimizer_state()},
-               {"generator_state", generator_bytes(task_gen_)},
-               {"fresh_generator_state", generator_bytes(fresh_gen_)},
-               {"curve", curve_json(curve)},
-               {"train_seconds", train_s}};
-    if (best_theta_.defined()) ck["best"] = {{"theta", tensor_flat(best_theta_)}, {"state", best_json()}};
-    ck["sha1"] = checkpoint_digest(ck);
-    return ck;
-  }
-
-  // The SHA-1 of the checkpoint's text without its "sha1" key (keys in order, numbers as
-  // nlohmann writes them: the same text after a round trip through a file). It catches a
-  // damaged or edited file; like any digest stored with the file, not a forgery.
-  static std::string checkpoint_digest(json ck) {
-    ck.erase("sha1");
-    return c10::sha1(ck.dump()).str();
+  // A checkpoint (train::save_checkpoint: one file with the SHA-1 of its content): theta and
+  // the best parameters, the meta-optimizer, both task generators, and as texts the whole
+  // configuration and the run's records (curve, training seconds, the best's state). Its
+  // hashed configuration is the keys a resume may not change (resumable_key).
+  void save(const std::string& path, int64_t iteration, const std::vector<CurvePoint>& curve, double train_s) const {
+    std::string config = cfg_.json.dump();
+    std::string records = json{{"curve", curve_json(curve)},
+                               {"train_seconds", train_s},
+                               {"best", best_theta_.defined() ? best_json() : json(nullptr)}}
+                              .dump();
+    Tensor best = best_theta_.defined() ? best_theta_ : torch::zeros_like(theta_);
+    auto state = train_state(best);
+    state.step = iteration;
+    state.texts = {{"config", &config}, {"records", &records}};
+    qfleet::train::save_checkpoint(path, state);
   }
 
   // Restores a checkpoint: returns the iteration it was taken at.
-  int64_t restore(const json& ck, std::vector<CurvePoint>& curve, double& train_s) {
-    if (!ck.is_object() || ck.value("format", "") != kCheckpointFormat)
-      throw ConfigError(ck.is_object() && ck.value("format", "") == "qfleet-meta-checkpoint/1"
-                            ? "resume: the checkpoint was written by an older qfleet, without a checksum; start the run again"
-                            : "resume: the checkpoint is not a qfleet-meta checkpoint (format key)");
-    if (!ck.contains("sha1") || ck.at("sha1") != checkpoint_digest(ck))
-      throw ConfigError("resume: the checkpoint is damaged or was edited: its SHA-1 does not match its content");
-    std::string differ;
-    for (const auto& [k, v] : cfg_.json.items())
-      if ((!resumable_key(k) || (k == "iterations" && cfg_.meta_lr_schedule == "cosine")) &&
-          (!ck.at("config").contains(k) || ck.at("config").at(k) != v))
-        differ += (differ.empty() ? "" : ", ") + k + " (checkpoint " + (ck.at("config").contains(k) ? ck.at("config").at(k).dump() : "absent") + ", now " + v.dump() + ")";
-    if (!differ.empty())
-      throw ConfigError("resume: the configuration differs from the checkpoint's in " + differ +
-                        "; only iterations (not with the cosine schedule, which spans them), output_dir, "
-                        "checkpoint_every, threads, device and the baselines' settings may change");
-    const int64_t it = ck.at("iteration");
-    if (it > cfg_.iterations)
-      throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(it) + ", beyond iterations = " +
-                        std::to_string(cfg_.iterations));
-    const Tensor theta = flat_tensor(ck.at("theta"), problem_.dtype());
-    if (theta.numel() != policy_.size()) throw ConfigError("resume: the checkpoint's policy has the wrong size");
-    {
-      torch::NoGradGuard ng;
-      theta_.copy_(theta);  // in place: the optimizer holds theta_
+  int64_t restore(const std::string& path, std::vector<CurvePoint>& curve, double& train_s) {
+    std::string config, records;
+    Tensor best = torch::zeros_like(theta_);
+    auto state = train_state(best);
+    state.texts = {{"config", &config}, {"records", &records}};
+    try {
+      qfleet::train::load_checkpoint(path, state);
+    } catch (const qfleet::train::CheckpointConfigError& e) {
+      throw ConfigError(std::string("resume: ") + e.what() +
+                        " (only iterations, not with the cosine schedule which spans them, output_dir, "
+                        "checkpoint_every, threads, device and the baselines' settings may change)");
+    } catch (const qfleet::train::CheckpointError& e) {
+      throw ConfigError(std::string("resume: ") + e.what());
     }
-    if (cfg_.meta_optimizer == "adamw")
-      restore_adam_state<torch::optim::AdamWParamState>(*opt_, theta_, ck.at("adam"), problem_.dtype());
-    else
-      restore_adam_state<torch::optim::AdamParamState>(*opt_, theta_, ck.at("adam"), problem_.dtype());
-    set_generator_bytes(task_gen_, ck.at("generator_state"));
-    if (ck.contains("fresh_generator_state")) set_generator_bytes(fresh_gen_, ck.at("fresh_generator_state"));
-    if (ck.contains("best")) {
-      best_theta_ = flat_tensor(ck.at("best").at("theta"), problem_.dtype());
-      best_iteration_ = ck.at("best").at("state").at("iteration");
-      best_fidelity_ = ck.at("best").at("state").at("fresh_validation_fidelity");
+    if (state.step > cfg_.iterations)
+      throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(state.step) +
+                        ", beyond iterations = " + std::to_string(cfg_.iterations));
+    const json r = json::parse(records, nullptr, false);
+    try {
+      curve.clear();
+      for (const auto& p : r.at("curve"))
+        curve.push_back({p.at("iteration"),
+                         p.at("train_fidelity").is_null() ? std::nan("") : p.at("train_fidelity").get<double>(),
+                         p.at("val_before"), p.at("val_after")});
+      train_s = r.at("train_seconds");
+      best_theta_ = r.at("best").is_null() ? Tensor() : best;
+      if (best_theta_.defined()) {
+        best_iteration_ = r.at("best").at("iteration");
+        best_fidelity_ = r.at("best").at("fresh_validation_fidelity");
+      }
+    } catch (const json::exception& e) {  // a file whose digest matched but whose records lack a key
+      throw ConfigError("resume: " + path + ": its records lack what a checkpoint holds: " + e.what());
     }
-    curve.clear();
-    for (const auto& p : ck.at("curve"))
-      curve.push_back({p.at("iteration"), p.at("train_fidelity").is_null() ? std::nan("") : p.at("train_fidelity").get<double>(),
-                       p.at("val_before"), p.at("val_after")});
-    train_s = ck.at("train_seconds");
-    return it;
+    return state.step;
   }
 
   Tensor theta() const { return theta_; }
   const Tensor& val_noise() const { return val_noise_; }
 
  private:
+  // The keys a resume may not change, as the checkpoint's hashed configuration.
+  std::string fixed_config() const {
+    json j = json::object();
+    for (const auto& [k, v] : cfg_.json.items())
+      if (!resumable_key(k) || (k == "iterations" && cfg_.meta_lr_schedule == "cosine")) j[k] = v;
+    return j.dump();
+  }
+  // What save and restore share (`best` is the best parameters' slot).
+  qfleet::train::TrainState train_state(const Tensor& best) const {
+    qfleet::train::TrainState s;
+    s.config = fixed_config();
+    s.optimizers = {{"meta", opt_.get()}};
+    s.generators = {{"tasks", task_gen_}, {"fresh_tasks", fresh_gen_}};
+    s.tensors = {{"theta", theta_}, {"best_theta", best}};
+    return s;
+  }
   void make_optimizer() {
     if (cfg_.meta_optimizer == "adamw")
       opt_ = std::make_unique<torch::optim::AdamW>(
           std::vector<Tensor>{theta_}, torch::optim::AdamWOptions(cfg_.meta_lr).weight_decay(cfg_.weight_decay));
     else
       opt_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
-  }
-  json optimizer_state() const {
-    return cfg_.meta_optimizer == "adamw" ? adam_state_json<torch::optim::AdamWParamState>(*opt_, theta_)
-                                          : adam_state_json<torch::optim::AdamParamState>(*opt_, theta_);
   }
 
   const Config& cfg_;

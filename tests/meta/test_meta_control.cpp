@@ -3,7 +3,6 @@
 // meta-gradient against finite differences of the MAML objective, a seeded
 // training run, checkpoint/resume equivalence, and the exported pulses fed back
 // through the real `qfleet eval`.
-#include <c10/util/hash.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +46,11 @@ std::string fresh_dir(const std::string& name) {
 json read_json(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
+}
+
+// The meta-parameters a run's checkpoint holds.
+torch::Tensor theta_of(const std::string& dir) {
+  return qfleet::train::read_checkpoint(dir + "/checkpoint.pt").tensors.at("theta");
 }
 
 // A small, quick configuration (the physics is the paper's; the policy is small).
@@ -268,8 +272,7 @@ TEST(MetaRun, ResumeGivesTheUninterruptedResult) {
     ASSERT_TRUE(rest.complete);
     EXPECT_EQ(whole.report["curve"], rest.report["curve"]);
     EXPECT_EQ(whole.report["validation"], rest.report["validation"]);
-    EXPECT_EQ(read_json(a["output_dir"].get<std::string>() + "/checkpoint.json")["theta"],
-              read_json(b["output_dir"].get<std::string>() + "/checkpoint.json")["theta"]);
+    EXPECT_TRUE(torch::equal(theta_of(a["output_dir"]), theta_of(b["output_dir"])));
   }
 }
 
@@ -291,20 +294,23 @@ TEST(MetaRun, ResumeRejectsAChangedConfiguration) {
   EXPECT_THROW(qfleet::meta::run(config(none), resume), ConfigError);
 }
 
-TEST(MetaRun, ResumeRefusesAnEditedOrIncompleteCheckpoint) {
-  // The checkpoint carries the SHA-1 of its content: a changed parameter is refused with
-  // one line instead of resuming a different run; a key missing from a file whose digest
-  // was recomputed is a clear error, not undefined behaviour.
+TEST(MetaRun, ResumeRefusesADamagedOrOldCheckpoint) {
+  // The checkpoint is train::save_checkpoint's file, with the SHA-1 of its content: a changed
+  // parameter is refused with one line instead of resuming a different run (bytes flipped in
+  // general: tests/torch/test_train_state.cpp); a JSON checkpoint of an older qfleet is named.
   json b = small(fresh_dir("edited"));
   qfleet::meta::RunOptions stop;
   stop.stop_after = 2;
   qfleet::meta::run(config(b), stop);
-  const std::string ck_path = b["output_dir"].get<std::string>() + "/checkpoint.json";
-  const json ck = read_json(ck_path);
+  const std::string dir = b["output_dir"], ck_path = dir + "/checkpoint.pt";
+  std::string bytes;
+  {
+    std::ifstream in(ck_path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   qfleet::meta::RunOptions resume;
   resume.resume = true;
-  auto refused = [&](const json& doc, const std::string& part) {
-    std::ofstream(ck_path) << doc.dump();
+  auto refused = [&](const std::string& part) {
     try {
       qfleet::meta::run(config(b), resume);
       ADD_FAILURE() << "resumed from a checkpoint that should be refused (" << part << ")";
@@ -312,17 +318,20 @@ TEST(MetaRun, ResumeRefusesAnEditedOrIncompleteCheckpoint) {
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
     }
   };
-  json edited = ck;
-  edited["theta"][0] = edited["theta"][0].get<double>() + 1e-3;
-  refused(edited, "its SHA-1 does not match its content");
-  json incomplete = ck;
-  incomplete.erase("iteration");
-  incomplete.erase("sha1");
-  incomplete["sha1"] = c10::sha1(incomplete.dump()).str();  // the digest as docs/meta_control.md defines it
-  refused(incomplete, "lacks what a checkpoint holds");
-  json old = ck;
-  old["format"] = "qfleet-meta-checkpoint/1";
-  refused(old, "older qfleet");
+  const torch::Tensor theta = theta_of(dir).contiguous();
+  const std::string raw(static_cast<const char*>(theta.data_ptr()), std::size_t(theta.numel() * theta.element_size()));
+  const std::size_t at = bytes.find(raw);
+  ASSERT_NE(at, std::string::npos) << "the parameters' bytes are not in the file";
+  std::string edited = bytes;
+  edited[at] = char(edited[at] ^ 1);  // the lowest bit of the first parameter
+  std::ofstream(ck_path, std::ios::binary) << edited;
+  refused("is damaged: its content's SHA-1");
+  fs::remove(ck_path);
+  std::ofstream(dir + "/checkpoint.json") << "{\"format\": \"qfleet-meta-checkpoint/2\"}";
+  refused("written by an older qfleet (a JSON checkpoint");
+  fs::remove(dir + "/checkpoint.json");
+  std::ofstream(ck_path, std::ios::binary) << bytes;  // the undamaged file resumes
+  EXPECT_TRUE(qfleet::meta::run(config(b), resume).complete);
 }
 
 // --nproc: the meta-batch split over processes gives one process's parameters (the
@@ -350,8 +359,8 @@ TEST(MetaRun, TwoProcessesGiveTheOneProcessResult) {
     EXPECT_EQ(a["validation"], b["validation"]);
     EXPECT_EQ(a["curve"], b["curve"]);
     EXPECT_EQ(a["validation"], d["validation"]);
-    EXPECT_EQ(read_json(one + "/checkpoint.json")["theta"], read_json(two + "/checkpoint.json")["theta"]);
-    EXPECT_EQ(read_json(one + "/checkpoint.json")["theta"], read_json(cut + "/checkpoint.json")["theta"]);
+    EXPECT_TRUE(torch::equal(theta_of(one), theta_of(two)));
+    EXPECT_TRUE(torch::equal(theta_of(one), theta_of(cut)));
   }
   const auto r = qfleet_test::run_program(QFLEET_META_PATH, {"--set", "meta_batch=2", "--nproc", "3", "--quiet"});
   EXPECT_EQ(r.status, 2);

@@ -118,7 +118,17 @@ TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) 
   const auto before = other.model.parameters()[0].clone();
   auto changed = other.state(0);
   changed.config = "{\"lr\": 0.1}";
-  expect_error(ck, changed, "another configuration");
+  expect_error(ck, changed, "it differs in lr (checkpoint 0.05, now 0.1)");
+  changed.config = "{\"lr\": 0.05, \"depth\": 2}";
+  expect_error(ck, changed, "it differs in depth (checkpoint absent, now 2)");
+  changed.config = "not json";  // texts that are not JSON objects: the hashes
+  expect_error(ck, changed, "another configuration (hash ");
+  try {
+    tr::load_checkpoint(ck, changed);
+  } catch (const tr::CheckpointConfigError&) {
+  } catch (...) {
+    ADD_FAILURE() << "another configuration is not a CheckpointConfigError";
+  }
   auto extra = other.state(0);
   torch::Tensor buffer = torch::zeros({2});
   extra.tensors = {{"buffer", buffer}};
@@ -179,6 +189,47 @@ TEST(TrainCheckpoint, TensorsRoundTripAndAWrongShapeIsNamed) {
   torch::Tensor wrong = torch::zeros({3}, torch::kFloat64);
   r.tensors = {{"t", wrong}};
   EXPECT_THROW(tr::load_checkpoint(ck, r), tr::CheckpointError);
+  fs::remove_all(dir);
+}
+
+TEST(TrainCheckpoint, TextsRoundTripAndTheContentsReadWithoutARun) {
+  const fs::path dir = temp_dir("texts");
+  const std::string ck = (dir / "ck.pt").string();
+  std::string curve = "[{\"step\": 1, \"loss\": 0.5}]", note = "";  // an empty text is a text
+  torch::Tensor theta = torch::arange(4, torch::kFloat64);
+  tr::TrainState s;
+  s.step = 3;
+  s.config = "{\"lr\": 0.1}";
+  s.tensors = {{"theta", theta}};
+  s.texts = {{"curve", &curve}, {"note", &note}};
+  tr::save_checkpoint(ck, s);
+
+  std::string curve_back = "old", note_back = "old";
+  torch::Tensor theta_back = torch::zeros({4}, torch::kFloat64);
+  tr::TrainState r;
+  r.config = s.config;
+  r.tensors = {{"theta", theta_back}};
+  r.texts = {{"curve", &curve_back}, {"note", &note_back}};
+  tr::load_checkpoint(ck, r);
+  EXPECT_EQ(curve_back, curve);
+  EXPECT_EQ(note_back, "");
+  EXPECT_TRUE(torch::equal(theta_back, theta));
+
+  const tr::CheckpointContents c = tr::read_checkpoint(ck);
+  EXPECT_EQ(c.step, 3);
+  EXPECT_EQ(c.config, s.config);
+  EXPECT_EQ(c.texts.size(), 2u);
+  EXPECT_EQ(c.texts.at("curve"), curve);
+  ASSERT_EQ(c.tensors.count("theta"), 1u);
+  EXPECT_TRUE(torch::equal(c.tensors.at("theta"), theta));
+
+  std::string absent;  // a text the file lacks: refused, the strings unchanged
+  r.texts = {{"curve", &curve_back}, {"absent", &absent}};
+  curve_back = "unchanged";
+  EXPECT_THROW(tr::load_checkpoint(ck, r), tr::CheckpointError);
+  EXPECT_EQ(curve_back, "unchanged");
+  std::ofstream(dir / "junk.pt") << "not a checkpoint";
+  EXPECT_THROW(tr::read_checkpoint((dir / "junk.pt").string()), tr::CheckpointError);
   fs::remove_all(dir);
 }
 

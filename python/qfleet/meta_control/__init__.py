@@ -7,7 +7,7 @@ give the same report. Python keeps what is Python's: the plots (plot.py).
 
     from qfleet import meta_control as mc
     cfg = mc.make_config(mc.resolve_config({}, "fast", ["iterations=50"]))
-    result = mc.run(cfg, progress=True)  # writes report.json, pulses, eval/, checkpoint.json
+    result = mc.run(cfg, progress=True)  # writes report.json, pulses, eval/, checkpoint.pt
     result.report["validation"]["mean_gap"]
 """
 import json
@@ -86,7 +86,7 @@ class RunResult:
 def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: bool = False,
         app: str = "qfleet.meta_control") -> RunResult:
     """Trains, runs the baselines and writes report.json, pulses.csv/json, eval/*.json and
-    checkpoint.json into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
+    checkpoint.pt into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
     text, complete = _config_call(_ops().run, json.dumps(cfg.json), resume, stop_after, progress, app)
     return RunResult(json.loads(text), bool(complete))
 

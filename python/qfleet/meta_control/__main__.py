@@ -3,7 +3,7 @@
     python -m qfleet.meta_control                     # the default ("fast" preset)
     python -m qfleet.meta_control --preset paper      # 1000 iterations, 32 tasks, 5 inner steps
     python -m qfleet.meta_control --config run.json --set algorithm=reptile --set iterations=500
-    python -m qfleet.meta_control --resume            # continue from <output_dir>/checkpoint.json
+    python -m qfleet.meta_control --resume            # continue from <output_dir>/checkpoint.pt
 """
 from .. import _lib
 from . import main

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -222,6 +223,10 @@ class DeviceOptimizer {
 struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The checkpoint was written by another configuration (its text's hash differs).
+struct CheckpointConfigError : CheckpointError {
+  using CheckpointError::CheckpointError;
+};
 
 // What a checkpoint holds. The pointers name live objects: save_checkpoint reads
 // them, load_checkpoint restores into them. The default CPU generator and every CUDA
@@ -235,6 +240,7 @@ struct TrainState {
   std::vector<std::pair<std::string, DeviceOptimizer*>> device_optimizers;
   std::vector<std::pair<std::string, at::Generator>> generators;
   std::vector<std::pair<std::string, torch::Tensor>> tensors;  // restored in place (same shape and dtype)
+  std::vector<std::pair<std::string, std::string*>> texts;     // a run's own records (a curve as JSON, ...): restored into the strings
 };
 
 // FNV-1a 64 of the text, as 16 hex digits.
@@ -244,9 +250,19 @@ std::string config_hash(const std::string& config);
 void save_checkpoint(const std::string& path, const TrainState& state);
 // Restores everything `state` names and sets state.step; CheckpointError with the path
 // and the reason for a missing, damaged (content not matching its SHA-1) or foreign
-// file, a configuration hash that differs, or an entry that is missing or does not fit.
-// Nothing is restored unless the whole file checks.
+// file, or an entry that is missing or does not fit; CheckpointConfigError for a
+// configuration hash that differs (naming the keys that differ when both texts are JSON
+// objects). Nothing is restored unless the whole file checks.
 void load_checkpoint(const std::string& path, TrainState& state);
+// What a checkpoint holds, read without a run to restore into (its digest checked as
+// load_checkpoint checks it): to look at a finished run's parameters or records.
+struct CheckpointContents {
+  int64_t step = 0;
+  std::string config;  // empty for a checkpoint written before the text was kept
+  std::map<std::string, std::string> texts;
+  std::map<std::string, torch::Tensor> tensors;  // on the CPU
+};
+CheckpointContents read_checkpoint(const std::string& path);
 
 // ---- device and batch choice (resources.cpp) -------------------------------------
 

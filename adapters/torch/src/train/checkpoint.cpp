@@ -11,6 +11,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "qfleet/train.hpp"
 #include "first_line.hpp"
 
@@ -61,6 +63,7 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
   ar.write("qfleet.format", c10::IValue(std::string(kFormat)));
   ar.write("qfleet.step", c10::IValue(state.step));
   ar.write("qfleet.config_hash", c10::IValue(config_hash(state.config)));
+  ar.write("qfleet.config", c10::IValue(state.config));  // to name what differs on a refused resume
   for (const auto& [name, m] : state.modules) {
     torch::serialize::OutputArchive sub;
     m->save(sub);
@@ -85,6 +88,7 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
   for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
   for (auto& [name, g] : gens) ar.write("rng." + name, generator_state(g));
   for (const auto& [name, t] : state.tensors) ar.write("tensor." + name, t.detach().cpu());
+  for (const auto& [name, text] : state.texts) ar.write("text." + name, c10::IValue(*text));
   std::ostringstream content;
   ar.save_to(content);
   const std::string payload = content.str();
@@ -98,57 +102,109 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
   write_file_atomic(path, os.str());
 }
 
-void load_checkpoint(const std::string& path, TrainState& state) {
-  auto fail = [&](const std::string& why) { return CheckpointError("checkpoint " + path + ": " + why); };
+namespace {
+
+CheckpointError failure(const std::string& path, const std::string& why) {
+  return CheckpointError("checkpoint " + path + ": " + why);
+}
+
+// The content archive of a sealed checkpoint, its SHA-1 checked and its format entry read.
+// Returns the content's bytes, kept by the caller as long as `ar` is read.
+std::string open_checkpoint(const std::string& path, torch::serialize::InputArchive& ar) {
+  auto fail = [&](const std::string& why) { return failure(path, why); };
   if (!std::filesystem::exists(path)) throw CheckpointError("no checkpoint at " + path);
-  torch::serialize::InputArchive sealed, ar;
+  torch::serialize::InputArchive sealed;
   torch::Tensor content;
   try {
     sealed.load_from(path);
   } catch (const c10::Error& e) {
     throw fail("cannot be read: not a checkpoint or damaged (" + first_line(e.what()) + ")");
   }
-  {
-    c10::IValue format, digest;
-    if (!sealed.try_read("qfleet.format", format) || !format.isString())
-      throw fail("is not a qfleet training checkpoint (format entry)");
-    if (format.toStringRef() == kFormat)
-      throw fail("was written by an older qfleet, without a checksum of its content; start the run again");
-    if (format.toStringRef() != kSealedFormat) throw fail("is not a qfleet training checkpoint (format entry)");
-    try {
-      if (!sealed.try_read("qfleet.sha1", digest) || !digest.isString() || !sealed.try_read("qfleet.content", content) ||
-          content.scalar_type() != torch::kUInt8 || content.dim() != 1)
-        throw fail("is damaged: its content or checksum entry is missing");
-    } catch (const c10::Error& e) {
-      throw fail("is damaged: " + first_line(e.what()));
-    }
-    content = content.contiguous();
-    const std::string bytes(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
-    const std::string actual = c10::sha1(bytes).str();
-    if (actual != digest.toStringRef())
-      throw fail("is damaged: its content's SHA-1 is " + actual + ", the checkpoint says " + digest.toStringRef());
-  }
+  c10::IValue format, digest;
+  if (!sealed.try_read("qfleet.format", format) || !format.isString())
+    throw fail("is not a qfleet training checkpoint (format entry)");
+  if (format.toStringRef() == kFormat)
+    throw fail("was written by an older qfleet, without a checksum of its content; start the run again");
+  if (format.toStringRef() != kSealedFormat) throw fail("is not a qfleet training checkpoint (format entry)");
   try {
-    ar.load_from(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
+    if (!sealed.try_read("qfleet.sha1", digest) || !digest.isString() || !sealed.try_read("qfleet.content", content) ||
+        content.scalar_type() != torch::kUInt8 || content.dim() != 1)
+      throw fail("is damaged: its content or checksum entry is missing");
+  } catch (const c10::Error& e) {
+    throw fail("is damaged: " + first_line(e.what()));
+  }
+  content = content.contiguous();
+  std::string bytes(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
+  const std::string actual = c10::sha1(bytes).str();
+  if (actual != digest.toStringRef())
+    throw fail("is damaged: its content's SHA-1 is " + actual + ", the checkpoint says " + digest.toStringRef());
+  try {
+    ar.load_from(bytes.data(), bytes.size());
   } catch (const c10::Error& e) {
     throw fail("cannot be read: " + first_line(e.what()));
   }
-  auto ivalue = [&](const std::string& key) {
-    c10::IValue v;
-    if (!ar.try_read(key, v)) throw fail("has no entry '" + key + "'");
-    return v;
-  };
-  const c10::IValue format = ivalue("qfleet.format");
-  if (!format.isString() || format.toStringRef() != kFormat)
+  c10::IValue inner;
+  if (!ar.try_read("qfleet.format", inner) || !inner.isString() || inner.toStringRef() != kFormat)
     throw fail("is not a qfleet training checkpoint (format entry)");
-  const c10::IValue step = ivalue("qfleet.step"), hash = ivalue("qfleet.config_hash");
-  if (!step.isInt() || step.toInt() < 0) throw fail("has no valid step");
-  const std::string now = config_hash(state.config);
-  if (!hash.isString() || hash.toStringRef() != now)
-    throw fail("was written by another configuration (hash " + (hash.isString() ? hash.toStringRef() : "?") +
-               ", this run's " + now + "); resume with the configuration that wrote it");
+  return bytes;
+}
 
-  // Read every tensor entry before changing anything, so a bad file leaves the run as it was.
+c10::IValue entry(torch::serialize::InputArchive& ar, const std::string& path, const std::string& key) {
+  c10::IValue v;
+  if (!ar.try_read(key, v)) throw failure(path, "has no entry '" + key + "'");
+  return v;
+}
+
+int64_t read_step(torch::serialize::InputArchive& ar, const std::string& path) {
+  const c10::IValue step = entry(ar, path, "qfleet.step");
+  if (!step.isInt() || step.toInt() < 0) throw failure(path, "has no valid step");
+  return step.toInt();
+}
+
+// The configuration text the checkpoint kept ("" if written before it was kept).
+std::string saved_config(torch::serialize::InputArchive& ar) {
+  c10::IValue v;
+  return ar.try_read("qfleet.config", v) && v.isString() ? v.toStringRef() : std::string();
+}
+
+// "key (checkpoint A, now B), ..." when both texts are JSON objects; "" otherwise.
+std::string differing_keys(const std::string& saved, const std::string& now) {
+  const auto a = nlohmann::json::parse(saved, nullptr, false), b = nlohmann::json::parse(now, nullptr, false);
+  if (!a.is_object() || !b.is_object()) return "";
+  std::string out;
+  auto add = [&](const std::string& key) {
+    out += (out.empty() ? "" : ", ") + key + " (checkpoint " + (a.contains(key) ? a[key].dump() : "absent") +
+           ", now " + (b.contains(key) ? b[key].dump() : "absent") + ")";
+  };
+  for (const auto& [k, v] : b.items())
+    if (!a.contains(k) || a[k] != v) add(k);
+  for (const auto& [k, v] : a.items())
+    if (!b.contains(k)) add(k);
+  return out;
+}
+
+void check_config(torch::serialize::InputArchive& ar, const std::string& path, const std::string& config) {
+  const c10::IValue hash = entry(ar, path, "qfleet.config_hash");
+  const std::string now = config_hash(config);
+  if (hash.isString() && hash.toStringRef() == now) return;
+  const std::string keys = differing_keys(saved_config(ar), config);
+  throw CheckpointConfigError(
+      "checkpoint " + path + ": was written by another configuration (" +
+      (keys.empty() ? "hash " + (hash.isString() ? hash.toStringRef() : std::string("?")) + ", this run's " + now
+                    : "it differs in " + keys) +
+      "); resume with the configuration that wrote it");
+}
+
+}  // namespace
+
+void load_checkpoint(const std::string& path, TrainState& state) {
+  auto fail = [&](const std::string& why) { return failure(path, why); };
+  torch::serialize::InputArchive ar;
+  const std::string bytes = open_checkpoint(path, ar);
+  const int64_t step = read_step(ar, path);
+  check_config(ar, path, state.config);
+
+  // Read every entry before changing anything, so a bad file leaves the run as it was.
   auto read_tensor = [&](const std::string& key) {
     torch::Tensor t;
     if (!ar.try_read(key, t)) throw fail("has no entry '" + key + "'");
@@ -172,6 +228,12 @@ void load_checkpoint(const std::string& path, TrainState& state) {
       throw fail("tensor '" + name + "' is " + c10::str(t.sizes(), " ", t.scalar_type()) + ", the run's is " +
                  c10::str(live.sizes(), " ", live.scalar_type()));
     tensors.push_back(t);
+  }
+  std::vector<std::string> texts;
+  for (const auto& [name, text] : state.texts) {
+    const c10::IValue v = entry(ar, path, "text." + name);
+    if (!v.isString()) throw fail("entry 'text." + name + "' is not a text");
+    texts.push_back(v.toStringRef());
   }
   auto sub_archive = [&](const std::string& key) {
     torch::serialize::InputArchive sub;
@@ -213,7 +275,26 @@ void load_checkpoint(const std::string& path, TrainState& state) {
   }
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < tensors.size(); ++i) state.tensors[i].second.copy_(tensors[i]);
-  state.step = step.toInt();
+  for (std::size_t i = 0; i < texts.size(); ++i) *state.texts[i].second = texts[i];
+  state.step = step;
+}
+
+CheckpointContents read_checkpoint(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  const std::string bytes = open_checkpoint(path, ar);
+  CheckpointContents c;
+  c.step = read_step(ar, path);
+  c.config = saved_config(ar);
+  for (const std::string& key : ar.keys()) {
+    if (key.rfind("text.", 0) == 0) {
+      const c10::IValue v = entry(ar, path, key);
+      if (v.isString()) c.texts[key.substr(5)] = v.toStringRef();
+    } else if (key.rfind("tensor.", 0) == 0) {
+      torch::Tensor t;
+      if (ar.try_read(key, t)) c.tensors[key.substr(7)] = t;
+    }
+  }
+  return c;
 }
 
 }  // namespace qfleet::train
