@@ -57,8 +57,18 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
   app.add_option("--paper-checkpoint", o.paper_checkpoint,
                  "the paper's trained policy as JSON (python -m qfleet.meta_control.paper_checkpoint FILE.pt OUT.json): "
                  "gap-vs-k and out-of-distribution evaluate it too");
+  bool print_config = false;
+  app.add_flag("--print-config", print_config, "print the settings as JSON and exit");
   if (const auto status = app::parse_command_line(app, prog + " reproduce", args)) return *status;
   return app::run_guarded(prog + " reproduce", [&] {
+    if (name != "all") check_experiment(name);
+    if (print_config) {
+      const nlohmann::json settings = {{"experiment", name}, {"out", o.out_dir},     {"tiny", o.tiny},
+                                       {"seed", o.seed},     {"threads", o.threads}, {"docs", docs},
+                                       {"paper_checkpoint", o.paper_checkpoint}};
+      std::printf("%s\n", settings.dump(2).c_str());
+      return 0;
+    }
     if (name == "all") {
       const auto r = reproduce_all(o);
       const std::string md = o.out_dir + "/reproduction.md";

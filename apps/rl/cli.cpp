@@ -83,6 +83,8 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
   bench_cmd->add_option("--steps", steps, "steps per repeat")->check(CLI::Range(1, 100000000));
   bench_cmd->add_option("--repeats", repeats, "repeats (the median is reported)")->check(CLI::Range(1, 1000));
   bench_cmd->add_flag("--json", as_json, "one JSON line");
+  bool bench_print = false;
+  bench_cmd->add_flag("--print-config", bench_print, "print the environment and the repeats as JSON and exit");
   auto* cmp_cmd = app.add_subcommand("compare", "PPO beside per-task GRAPE and the meta-learned policy on the same tasks");
   const app::Shell compare_shell(*cmp_cmd, schema(), false);
   int64_t meta_iterations = 300;
@@ -96,6 +98,10 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
       EnvConfig ec;
       ec.num_envs = 4096;
       for (const auto& s : env_sets) ec.set(s);
+      if (bench_print) {
+        std::cout << nlohmann::json{{"env", ec.to_json()}, {"steps", steps}, {"repeats", repeats}}.dump(2) << "\n";
+        return 0;
+      }
       return bench_env(ec, steps, repeats, as_json);
     }
     if (const auto status = shell.answer_printing()) return *status;
