@@ -116,3 +116,37 @@ def test_figures_say_what_the_run_did():
     fig = rl_plot.learning_curve_figure(plt, rl_report, None)
     assert len(fig.axes) == 2
     plt.close(fig)
+
+
+def test_pennylane_finds_the_devices_from_the_source_tree():
+    # With PYTHONPATH=python and nothing installed, qml.device("qfleet.qubit") works: the source
+    # tree declares the entry points (python/qfleet_source_tree-*.dist-info), at the pip
+    # package's version. The check names the source tree's entry, so an installed package
+    # cannot make it pass.
+    pytest.importorskip("pennylane")
+    build = _build_dir()
+    code = """
+import importlib.metadata as m, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+eps = [e for e in m.entry_points(group="pennylane.plugins") if e.name.startswith("qfleet.")]
+mine = {e.name: e for e in eps if pathlib.Path(str(e.dist.locate_file(""))).resolve() == root / "python"}
+assert set(mine) == {"qfleet.qubit", "qfleet.mixed"}, [(e.name, e.dist.locate_file("")) for e in eps]
+print(mine["qfleet.qubit"].dist.version)
+import pennylane as qml
+dev = qml.device("qfleet.qubit", wires=1)
+@qml.qnode(dev)
+def f():
+    qml.PauliX(0)
+    return qml.expval(qml.PauliZ(0))
+assert abs(float(f()) + 1) < 1e-12
+"""
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("QFLEET_") or k == "PYTHONPATH")}
+    env["PYTHONPATH"] = str(ROOT / "python")
+    if build != ROOT / "build":
+        env["QFLEET_BUILD_DIR"] = str(build)
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT.resolve())], capture_output=True, text=True,
+                       timeout=300, env=env, cwd=str(ROOT))
+    assert r.returncode == 0, r.stderr
+    version = next(line.split("=")[1].strip().strip('"') for line in (ROOT / "pyproject.toml").read_text().splitlines()
+                   if line.startswith("version"))
+    assert r.stdout.strip() == version, (r.stdout, version)

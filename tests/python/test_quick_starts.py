@@ -109,3 +109,18 @@ def test_the_pages_quick_starts_are_found():
         apps = [app_command(w) for w in quick_start(page)]
         assert any(a and a[0] == APPS[page] for a in apps), page
         assert any(w[:3] == ["python", "-m", f"qfleet.{page}"] for w in quick_start(page)), page
+
+
+def test_what_the_bare_binary_runs_is_what_the_pages_say():
+    # README: the main job is `qfleet-meta --preset main` (scripts/main.sh) and a bare
+    # `qfleet-meta` runs the schema's default preset; the app page says the same.
+    import json
+    default = json.loads((ROOT / "apps" / "meta_control" / "config.json").read_text())["default_preset"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "The main job is `qfleet-meta --preset main`" in readme
+    assert f"a bare `qfleet-meta` runs the preset `{default}`" in readme, default
+    assert "set -- --preset main" in (ROOT / "scripts" / "main.sh").read_text()
+    bare = [w for w in quick_start("meta_control") if w == ["./build/apps/meta_control/qfleet-meta"]]
+    assert bare, "docs/meta_control.md's quick start has no bare qfleet-meta line"
+    page = (ROOT / "docs" / "meta_control.md").read_text()
+    assert f'qfleet-meta                                  # the preset "{default}" (the default)' in page
