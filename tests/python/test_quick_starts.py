@@ -32,7 +32,11 @@ def quick_start(page):
     `a && b` split."""
     text = (ROOT / "docs" / f"{page}.md").read_text()
     start = text.index("```sh\n") + len("```sh\n")
-    block = text[start:text.index("```", start)].replace("\\\n", " ")
+    return commands_of(text[start:text.index("```", start)])
+
+
+def commands_of(block):
+    block = block.replace("\\\n", " ")
     commands = []
     for line in block.splitlines():
         for part in line.split("&&"):
@@ -43,11 +47,14 @@ def quick_start(page):
 
 
 def app_command(words):
-    """(app, argument list) for an app's own command line, else None."""
-    if words[0].startswith("./build/apps/"):
-        return pathlib.Path(words[0]).name, words[1:]
+    """(program, argument list) for an app's own command line, else None; the program is
+    the binary's path as written or the module of `python -m`."""
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words = words[1:]  # VAR=value before the command (the lines set nothing the replay needs)
+    if words and words[0].startswith("./build/apps/"):
+        return words[0], words[1:]
     if words[:2] == ["python", "-m"] and words[2] in {f"qfleet.{p}" for p in PAGES}:
-        return APPS[words[2].split(".")[1]], words[3:]
+        return words[2], words[3:]
     return None
 
 
@@ -72,32 +79,37 @@ def _installed():
     return r.returncode == 0
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_quick_start_command_parses_as_written(page, tmp_path):
-    build = _build_dir()
-    work = _workdir(tmp_path, build)
+def _replay(commands, where, work):
+    """Runs each app command of `commands` with --print-config; returns the lines it ran."""
     ran = []
-    for words in quick_start(page):
+    for words in commands:
         found = app_command(words)
         if not found:
             continue  # main.sh, plots, converters, benchmarks, torchrun: tested in their own files
-        app, args = found
+        program, args = found
         runs = []
-        if words[0].startswith("./build/"):
-            binary = work / words[0]
-            assert binary.exists(), f"docs/{page}.md names {words[0]}, which the build does not make"
+        if program.startswith("./build/"):
+            binary = work / program
+            assert binary.exists(), f"{where} names {program}, which the build does not make"
             runs.append(([str(binary), *args], _clean_env()))
         else:
-            runs.append(([sys.executable, "-m", words[2], *args], _clean_env(PYTHONPATH=str(ROOT / "python"))))
+            runs.append(([sys.executable, "-m", program, *args], _clean_env(PYTHONPATH=str(ROOT / "python"))))
             if _installed():
-                runs.append(([sys.executable, "-m", words[2], *args], _clean_env()))
+                runs.append(([sys.executable, "-m", program, *args], _clean_env()))
         for argv, env in runs:
             r = subprocess.run([*argv, "--print-config"], capture_output=True, text=True, timeout=120, env=env,
                                cwd=str(work))
             shown = " ".join(words)
-            assert r.returncode == 0, f"docs/{page}.md: `{shown}` --print-config: {r.stderr}"
+            assert r.returncode == 0, f"{where}: `{shown}` --print-config: {r.stderr}"
             assert r.stdout.lstrip().startswith("{"), f"`{shown}`: no configuration printed: {r.stdout[:200]}"
             ran.append(shown)
+    return ran
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_quick_start_command_parses_as_written(page, tmp_path):
+    work = _workdir(tmp_path, _build_dir())
+    ran = _replay(quick_start(page), f"docs/{page}.md", work)
     assert len(ran) >= 3, f"docs/{page}.md's quick start has {len(ran)} app commands: {ran}"
     assert sorted(p.name for p in work.iterdir()) == ["apps", "build", "python", "run.json"], \
         f"--print-config wrote files: {sorted(p.name for p in work.iterdir())}"
@@ -106,8 +118,8 @@ def test_every_quick_start_command_parses_as_written(page, tmp_path):
 def test_the_pages_quick_starts_are_found():
     # The parser itself: every page's block yields its binary lines and its Python entry.
     for page in PAGES:
-        apps = [app_command(w) for w in quick_start(page)]
-        assert any(a and a[0] == APPS[page] for a in apps), page
+        programs = [a[0] for a in map(app_command, quick_start(page)) if a]
+        assert any(pathlib.Path(p).name == APPS[page] for p in programs), page
         assert any(w[:3] == ["python", "-m", f"qfleet.{page}"] for w in quick_start(page)), page
 
 
@@ -124,3 +136,17 @@ def test_what_the_bare_binary_runs_is_what_the_pages_say():
     assert bare, "docs/meta_control.md's quick start has no bare qfleet-meta line"
     page = (ROOT / "docs" / "meta_control.md").read_text()
     assert f'qfleet-meta                                  # the preset "{default}" (the default)' in page
+
+
+def test_what_main_sh_tells_a_user_to_run_next(tmp_path):
+    # After the main job, scripts/main.sh prints how to build and run the other programs:
+    # each binary it names is one the build makes, and each app command parses.
+    text = (ROOT / "scripts" / "main.sh").read_text()
+    start = text.index("This command builds qfleet-meta only.")
+    commands = commands_of(text[start:text.index("EOF", start)].replace("$venv/bin/python", "python"))
+    work = _workdir(tmp_path, _build_dir())
+    binaries = [w[0] for w in commands if w[0].startswith("./build/")]
+    assert "./build/tools/qfleet" in binaries and len(binaries) >= 4, binaries
+    for b in binaries:
+        assert (work / b).exists(), f"scripts/main.sh names {b}, which the build does not make"
+    assert len(_replay(commands, "scripts/main.sh", work)) >= 4
