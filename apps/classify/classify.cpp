@@ -107,12 +107,12 @@ class ClassifyRun {
   std::string device_why_;
   torch::Device device_{torch::kCPU};
   train::PrecisionPolicy precision_;
-  Clock::time_point t_start_;
+  app::RunClock run_clock_;  // (reset once the settings are checked)
   DataSet data_;
   Split train_split_, test_split_;
   double mean_ = 0, stdev_ = 1;
   HybridNet net_{nullptr};
-  std::string ckpt_, hist_path_;
+  std::string ckpt_, hist_path_, history_text_;  // (history_text_: the history as the checkpoint holds it)
   torch::Tensor train_x_, test_x_, train_y_, test_y_;  // on the device for the whole run: a step indexes them there
   FeatureCacheInfo cache_info_;
   int64_t n_train_ = 0, per_epoch_ = 1;
@@ -141,7 +141,7 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
   precision_ = train::precision_policy(device_);
   train::apply_backend_switches(precision_);
   cfg_.model.seed = cfg_.seed;
-  t_start_ = Clock::now();
+  run_clock_ = app::RunClock();
 
   data_ = load_data(cfg_.data);
   train_split_ = head(data_.train, cfg_.train_subset), test_split_ = head(data_.test, cfg_.test_subset);
@@ -168,6 +168,7 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
   state_.config = hashed.dump();
   state_.modules = {{"model", net_.ptr().get()}};
   state_.optimizers = {{"adam", opt_.get()}};
+  state_.texts = {{"history", &history_text_}};
   timing_ = Timing(device_.is_cuda());
   clock_.cuda = device_.is_cuda();
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
@@ -199,7 +200,7 @@ int64_t ClassifyRun::resume() {
   epoch_start_ = Clock::now();
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);  // CheckpointError: missing, damaged, another configuration
-  history_ = app::history_to_resume(hist_path_, state_.step / per_epoch_);
+  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_);
   return state_.step;
 }
 
@@ -266,6 +267,7 @@ void ClassifyRun::checkpoint(int64_t done) {
     std::fprintf(stderr, "epoch %lld: train loss %.4f accuracy %.4f, test loss %.4f accuracy %.4f (%.1f s)\n",
                  static_cast<long long>(done / per_epoch_), train_loss, train_acc, ev.loss, ev.accuracy, secs);
   state_.step = done;
+  history_text_ = history_.dump();
   train::save_checkpoint(ckpt_, state_);
   train::write_file_atomic(hist_path_, history_.dump(1));
   loss_sum_.zero_();
@@ -279,7 +281,7 @@ json ClassifyRun::finish(const app::Loop& loop) {  // (the report times the whol
   torch::save(net_->backbone_module().shared_from_this(), backbone);
   train::write_file_atomic((fs::path(cfg_.out) / "backbone.pt").string(), backbone.str());
   ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
-                  cache_info_, history_, timing_, std::chrono::duration<double>(Clock::now() - t_start_).count(), loop.first};
+                  cache_info_, history_, timing_, run_clock_, loop.first};
   json report = make_report(*net_, in);
   train::write_file_atomic((fs::path(cfg_.out) / "report.json").string(), report.dump(1));
   return report;

@@ -71,7 +71,7 @@ json confusion_json(const torch::Tensor& c) {
 
 json make_report(HybridNetImpl& net, const ReportInputs& in) {
   const ParameterCounts pc = count_parameters(net);
-  json report = app::report_header("qfleet-classify", in.cfg.to_json(), in.cfg.seed);
+  json report = app::report_header("qfleet-classify", in.cfg.to_json(), in.cfg.seed, in.clock);
   report["seeds"] = {{"model", "torch::manual_seed(seed) before the model is built; circuit weights uniform in [0, 2 pi) from seed"},
                      {"batches", "epoch e's order: randperm from a generator seeded seed * 1000003 + e"}};
   report["data"] = {{"dir", in.data.dir},
@@ -96,7 +96,7 @@ json make_report(HybridNetImpl& net, const ReportInputs& in) {
                                                                     : in.cfg.backbone_from}};
   report["epochs"] = in.history;
   report["timing"] = in.timing.to_json();
-  report["seconds"] = in.seconds;
+  report["seconds"] = report["wall_seconds"];
   report["resumed_from_step"] = in.resumed_from_step;
   if (!in.history.empty()) {
     const json& last = in.history.back();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "classify.hpp"
+#include "common/report_header.hpp"
 #include "features.hpp"
 
 namespace qfleet::classify {
@@ -51,7 +52,7 @@ struct ReportInputs {
   const FeatureCacheInfo& cache;
   const nlohmann::json& history;
   const Timing& timing;
-  double seconds;
+  const app::RunClock& clock;
   int64_t resumed_from_step;
 };
 nlohmann::json make_report(HybridNetImpl& net, const ReportInputs& in);

@@ -39,13 +39,14 @@ inline train::RunnerOptions epoch_runner_options(int64_t per_epoch, int64_t epoc
   return ro;
 }
 
-// A resumed run's history: the rows of `path` (a JSON array) up to its checkpoint's
-// `rows`; rows written after that checkpoint belong to the lost part of the run and are
-// dropped. An empty history when the file is missing or not an array.
-inline nlohmann::json history_to_resume(const std::string& path, int64_t rows) {
-  std::ifstream f(path);
-  nlohmann::json h = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json::array();
-  if (!h.is_array()) return nlohmann::json::array();
+// A run's history (a JSON array, a row per epoch) travels inside its checkpoint as the
+// text "history" (TrainState::texts), so the checkpoint and the history a resume continues
+// are one file: a run killed between writing checkpoint.pt and history.json (the copy for
+// readers and plots) resumes with both at the same step (tests/python/test_faults.py kills
+// runs at chosen moments). Rows past the checkpoint's `rows` are dropped.
+inline nlohmann::json history_from_checkpoint(const std::string& text, int64_t rows) {
+  nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
+  if (!h.is_array()) throw train::CheckpointError("the checkpoint's history is not a JSON array");
   while (int64_t(h.size()) > rows) h.erase(h.end() - 1);
   return h;
 }

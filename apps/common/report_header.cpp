@@ -28,8 +28,8 @@ std::string cpu_model() {
   return "";
 }
 
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+std::string utc(std::chrono::system_clock::time_point when) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(when);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char text[32];
@@ -39,13 +39,16 @@ std::string utc_now() {
 
 }  // namespace
 
-nlohmann::json report_header(const std::string& app, const nlohmann::json& config, uint64_t seed) {
+nlohmann::json report_header(const std::string& app, const nlohmann::json& config, uint64_t seed,
+                             const RunClock& started) {
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   const int gpus = cuda_device_count();
   return {{"app", app},
           {"config", config},
           {"seed", seed},
-          {"started_utc", utc_now()},
+          {"started_utc", utc(started.wall)},
+          {"finished_utc", utc(std::chrono::system_clock::now())},
+          {"wall_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started.steady).count()},
           {"versions", {{"qfleet", QFLEET_VERSION_STRING}, {"torch", TORCH_VERSION}}},
           {"machine",
            {{"cpu", cpu_model()},

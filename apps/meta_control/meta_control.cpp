@@ -412,7 +412,7 @@ void write_pulses(const Trainer& tr, const Config& cfg, const Baselines& b, cons
 }  // namespace
 
 RunResult run(const Config& requested, const RunOptions& options) {
-  const auto t_start = Clock::now();
+  const app::RunClock clock;
   if (requested.threads > 0) torch::set_num_threads(static_cast<int>(requested.threads));
   // Several processes (--nproc, torchrun): each runs its share of the meta-batch's tasks;
   // rank 0 validates, writes checkpoints and reports.
@@ -451,7 +451,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
   }
   const Baselines b = evaluate_against_baselines(tr, cfg);
   const Problem& pr = tr.problem();
-  json report = app::report_header(options.app, cfg.json, cfg.seed);
+  json report = app::report_header(options.app, cfg.json, cfg.seed, clock);
   report.update({
       {"system", {{"name", cfg.system},
                   {"dim", pr.dim()},
@@ -473,7 +473,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
                      {"validation", b.val_s},
                      {"robust_baseline", b.robust_s},
                      {"grape", b.grape_s},
-                     {"total_this_run", seconds_since(t_start)}}},
+                     {"total_this_run", report["wall_seconds"]}}},
       {"curve", curve_json(t.curve)},
       {"selected_policy", b.selected},
       {"adaptation", b.adaptation},

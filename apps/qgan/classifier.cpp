@@ -80,7 +80,7 @@ class ShotRun {
   int64_t shots_;
   torch::Device device_;
   train::PrecisionPolicy policy_;
-  std::string dir_, ckpt_, hist_path_;
+  std::string dir_, ckpt_, hist_path_, history_text_;  // (history_text_: the history as the checkpoint holds it)
   Records train_set_, test_set_;
   torch::Tensor train_x_, train_y_, test_x_, test_y_;
   double records_seconds_ = 0, eval_seconds_ = 0;
@@ -129,12 +129,13 @@ ShotRun::ShotRun(const ClassifierConfig& c, const ClassifierData& data, int64_t 
   state_.modules = {{"model", net_.ptr().get()}};
   state_.optimizers = {{"adam", opt_.get()}};
   state_.scalers = {{"scaler", scaler_.get()}};
+  state_.texts = {{"history", &history_text_}};
 }
 
 int64_t ShotRun::resume() {
   if (!cfg_.resume || !fs::exists(ckpt_)) return 0;
   train::load_checkpoint(ckpt_, state_);
-  history_ = app::history_to_resume(hist_path_, state_.step / per_epoch_);
+  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_);
   return state_.step;
 }
 
@@ -190,6 +191,7 @@ void ShotRun::checkpoint(int64_t done) {
     std::fprintf(stderr, "shots %lld, epoch %lld: test loss %.4f, accuracy %.4f\n", static_cast<long long>(shots_),
                  static_cast<long long>(done / per_epoch_), ev.loss, ev.accuracy);
   state_.step = done;
+  history_text_ = history_.dump();
   train::save_checkpoint(ckpt_, state_);
   train::write_file_atomic(hist_path_, history_.dump(1));
   eval_seconds_ += since(t0);
@@ -245,7 +247,7 @@ json device_json(const ClassifierData& d) {
 
 json run_classifier(const ClassifierConfig& cfg) {
   validate(cfg);
-  const auto t0 = Clock::now();
+  const app::RunClock clock;
   // The engine draws the records on `threads` threads; the network's layers are too small
   // to split: on the CPU it runs on one (on 2 cores, two threads made an epoch 4.6-5.1x
   // slower, docs/benchmarks.md). Restored on the way out.
@@ -259,7 +261,7 @@ json run_classifier(const ClassifierConfig& cfg) {
   train::apply_backend_switches(policy);
   if (device.is_cpu()) torch::set_num_threads(1);
   const ClassifierData data = classifier_distributions(cfg);
-  json report = app::report_header("qfleet-qgan classify", cfg.to_json(), cfg.seed);
+  json report = app::report_header("qfleet-qgan classify", cfg.to_json(), cfg.seed, clock);
   report["circuit"] = {{"name", data.circuit.name}, {"description", data.circuit.description}};
   report["devices"] = device_json(data);
   report["outcomes"] = data.probabilities[0].size();
@@ -272,7 +274,7 @@ json run_classifier(const ClassifierConfig& cfg) {
     ShotRun run(cfg, data, cfg.shots[i], device, policy);
     report["results"].push_back(app::run_lifecycle(run));
   }
-  report["timing"] = {{"distributions_seconds", data.seconds}, {"seconds", since(t0)}};
+  report["timing"] = {{"distributions_seconds", data.seconds}, {"seconds", report["wall_seconds"]}};
   train::write_file_atomic((fs::path(cfg.out) / "classifier.json").string(), json_problem::dump(report, 1));
   return report;
 }

@@ -170,7 +170,7 @@ class QganRun {
   void flush_history();
 
   TrainConfig cfg_;
-  Clock::time_point t_start_ = Clock::now();
+  app::RunClock run_clock_;  // (reset once the settings are checked)
   Target target_;
   std::string device_why_;
   torch::Device device_{torch::kCPU};
@@ -180,7 +180,7 @@ class QganRun {
   torch::Tensor w_, features_, p_target_dev_, no_inputs_;
   torch::nn::Sequential disc_{nullptr};
   std::unique_ptr<torch::optim::Adam> opt_g_, opt_d_;
-  std::string ckpt_, hist_path_;
+  std::string ckpt_, hist_path_, history_text_;  // (history_text_: the history as the checkpoint holds it)
   train::TrainState state_;
   json history_ = json::array();
   // Per-epoch losses stay on the discriminator's device until a checkpoint (one transfer).
@@ -193,7 +193,7 @@ class QganRun {
 QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
   validate(cfg_);
   if (cfg_.threads > 0) torch::set_num_threads(cfg_.threads);
-  t_start_ = Clock::now();
+  run_clock_ = app::RunClock();
   target_ = make_target(cfg_.target);
   if (cfg_.hidden.empty()) cfg_.hidden = default_hidden(target_);
   // Deeper generators for wider registers: reps = 2 reaches the 3-qubit log-normal to 1e-11 by
@@ -233,12 +233,13 @@ QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
   state_.modules = {{"discriminator", disc_.ptr().get()}};
   state_.optimizers = {{"adam_g", opt_g_.get()}, {"adam_d", opt_d_.get()}};
   state_.tensors = {{"generator_weights", w_}};
+  state_.texts = {{"history", &history_text_}};
 }
 
 int64_t QganRun::resume() {
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);
-  history_ = app::history_to_resume(hist_path_, state_.step);
+  history_ = app::history_from_checkpoint(history_text_, state_.step);
   return state_.step;
 }
 
@@ -321,7 +322,7 @@ train::Metrics QganRun::step(int64_t epoch) {
   const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K_);
   const double kl = kl_divergence(pv, target_.probabilities), klr = kl_divergence(target_.probabilities, pv);
   const double ks = ks_distance(pv, target_.probabilities, target_.rows);
-  const double secs = std::chrono::duration<double>(Clock::now() - t_start_).count();
+  const double secs = std::chrono::duration<double>(Clock::now() - run_clock_.steady).count();
   pending_rows_.push_back({{"epoch", epoch + 1}, {"kl", number(kl)}, {"kl_reverse", number(klr)}, {"ks", ks}, {"seconds", secs}});
   pending_losses_.push_back(torch::stack({loss_g.detach(), loss_d.detach()}));
   const auto on = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
@@ -343,6 +344,7 @@ void QganRun::flush_history() {
 void QganRun::checkpoint(int64_t done) {
   flush_history();
   state_.step = done;
+  history_text_ = history_.dump();
   train::save_checkpoint(ckpt_, state_);
   train::write_file_atomic(hist_path_, history_.dump(1));
 }
@@ -365,7 +367,7 @@ json QganRun::finish(const app::Loop& loop) {
     pg = nn::circuit_forward(gen_.program, no_inputs_, w_).squeeze(0).to(torch::kFloat64).contiguous();
   }
   const Distribution pv(pg.data_ptr<double>(), pg.data_ptr<double>() + K_);
-  json report = app::report_header("qfleet-qgan train", cfg_.to_json(), cfg_.seed);
+  json report = app::report_header("qfleet-qgan train", cfg_.to_json(), cfg_.seed, run_clock_);
   report["target"] = target_json(target_);
   json g = gen_.info;
   const torch::Tensor wd = w_.detach().to(torch::kFloat64).contiguous();
@@ -390,7 +392,7 @@ json QganRun::finish(const app::Loop& loop) {
                      {"epochs", int64_t(history_.size())},
                      {"best_kl", number(best)},
                      {"best_after_epochs", best_after}};
-  report["timing"] = {{"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()},
+  report["timing"] = {{"seconds", report["wall_seconds"]},
                       {"train_seconds", train_s},
                       {"epochs_run", ran_},
                       {"epoch_ms", ran_ ? 1e3 * train_s / double(ran_) : 0.0},

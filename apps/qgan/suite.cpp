@@ -47,7 +47,7 @@ int run_figures(const std::string& python, const std::string& out) {
 }  // namespace
 
 json run_suite(const SuiteConfig& cfg) {
-  const auto t0 = Clock::now();
+  const app::RunClock clock;
   SuiteConfig c = cfg;
   c.qgan.out = (fs::path(c.out) / "qgan").string();
   c.qgan.progress = c.progress;
@@ -63,10 +63,9 @@ json run_suite(const SuiteConfig& cfg) {
   validate(c.qgan);
   validate(c.tournament);
   validate(c.classifier);
-  json summary = app::report_header(
-      "qfleet-qgan suite",
-      {{"qgan", c.qgan.to_json()}, {"tournament", c.tournament.to_json()}, {"classifier", c.classify ? c.classifier.to_json() : json()}},
-      c.qgan.seed);
+  const json config = {{"qgan", c.qgan.to_json()},
+                       {"tournament", c.tournament.to_json()},
+                       {"classifier", c.classify ? c.classifier.to_json() : json()}};
 
   if (c.progress) std::fprintf(stderr, "[1/4] qGAN: %s, %lld epochs\n", c.qgan.target.name.c_str(), static_cast<long long>(c.qgan.epochs));
   const auto t1 = Clock::now();
@@ -92,6 +91,7 @@ json run_suite(const SuiteConfig& cfg) {
     fig_status = run_figures(c.python, c.out);
     s_fig = std::chrono::duration<double>(Clock::now() - t3).count();
   }
+  json summary = app::report_header("qfleet-qgan suite", config, c.qgan.seed, clock);
   summary["qgan"] = {{"report", (fs::path(c.qgan.out) / "report.json").string()},
                      {"target", r["target"]["name"]},
                      {"epochs", r["final"]["epochs"]},
@@ -119,7 +119,7 @@ json run_suite(const SuiteConfig& cfg) {
                         {"ran", c.figures},
                         {"exit_status", fig_status},
                         {"seconds", s_fig}};
-  summary["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  summary["seconds"] = summary["wall_seconds"];
   train::write_file_atomic((fs::path(c.out) / "summary.json").string(), json_problem::dump(summary, 1));
   return summary;
 }

@@ -288,12 +288,12 @@ json ranking(const TournamentConfig& c, const std::vector<TournamentDevice>& dev
 
 json run_tournament(const TournamentConfig& c) {
   validate(c);
-  const auto t_start = Clock::now();
+  const app::RunClock clock;
   const auto devices = tournament_devices(c);
   const auto circuits = tournament_circuits(c);
   const Runs runs = run_all(c, devices, circuits);
 
-  json out = app::report_header("qfleet-qgan tournament", c.to_json(), c.seed);
+  json out = app::report_header("qfleet-qgan tournament", c.to_json(), c.seed, clock);
   out["confidence"] = c.confidence;
   for (const auto& d : devices) out["devices"].push_back({{"name", d.name}, {"kind", d.kind}, {"source", d.source}});
   json dists = json::object();
@@ -322,7 +322,7 @@ json run_tournament(const TournamentConfig& c) {
                                  {"note", "bias-corrected basic bootstrap intervals; the plug-in distances are biased upwards "
                                           "for close distributions and the correction is first-order, so close pairs are "
                                           "covered less often than the nominal level"}};
-  out["seconds"] = std::chrono::duration<double>(Clock::now() - t_start).count();
+  out["seconds"] = out["wall_seconds"];
   fs::create_directories(c.out);
   train::write_file_atomic((fs::path(c.out) / "tournament.json").string(), json_problem::dump(out, 1));
   return out;

@@ -119,6 +119,7 @@ class PpoRun {
   train::TrainState state_;
   json curve_ = json::array();
   Phases ph_;
+  app::RunClock run_clock_;
   double wall_before_ = 0, t_start_ = 0, last_val_ = std::numeric_limits<double>::quiet_NaN();
   int64_t first_ = 0, done_ = 0;  // rollouts: this call's first, done so far
   Tensor obs_b_, act_b_, logp_b_, rew_b_, done_b_, val_b_;
@@ -449,7 +450,7 @@ json PpoRun::finish(const app::Loop& loop) {
 
   // final evaluation, pulses and the independent `qfleet eval` problems
   const Evaluation ev = evaluate(roller_, cfg_.env, val_tasks_, roll_dev_);
-  json report = app::report_header("qfleet-rl", cfg_.to_json(), cfg_.seed);
+  json report = app::report_header("qfleet-rl", cfg_.to_json(), cfg_.seed, run_clock_);
   report.update({{"complete", complete},
                  {"rollouts", it},
                  {"env_steps", it * n_total_ * T_},

@@ -133,6 +133,9 @@ def test_binary_and_python_entry_run_alike(tmp_path):
         assert report["versions"]["qfleet"] and __import__("torch").__version__.startswith(report["versions"]["torch"])
         assert report["machine"]["logical_cores"] >= 1 and report["build"]["cpu_isa"]
         assert report["seed"] == 3 and report["config"]["epochs"] == 5
+        # the run's times: when it started (not when the report was written) and how long it took
+        assert report["started_utc"] <= report["finished_utc"] and 0 < report["wall_seconds"] < 300
+        assert report["timing"]["seconds"] == report["wall_seconds"]  # one figure for one thing
     assert bin_report["runtime"] == py_report["runtime"]
     def results(report):  # (wall times differ)
         return [{k: v for k, v in row.items() if k != "seconds"} for row in report["history"]], report["final"]
