@@ -115,7 +115,7 @@ class PpoRun {
   train::PrecisionPolicy prec_, roll_prec_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   Tensor val_tasks_;
-  std::string ckpt_, curve_path_;
+  std::string ckpt_, curve_path_, records_;  // records_: curve.json's text as the checkpoint holds it
   train::TrainState state_;
   json curve_ = json::array();
   Phases ph_;
@@ -184,6 +184,9 @@ PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
   state_.modules = {{"agent", agent_.ptr().get()}};
   state_.optimizers = {{"adam", optimizer_.get()}};
   state_.generators = {{"policy", gen_}};
+  // The curve, phase times and wall time travel inside the checkpoint (curve.json is the copy
+  // for readers), so a run killed between the two writes resumes with both at one rollout.
+  state_.texts = {{"records", &records_}};
   obs_b_ = torch::zeros({T_, n_local_, obs_dim_}), act_b_ = torch::zeros({T_, n_local_, act_w_});
   logp_b_ = torch::zeros({T_, n_local_}), rew_b_ = torch::zeros({T_, n_local_}), done_b_ = torch::zeros({T_, n_local_});
   val_b_ = torch::zeros({T_, n_local_});
@@ -225,10 +228,9 @@ int64_t PpoRun::resume() {
   if (opt_.resume && std::filesystem::exists(ckpt_)) {
     train::load_checkpoint(ckpt_, state_);
     first_ = state_.step;
-    std::ifstream in(curve_path_);
-    const json saved = json::parse(in, nullptr, false);
-    if (saved.is_discarded() || !saved.contains("curve"))
-      throw train::CheckpointError(curve_path_ + ": missing or damaged (it travels with the checkpoint)");
+    const json saved = json::parse(records_, nullptr, false);
+    if (!saved.is_object() || !saved.contains("curve"))
+      throw train::CheckpointError(ckpt_ + ": its records are not the curve and timings it should hold");
     for (const auto& row : saved["curve"])
       if (row["rollout"].get<int64_t>() <= first_) curve_.push_back(row);
     ph_.simulate = saved["phases"]["simulate"];
@@ -436,8 +438,9 @@ json PpoRun::record(int64_t it, const Rollout& r, const Update& u) {
 
 void PpoRun::save(int64_t step, double wall_s) {
   state_.step = step;
+  records_ = json{{"curve", curve_}, {"phases", ph_.to_json()}, {"wall_s", wall_s}}.dump();
   train::save_checkpoint(ckpt_, state_);
-  train::write_file_atomic(curve_path_, json{{"curve", curve_}, {"phases", ph_.to_json()}, {"wall_s", wall_s}}.dump());
+  train::write_file_atomic(curve_path_, records_);
 }
 
 // loop.seconds (this call's loop) is part of wall(), which also counts the resumed runs'.
