@@ -1,4 +1,4 @@
-// The IDX reader and writer without LibTorch (idx_reader.hpp).
+// The IDX reader without LibTorch (idx_reader.hpp).
 #include "idx_reader.hpp"
 
 #include <zlib.h>
@@ -90,24 +90,6 @@ IdxData read_idx_data(const std::string& path, int expected_dims) {
   if (read_some(f.get(), &extra, 1, path) != 0)
     throw DataError(path + ": longer than its header declares (" + std::to_string(total) + " data bytes)");
   return d;
-}
-
-void write_idx_data(const std::string& path, const IdxData& d) {
-  if (d.shape.empty() || d.shape.size() > 255) throw DataError(path + ": 1 to 255 dimensions");
-  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  Gz f(gzopen(path.c_str(), gz ? "wb6" : "wbT"));
-  if (!f) throw DataError(path + ": cannot create: " + std::strerror(errno));
-  std::vector<uint8_t> head = {0, 0, 0x08, uint8_t(d.shape.size())};
-  for (int64_t n : d.shape) {
-    if (n < 0 || uint64_t(n) > std::numeric_limits<uint32_t>::max()) throw DataError(path + ": a dimension over 2^32");
-    for (int s = 24; s >= 0; s -= 8) head.push_back(uint8_t((uint64_t(n) >> s) & 0xff));
-  }
-  auto put = [&](const uint8_t* p, std::size_t n) {
-    if (n && gzwrite(f.get(), p, unsigned(n)) != int(n)) throw DataError(path + ": cannot write: " + gz_reason(f.get()));
-  };
-  put(head.data(), head.size());
-  put(d.bytes.data(), d.bytes.size());
-  if (gzclose(f.release()) != Z_OK) throw DataError(path + ": cannot finish writing");
 }
 
 }  // namespace qfleet::classify

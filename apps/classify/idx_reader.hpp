@@ -31,7 +31,4 @@ struct IdxData {
 // (possibly corrupt) header declares.
 IdxData read_idx_data(const std::string& path, int expected_dims);
 
-// Writes unsigned bytes as an IDX file (gzipped when `path` ends in ".gz").
-void write_idx_data(const std::string& path, const IdxData& data);
-
 }  // namespace qfleet::classify
