@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the JSON readers', the .npy reader's, the PGM reader's, the rl configuration's and the IDX reader's libFuzzer targets (tests/fuzz) for a bounded time each:
+# Runs the JSON readers', the .npy reader's, the PGM reader's, the rl configuration's, the apps' configuration reader's and the IDX reader's libFuzzer targets (tests/fuzz) for a bounded time each:
 #   scripts/fuzz.sh BUILD_DIR [SECONDS=60]
 # BUILD_DIR is a clang build with -DQFLEET_FUZZ=ON (scripts/test.sh builds them in build-asan).
 # Each reader starts from its seeds (tests/fuzz/seeds/<kind>) and keeps what it
@@ -27,7 +27,7 @@ run_one() {
     return 1
   fi
 }
-targets=(circuit_json lindblad_json npy pgm rl_config idx)
+targets=(circuit_json lindblad_json npy pgm rl_config app_config idx)
 jobs=$(nproc)
 rc=0
 running=0

@@ -71,7 +71,7 @@ json normalized(const json& spec, const json& v) {
 // What a value must be, for the error message.
 std::string expected(const json& spec) {
   const std::string type = spec["type"];
-  if (type == "string") return spec.contains("choices") ? "one of " + spec["choices"].dump() : "a string";
+  if (type == "string") return spec.contains("choices") ? "one of " + spec["choices"].dump() : "a string (UTF-8)";
   if (type == "integer") return "an integer " + range_text(spec);
   if (type == "number") return "a number " + range_text(spec);
   if (type == "boolean") return "true or false";
@@ -85,10 +85,21 @@ std::string expected(const json& spec) {
   return "a list of strings";
 }
 
+// Valid UTF-8: JSON's writer refuses other bytes, and every report and --print-config writes
+// the configuration (a `--set` value is taken as written, so it may hold any bytes).
+bool utf8(const json& s) {
+  try {
+    (void)s.dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
 bool valid(const json& spec, const json& v) {
   const std::string type = spec["type"];
   if (type == "string") {
-    if (!v.is_string()) return false;
+    if (!v.is_string() || !utf8(v)) return false;
     if (!spec.contains("choices")) return true;
     const auto& ch = spec["choices"];
     return std::find(ch.begin(), ch.end(), v) != ch.end() || automatic_for_auto(spec, v);
@@ -115,7 +126,7 @@ bool valid(const json& spec, const json& v) {
                        [&](const json& x) { return is_integer(x) && in_range(spec, integer_value(x)); });
   const std::string charset = spec.value("charset", "");
   return std::all_of(v.begin(), v.end(), [&](const json& x) {
-    if (!x.is_string()) return false;
+    if (!x.is_string() || !utf8(x)) return false;
     const std::string s = x.get<std::string>();
     return charset.empty() || (!s.empty() && s.find_first_not_of(charset) == std::string::npos);
   });
@@ -202,7 +213,8 @@ void Schema::unknown_key(const std::string& key, const std::string& where) const
 void Schema::check(const std::string& key, const json& value) const {
   if (!keys_.contains(key)) unknown_key(key, "");
   if (!valid(keys_[key], value))
-    throw ConfigError("config: key '" + key + "': expected " + expected(keys_[key]) + ", got " + value.dump());
+    throw ConfigError("config: key '" + key + "': expected " + expected(keys_[key]) + ", got " +
+                      value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json Schema::checked(const std::string& key, const json& value) const {

@@ -74,7 +74,11 @@ def test_bad_values_are_refused_with_status_2(module, variable, name, sub, out_k
              (["--set", "sed=3"], "unknown key 'sed' in --set (did you mean 'seed'?)"),
              (["--threads", "many"], "key 'threads': expected an integer"),
              (["--device", "tpu"], "key 'device': expected one of"),
-             (["--set", "seed"], "--set expects key=value")]
+             (["--set", "seed"], "--set expects key=value"),
+             # bytes that are not UTF-8 (a --set value is taken as written): refused, not a
+             # report that cannot be written after the run (found by tests/fuzz/fuzz_app_config.cpp)
+             (["--set", f"{out_key}=out\udcd7"], f"key '{out_key}': expected a string (UTF-8)"),
+             (["--device", "cpu\udcd7"], "key 'device': expected one of")]
     (tmp_path / "bad.json").write_text("{not json")
     cases.append((["--config", str(tmp_path / "bad.json")], "invalid JSON"))
     (tmp_path / "twice.json").write_text('{"seed": 3, "seed": 4}')  # not the last one silently
