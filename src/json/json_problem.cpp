@@ -590,27 +590,34 @@ double largest_magnitude(const json& v) {
   return m;
 }
 
+// Finite inputs can still overflow a solver (an amplitude of 1e300, a duration of 1e300):
+// the result is refused, naming the problem's largest inputs, rather than returned as nulls
+// (or NaN in a .npy file) with success.
+[[noreturn]] void refuse_non_finite(const json& problem, const std::string& at) {
+  std::vector<std::pair<double, std::string>> sizes;
+  for (const auto& [k, x] : problem.items())
+    if (const double m = largest_magnitude(x); m > 0 && k != "qubits" && k != "dim") sizes.emplace_back(m, k);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  std::string largest;
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, sizes.size()); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", sizes[i].first);
+    largest += (i ? ", " : "") + sizes[i].second + " " + buf;
+  }
+  fail(at.empty() ? std::string("the result") : at,
+       "is not finite: the inputs overflow the solver (the largest magnitudes: " + largest + "); scale them down");
+}
+
 }  // namespace
 
 json evaluate(const json& problem) {
-  json result = check_kind(problem) ? evaluate(parse_lindblad_problem(problem)) : evaluate(parse_circuit_problem(problem));
-  // Finite inputs can still overflow a solver (an amplitude of 1e300, a duration of
-  // 1e300): refuse the result, naming the problem's largest inputs, rather than return
-  // nulls with success.
-  if (const std::string at = first_non_finite(result, ""); !at.empty()) {
-    std::vector<std::pair<double, std::string>> sizes;
-    for (const auto& [k, x] : problem.items())
-      if (const double m = largest_magnitude(x); m > 0 && k != "qubits" && k != "dim") sizes.emplace_back(m, k);
-    std::sort(sizes.begin(), sizes.end(), std::greater<>());
-    std::string largest;
-    for (std::size_t i = 0; i < std::min<std::size_t>(3, sizes.size()); ++i) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.3g", sizes[i].first);
-      largest += (i ? ", " : "") + sizes[i].second + " " + buf;
-    }
-    fail(at.empty() ? std::string("the result") : at,
-         "is not finite: the inputs overflow the solver (the largest magnitudes: " + largest + "); scale them down");
+  json result;
+  try {
+    result = check_kind(problem) ? evaluate(parse_lindblad_problem(problem)) : evaluate(parse_circuit_problem(problem));
+  } catch (const npy::NonFiniteResult& e) {
+    refuse_non_finite(problem, e.key + " (value " + std::to_string(e.index) + " of its .npy, not written)");
   }
+  if (const std::string at = first_non_finite(result, ""); !at.empty()) refuse_non_finite(problem, at);
   return result;
 }
 

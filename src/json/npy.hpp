@@ -6,12 +6,15 @@
 // Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,8 +46,18 @@ void write(const std::string& file, const std::string& path, std::string_view de
 // {"npy": "FILE"} in a problem: the array it names (`path` is the key's JSON path).
 Array read_ref(const nlohmann::json& v, const std::string& path);
 
+// A result array holding a value that is not finite (the solver overflowed): nothing of it
+// was written; json_problem::evaluate refuses the problem as it refuses such a JSON result.
+struct NonFiniteResult : std::runtime_error {
+  NonFiniteResult(std::string key_, std::size_t index_)
+      : std::runtime_error(key_ + " is not finite"), key(std::move(key_)), index(index_) {}
+  std::string key;
+  std::size_t index;  // the first non-finite value's flat index
+};
+
 // A result array written to "<prefix>.<key>.npy" (the problem's "output_npy"); returns
 // what the JSON result holds in its place: {"npy": FILE, "shape": [...], "dtype": ...}.
+// NonFiniteResult, with nothing written, when a value is not finite.
 template <class T>
 nlohmann::json write_result(const std::string& prefix, const std::string& key,
                             const std::vector<std::size_t>& shape, const std::vector<T>& values) {
@@ -60,6 +73,12 @@ nlohmann::json write_result(const std::string& prefix, const std::string& key,
   } else {
     static_assert(std::is_same_v<T, std::uint64_t>);
     descr = "<u8", dtype = "uint64";
+  }
+  if constexpr (!std::is_same_v<T, std::uint64_t>) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& v = values[i];
+      if (!std::isfinite(std::real(v)) || !std::isfinite(std::imag(v))) throw NonFiniteResult(key, i);
+    }
   }
   const std::string file = prefix + "." + key + ".npy";
   write(file, "output_npy", descr, shape, values.data(), values.size() * sizeof(T));

@@ -1,6 +1,7 @@
 // (c) Every error path of the real binary: exit status 2, nothing on stdout, and
 // one line "qfleet: error: ..." on stderr naming the problem. Plus the other
 // subcommands and flags.
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -421,6 +422,22 @@ TEST(CliErrors, InputsThatOverflowTheSolverAreRefused) {
   p["segment_duration"] = 0.7;
   const CliResult ok = run_eval_text(p.dump());
   EXPECT_EQ(ok.status, 0) << ok.err;
+  // With the arrays in .npy files: refused the same way, and no file of NaN is written.
+  p["amplitudes"] = json::parse("[[1e300], [0.5]]");
+  p["output_npy"] = "overflow";
+  const std::string problem = qfleet_test::write_temp(p.dump());
+  const auto dir = std::filesystem::path(problem).parent_path();
+  auto written = [&] {  // overflow.<key>.npy files beside the problem
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().filename().string().rfind("overflow.", 0) == 0) names.push_back(e.path().string());
+    return names;
+  };
+  for (const auto& f : written()) std::filesystem::remove(f);
+  expect_error(run_cli({"eval", problem}),
+               "fidelity (value 0 of its .npy, not written): is not finite: the inputs overflow the solver", "npy");
+  EXPECT_TRUE(written().empty()) << written().front();
+  std::remove(problem.c_str());
 }
 
 TEST(CliErrors, BadJson) {
