@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -156,4 +157,44 @@ TEST(StepRunner, CheckpointsOnScheduleAndResumesWhereItStopped) {
   c.run(step, 2, [&](int64_t done) { checkpoints.push_back(done); });
   EXPECT_EQ(ran, (std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(checkpoints, (std::vector<int64_t>{4, 5}));
+}
+
+TEST(StepRunner, AResumedRunsLogGoesOnFromItsCheckpoint) {
+  // A run killed after its checkpoint at step 4 had logged rows to step 6 and half a line;
+  // the resume from 4 drops them and logs steps 5.. (not 1.. again): one row per step.
+  const fs::path d = temp_dir("log");
+  const std::string log = (d / "train_log.jsonl").string();
+  qfleet::train::RunnerOptions o;
+  o.steps = 8;
+  o.sync_every = 1;
+  o.log_path = log;
+  qfleet::train::StepRunner whole(o);
+  whole.run([](int64_t i) { return step_metrics(i); });
+  std::ifstream w(log);
+  const std::string whole_log((std::istreambuf_iterator<char>(w)), {});
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(whole_log);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 8u);
+  {
+    std::ofstream killed(log);
+    for (int i = 0; i < 6; ++i) killed << lines[i] << "\n";
+    killed << lines[6].substr(0, lines[6].size() / 2);  // cut short by the kill
+  }
+  qfleet::train::StepRunner resumed(o);
+  resumed.run([](int64_t i) { return step_metrics(i); }, 4);
+  std::ifstream r(log);
+  std::vector<int64_t> steps;
+  for (std::string l; std::getline(r, l);) steps.push_back(nlohmann::json::parse(l).at("step").get<int64_t>());
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  qfleet::train::StepRunner fresh(o);  // a run from 0 starts a fresh log
+  fresh.run([](int64_t i) { return step_metrics(i); });
+  std::ifstream f(log);
+  std::string l;
+  int64_t n = 0;
+  while (std::getline(f, l)) ++n;
+  EXPECT_EQ(n, 8);
+  fs::remove_all(d);
 }

@@ -57,6 +57,9 @@ class MetricMeter {
   bool add(const Metrics& m);
   // Takes a row of what is pending (end of training, before a checkpoint); false if nothing was.
   bool flush();
+  // A resumed run's meter: its rows count steps from `steps_done` (the step the run resumed
+  // at), so the log's "step" goes on from the checkpoint's. Only before the first add.
+  void start_at(int64_t steps_done);
 
   const std::vector<std::string>& names() const { return names_; }
   const std::vector<MetricRow>& rows() const { return rows_; }
@@ -111,7 +114,9 @@ struct RunnerOptions {
 // Drives `step(i)` for i = first .. steps-1 (or up to first + stop_after) with a
 // MetricMeter and a ProgressBar; calls `checkpoint(i + 1)` every checkpoint_every steps
 // and after the last one (after a flush, so the log is complete up to the checkpoint).
-// last_step(first) is where run(..., first) stops.
+// last_step(first) is where run(..., first) stops. A run from `first` first drops the log's
+// rows past `first` (those of a run killed after its last checkpoint, or a line cut short)
+// and counts the log's steps on from `first`.
 class StepRunner {
  public:
   explicit StepRunner(RunnerOptions options);

@@ -80,6 +80,12 @@ bool MetricMeter::add(const Metrics& m) {
   return true;
 }
 
+void MetricMeter::start_at(int64_t steps_done) {
+  if (steps_ != 0 || pending_ != 0) throw std::logic_error("MetricMeter::start_at: steps were added already");
+  if (steps_done < 0) throw std::invalid_argument("MetricMeter::start_at: steps_done must be >= 0");
+  steps_ = steps_done;
+}
+
 bool MetricMeter::flush() {
   if (pending_ == 0) return false;
   take_row();

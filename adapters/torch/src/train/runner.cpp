@@ -2,10 +2,35 @@
 // (qfleet/train.hpp).
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "qfleet/files.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::train {
+namespace {
+
+// The log's rows up to `first` steps: a run resumed from its checkpoint at `first` drops the
+// rows a killed run wrote after that checkpoint, and a line a kill cut short. Rewritten (one
+// writer: write_file_atomic) only when something is dropped.
+void trim_log(const std::string& path, int64_t first) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line, nullptr, false);
+    const bool keep = row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
+                      row["step"].get<int64_t>() <= first && !in.eof();  // (the last line had no newline: cut short)
+    if (keep) kept += line + '\n';
+    else dropped = true;
+  }
+  if (dropped) qfleet::write_file_atomic(path, kept);
+}
+
+}  // namespace
 
 StepRunner::StepRunner(RunnerOptions options)
     : opt_(std::move(options)), meter_(MeterOptions{opt_.sync_every, opt_.log_path}) {
@@ -19,6 +44,10 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
                      const std::function<void(int64_t)>& checkpoint) {
   if (first < 0 || first > opt_.steps) {
     throw std::invalid_argument("first step " + std::to_string(first) + " is outside 0.." + std::to_string(opt_.steps));
+  }
+  if (meter_.steps() == 0 && meter_.rows().empty()) {
+    if (!opt_.log_path.empty()) trim_log(opt_.log_path, first);
+    meter_.start_at(first);
   }
   ProgressBar bar;
   auto note = [&] {
