@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 #include "qfleet/train.hpp"

@@ -219,9 +219,7 @@ class MetaTraining {
                           " was written by an older qfleet (a JSON checkpoint, without a checksum); start the run again");
       if (!fs::exists(ck_path_)) throw ConfigError("resume: no checkpoint at " + ck_path_);
       t_.it = tr_.restore(ck_path_, t_.curve, t_.train_s);
-    } else if (lead_) {
-      fs::remove(log_path_);  // the meter appends: a fresh run starts a fresh log
-    }
+    }  // (the runner starts the log afresh, or trims it to the checkpoint: StepRunner::run)
     if (lead_ && t_.it == 0 && t_.curve.empty()) record(0, std::nan(""));
     t_.stop = options_.stop_after >= 0 ? std::min(options_.stop_after, cfg_.iterations) : cfg_.iterations;
     t_.first = t_.it;

@@ -31,11 +31,6 @@ using Clock = std::chrono::steady_clock;
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-inline json tensor_flat(const Tensor& t) {
-  const Tensor c = t.detach().to(torch::kFloat64).contiguous().view(-1);
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
 inline Tensor flat_tensor(const json& a, torch::ScalarType dtype) {
   const auto v = a.get<std::vector<double>>();
   return torch::tensor(v, torch::kFloat64).to(dtype);

@@ -239,9 +239,7 @@ int64_t PpoRun::resume() {
     ph_.evaluate = saved["phases"]["evaluate"];
     wall_before_ = saved["wall_s"];
     sync_roller();
-  } else if (rank_ == 0) {
-    std::filesystem::remove(log_path());  // the runner's meter appends: a fresh run starts a fresh log
-  }
+  }  // (the runner starts the log afresh, or trims it to the checkpoint: StepRunner::run)
   done_ = first_;
   t_start_ = now_s();
   return first_;

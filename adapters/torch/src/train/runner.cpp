@@ -45,7 +45,7 @@ void StepRunner::run(const std::function<Metrics(int64_t)>& step, int64_t first,
   if (first < 0 || first > opt_.steps) {
     throw std::invalid_argument("first step " + std::to_string(first) + " is outside 0.." + std::to_string(opt_.steps));
   }
-  if (meter_.steps() == 0 && meter_.rows().empty()) {
+  if (meter_.steps() == 0) {  // (this runner's first run)
     if (!opt_.log_path.empty()) trim_log(opt_.log_path, first);
     meter_.start_at(first);
   }
