@@ -159,3 +159,19 @@ def test_docs_list_every_configuration_key(mc):
     doc = (ROOT / "docs" / "meta_control.md").read_text()
     for key in mc.schema()["keys"]:
         assert f"`{key}`" in doc, key
+
+
+def test_reproduce_prints_its_settings_and_names_the_experiments(meta_binary):
+    # `reproduce` answers --print-config like every subcommand; an unknown experiment is one
+    # line naming them (before anything runs), with or without --print-config.
+    r = subprocess.run([meta_binary, "reproduce", "cz", "--tiny", "--print-config"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    settings = json.loads(r.stdout)
+    assert settings["experiment"] == "cz" and settings["tiny"] is True and settings["out"] == "reproduction-out"
+    for extra in ([], ["--print-config"]):
+        r = subprocess.run([meta_binary, "reproduce", "nosuch", "--tiny", *extra], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert "unknown experiment 'nosuch' (experiments: gap-vs-k" in r.stderr and ", all)" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
