@@ -22,7 +22,8 @@ include(${CMAKE_CURRENT_LIST_DIR}/qfleet_embed_configs.cmake)
 add_library(qfleet_app_common STATIC ${PROJECT_SOURCE_DIR}/apps/common/config.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/shell.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/report_header.cpp
-                                     ${PROJECT_SOURCE_DIR}/apps/common/other_app.cpp)
+                                     ${PROJECT_SOURCE_DIR}/apps/common/other_app.cpp
+                                     ${PROJECT_SOURCE_DIR}/apps/common/memory_check.cpp)
 target_include_directories(qfleet_app_common PUBLIC ${PROJECT_SOURCE_DIR}/apps)
 target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11 PRIVATE qfleet::json)
 target_compile_options(qfleet_app_common PRIVATE ${QFLEET_WARNINGS} ${TORCH_CXX_FLAGS})

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "common/memory_check.hpp"
 #include "common/lifecycle.hpp"
 #include "features.hpp"
 #include "qfleet/train.hpp"
@@ -102,6 +103,7 @@ class ClassifyRun {
 
  private:
   void load_inputs();
+  void check_memory(const std::vector<torch::Tensor>& trainable);
 
   Config cfg_;
   std::string device_why_;
@@ -162,6 +164,7 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
   std::vector<torch::Tensor> trainable;
   for (auto& p : net_->parameters())
     if (p.requires_grad()) trainable.push_back(p);
+  check_memory(trainable);
   opt_ = std::make_unique<torch::optim::Adam>(trainable, torch::optim::AdamOptions(cfg_.lr));
   json hashed = cfg_.to_json();
   hashed.erase("epochs");  // --resume --epochs N extends a run
@@ -173,6 +176,25 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
   clock_.cuda = device_.is_cuda();
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   correct_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+}
+
+// A training step's memory on 1 and 2 of the training images (the network's forward and
+// its gradients, without updating the parameters, their gradients or batch norm's
+// statistics), before the first step allocates it for `batch` images.
+void ClassifyRun::check_memory(const std::vector<torch::Tensor>& trainable) {
+  const int64_t items = std::min(cfg_.batch, n_train_);
+  if (items < 2) return;
+  net_->eval();
+  app::check_memory_fits(device_, "batch", items, "images", [&](int64_t n) {
+    std::optional<train::AutocastScope> autocast(std::in_place, precision_);
+    const torch::Tensor x = train_x_.narrow(0, 0, n);
+    const torch::Tensor feats = cfg_.mode == "features" ? x : net_->features(x);
+    const torch::Tensor logits = net_->head_logits(net_->middle(net_->angles(feats)));
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, train_y_.narrow(0, 0, n));
+    autocast.reset();
+    (void)torch::autograd::grad({loss}, trainable, {}, c10::nullopt, false, /*allow_unused=*/true);
+  });
+  net_->train();
 }
 
 // The images as the network's inputs, or (mode features) the frozen backbone's features
@@ -200,7 +222,7 @@ int64_t ClassifyRun::resume() {
   epoch_start_ = Clock::now();
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);  // CheckpointError: missing, damaged, another configuration
-  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_);
+  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_, hist_path_);
   return state_.step;
 }
 

@@ -42,11 +42,14 @@ inline train::RunnerOptions epoch_runner_options(int64_t per_epoch, int64_t epoc
 // text "history" (TrainState::texts), so the checkpoint and the history a resume continues
 // are one file: a run killed between writing checkpoint.pt and history.json (the copy for
 // readers and plots) resumes with both at the same step (tests/python/test_faults.py kills
-// runs at chosen moments). Rows past the checkpoint's `rows` are dropped.
-inline nlohmann::json history_from_checkpoint(const std::string& text, int64_t rows) {
+// runs at chosen moments). Rows past the checkpoint's `rows` are dropped, and the copy at
+// `copy_path` is written again at once: a run killed after its last checkpoint and before
+// the copy resumes at its end, runs no step and writes no checkpoint that would update it.
+inline nlohmann::json history_from_checkpoint(const std::string& text, int64_t rows, const std::string& copy_path) {
   nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
   if (!h.is_array()) throw train::CheckpointError("the checkpoint's history is not a JSON array");
   while (int64_t(h.size()) > rows) h.erase(h.end() - 1);
+  train::write_file_atomic(copy_path, h.dump(1));
   return h;
 }
 

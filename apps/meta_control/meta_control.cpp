@@ -21,6 +21,7 @@
 #include "qfleet/version.hpp"
 #include "trainer.hpp"
 #include "common/lifecycle.hpp"
+#include "common/memory_check.hpp"
 #include "common/report_header.hpp"
 
 namespace qfleet::meta {
@@ -167,6 +168,17 @@ int64_t policy_size(const Config& cfg) {
 }
 
 namespace {
+
+// The meta-gradient's rows of this process's share of the meta-batch (or of the validation
+// tasks, adapted the same way, where they are more), measured on 1 and 2 tasks drawn from
+// a generator of their own before the run allocates them.
+void check_memory(const Trainer& tr, const Config& cfg, int processes) {
+  const int64_t share = (cfg.meta_batch + processes - 1) / processes;
+  const bool val = cfg.validation_tasks > share;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 7);
+  app::check_memory_fits(qfleet::train::device_from_setting(cfg.device), val ? "validation_tasks" : "meta_batch",
+                         val ? cfg.validation_tasks : share, "tasks", [&](int64_t n) { tr.task_rows(tr.sample(gen, n)); });
+}
 
 // device = auto: with a CUDA device visible, a few meta-gradient steps on each device
 // (qfleet::train::choose_device) pick the faster; the report says why with both figures.
@@ -430,6 +442,7 @@ RunResult run(const Config& requested, const RunOptions& options) {
   std::tie(cfg.device, device_why) = resolve_device(requested, group.get());
   Trainer tr(cfg);
   tr.set_group(group.get());
+  check_memory(tr, cfg, processes);
   const fs::path out(cfg.output_dir);
   fs::create_directories(out);
 

@@ -135,7 +135,7 @@ ShotRun::ShotRun(const ClassifierConfig& c, const ClassifierData& data, int64_t 
 int64_t ShotRun::resume() {
   if (!cfg_.resume || !fs::exists(ckpt_)) return 0;
   train::load_checkpoint(ckpt_, state_);
-  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_);
+  history_ = app::history_from_checkpoint(history_text_, state_.step / per_epoch_, hist_path_);
   return state_.step;
 }
 

@@ -17,6 +17,7 @@
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
 #include "json_io.hpp"
+#include "common/memory_check.hpp"
 #include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 
@@ -168,6 +169,7 @@ class QganRun {
   torch::Tensor generator_step(const Generated& g, const torch::Tensor& fake_dev, double& gen_ms);
   torch::Tensor d_logits() { return disc_->forward(features_).squeeze(1).to(torch::kFloat64); }
   void flush_history();
+  void check_memory() const;
 
   TrainConfig cfg_;
   app::RunClock run_clock_;  // (reset once the settings are checked)
@@ -213,6 +215,7 @@ QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
   // Weights start near zero: the generator starts at the uniform distribution of its
   // Hadamard layer, as in Zoufal et al.
   w_ = (torch::rand({P_}, f64) * 0.2 - 0.1).to(real).set_requires_grad(true);
+  check_memory();
   disc_ = make_discriminator(target_.n_features, cfg_.hidden);
   disc_->to(device_);
   features_ = torch::from_blob(const_cast<double*>(target_.features.data()), {K_, target_.n_features}, f64)
@@ -236,10 +239,25 @@ QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
   state_.texts = {{"history", &history_text_}};
 }
 
+// What the run holds at once, known before it allocates: the discriminator's float32
+// parameters with their gradients and Adam's two moments, on its device; with shots, the
+// parameter shift's 2 P circuits' outcomes (8 bytes each) on the CPU.
+void QganRun::check_memory() const {
+  double params = 0;
+  int64_t w = target_.n_features;
+  for (int64_t h : cfg_.hidden) params += double(w + 1) * double(h), w = h;
+  params += double(w + 1);
+  app::check_bytes_fit(device_, "hidden", params * 4 * 4,
+                       "a discriminator of " + std::to_string(int64_t(params)) + " parameters (with gradients and Adam's moments)");
+  if (cfg_.shots > 0)
+    app::check_bytes_fit(torch::kCPU, "shots", 2 * double(P_) * double(cfg_.shots) * 8,
+                         std::to_string(cfg_.shots) + " shots of the parameter shift's " + std::to_string(2 * P_) + " circuits");
+}
+
 int64_t QganRun::resume() {
   if (!cfg_.resume) return 0;
   train::load_checkpoint(ckpt_, state_);
-  history_ = app::history_from_checkpoint(history_text_, state_.step);
+  history_ = app::history_from_checkpoint(history_text_, state_.step, hist_path_);
   return state_.step;
 }
 

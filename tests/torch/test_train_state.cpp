@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
+#include <c10/core/CPUAllocator.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -339,6 +341,28 @@ TEST(TrainResources, CpuPeakMemoryCountsTheStepsTensors) {
   EXPECT_GE(c.per_sample_bytes, mib);
   EXPECT_LT(c.per_sample_bytes, mib + mib / 8);
   EXPECT_GE(c.batch, 1);
+}
+
+// Some CPU kernels take scratch through the allocator's raw_allocate, which asserts that a
+// pointer is its own context; and tensors made during a probe may be freed after it. (A
+// convolution's backward in a probe failed with "dptr.get() == dptr.get_context()".)
+TEST(TrainResources, CpuPeakMemoryKeepsRawAllocationsAndTensorsThatOutliveIt) {
+  torch::Tensor kept;
+  const std::size_t peak = tr::peak_memory(torch::kCPU, [&] {
+    c10::Allocator* a = c10::GetCPUAllocator();
+    void* p = a->raw_allocate(4096);
+    ASSERT_NE(p, nullptr);
+    static_cast<char*>(p)[4095] = 1;
+    a->raw_deallocate(p);
+    kept = torch::ones({1024}, torch::kFloat64);
+    const auto x = torch::randn({2, 1, 12, 12}).requires_grad_();
+    const auto w = torch::randn({3, 1, 3, 3}).requires_grad_();
+    (void)torch::autograd::grad({torch::conv2d(x, w).square().sum()}, {x, w});
+  });
+  EXPECT_GE(peak, 8192u);
+  EXPECT_EQ(kept.sum().item<double>(), 1024.0);
+  kept = torch::Tensor();  // freed by the wrapper, after the probe
+  EXPECT_EQ(torch::ones({4}).sum().item<float>(), 4.0f);
 }
 
 TEST(TrainResources, DeviceChoiceTimesEachCandidateAndSkipsOnesThatFail) {

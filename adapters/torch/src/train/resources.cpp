@@ -15,6 +15,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "qfleet/train.hpp"
 
@@ -61,35 +62,59 @@ c10::DeviceAllocator* cuda_allocator(const torch::Device& device) {
 
 c10::DeviceIndex index_of(const torch::Device& d) { return d.has_index() ? d.index() : 0; }
 
-// The CPU allocator, wrapped to count the bytes it holds and their peak.
+// The CPU allocator, wrapped to count the bytes it holds and their peak. Its pointers
+// are their own contexts (the inner allocation is kept in a table by its address), as the
+// default CPU allocator's are: LibTorch's raw_allocate, which some CPU kernels call,
+// asserts that (c10/core/Allocator.h), and a tensor made during a probe may be freed long
+// after it.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-  struct Record {
-    c10::DataPtr inner;
-    std::size_t bytes;
-    CountingCpuAllocator* owner;
-  };
   c10::Allocator* inner = nullptr;
   std::atomic<std::int64_t> live{0}, peak{0};
 
+  static CountingCpuAllocator& instance() {
+    static CountingCpuAllocator* a = new CountingCpuAllocator;  // never destroyed: tensors may outlive main
+    return *a;
+  }
   c10::DataPtr allocate(std::size_t n) override {
-    auto* r = new Record{inner->allocate(n), n, this};
+    c10::DataPtr d = inner->allocate(n);
+    void* data = d.get();
+    if (data == nullptr) return d;  // (zero bytes)
+    const c10::Device dev = d.device();
+    {
+      std::lock_guard<std::mutex> lock(table_mutex_);
+      table_.emplace(data, Held{std::move(d), n});
+    }
     const std::int64_t now = live.fetch_add(static_cast<std::int64_t>(n)) + static_cast<std::int64_t>(n);
     std::int64_t p = peak.load();
     while (now > p && !peak.compare_exchange_weak(p, now)) {
     }
-    void* data = r->inner.get();
-    const c10::Device dev = r->inner.device();
-    return {data, r, &release, dev};
+    return {data, data, &release, dev};
   }
-  static void release(void* ctx) {
-    auto* r = static_cast<Record*>(ctx);
-    r->owner->live.fetch_sub(static_cast<std::int64_t>(r->bytes));
-    delete r;  // frees the inner allocation
-  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+ private:
+  struct Held {
+    c10::DataPtr inner;
+    std::size_t bytes;
+  };
+  static void release(void* data) {
+    CountingCpuAllocator& a = instance();
+    c10::DataPtr freed;  // freed after the lock is released
+    {
+      std::lock_guard<std::mutex> lock(a.table_mutex_);
+      const auto it = a.table_.find(data);
+      if (it == a.table_.end()) return;
+      a.live.fetch_sub(static_cast<std::int64_t>(it->second.bytes));
+      freed = std::move(it->second.inner);
+      a.table_.erase(it);
+    }
+  }
+  std::mutex table_mutex_;
+  std::unordered_map<void*, Held> table_;
 };
 
 constexpr std::uint8_t kProbePriority = 200;  // above the default CPU allocator's
@@ -111,7 +136,7 @@ std::size_t free_memory(const torch::Device& device) {
 
 std::size_t peak_memory(const torch::Device& device, const std::function<void()>& fn) {
   if (device.is_cpu()) {
-    static CountingCpuAllocator counting;  // static: tensors made in the probe may outlive it
+    CountingCpuAllocator& counting = CountingCpuAllocator::instance();
     static std::mutex one_probe;
     std::lock_guard<std::mutex> lock(one_probe);
     c10::Allocator* previous = c10::GetCPUAllocator();
