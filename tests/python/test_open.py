@@ -336,6 +336,14 @@ def test_bad_input_is_a_clear_error(qfleet):
         layer(u.half(), g, c)
     with pytest.raises(RuntimeError, match="rate"):
         layer(u, -g, c)
+    # Finite inputs that overflow the solver: refused with the task and the largest input, not NaN.
+    big = u.clone()
+    big[1, 0, 0] = 1e300
+    with pytest.raises(ValueError, match=r"fidelity of task 1 is not finite: the inputs overflow the solver "
+                                         r"\(the largest magnitudes: amplitudes 1e\+300"):
+        layer(big, g, c)
+    with pytest.raises(ValueError, match="overflow the solver"):
+        layer(big.requires_grad_(), g, c)  # (the forward that keeps its backward's rows)
     with pytest.raises(RuntimeError, match="Hermitian"):
         qfleet.OpenSystem(2).control(np.array([[0, 1], [0, 0]])).segments(2, 1.0).target_state([0, 1]).compile()
     with pytest.raises(RuntimeError, match="needs a target"):
