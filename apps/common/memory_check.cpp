@@ -11,9 +11,13 @@ namespace qfleet::app {
 
 namespace {
 
+// 724 GiB, 0.74 MiB: GiB from 1 GiB up, MiB below.
 std::string gib(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / 0x1p30);
+  if (bytes >= 0x1p30)
+    std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / 0x1p30);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g MiB", bytes / 0x1p20);
   return buf;
 }
 

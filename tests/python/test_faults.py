@@ -71,6 +71,14 @@ def test_a_batch_too_large_for_the_memory_is_refused_before_the_run_starts(tmp_p
     assert "need about " in r.stderr and "GiB at once on cpu" in r.stderr, r.stderr
     assert "are free: lower meta_batch" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not out.exists(), "the refused run wrote its folder"
+    # A need known in advance: qfleet-qgan train's parameter shift holds 2 P circuits x shots outcomes.
+    r = subprocess.run([app_binary("QFLEET_QGAN", "qfleet-qgan"), "train", "--set", "shots=16777216", "--set",
+                        "qubits=12", "--set", "reps=64", "--epochs", "1", "--quiet", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("qfleet-qgan: error: shots: 16777216 shots of the parameter shift's 1560 circuits "
+                               "need about 195 GiB at once on cpu"), r.stderr
+    assert r.stderr.strip().endswith("are free: lower shots") and not out.exists(), r.stderr
 
 
 def _results(out):
