@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the JSON readers', the .npy reader's, the PGM reader's, the rl configuration's, the apps' configuration reader's and the IDX reader's libFuzzer targets (tests/fuzz) for a bounded time each:
+# Runs the JSON readers', the .npy reader's, the PGM reader's, the rl configuration's, the apps' configuration reader's, the IDX reader's and the training checkpoint reader's libFuzzer targets (tests/fuzz) for a bounded time each:
 #   scripts/fuzz.sh BUILD_DIR [SECONDS=60]
 # BUILD_DIR is a clang build with -DQFLEET_FUZZ=ON (scripts/test.sh builds them in build-asan).
 # Each reader starts from its seeds (tests/fuzz/seeds/<kind>) and keeps what it
@@ -17,7 +17,9 @@ run_one() {
   local target=$1 kind=${1%_json}
   local corpus="$build/corpus-$kind" log="$build/fuzz-$kind.log"
   mkdir -p "$corpus"
-  if (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  # (detect_container_overflow=0: the checkpoint reader's containers are also filled by the
+  # uninstrumented LibTorch; scripts/test.sh says why)
+  if (cd "$build" && ASAN_OPTIONS=detect_leaks=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$build/tests/fuzz/fuzz_${target}" "$corpus" "$root/tests/fuzz/seeds/$kind" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=8192 -print_final_stats=1 \
         >"$log" 2>&1); then
@@ -28,6 +30,8 @@ run_one() {
   fi
 }
 targets=(circuit_json lindblad_json npy pgm rl_config app_config idx)
+# (the training checkpoint reader where the tree builds the PyTorch adapter)
+[ -x "$build/tests/fuzz/fuzz_checkpoint" ] && targets+=(checkpoint)
 jobs=$(nproc)
 rc=0
 running=0

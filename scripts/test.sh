@@ -2,8 +2,9 @@
 # Set up and run every test: a Release build (warnings are errors) with the
 # PyTorch adapter and its C++ and Python tests, the CUDA backend's compile for sm_90
 # where nvcc is found but no GPU, the pip-installed package's tests, an
-# AddressSanitizer + UndefinedBehaviorSanitizer build of the core running its whole
-# suite, and libFuzzer on the readers. Each phase prints the seconds since the start.
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the core, the PyTorch adapter and
+# the apps running their C++ suites, a ThreadSanitizer build running the threads tests,
+# and libFuzzer on the readers. Each phase prints the seconds since the start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -65,17 +66,50 @@ echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 # src/cpu/isa_open.cpp for baseline, 32 s against 155 s; 2026-11-28) at -O1 -g1 (line
 # tables: the reports still name file and line), the optimisation AddressSanitizer's
 # documentation recommends. The same tree builds the libFuzzer targets (QFLEET_FUZZ).
+# The PyTorch adapter and the apps are instrumented; LibTorch itself (the PyPI wheel) is
+# not, so what it does inside is not checked, and the STL containers it fills are not
+# annotated: detect_container_overflow is off (AddressSanitizer's documentation, "false
+# positives" of partially instrumented programs).
 # Left out of this tree's run: the unit tests' AVX2 rerun (the baseline rerun has its
-# lane widths, and the native run AVX-512's).
+# lane widths, and the native run AVX-512's); the Python suite (an instrumented extension
+# does not load into the uninstrumented interpreter), and the meta-control app's export
+# through `qfleet eval` (90 s here, the app's other tests run the same code).
 ./scripts/configure.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
       -DQFLEET_SANITIZE=ON -DQFLEET_FUZZ=ON -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
-      -DQFLEET_BUILD_TORCH=OFF >/dev/null
+      -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^unit_tests_isa_avx2$'
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" \
+  -E '^(unit_tests_isa_avx2|python_tests|MetaRun\.ExportedPulsesThroughQfleetEvalReproduceTheReport)$'
 
-echo "== libFuzzer on the JSON readers, the .npy reader and the PGM reader (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-30} s per reader; $((SECONDS - start)) s)"
+echo "== ThreadSanitizer build + the threads tests ($((SECONDS - start)) s)"
+# The threads tests (tests/threads: compiled programs, the torch operators and autograd
+# shared by four threads) under ThreadSanitizer, which reports a data race in a program's
+# caches or workspaces even when the results happen to agree. Clang's OpenMP runtime is
+# followed through its ThreadSanitizer tool, Archer (LLVM's libarcher, loaded by
+# OMP_TOOL_LIBRARIES): without it the runtime's own synchronisation is invisible to the
+# sanitizer. LibTorch is not instrumented (as above).
+./scripts/configure.sh build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
+      -DQFLEET_TSAN=ON -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
+      -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
+cmake --build build-tsan -j"$jobs" --target qfleet_thread_tests qfleet_torch_thread_tests qfleet_race_fixture
+archer="$(dirname "$(readlink -f "$(command -v clang)")")/../lib/libarcher.so"
+[ -f "$archer" ] || { echo "no $archer (Debian's libomp-dev installs it)"; exit 1; }
+# ignore_noninstrumented_modules: no reports from inside the uninstrumented runtimes (the
+# OpenMP runtime's own locks, LibTorch), as Archer asks.
+tsan_options="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1"
+OMP_TOOL_LIBRARIES="$archer" TSAN_OPTIONS="$tsan_options" \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^Threads\.'
+# (and the sanitizer reports a race where there is one)
+if TSAN_OPTIONS="$tsan_options" ./build-tsan/tests/qfleet_race_fixture >/dev/null 2>build-tsan/race_fixture.log ||
+   ! grep -q "ThreadSanitizer: data race" build-tsan/race_fixture.log; then
+  echo "ThreadSanitizer did not report tests/threads/race_fixture.cpp's race"
+  exit 1
+fi
+
+echo "== libFuzzer on the readers: problems, .npy, PGM, configurations, IDX, checkpoints (clang, ASan + UBSan; ${QFLEET_FUZZ_SECONDS:-30} s per reader; $((SECONDS - start)) s)"
 ./scripts/fuzz.sh build-asan "${QFLEET_FUZZ_SECONDS:-30}"
 
 echo "== all tests passed in $((SECONDS - start)) s"

@@ -1,9 +1,8 @@
-// Program behaviour: concurrent calls, copies, workspace reuse, large registers
+// Program behaviour (concurrent calls: tests/threads): copies, workspace reuse, large registers
 // (one sample per tile and amplitude-parallel paths), empty and 1-qubit circuits.
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <thread>
 
 #include "unit/expect_error.hpp"
 #include "unit/harness.hpp"
@@ -35,39 +34,6 @@ Results run_all(const qfleet::Program& p, const ref::Batch& b, const std::vector
   r.samples.assign(b.B * 64, 0);
   p.sample<double>(run.args(b.B), {}, 64, 5, r.samples);
   return r;
-}
-
-TEST(Program, ConcurrentCallsFromFourThreadsMatchSerialCalls) {
-  std::mt19937_64 rng(1);
-  std::vector<std::unique_ptr<ref::Twin>> twins;
-  std::vector<qfleet::Program> progs;
-  std::vector<ref::Batch> batches;
-  std::vector<std::vector<double>> cots;
-  std::vector<Results> serial;
-  for (int k = 0; k < 4; ++k) {  // four programs of different sizes, each also shared by all threads
-    const int n = 2 + 2 * k;
-    twins.push_back(std::make_unique<ref::Twin>(n));
-    ref::random_circuit(*twins.back(), rng, ref::RandomSpec{});
-    qfleet::CompileOptions o;
-    o.num_threads = k % 2 ? 2 : 0;
-    progs.push_back(qfleet::compile(twins.back()->q, o));
-    batches.push_back(ref::random_batch(rng, 5 + 11 * k, twins.back()->r.n_inputs, twins.back()->r.n_weights, k % 2));
-    cots.push_back(ref::uniform_vec(rng, batches.back().B * twins.back()->r.n_outputs(), -1, 1));
-    serial.push_back(run_all(progs.back(), batches.back(), cots.back()));
-    EXPECT_LT(ref::max_abs_diff(serial.back().out, ref::ref_outputs(twins.back()->r, batches.back())), 1e-10);
-  }
-  std::vector<int> mismatches(4, 0);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int it = 0; it < 6; ++it) {
-        const int k = (t + it) % 4;
-        if (!(run_all(progs[k], batches[k], cots[k]) == serial[k])) ++mismatches[t];
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
 TEST(Program, CopiesShareThePlanAndGiveTheSameResults) {
