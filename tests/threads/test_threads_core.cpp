@@ -10,8 +10,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <thread>
 
+#include "threads/shared_calls.hpp"
 #include "unit/harness.hpp"
 #include "unit/open_harness.hpp"
 
@@ -26,31 +26,11 @@ void append(Bytes& out, const std::vector<T>& v) {
   out.insert(out.end(), p, p + v.size() * sizeof(T));
 }
 
-// `calls[k]()` made alone, then 4 threads x 6 rounds of them, thread t making call
-// (t + round) % calls.size(): every result equals the one made alone.
-void expect_shared_calls_match_serial(const std::vector<std::function<Bytes()>>& calls) {
-  std::vector<Bytes> serial;
-  for (const auto& c : calls) serial.push_back(c());
-  constexpr int kThreads = 4, kRounds = 6;
-  std::vector<int> mismatches(kThreads, 0);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        for (int r = 0; r < kRounds; ++r) {
-          const std::size_t k = std::size_t(t + r) % calls.size();
-          if (calls[k]() != serial[k]) ++mismatches[std::size_t(t)];
-        }
-      } catch (const std::exception& e) {
-        errors[std::size_t(t)] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[std::size_t(t)], 0) << "thread " << t;
-    EXPECT_EQ(errors[std::size_t(t)], "") << "thread " << t;
-  }
+// Each of `calls` made alone, then from 4 threads x 6 rounds (shared_calls.hpp).
+void expect_shared_calls_match_serial(const std::vector<std::function<Bytes()>>& calls, const std::string& what) {
+  threads_tests::expect_shared_calls_match_serial(
+      int(calls.size()), [&](int k) { return calls[std::size_t(k)](); },
+      [](const Bytes& a, const Bytes& b) { return a == b; }, 6, what);
 }
 
 // forward, the fused adjoint, the states (state vectors) and 64 samples per element.
@@ -94,7 +74,7 @@ TEST(Threads, StateVectorCircuitsSharedByFourThreadsMatchSerialCalls) {
   }
   std::vector<std::function<Bytes()>> calls;
   for (const auto& c : cases) calls.push_back([&c] { return circuit_call(*c.program, c.batch, c.cot, true); });
-  expect_shared_calls_match_serial(calls);
+  expect_shared_calls_match_serial(calls, "state vector");
 }
 
 TEST(Threads, DensityMatrixCircuitsSharedByFourThreadsMatchSerialCalls) {
@@ -118,7 +98,7 @@ TEST(Threads, DensityMatrixCircuitsSharedByFourThreadsMatchSerialCalls) {
   }
   std::vector<std::function<Bytes()>> calls;
   for (const auto& c : cases) calls.push_back([&c] { return circuit_call(*c.program, c.batch, c.cot, false); });
-  expect_shared_calls_match_serial(calls);
+  expect_shared_calls_match_serial(calls, "density matrix");
 }
 
 // An open system: fidelity, leakage, expectations and final states forward, and the
@@ -163,7 +143,7 @@ TEST(Threads, OpenSystemsSharedByFourThreadsMatchSerialCalls) {
   }
   std::vector<std::function<Bytes()>> calls;
   for (const auto& c : cases) calls.push_back([&c] { return open_call(c); });
-  expect_shared_calls_match_serial(calls);
+  expect_shared_calls_match_serial(calls, "open system");
 }
 
 }  // namespace

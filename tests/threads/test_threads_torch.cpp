@@ -6,9 +6,9 @@
 
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "qfleet/torch.hpp"
+#include "threads/shared_calls.hpp"
 
 namespace threads_tests {
 
@@ -24,31 +24,15 @@ std::string example(const std::string& name) {
 // (outputs, the gradients w.r.t. each input) of one call; `call` builds the graph.
 using Call = std::function<std::vector<torch::Tensor>(int)>;
 
+// Four calls (k = 0..3) made alone, then from 4 threads x 5 rounds (shared_calls.hpp).
 void expect_threads_match_serial(const Call& call, const std::string& what) {
-  constexpr int kThreads = 4, kRounds = 5;
-  std::vector<std::vector<torch::Tensor>> serial;
-  for (int k = 0; k < kThreads; ++k) serial.push_back(call(k));
-  std::vector<int> mismatches(kThreads, 0);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        for (int r = 0; r < kRounds; ++r) {
-          const int k = (t + r) % kThreads;
-          const auto got = call(k);
-          for (std::size_t i = 0; i < got.size(); ++i)
-            if (!torch::equal(got[i], serial[std::size_t(k)][i])) ++mismatches[std::size_t(t)];
-        }
-      } catch (const std::exception& e) {
-        errors[std::size_t(t)] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(mismatches[std::size_t(t)], 0) << what << ": thread " << t;
-    EXPECT_EQ(errors[std::size_t(t)], "") << what << ": thread " << t;
-  }
+  auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!torch::equal(a[i], b[i])) return false;
+    return true;
+  };
+  expect_shared_calls_match_serial(4, call, same, 5, what);
 }
 
 std::vector<torch::Tensor> circuit_call(const c10::intrusive_ptr<nn::CircuitProgram>& p, int k) {
