@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build ccache git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcli11-dev libfmt-dev libeigen3-dev python3 python3-venv python3-pip
       clang libclang-rt-14-dev libomp-14-dev  # (clang: the libFuzzer targets of the JSON readers)
-      zlib1g-dev dataset-fashion-mnist)  # (qfleet-classify: gzipped IDX files; Fashion-MNIST, its default data)
+      zlib1g-dev dataset-fashion-mnist  # (qfleet-classify: gzipped IDX files; Fashion-MNIST, its default data)
+      doxygen)  # (the API reference, docs/api/Doxyfile)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
