@@ -41,7 +41,7 @@ def broken_links(page):
 
 
 def test_every_relative_link_resolves():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
     problems = {str(p.relative_to(ROOT)): b for p in pages if (b := broken_links(p))}
     assert not problems, problems
 
