@@ -153,6 +153,10 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
     const torch::Tensor pixels = train_split_.images.to(torch::kFloat64).div_(255.0);
     mean_ = pixels.mean().item<double>(), stdev_ = pixels.std().item<double>();
   }
+  // Images that are all one value would be normalised by a standard deviation of 0.
+  if (train_split_.images.numel() > 0 && train_split_.images.max().item<int64_t>() == train_split_.images.min().item<int64_t>())
+    throw DataError(cfg_.data + ": the " + std::to_string(train_split_.images.size(0)) +
+                    " training images are all one value (their pixels' standard deviation is 0): nothing to learn from");
   torch::manual_seed(cfg_.seed);
   net_ = HybridNet(cfg_.model);
   net_->to(device_);

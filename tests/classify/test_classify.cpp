@@ -314,4 +314,16 @@ TEST(Train, TheAblationAndBadSettings) {
     edit(b);
     EXPECT_NE(error_of([&] { run(b); }).find(needle), std::string::npos) << needle;
   }
+  // Images that are all one value: a data error naming the folder, not a NaN deep in the engine.
+  const fs::path flat = d / "flat";
+  fs::create_directories(flat);
+  for (const char* split : {"train", "t10k"}) {
+    write_idx((flat / (std::string(split) + "-images-idx3-ubyte")).string(), torch::full({20, 12, 12}, 7, torch::kUInt8));
+    write_idx((flat / (std::string(split) + "-labels-idx1-ubyte")).string(),
+              torch::arange(20, torch::kInt64).remainder(2).to(torch::kUInt8));
+  }
+  Config f = c;
+  f.data = flat.string();
+  EXPECT_NE(error_of([&] { run(f); }).find(flat.string() + ": the 20 training images are all one value"), std::string::npos)
+      << error_of([&] { run(f); });
 }
