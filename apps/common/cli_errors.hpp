@@ -6,7 +6,8 @@
 //      qfleet::Error and app::ConfigError are), a checkpoint that does not belong to
 //      the run;
 //   1  anything else (torch's message without its C++ backtrace; an allocation that
-//      failed says how much was asked for and what to lower).
+//      failed says how much was asked for and what to lower); a file system error names
+//      its path and is 2 where the path is the user's to change (cli_detail::file_system_error).
 // The command line itself is read first by parse_command_line: --help prints and ends
 // with 0, a bad option is one line and status 2.
 #pragma once
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -79,6 +81,25 @@ int usage_guard(const std::string& prog, Body& body) {
   }
 }
 
+// A file system error in the user's terms: "cannot create directories /x/y: Not a
+// directory" rather than libstdc++'s "filesystem error: cannot create directories: Not a
+// directory [/x/y]"; status 2 where the path is the user's to change (missing, not a
+// folder, not allowed, read-only), else 1.
+inline int file_system_error(const std::string& prog, const std::filesystem::filesystem_error& e) {
+  std::string what = e.what();
+  const std::string prefix = "filesystem error: ";
+  if (what.rfind(prefix, 0) == 0) what = what.substr(prefix.size());
+  std::string op = what.substr(0, what.find(": "));
+  std::string paths;
+  for (const auto* p : {&e.path1(), &e.path2()})
+    if (!p->empty()) paths += (paths.empty() ? " " : ", ") + p->string();
+  const auto c = e.code();
+  const bool users = c == std::errc::no_such_file_or_directory || c == std::errc::not_a_directory ||
+                     c == std::errc::permission_denied || c == std::errc::read_only_file_system ||
+                     c == std::errc::file_exists || c == std::errc::is_a_directory;
+  return report(prog, (op + paths + ": " + c.message()).c_str(), users ? 2 : 1);
+}
+
 }  // namespace cli_detail
 
 // Runs body() (returning the exit status), catching what it throws as above.
@@ -97,6 +118,8 @@ int run_guarded(const std::string& prog, Body body) {
     return report(prog, e.what_without_backtrace(), 1);
   } catch (const std::bad_alloc&) {
     return report(prog, cli_detail::out_of_memory("").c_str(), 1);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return cli_detail::file_system_error(prog, e);
   } catch (const std::exception& e) {
     return report(prog, e.what(), 1);
   }

@@ -150,16 +150,36 @@ Model short_run(int64_t iterations, const ReproOptions& o) {
 }
 Model paper_checkpoint(const ReproOptions& o) { return short_run(200, o); }
 
+// The JSON python -m qfleet.meta_control.paper_checkpoint writes from the paper's file:
+// "dims" (the policy's layer widths, at least 3 positive integers), "theta" (numbers),
+// optionally "meta" (an object; "epoch" a number) and "source" (a string). Anything else is
+// one ConfigError naming the file, before a value is read.
+json read_paper_file(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return ConfigError("--paper-checkpoint: " + path + ": " + why + " (python -m qfleet.meta_control.paper_checkpoint "
+                       "converts the paper's .pt file)");
+  };
+  std::ifstream f(path);
+  if (!f) throw bad("cannot be opened (no such file, or not readable)");
+  const json j = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw bad("is not JSON");
+  if (!j.is_object() || !j.contains("dims") || !j.contains("theta")) throw bad("needs \"dims\" and \"theta\"");
+  const json& dims = j["dims"];
+  auto width = [](const json& d) { return d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= (1 << 20); };
+  if (!dims.is_array() || dims.size() < 3 || !std::all_of(dims.begin(), dims.end(), width))
+    throw bad("\"dims\" must be at least 3 layer widths (positive integers)");
+  const json& theta = j["theta"];
+  if (!theta.is_array() || !std::all_of(theta.begin(), theta.end(), [](const json& x) { return x.is_number(); }))
+    throw bad("\"theta\" must be an array of numbers");
+  if (j.contains("meta") && (!j["meta"].is_object() || (j["meta"].contains("epoch") && !j["meta"]["epoch"].is_number())))
+    throw bad("\"meta\" must be an object whose \"epoch\" is a number");
+  if (j.contains("source") && !j["source"].is_string()) throw bad("\"source\" must be a string");
+  return j;
+}
+
 std::vector<Model> with_paper_file(std::vector<Model> models, const ReproOptions& o) {
   if (o.paper_checkpoint.empty()) return models;
-  json j;
-  try {
-    j = json::parse(std::ifstream(o.paper_checkpoint));
-  } catch (const json::exception& e) {
-    throw ConfigError("--paper-checkpoint: cannot read " + o.paper_checkpoint + ": " + e.what());
-  }
-  if (!j.contains("dims") || !j.contains("theta") || j["dims"].size() < 3)
-    throw ConfigError("--paper-checkpoint: " + o.paper_checkpoint + " needs \"dims\" and \"theta\" (python -m qfleet.meta_control.paper_checkpoint)");
+  const json j = read_paper_file(o.paper_checkpoint);
   const auto dims = j["dims"].get<std::vector<int64_t>>();
   std::vector<std::string> sets = {"hidden_width=" + std::to_string(dims[1]),
                                    "hidden_layers=" + std::to_string(dims.size() - 2),

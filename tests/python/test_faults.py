@@ -220,3 +220,14 @@ def test_a_killed_or_starved_run_resumes_to_the_uninterrupted_result(variable, n
     assert r.returncode == 0, r.stderr
     got, want = _flat(_outcome(cut, cut)), _flat(_outcome(whole, whole))
     assert {k: (got.get(k), want.get(k)) for k in got.keys() | want.keys() if got.get(k) != want.get(k)} == {}
+
+
+@pytest.mark.parametrize("variable,name,first,again,ckpt", APPS[:1] + APPS[2:], ids=[a[1] for a in APPS[:1] + APPS[2:]])
+def test_an_output_folder_that_cannot_be_made_is_one_line_naming_it(variable, name, first, again, ckpt, tmp_path):
+    # --out below a file: the file system's error in the user's terms (the path, the reason), status 2.
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "run"
+    r = subprocess.run([app_binary(variable, name), *first, "--quiet", "--threads", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"{name}: error: cannot create directories {out}: Not a directory\n", r.stderr

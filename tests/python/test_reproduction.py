@@ -216,7 +216,12 @@ def test_paper_checkpoint_converts_and_loads(qfleet, mc, meta_binary, tmp_path):
     bad = dict(json.loads((tmp_path / "zero.json").read_text()), dims=[4, 8, 8, 8, 8])
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     (tmp_path / "cut.json").write_text('{"dims": [3, 8')
-    for name, needle in (("bad.json", "is not the original preset's"), ("cut.json", "cannot read")):
+    (tmp_path / "types.json").write_text(json.dumps(dict(bad, dims="3, 8, 8")))
+    (tmp_path / "theta.json").write_text(json.dumps(dict(bad, dims=[3, 8, 8, 8, 8], theta=[[1.0], "x"])))
+    for name, needle in (("bad.json", "is not the original preset's"), ("cut.json", "is not JSON"),
+                         ("types.json", '"dims" must be at least 3 layer widths'),
+                         ("theta.json", '"theta" must be an array of numbers'),
+                         ("missing.json", "cannot be opened (no such file")):
         r = subprocess.run([binary, "reproduce", "gap-vs-k", "--tiny", "--quiet", "--out", str(repro),
                             "--paper-checkpoint", str(tmp_path / name)], capture_output=True, text=True)
         assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
