@@ -141,4 +141,18 @@ inline CircuitShapes check_circuit(const CircuitProgram& p, const char* op, cons
   return {B};
 }
 
+// Finite inputs can still overflow the solver (an amplitude of 1e300 makes the propagator
+// infinite): fidelities on the CPU are checked (B numbers, next to the solve's cost) and
+// a non-finite one is refused, naming the task and the largest inputs, as `qfleet eval`
+// does (src/json/json_problem.cpp). On a GPU the check would cost a host transfer per
+// call, so the fidelities come back as computed there.
+inline void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
+  if (!fid.device().is_cpu() || fid.numel() == 0 || fid.isfinite().all().item<bool>()) return;
+  const int64_t task = (~fid.isfinite()).nonzero()[0][0].item<int64_t>();
+  auto largest = [](const Tensor& t) { return t.defined() && t.numel() ? t.abs().max().item<double>() : 0.0; };
+  TORCH_CHECK_VALUE(false, "qfleet.", op, ": the fidelity of task ", task,
+                    " is not finite: the inputs overflow the solver (the largest magnitudes: amplitudes ", largest(a),
+                    ", drift_coeffs ", largest(c), ", rates ", largest(r), "); scale them down");
+}
+
 }  // namespace qfleet::nn::op_support

@@ -110,20 +110,6 @@ int64_t check_open(const OpenSystemProgram& p, const char* op, const Tensor& amp
 
 Tensor contig(const std::optional<Tensor>& t) { return t.has_value() && t->defined() ? t->contiguous() : Tensor(); }
 
-// Finite inputs can still overflow the solver (an amplitude of 1e300 makes the propagator
-// infinite): fidelities on the CPU are checked (B numbers, next to the solve's cost) and
-// a non-finite one is refused, naming the task and the largest inputs, as `qfleet eval`
-// does (src/json/json_problem.cpp). On a GPU the check would cost a host transfer per
-// call, so the fidelities come back as computed there.
-void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
-  if (!fid.device().is_cpu() || fid.numel() == 0 || fid.isfinite().all().item<bool>()) return;
-  const int64_t task = (~fid.isfinite()).nonzero()[0][0].item<int64_t>();
-  auto largest = [](const Tensor& t) { return t.defined() && t.numel() ? t.abs().max().item<double>() : 0.0; };
-  TORCH_CHECK_VALUE(false, "qfleet.", op, ": the fidelity of task ", task,
-                    " is not finite: the inputs overflow the solver (the largest magnitudes: amplitudes ", largest(a),
-                    ", drift_coeffs ", largest(c), ", rates ", largest(r), "); scale them down");
-}
-
 Tensor open_forward_kernel(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor& amplitudes,
                         const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
   const int64_t B = check_open(*p, "open_forward", amplitudes, drift, rates);
