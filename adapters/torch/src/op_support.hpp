@@ -3,6 +3,8 @@
 // methods). Internal to adapters/torch.
 #pragma once
 
+#include <cmath>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
 
@@ -146,9 +148,16 @@ inline CircuitShapes check_circuit(const CircuitProgram& p, const char* op, cons
 // a non-finite one is refused, naming the task and the largest inputs, as `qfleet eval`
 // does (src/json/json_problem.cpp). On a GPU the check would cost a host transfer per
 // call, so the fidelities come back as computed there.
+// (A loop over the B values, no tensor operation: it runs on every call.)
 inline void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
-  if (!fid.device().is_cpu() || fid.numel() == 0 || fid.isfinite().all().item<bool>()) return;
-  const int64_t task = (~fid.isfinite()).nonzero()[0][0].item<int64_t>();
+  if (!fid.device().is_cpu()) return;
+  int64_t task = -1;
+  AT_DISPATCH_FLOATING_TYPES(fid.scalar_type(), "qfleet_refuse_non_finite", [&] {
+    const scalar_t* f = fid.const_data_ptr<scalar_t>();
+    for (int64_t b = 0, n = fid.numel(); b < n && task < 0; ++b)
+      if (!std::isfinite(f[b])) task = b;
+  });
+  if (task < 0) return;
   auto largest = [](const Tensor& t) { return t.defined() && t.numel() ? t.abs().max().item<double>() : 0.0; };
   TORCH_CHECK_VALUE(false, "qfleet.", op, ": the fidelity of task ", task,
                     " is not finite: the inputs overflow the solver (the largest magnitudes: amplitudes ", largest(a),
