@@ -250,7 +250,7 @@ json run_classifier(const ClassifierConfig& cfg) {
   const app::RunClock clock;
   // The engine draws the records on `threads` threads; the network's layers are too small
   // to split: on the CPU it runs on one (on 2 cores, two threads made an epoch 4.6-5.1x
-  // slower, docs/benchmarks.md). Restored on the way out.
+  // slower, `git show b60db4d:docs/benchmarks.md`). Restored on the way out.
   struct TorchThreads {
     int before = torch::get_num_threads();
     ~TorchThreads() { torch::set_num_threads(before); }

@@ -25,7 +25,7 @@ using C = std::complex<double>;
 // How much cheaper per operation a dense superoperator product is than the sparse
 // Lindblad products (SIMD tiles against indexed loads): automatic picks the Lindblad
 // form when it needs this many times fewer operations. Measured with
-// bench/open_lindblad.py (docs/benchmarks.md#open-systems-in-lindblad-form).
+// bench_open's BM_LocalQubits, superoperator against Lindblad form (`git show 65154b2:docs/benchmarks.md`).
 constexpr double kDenseAdvantage = 2.0;
 
 // L^dag L for a row-major d x d L.

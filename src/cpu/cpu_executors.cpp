@@ -21,7 +21,7 @@ using detail::Executor;
 using detail::Model;
 using detail::ModelKind;
 
-// Measured (docs/benchmarks.md, "Scaling": 20-30 GFLOP/s per thread on the lanes
+// Measured (`git show 41c2817:docs/benchmarks.md`, "Scaling": 20-30 GFLOP/s per thread on the lanes
 // path, 1.6 us for one 4-qubit sample).
 constexpr double kCpuFlopsPerThread = 20e9;  // the lane kernels' sustained rate per thread
 constexpr double kCpuCallSeconds = 2e-6;     // argument checks, workspace, OpenMP fork

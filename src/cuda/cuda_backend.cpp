@@ -68,7 +68,7 @@ void upload(CudaResident& r, const std::vector<std::byte>& blob, const DevicePro
   copy_to_device(r.blob, blob.data(), blob.size());
 }
 
-// The GPU rate is measured on an H100 (docs/benchmarks.md, 2026-11-24): the plan's
+// The GPU rate is measured on an H100 (2026-11-24; `git show 9b5cc1b:docs/benchmarks.md`): the plan's
 // FLOP estimate over the device time of bench_cuda's calls gave 0.34-0.55 TFLOP/s for
 // the 4-qubit layer at B = 10^6, 0.7-0.9 for the 10-qubit target pass at B = 100, 1.3
 // for the open qubit at B = 10^5 and 1.7 for the 10-qubit layer at B = 10^4; 1 TFLOP/s

@@ -59,7 +59,7 @@ OpenLaunch open_launch_shape(const kern::OpenView& v, std::size_t batch, int rea
     return Error("one open-system task needs " + std::to_string(per >> 20) + " MiB of GPU workspace, more than a "
                  "quarter of the device's memory; use device 'cpu'");
   };
-  // Measured on an H100 (docs/benchmarks.md, OpenShape/ rows, 2026-11-24; d-level open
+  // Measured on an H100 (OpenShape/ rows, 2026-11-24, `git show 9b5cc1b:docs/benchmarks.md`; d-level open
   // ladder, B = 10^4, forward + gradient, complex64): warp beats thread 5.5x at n = 4 and
   // 7.9x at n = 9 (block ties there), block beats warp 1.4x at n = 16. The thread shape
   // is never the automatic choice; it stays pinnable.

@@ -2,7 +2,7 @@
 // launch/occupancy helpers, instantiated in one small translation unit per
 // kernel kind (open_cuda_k_*.cu) so nvcc compiles them in parallel: the six
 // instantiations of the whole task body took 245 s of nvcc for sm_80 + sm_90 in
-// one file (about 20 s each per architecture, docs/benchmarks.md). open_cuda.cu sees only the declarations (open_cuda_kernels.hpp).
+// one file (about 20 s each per architecture, `git show 28686d9:docs/benchmarks.md`). open_cuda.cu sees only the declarations (open_cuda_kernels.hpp).
 #pragma once
 
 #define QFLEET_KERN_ISA cuda

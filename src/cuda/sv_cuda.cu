@@ -236,7 +236,7 @@ LaunchShape launch_shape(const kern::SvPlan& p, std::size_t batch, int real_byte
   // Interleaved tiles: one per SM at least within a quarter of the device memory.
   const std::size_t tile_bytes = per_circuit * kTile, budget = dev.total_mem / 4;
   const std::size_t sms = std::size_t(std::max(dev.sm_count, 1));
-  // Measured on an H200 with block tables (docs/benchmarks.md, Shape/ rows, 2026-11-28;
+  // Measured on an H200 with block tables (Shape/ rows, 2026-11-28, `git show b4f0f6b:docs/benchmarks.md`;
   // the classifier layer, forward + adjoint, complex64): registers are the fastest at
   // n = 4 (B = 10^4: 373 us against 682-689 for warp, interleaved and block; B = 100:
   // 91 us, block 93); at n = 6 block is, or ties warp (B = 10^4: 1.07 ms against 1.14

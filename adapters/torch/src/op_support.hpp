@@ -92,8 +92,8 @@ std::span<R> mspan(Tensor& t) {
 // A cpu tensor's values (one or two dimensions) row-major, without Tensor::contiguous()
 // where it is not: autograd hands the backward of `out.sum()` an expanded (stride 0)
 // cotangent, and contiguous() on it goes through the dispatcher twice (empty_like, copy_),
-// a few us of a B = 1 layer call's backward (docs/benchmarks.md "The backward without
-// copies") for a copy of a few hundred reals. `buffer` holds the copy when one is made.
+// a few us of a B = 1 layer call's backward (`git show 62dd332:docs/benchmarks.md`, "The backward
+// without copies") for a copy of a few hundred reals. `buffer` holds the copy when one is made.
 template <class R>
 std::span<const R> cpu_values(const Tensor& t, std::vector<R>& buffer) {
   if (t.is_contiguous()) return cspan<R>(t);
