@@ -5,7 +5,7 @@
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
 
 Each DIR is an app's --out directory (its report.json); FILE is the --json output of
-bench/qgan_classifier_compare.py. Every key of the file is
+bench/compare/qgan_classifier.py. Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
 figure is taken only from a report that ran where the key says: a "gpu" figure from a
@@ -66,7 +66,8 @@ def meta_run(report, device):
 
 
 def classifier_compare(path):
-    """(plain PyTorch ms / qfleet ms per epoch, source) of a qgan_classifier_compare.py run on cuda, or (None, why)."""
+    """(plain PyTorch ms / qfleet ms per epoch, source) of a bench/compare/qgan_classifier.py run on cuda,
+    or (None, why)."""
     if not path:
         return None, "not run"
     try:
@@ -79,7 +80,7 @@ def classifier_compare(path):
     speedup = r.get("speedup")
     if not isinstance(speedup, (int, float)) or speedup <= 0:
         return None, "the result has no speedup"
-    return round(float(speedup), 3), (f"bench/qgan_classifier_compare.py: {r.get('shots')} shots, {r.get('epochs')} "
+    return round(float(speedup), 3), (f"bench/compare/qgan_classifier.py: {r.get('shots')} shots, {r.get('epochs')} "
                                       f"epochs on {r.get('device')}: plain PyTorch {r.get('plain_pytorch_ms_per_epoch_median')}"
                                       f" ms / qfleet {r.get('qfleet_ms_per_epoch')} ms per epoch")
 

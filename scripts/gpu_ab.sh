@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A same-run A/B of a kernel change on a machine with one NVIDIA GPU and no network (the
 # machine of scripts/gpu_check.sh): the benchmark program before the change against the
-# one after it, alternated by bench/ab.py, after the GPU tests and sanitizers that cover
+# one after it, alternated by bench/micro/ab.py, after the GPU tests and sanitizers that cover
 # the change, and an ncu reading of one row of the new program.
 #
 #   scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--sanitize CASE] [--ncu ROW]
@@ -10,8 +10,8 @@
 # .gpu/old/bench_cuda.xz before it): .gpu/bin/bench_cuda.xz (after), .gpu/old/bench_cuda.xz
 # (before), .gpu/debs, and with --tests / --sanitize .gpu/bin/qfleet_tests.xz /
 # qfleet_cuda_tests.xz. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
-# ab.json (bench/ab.py: 5 rounds of 0.2 s), ncu.txt. GPU_DEADLINE_S (default 300) bounds
-# each step. Exit status: 1 when a test or a sanitizer failed, else bench/ab.py's.
+# ab.json (bench/micro/ab.py: 5 rounds of 0.2 s), ncu.txt. GPU_DEADLINE_S (default 300) bounds
+# each step. Exit status: 1 when a test or a sanitizer failed, else bench/micro/ab.py's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--sanitize CASE] [--ncu ROW]"
@@ -71,7 +71,7 @@ failed=0
 } >"$out/check.txt" 2>&1
 cat "$out/check.txt"
 grep -q 'failed: 0$' "$out/check.txt" || failed=1
-timeout "$limit" python3 bench/ab.py "$bin/before" "$bin/after" --filter "$filter" --rounds 5 --min-time 0.2 \
+timeout "$limit" python3 bench/micro/ab.py "$bin/before" "$bin/after" --filter "$filter" --rounds 5 --min-time 0.2 \
   --json "$out/ab.json" >"$out/ab.txt" 2>&1
 rc=$?
 cat "$out/ab.txt"

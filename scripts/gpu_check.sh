@@ -299,7 +299,7 @@ figures() {
     record peers UNAVAILABLE "$t0" "no $carry/peers carried"
   else
     (PYTHONPATH="$deps/site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(cap 180)" \
-      python3 bench/gpu_open_peer.py run --reference "$carry/peers/open_ref.npz" --bench-json "$out/bench.json" \
+      python3 bench/compare/open_gpu_peer.py run --reference "$carry/peers/open_ref.npz" --bench-json "$out/bench.json" \
       --require-gpu) >"$out/peers.md" 2>&1
     rc=$?
     record peers "$(status_of $rc)" "$t0" "$(grep -c '^| Open/' "$out/peers.md") rows"
@@ -308,7 +308,7 @@ figures() {
   # --- with the device build: PyTorch on the same GPU, and the apps on cuda ----------------
   t0=$SECONDS
   if wait_build; then
-    (py_env timeout "$(cap 150)" python3 bench/device_compare.py --device cuda) >"$out/compare.md" 2>&1
+    (py_env timeout "$(cap 150)" python3 bench/compare/torch_batched.py --device cuda) >"$out/compare.md" 2>&1
     record compare "$(status_of $?)" "$t0"
     t0=$SECONDS
     timeout "$(cap 90)" build-gpu/bench/train_graph_step >"$out/train_graph.json" 2>&1
@@ -333,7 +333,7 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
       echo "rc $?"
       # The device classifier's training loop on cuda beside the same network and records in
       # plain PyTorch (bfloat16 autocast, pinned DataLoader), logits checked equal first.
-      py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/qgan_classifier_compare.py \
+      py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
         --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
       echo "rc $?"
       gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

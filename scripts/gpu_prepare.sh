@@ -12,7 +12,7 @@
 #     .gpu/bin/bench_cuda.xz
 #     .gpu/wheels     dynamiqs and what it needs beyond that machine's JAX (QuTiP, IPython,
 #                     cmap; ~31 MiB, cached in ~/.cache/qfleet/gpu-wheels), for Python 3.12
-#     .gpu/peers/open_ref.npz  qfleet's results on bench/gpu_open_peer.py's check batch
+#     .gpu/peers/open_ref.npz  qfleet's results on bench/compare/open_gpu_peer.py's check batch
 #                     (the qfleet CLI of the build, complex128), which dynamiqs must match
 #   both
 #     .gpu/debs       GoogleTest, Google Benchmark, nlohmann-json, CLI11, fmt and Eigen
@@ -76,7 +76,7 @@ if [ $mode = figures ]; then
     cp "$cache"/$(echo "$name" | tr - _)-"$version"-*.whl .gpu/wheels/ 2>/dev/null ||
       cp "$cache"/"$name"-"$version"-*.whl .gpu/wheels/
   done
-  "$(scripts/setup_python.sh)/bin/python" bench/gpu_open_peer.py reference --qfleet "$dir/tools/qfleet" \
+  "$(scripts/setup_python.sh)/bin/python" bench/compare/open_gpu_peer.py reference --qfleet "$dir/tools/qfleet" \
     --out .gpu/peers/open_ref.npz
 fi
 { git rev-parse HEAD; git diff --quiet HEAD || echo "with uncommitted changes"; } >.gpu/REVISION 2>/dev/null ||

@@ -8,7 +8,7 @@
 // Measured on the 2-core development VM (2026-11-27):
 // `qfleet eval` of a B = 32,768 forward with .npy arrays (`perf stat -r 40`): 17.5-18.5 ms
 // unbound, 12.2-13.2 ms started bound, 13.8-14.1 ms running itself again bound; through
-// bench/cli_npy.py (six runs) 12.6-14.8 ms against 16.5-20.1 ms with OMP_PROC_BIND=false.
+// bench/compare/cli_npy.py (six runs) 12.6-14.8 ms against 16.5-20.1 ms with OMP_PROC_BIND=false.
 // Starting again costs ~1.5 ms, which is why only the .npy form, the big-batch one, does
 // it (a 1-sample eval takes ~2-3 ms in all).
 //

@@ -114,7 +114,7 @@ def on_qubit(op: np.ndarray, q: int, n: int) -> np.ndarray:
 
 
 def local_qubits_model(n: int, n_seg: int = 60, T: float = 2.0) -> Model:
-    """Issue 27's workload, bench/bench_open.cpp's local_qubits: n qubits (d = 2^n),
+    """Issue 27's workload, bench/micro/bench_open.cpp's local_qubits: n qubits (d = 2^n),
     H0 = sum_q (0.3 + 0.1 q) Z_q + 0.05 sum_q Z_q Z_{q+1}, controls X_q/2 and Y_q/2 on
     every qubit (order X0/2, Y0/2, X1/2, ...), jumps sigma^-_q (relaxation) and Z_q/sqrt2
     (dephasing) on every qubit (order q0 relax, q0 deph, q1 relax, ...), state transfer
@@ -140,7 +140,7 @@ def local_qubits_model(n: int, n_seg: int = 60, T: float = 2.0) -> Model:
         n_seg=n_seg, T=T, U_target=None, H0=H0, psi0=psi0, psi_target=target,
         amp_range=(-2.0, 2.0), relax_range=(0.01, 0.05), deph_range=(0.02, 0.1),
         notes="H0 = sum_q (0.3+0.1q) Z_q + 0.05 sum Z_q Z_q+1; controls X_q/2, Y_q/2; jumps sigma^-_q, "
-              "Z_q/sqrt2; |0..0> -> |1..1>, F = <1..1|rho(T)|1..1> (bench/bench_open.cpp local_qubits)")
+              "Z_q/sqrt2; |0..0> -> |1..1>, F = <1..1|rho(T)|1..1> (bench/micro/bench_open.cpp local_qubits)")
 
 
 def sample_params(model: Model, B: int, seed: int):

@@ -80,8 +80,9 @@ def parse_args():
     p.add_argument("--no-sweeps", action="store_true", help="main workloads only")
     p.add_argument("--out-dir", default=os.path.join(REPO, "bench", "results"))
     p.add_argument("--seed", type=int, default=2026)
-    p.add_argument("--no-readme", action="store_true",
-                   help="do not put the results table into README.md (a full run does; --quick never does)")
+    p.add_argument("--no-docs", action="store_true",
+                   help="leave docs/benchmarks.md alone (a run puts each workload's table into its block there; "
+                        "--quick never does)")
     return p.parse_args()
 
 ARGS = parse_args()
@@ -119,6 +120,7 @@ if ARGS.threads:
 
 import checks  # noqa: E402
 import circuit_alts  # noqa: E402
+import docs_blocks  # noqa: E402
 import open_alts  # noqa: E402
 import qfleet_side  # noqa: E402
 import report  # noqa: E402
@@ -703,13 +705,10 @@ def main() -> int:
     if results["workloads"]:
         print()
         print(report.main_table(results))
-    readme = os.path.join(REPO, "README.md")
-    if not ARGS.quick and not ARGS.no_readme and {"circuit", "meta", "cz", "e2e"} <= only:
-        if report.update_readme(readme, results, os.path.relpath(md_path, REPO)):
-            log("updated the results table in README.md")
-    if not ARGS.quick and not ARGS.no_readme and "transfer_d" in results["sweeps"]:
-        if report.update_readme_transfer(readme, results, os.path.relpath(md_path, REPO)):
-            log("updated the state-transfer sweep in README.md")
+    if not ARGS.quick and not ARGS.no_docs:
+        written = docs_blocks.update_page(results, os.path.abspath(md_path))
+        if written:
+            log(f"updated docs/benchmarks.md: {', '.join(written)}")
 
     failures = report.failures(results)
     if failures:

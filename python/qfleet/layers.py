@@ -23,7 +23,7 @@ from .open_system import OpenSystem
 # open_forward, differentiated by the C++ autograd functions (adapters/torch/src/ops.cpp)
 # rather than the Python autograd that torch.compile needs (~60 us more per forward +
 # backward at B = 64), and a method call costs ~12 us less than an operator call taking
-# a program (bench/torch_layer.py). On the cpu the circuit's forward also keeps the final states so that the
+# a program (bench/micro/torch_layer.py). On the cpu the circuit's forward also keeps the final states so that the
 # backward runs only the reverse sweep (Program::vjp_saved).
 #
 # The graph break is made when a compiled caller first gets here, not with a

@@ -1,7 +1,7 @@
-"""The benchmark scripts stay runnable (device_compare.py, noisy_compare.py, qgan_compare.py,
-qgan_classifier_compare.py,
-gpu_open_peer.py's reference, scripts/apps_figures.py).
-bench/device_compare.py's smoke run checks qfleet's outputs and gradients against its
+"""The comparison scripts of bench/compare/ stay runnable (torch_batched.py, noisy.py, qgan.py,
+qgan_classifier.py, rl_env.py, pennylane_device.py, cli_npy.py, open_gpu_peer.py's reference, their
+shared harness.py, scripts/apps_figures.py).
+bench/compare/torch_batched.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
 times anything, and exits non-zero where they disagree."""
@@ -10,7 +10,7 @@ import pathlib
 import subprocess
 import sys
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "bench" / "device_compare.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "bench" / "compare" / "torch_batched.py"
 
 
 def test_device_compare_smoke_run_agrees_on_the_cpu():
@@ -22,10 +22,40 @@ def test_device_compare_smoke_run_agrees_on_the_cpu():
         assert workload in r.stdout, r.stdout
 
 
+def test_harness_flags_check_and_outputs(tmp_path, capsys):
+    # bench/compare/harness.py: every comparison script's shared flags, check_close's exit status 1
+    # on a disagreement (before timing), medians with their spread, the ratio alternative / qfleet,
+    # and the JSON and markdown outputs.
+    import pytest
+    sys.path.insert(0, str(SCRIPT.parent))
+    import harness
+
+    args = harness.parser("test").parse_args(["--quick", "--threads", "3", "--seed", "5", "--json",
+                                              str(tmp_path / "o.json"), "--md", str(tmp_path / "o.md")])
+    assert (args.quick, args.threads, args.seed) == (True, 3, 5)
+    assert harness.check_close("equal", [1.0, 2.0], [1.0, 2.0 + 1e-12], atol=1e-10) <= 1e-10
+    assert harness.check_close("scaled", {"g": [200.0]}, {"g": [100.0]}, rtol=1.5) == pytest.approx(1.0)
+    with pytest.raises(SystemExit) as e:
+        harness.check_close("apart", [1.0, float("nan")], [1.0, 2.0], atol=1e-3)
+    assert e.value.code == 1 and "apart" in capsys.readouterr().err
+    q = harness.timed(lambda: None, repeats=3, number=1000)
+    assert q.reps == 3 and q.min <= q.median <= q.max
+    slow = harness.Timing(2 * q.median, q.min, q.max, 3, 1, 0.0)
+    spread = harness.interleaved({"a": lambda: None, "b": lambda: None}, rounds=2)
+    assert set(spread) == {"a", "b"} and all(lo <= med <= hi for med, lo, hi in spread.values())
+    rows = [harness.row("w", "qfleet", q, q), harness.row("w", "other", slow, q, error=1e-12)]
+    assert rows[1]["ratio"] == pytest.approx(2.0)
+    harness.finish(args, "x.py", rows, {"own": 1})
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["own"] == 1 and doc["flags"]["seed"] == 5 and [r["tool"] for r in doc["table"]] == ["qfleet", "other"]
+    md = (tmp_path / "o.md").read_text()
+    assert "| w | other |" in md and "2x" in md and "--quick" in md
+
+
 def test_noisy_compare_checks_outputs_before_timing():
-    # bench/noisy_compare.py checks qfleet's noisy classifier against default.mixed (outputs
+    # bench/compare/noisy.py checks qfleet's noisy classifier against default.mixed (outputs
     # and gradients to 1e-10) and Aer (outputs to 1e-9) and exits 1 on a disagreement.
-    script = SCRIPT.parent / "noisy_compare.py"
+    script = SCRIPT.parent / "noisy.py"
     r = subprocess.run([sys.executable, str(script), "--quick", "--part", "classifier"], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -33,10 +63,10 @@ def test_noisy_compare_checks_outputs_before_timing():
 
 
 def test_qgan_compare_checks_generators_before_timing():
-    # bench/qgan_compare.py checks every generator's probabilities and loss_G gradient against
+    # bench/compare/qgan.py checks every generator's probabilities and loss_G gradient against
     # qfleet's (PennyLane and Qiskit ML's SamplerQNN to 1e-10 / 1e-8; TorchConnector to float32
     # rounding) and exits 1 on a disagreement; a missing PennyLane or Qiskit only skips its rows.
-    script = SCRIPT.parent / "qgan_compare.py"
+    script = SCRIPT.parent / "qgan.py"
     r = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "qGAN epoch" in r.stdout and "epoch ms" in r.stdout, r.stdout
@@ -44,7 +74,7 @@ def test_qgan_compare_checks_generators_before_timing():
 
 
 def test_qgan_classifier_compare_checks_the_network_before_timing(tmp_path):
-    # bench/qgan_classifier_compare.py reads the app's records.pt with torch.load(weights_only=True),
+    # bench/compare/qgan_classifier.py reads the app's records.pt with torch.load(weights_only=True),
     # rebuilds the network in plain PyTorch with the app's initial weights and checks its logits
     # against the app's on a fixed batch (exit 1 on a disagreement) before timing both loops.
     import pytest
@@ -54,7 +84,7 @@ def test_qgan_classifier_compare_checks_the_network_before_timing(tmp_path):
     except ImportError as e:
         pytest.skip(f"qfleet-qgan's library is not available ({e})")
     out = tmp_path / "c.json"
-    r = subprocess.run([sys.executable, str(SCRIPT.parent / "qgan_classifier_compare.py"), "--shots", "8", "--epochs",
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "qgan_classifier.py"), "--shots", "8", "--epochs",
                         "1", "--json", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = json.loads(out.read_text())
@@ -64,7 +94,7 @@ def test_qgan_classifier_compare_checks_the_network_before_timing(tmp_path):
 
 
 def test_rl_env_compare_checks_environments_before_timing(tmp_path):
-    # bench/rl_env_compare.py runs the same actions on the same fixed tasks through qfleet's
+    # bench/compare/rl_env.py runs the same actions on the same fixed tasks through qfleet's
     # VectorEnv, a NumPy/SciPy and a QuTiP environment under Gymnasium's SyncVectorEnv and a
     # JAX + dynamiqs batched environment, checks observations, rewards and final fidelities to
     # 1e-6 and exits 1 on a disagreement; a missing QuTiP or JAX only skips its rows.
@@ -76,7 +106,7 @@ def test_rl_env_compare_checks_environments_before_timing(tmp_path):
         app_library_path("rl")
     except ImportError as e:
         pytest.skip(f"qfleet-rl's library is not available ({e})")
-    script = SCRIPT.parent / "rl_env_compare.py"
+    script = SCRIPT.parent / "rl_env.py"
     out = tmp_path / "rl.json"
     r = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)], capture_output=True, text=True,
                        timeout=600)
@@ -89,7 +119,7 @@ def test_rl_env_compare_checks_environments_before_timing(tmp_path):
 
 
 def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
-    # bench/pennylane_device.py runs the classifier TorchLayer on qfleet.qubit, lightning.qubit
+    # bench/compare/pennylane_device.py runs the classifier TorchLayer on qfleet.qubit, lightning.qubit
     # and default.qubit (and qfleet.QuantumLayer), checks every row's outputs and gradients
     # against default.qubit's to 1e-10 and exits with a message on a disagreement.
     import json
@@ -107,7 +137,7 @@ def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
 
 
 def test_cli_npy_bench_checks_results_before_timing(tmp_path):
-    # bench/cli_npy.py runs the same batch through `qfleet eval` with JSON arrays and with .npy
+    # bench/compare/cli_npy.py runs the same batch through `qfleet eval` with JSON arrays and with .npy
     # files, checks the two results equal, then times them beside the in-process engine.
     import json
     import os
@@ -124,7 +154,7 @@ def test_cli_npy_bench_checks_results_before_timing(tmp_path):
 
 
 def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
-    # bench/gpu_open_peer.py's reference (qfleet eval, exact solver, complex128) is what
+    # bench/compare/open_gpu_peer.py's reference (qfleet eval, exact solver, complex128) is what
     # dynamiqs must match on a GPU machine; here it is checked against scipy's expm of the
     # ladder's Liouvillian, segment by segment (fidelities to 1e-10), and one amplitude's
     # gradient against central finite differences of that independent propagation.
@@ -136,10 +166,10 @@ def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
     if not os.environ.get("QFLEET_CLI"):
         pytest.skip("QFLEET_CLI not set: run through ctest or scripts/test.sh")
     sys.path.insert(0, str(SCRIPT.parent))
-    import gpu_open_peer as peer
+    import open_gpu_peer as peer
 
     out = tmp_path / "ref.npz"
-    r = subprocess.run([sys.executable, str(SCRIPT.parent / "gpu_open_peer.py"), "reference", "--qfleet",
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "open_gpu_peer.py"), "reference", "--qfleet",
                         os.environ["QFLEET_CLI"], "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     ref = np.load(out)
@@ -182,7 +212,7 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     out = tmp_path / "apps.json"
-    script = SCRIPT.parents[1] / "scripts" / "apps_figures.py"
+    script = SCRIPT.parents[2] / "scripts" / "apps_figures.py"
     r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "none", "--meta-paper-cpu", str(run),
                         "--meta-paper-gpu", str(run), "--meta4096-cpu", str(run)],
                        capture_output=True, text=True, timeout=60)

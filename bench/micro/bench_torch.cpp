@@ -117,7 +117,7 @@ void BM_TorchLayer_FwdBwd_B64(benchmark::State& st) {
 }
 
 // The meta-control app's default problem (qubit_x): X/2 and Y/2 controls, relaxation
-// and dephasing, 60 segments, average gate fidelity to X (bench/torch_layer.py's open case).
+// and dephasing, 60 segments, average gate fidelity to X (bench/micro/torch_layer.py's open case).
 qfleet::OpenSystem qubit_x() {
   using C = std::complex<double>;
   const double r = 0.7071067811865476;

@@ -3,7 +3,8 @@
 PennyLane, on the same model, weights and batch, in one run.
 
     PYTHONPATH=python \
-        python bench/classify_compare.py [--threads 2] [--batch 64] [--json out.json] [--quick]
+        python bench/compare/classify.py [--threads 2] [--batch 64] [--seed 0] [--json out.json] [--md out.md] \
+        [--quick]
 
 (or with the pip-installed package). OMP_NUM_THREADS defaults to --threads and OMP_WAIT_POLICY
 to passive (see below, where they are set). Needs torch, pennylane, pennylane-lightning and
@@ -27,7 +28,8 @@ Before anything is timed the quantum variants are checked against qfleet: the la
 (float64 outputs and gradients w.r.t. angles and weights on the model's angles of 8 images,
 to 1e-10; lightning.qubit to 1e-6, since PennyLane's torch interface hands its results back
 in float32) and the whole model (logits, loss and every parameter's gradient, to 1e-4 of each
-tensor's largest value, the trunk being float32). A disagreement stops the script with exit status 1.
+tensor's largest value, the trunk being float32; harness.check_close). A disagreement stops the
+script with exit status 1.
 
 Measured per variant: "step" = zero_grad + forward + cross-entropy + backward + Adam step
 at the batch size; "quantum layer" = the layer's forward + backward (gradients w.r.t. its
@@ -38,19 +40,18 @@ about 1 s). This is a benchmark: the targets (qfleet step >= 100x faster than de
 parameter-shift and >= 10x faster than lightning adjoint, quantum layer <= 5% of the qfleet
 step) are printed beside the figures, never asserted.
 """
-import argparse
 import copy
 import gzip
 import itertools
-import json
 import math
 import os
 import pathlib
 import platform
-import statistics
 import struct
 import sys
 import time
+
+import harness
 
 N_QUBITS, N_LAYERS = 4, 3
 N_WEIGHTS = N_LAYERS * N_QUBITS * 3
@@ -76,28 +77,23 @@ QFLEET_SHARE_TARGET_PERCENT = 5.0
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (and qfleet's, OpenMP's)")
+    ap = harness.parser(__doc__.split("\n\n")[0], threads=2, seed=0, quick_help="few repeats: a smoke test")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--json", default=None, help="write the figures to this path")
-    ap.add_argument("--quick", action="store_true", help="few repeats: a smoke test")
     ap.add_argument("--data", default=str(DATA_DIR), help="folder with train-*-idx*-ubyte.gz")
-    args = ap.parse_args()
-    if args.threads < 1 or args.batch < 1:
-        ap.error("--threads and --batch must be positive")
+    args = harness.validate(ap, ap.parse_args())
+    if args.batch < 1:
+        ap.error("--batch must be positive")
     return args
 
 
 ARGS = parse_args()
 # Both set before the imports: OpenMP runtimes read them once, when they load.
 # lightning.qubit sizes its OpenMP pool from OMP_NUM_THREADS, so every variant runs on --threads.
-os.environ.setdefault("OMP_NUM_THREADS", str(ARGS.threads))
 # OpenMP threads spin after each parallel region by default, and lightning.qubit brings its own
 # libgomp pool beside torch's (which qfleet shares). On a busy 2-core machine spinning threads
 # starved the working ones: the CNN step alone took 370 ms (median) instead of 18 ms passive, and
 # lightning's layer 60 s per call instead of 0.4 s. Set OMP_WAIT_POLICY to measure otherwise.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+harness.threads_env(ARGS.threads, passive=True)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -109,13 +105,12 @@ try:
     import pennylane as qml  # noqa: E402
     import pennylane_lightning  # noqa: E402,F401  (a missing plugin fails here, not mid-run)
 except ImportError as e:
-    sys.exit(f"classify_compare: needs PennyLane and its lightning plugin ({e}); "
+    sys.exit(f"classify: needs PennyLane and its lightning plugin ({e}); "
              "pip install pennylane pennylane-lightning")
 
 
 def fail(message):
-    print(f"\nclassify_compare: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
+    harness.fail("classify", message)
 
 
 # ---- data: the first few batches of Fashion-MNIST's training set --------------------------
@@ -124,21 +119,21 @@ def read_idx(path, magic, item_shape, count):
     """The first `count` items of a gzipped IDX file (big-endian header: magic, then one
     uint32 per dimension), as uint8 [count, *item_shape]."""
     if not path.exists():
-        sys.exit(f"classify_compare: {path} not found: install Debian's Fashion-MNIST with "
+        sys.exit(f"classify: {path} not found: install Debian's Fashion-MNIST with "
                  "`apt-get install dataset-fashion-mnist` (or pass --data DIR)")
     with gzip.open(path, "rb") as f:
         (found,) = struct.unpack(">I", f.read(4))
         if found != magic:
-            sys.exit(f"classify_compare: {path}: IDX magic 0x{found:08x}, expected 0x{magic:08x}")
+            sys.exit(f"classify: {path}: IDX magic 0x{found:08x}, expected 0x{magic:08x}")
         dims = struct.unpack(f">{1 + len(item_shape)}I", f.read(4 * (1 + len(item_shape))))
         if tuple(dims[1:]) != tuple(item_shape):
-            sys.exit(f"classify_compare: {path}: items of shape {dims[1:]}, expected {item_shape}")
+            sys.exit(f"classify: {path}: items of shape {dims[1:]}, expected {item_shape}")
         if dims[0] < count:
-            sys.exit(f"classify_compare: {path}: {dims[0]} items, {count} needed")
+            sys.exit(f"classify: {path}: {dims[0]} items, {count} needed")
         n_bytes = count * math.prod(item_shape)
         raw = f.read(n_bytes)
         if len(raw) != n_bytes:
-            sys.exit(f"classify_compare: {path}: truncated ({len(raw)} of {n_bytes} bytes)")
+            sys.exit(f"classify: {path}: truncated ({len(raw)} of {n_bytes} bytes)")
     return np.frombuffer(raw, dtype=np.uint8).reshape(count, *item_shape)
 
 
@@ -149,7 +144,7 @@ def load_batches(data_dir, batch, n_batches):
     images = read_idx(data_dir / "train-images-idx3-ubyte.gz", IDX_IMAGES_MAGIC, (IMAGE_SIDE, IMAGE_SIDE), count)
     labels = read_idx(data_dir / "train-labels-idx1-ubyte.gz", IDX_LABELS_MAGIC, (), count)
     if labels.max() >= N_CLASSES:
-        sys.exit(f"classify_compare: label {labels.max()} out of range in {data_dir}")
+        sys.exit(f"classify: label {labels.max()} out of range in {data_dir}")
     x = torch.from_numpy(images.astype(np.float32) / 255.0).view(n_batches, batch, 1, IMAGE_SIDE, IMAGE_SIDE)
     y = torch.from_numpy(labels.astype(np.int64)).view(n_batches, batch)
     return [(x[i].contiguous(), y[i].contiguous()) for i in range(n_batches)]
@@ -241,8 +236,7 @@ def pennylane_torch_layer(device_name, diff_method, qfleet_weight):
 def max_relative_difference(a, b):
     """max|a - b| relative to max(|b|) (b the qfleet side), so that a tensor of small gradients
     is judged on its own scale."""
-    scale = b.detach().abs().max().item()
-    return (a.detach() - b.detach()).abs().max().item() / max(scale, 1e-30)
+    return harness.max_error(a, b, relative=True)[0]
 
 
 def layer_outputs_and_gradients(layer, angles, cotangent):
@@ -290,12 +284,9 @@ def verify_layers(layers, angles, cotangent):
     worst = {}
     for name, _, _, tol in PENNYLANE_VARIANTS:
         out, gx, gw = layer_outputs_and_gradients(layers[name], angles, cotangent)
-        diffs = {"outputs": max_relative_difference(out, q_out), "d/d angles": max_relative_difference(gx, q_gx),
-                 "d/d weights": max_relative_difference(gw, q_gw)}
-        for what, d in diffs.items():
-            if not d <= tol:  # "not <=" also catches NaN
-                fail(f"quantum layer {name!r} disagrees with qfleet: {what} relative difference {d:.2e} > {tol:g}")
-        worst[name] = max(diffs.values())
+        worst[name] = harness.check_close(f"quantum layer {name!r} against qfleet's", (out, gx, gw),
+                                          (q_out, q_gx, q_gw),
+                                          rtol=tol, prog="classify", quiet=True)
     return worst
 
 
@@ -328,11 +319,8 @@ def verify_models(models, images, labels):
             fail(f"{name}: parameters {sorted(grads)} differ from qfleet's {sorted(q_grads)}")
         for pname in q_grads:
             diffs[f"{pname}'s gradient"] = max_relative_difference(grads[pname], q_grads[pname])
-        for what, d in diffs.items():
-            if not d <= MODEL_RTOL:
-                fail(f"model with {name!r} disagrees with qfleet's: {what} relative difference {d:.2e} "
-                     f"> {MODEL_RTOL:g}")
-        worst[name] = max(diffs.values())
+        worst[name] = harness.check_close(f"model with {name!r} against qfleet's", diffs, {k: 0.0 for k in diffs},
+                                          atol=MODEL_RTOL, prog="classify", quiet=True)
     model_forward_backward(models[FLOOR], images, labels)  # the floor only has to run
     return worst
 
@@ -351,15 +339,9 @@ def measure(fn, min_repeats, budget_s, max_samples=200):
         warm_calls += 1
     per_call = (time.perf_counter() - t0 - first) / warm_calls if warm_calls else first
     number = max(1, int(0.002 / max(per_call, 1e-9)))
-    samples = []
-    start = time.perf_counter()
-    while len(samples) < min_repeats or (time.perf_counter() - start < budget_s and len(samples) < max_samples):
-        s = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - s) / number)
-    return {"median_ms": statistics.median(samples) * 1e3, "min_ms": min(samples) * 1e3,
-            "max_ms": max(samples) * 1e3, "repeats": len(samples), "calls_per_repeat": number}
+    t = harness.timed(fn, repeats=min_repeats, budget_s=budget_s, number=number, max_repeats=max_samples, warmup=0)
+    return {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "max_ms": t.max * 1e3, "repeats": t.reps,
+            "calls_per_repeat": number}
 
 
 def time_variant(model, batches, min_repeats, budget_s):
@@ -433,7 +415,7 @@ def main():
           f"qfleet {v['qfleet']}; threads {ARGS.threads} (OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); "
           f"batch {ARGS.batch}; {platform.machine()}, {os.cpu_count()} CPUs")
 
-    torch.manual_seed(0)
+    torch.manual_seed(ARGS.seed)
     classical_template = HybridClassifier(torch.nn.Identity())
     qfleet_layer = qfleet_circuit_layer(ARGS.threads)
     layers = {QFLEET: qfleet_layer}
@@ -482,17 +464,34 @@ def main():
         f"{r['variant']} {r['step_ms']['repeats']}/{r['quantum_layer_ms']['repeats']}" for r in rows))
     print("(a benchmark: the targets are reported, not asserted)")
 
-    if ARGS.json:
-        doc = {"benchmark": "bench/classify_compare.py", "machine": machine(ARGS.threads), "versions": v,
-               "batch": ARGS.batch, "quick": ARGS.quick, "min_repeats": min_repeats, "budget_s_per_figure": budget_s,
-               "data": str(ARGS.data), "agreement": {"weight_mapping": mapping_diff,
-                                                      "other_axis_orders_min": wrong_mapping_diff,
-                                                      "layer_float64": layer_diffs, "model_step_float32": model_diffs},
-               "targets": {"step_ratio_min": STEP_RATIO_TARGETS,
-                           "qfleet_quantum_share_max_percent": QFLEET_SHARE_TARGET_PERCENT},
-               "variants": rows}
-        pathlib.Path(ARGS.json).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {ARGS.json}")
+    # the script's own document, as before, plus the harness's table (written by finish)
+    doc = {"benchmark": "bench/compare/classify.py", "machine": machine(ARGS.threads), "versions": v,
+           "batch": ARGS.batch, "quick": ARGS.quick, "min_repeats": min_repeats, "budget_s_per_figure": budget_s,
+           "data": str(ARGS.data), "agreement": {"weight_mapping": mapping_diff,
+                                                  "other_axis_orders_min": wrong_mapping_diff,
+                                                  "layer_float64": layer_diffs, "model_step_float32": model_diffs},
+           "targets": {"step_ratio_min": STEP_RATIO_TARGETS,
+                       "qfleet_quantum_share_max_percent": QFLEET_SHARE_TARGET_PERCENT},
+           "variants": rows}
+    harness.finish(ARGS, "classify.py", table_rows(rows, model_diffs, layer_diffs), doc,
+                   title="ratio variant / qfleet (> 1: qfleet faster)")
+
+
+def table_rows(rows, model_diffs, layer_diffs):
+    """The step and the quantum layer of each variant beside qfleet's (ratio variant / qfleet), with
+    the checks' relative differences (model step in float32, layer alone in float64)."""
+    def t(f):
+        return harness.Timing(f["median_ms"] / 1e3, f["min_ms"] / 1e3, f["max_ms"] / 1e3, f["repeats"],
+                              f["calls_per_repeat"], float("nan"))
+
+    q = next(r for r in rows if r["variant"] == QFLEET)
+    out = []
+    for key, what, diffs in (("step_ms", "training step", model_diffs),
+                             ("quantum_layer_ms", "quantum layer fwd+bwd", layer_diffs)):
+        out += [harness.row(f"{what}, batch {ARGS.batch}", r["variant"], t(r[key]), t(q[key]),
+                            error=diffs.get(r["variant"]), note=r["target"] if key == "step_ms" else "")
+                for r in rows]
+    return out
 
 
 if __name__ == "__main__":

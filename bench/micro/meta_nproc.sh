@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The meta-control app on 1 and 2 processes (issue 20): wall-clock per training
 # iteration (the report's timings_s.per_iteration_ms), median of REPEATS runs, and the
-# scaling efficiency t1 / (2 t2). Usage: bench/meta_nproc.sh QFLEET_META_BINARY [ITERATIONS] [REPEATS]
+# scaling efficiency t1 / (2 t2). Usage: bench/micro/meta_nproc.sh QFLEET_META_BINARY [ITERATIONS] [REPEATS]
 set -euo pipefail
-bin=${1:?usage: bench/meta_nproc.sh path/to/qfleet-meta [iterations] [repeats]}
+bin=${1:?usage: bench/micro/meta_nproc.sh path/to/qfleet-meta [iterations] [repeats]}
 iters=${2:-30}
 reps=${3:-3}
 tmp=$(mktemp -d)

@@ -10,17 +10,22 @@ open_backward call: forward and reverse sweep in one pass) and its forward alone
 Prints medians (with min/max) in microseconds.
 
     PYTHONPATH=python \
-        python bench/torch_layer.py            (or with the pip-installed package)
+        python bench/micro/torch_layer.py            (or with the pip-installed package)
 """
 import argparse
-import math
+import os
 import statistics
+import sys
 import time
 
 import torch
 
 import qfleet
-from interleaved_timing import interleaved
+
+# interleaved(): the rounds timing of bench/compare's shared harness (appended, not prepended, so
+# that bench/compare's module names shadow nothing this script imports)
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compare"))
+from harness import interleaved  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 N, L = 4, 3
@@ -148,7 +153,7 @@ def main():
 
 
 def interleaved_us(cases, repeat, number):
-    """Medians (min, max) in us per call, the cases interleaved (interleaved_timing.py)."""
+    """Medians (min, max) in us per call, the cases interleaved (bench/compare/harness.py)."""
     return {k: tuple(t * 1e6 for t in v) for k, v in interleaved(cases, repeat, number).items()}
 
 

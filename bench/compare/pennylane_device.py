@@ -8,26 +8,30 @@ PennyLane). qfleet.QuantumLayer, the same circuit without PennyLane,
 is the last row.
 
     PYTHONPATH=python \\
-        python bench/pennylane_device.py [--batch 64] [--repeats 7] [--number 5] [--json out.json]
+        python bench/compare/pennylane_device.py [--batch 64] [--repeats 7] [--number 5] [--threads N] \\
+        [--seed 7] [--json out.json] [--md out.md] [--quick]
 
 (or with the pip-installed package; the device is found through the qfleet package's
 pennylane.plugins entry point, or constructed directly when running from the source tree).
 Before timing, every row's outputs and gradients (w.r.t. the weights) are checked equal to
-default.qubit's to 1e-10. Prints medians (min, max) in milliseconds and the ratios.
+default.qubit's to 1e-10 (harness.check_close). Prints medians (min, max) in milliseconds and the
+ratios. --quick: batch 8, one sample of one call; --threads N: torch's threads and OMP_NUM_THREADS
+(default: the libraries' own).
 """
-import argparse
-import json
-import statistics
-import time
 
-import numpy as np
-import pennylane as qml
-import torch
-
-import qfleet
-from qfleet.pennylane import QubitDevice
+import harness
 
 N_QUBITS, N_LAYERS = 4, 3
+qml = torch = qfleet = QubitDevice = None  # imported in main(), after OMP_NUM_THREADS is set
+
+
+def _imports():
+    global qml, torch, qfleet, QubitDevice
+    import pennylane as qml
+    import torch
+
+    import qfleet
+    from qfleet.pennylane import QubitDevice
 
 
 def qfleet_device(wires):
@@ -69,28 +73,28 @@ def step(layer, x):
     return out.detach(), grad.detach().reshape(N_LAYERS, N_QUBITS, 3)
 
 
-def timeit(fn, repeats, number):
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number * 1e3)
-    return statistics.median(ts), min(ts), max(ts)
+def parse_args(argv=None):
+    ap = harness.parser(__doc__, threads=None, seed=7, quick_help="batch 8, one sample of one call: a smoke run")
+    ap.add_argument("--batch", type=int, default=None, help="samples (default 64; --quick: 8)")
+    ap.add_argument("--repeats", type=int, default=None, help="timed samples (default 7; --quick: 1)")
+    ap.add_argument("--number", type=int, default=None, help="calls per sample (default 5; --quick: 1)")
+    args = harness.validate(ap, ap.parse_args(argv))
+    args.batch = args.batch or (8 if args.quick else 64)
+    args.repeats = args.repeats or (1 if args.quick else 7)
+    args.number = args.number or (1 if args.quick else 5)
+    return args
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--number", type=int, default=5)
-    ap.add_argument("--json", help="write the figures here")
-    args = ap.parse_args()
+def main(argv=None):
+    args = parse_args(argv)
+    harness.threads_env(args.threads)
+    _imports()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     torch.set_default_dtype(torch.float64)
-    gen = torch.Generator().manual_seed(7)
-    x = torch.rand(args.batch, N_QUBITS, generator=gen) * np.pi
-    w0 = torch.rand(N_LAYERS, N_QUBITS, 3, generator=gen) * 2 * np.pi
+    gen = torch.Generator().manual_seed(args.seed)
+    x = torch.rand(args.batch, N_QUBITS, generator=gen) * torch.pi
+    w0 = torch.rand(N_LAYERS, N_QUBITS, 3, generator=gen) * 2 * torch.pi
 
     rows = [
         ("qfleet.qubit (adjoint)", torch_layer(qfleet_device(N_QUBITS), "adjoint", w0)),
@@ -102,26 +106,26 @@ def main():
         ("qfleet.QuantumLayer (no PennyLane)", qfleet_layer(w0)),
     ]
     ref_out, ref_grad = step(rows[2][1], x)
-    for name, layer in rows:
-        out, grad = step(layer, x)
-        err = max(float((out - ref_out).abs().max()), float((grad - ref_grad).abs().max()))
-        if err > 1e-10:
-            raise SystemExit(f"{name}: outputs or gradients differ from default.qubit's by {err:.3g}")
+    errors = {name: harness.check_close(f"{name} against default.qubit (outputs, weight gradients)", step(layer, x),
+                                        (ref_out, ref_grad), atol=1e-10) for name, layer in rows}
     print(f"outputs and gradients equal to default.qubit's (1e-10); batch {args.batch}, "
           f"{torch.get_num_threads()} torch thread(s); forward + backward, ms: median (min, max)")
-    figures = {}
+    timings = {}
     for name, layer in rows:
-        med, lo, hi = timeit(lambda layer=layer: step(layer, x), args.repeats, args.number)
-        figures[name] = med
-        print(f"  {name:36s} {med:9.3f}  ({lo:.3f}, {hi:.3f})")
-    q = figures["qfleet.qubit (adjoint)"]
+        t = timings[name] = harness.timed(lambda layer=layer: step(layer, x), repeats=args.repeats,
+                                          number=args.number)
+        print(f"  {name:36s} {t.median * 1e3:9.3f}  ({t.min * 1e3:.3f}, {t.max * 1e3:.3f})")
+    q = timings["qfleet.qubit (adjoint)"]
     print("ratios (time / qfleet.qubit's):")
-    for name, med in figures.items():
-        print(f"  {name:36s} {med / q:8.2f}x")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"batch": args.batch, "median_ms": figures, "pennylane": qml.__version__,
-                       "torch": torch.__version__}, f, indent=2)
+    for name, t in timings.items():
+        print(f"  {name:36s} {t.median / q.median:8.2f}x")
+    table = [harness.row(f"classifier n4 B{args.batch} fwd+bwd", name, t, q, error=errors[name])
+             for name, t in timings.items()]
+    harness.finish(args, "pennylane_device.py", table,
+                   {"batch": args.batch, "median_ms": {k: t.median * 1e3 for k, t in timings.items()},
+                    "pennylane": qml.__version__, "torch": torch.__version__},
+                   title="TorchLayer on qfleet.qubit beside lightning.qubit and default.qubit; ratio to "
+                         "qfleet.qubit (adjoint)")
 
 
 if __name__ == "__main__":

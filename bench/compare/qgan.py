@@ -2,11 +2,11 @@
 Qiskit Machine Learning, on the same circuit, weights, discriminator and target, in one run.
 
     PYTHONPATH=python \\
-        python bench/qgan_compare.py [--qubits 12] [--reps 2] [--repeats 5] [--threads 2] \\
-        [--json out.json] [--quick]
+        python bench/compare/qgan.py [--qubits 12] [--reps 2] [--repeats 5] [--threads 2] [--seed 0] \\
+        [--json out.json] [--md out.md] [--quick]
 
 (or with the pip-installed package). OMP_NUM_THREADS defaults to --threads and OMP_WAIT_POLICY
-to passive (as in bench/classify_compare.py). Needs torch; PennyLane and qiskit +
+to passive (harness.threads_env). Needs torch; PennyLane and qiskit +
 qiskit-machine-learning are optional: a missing one skips its rows, with the reason.
 
 Generator on n qubits (wire 0 = most significant bit of an outcome): Hadamard on every wire;
@@ -60,16 +60,15 @@ its row says. The table gives each epoch's median and its ratio to qfleet's, and
 epoch - classical floor (the generator's forward, backward and Adam step; a difference of
 medians, so an estimate) with its ratio. --quick: n = 4, one repeat, a smoke test.
 """
-import argparse
 import copy
-import json
 import math
 import os
 import pathlib
 import platform
-import statistics
 import sys
 import time
+
+import harness
 
 D_STEPS = 5
 LR, BETAS = 1e-2, (0.5, 0.999)
@@ -90,17 +89,13 @@ FLOOR = "classical floor"
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = harness.parser(__doc__.split("\n\n")[0], threads=2, seed=0, quick_help="n = 4, one repeat: a smoke test")
     ap.add_argument("--qubits", type=int, default=None, help="generator qubits (default 12; --quick: 4)")
     ap.add_argument("--reps", type=int, default=2, help="RY + CNOT-chain layers before the final RY layer")
     ap.add_argument("--repeats", type=int, default=None, help="timed epochs per generator (default 5; --quick: 1)")
     ap.add_argument("--slow-repeats", type=int, default=2,
                     help=f"timed epochs for a generator whose warm-up epoch took > {SLOW_EPOCH_S:g} s")
-    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (and qfleet's, OpenMP's)")
-    ap.add_argument("--json", default=None, help="write the figures to this path")
-    ap.add_argument("--quick", action="store_true", help="n = 4, one repeat: a smoke test")
-    args = ap.parse_args()
+    args = harness.validate(ap, ap.parse_args())
     if args.qubits is None:
         args.qubits = 4 if args.quick else 12
     if args.repeats is None:
@@ -116,9 +111,8 @@ def parse_args():
 
 ARGS = parse_args()
 # Both set before the imports: OpenMP runtimes (qfleet's via torch, numpy's BLAS under Qiskit)
-# read them once, when they load. Passive waiting: see bench/classify_compare.py.
-os.environ.setdefault("OMP_NUM_THREADS", str(ARGS.threads))
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# read them once, when they load. Passive waiting: see harness.threads_env.
+harness.threads_env(ARGS.threads, passive=True)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -127,13 +121,12 @@ import torch.nn.functional as F  # noqa: E402
 try:
     import qfleet  # noqa: E402
 except ImportError as e:
-    sys.exit(f"qgan_compare: needs qfleet ({e}); set PYTHONPATH=python (the "
+    sys.exit(f"qgan: needs qfleet ({e}); set PYTHONPATH=python (the "
              "libraries of ./build are found from there), or pip install .")
 
 
 def fail(message):
-    print(f"\nqgan_compare: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
+    harness.fail("qgan", message)
 
 
 class Skip(Exception):
@@ -297,11 +290,6 @@ def epoch(generate, disc, opt_d, opt_g, coords, target):
 
 # ---- agreement, before any timing ----------------------------------------------------------------
 
-def relative(a, b):
-    """max|a - b| / max|b| (b the qfleet side): a gradient is judged on its own scale."""
-    return (a - b).abs().max().item() / max(b.abs().max().item(), 1e-300)
-
-
 def probs_and_gradient(generate, weight, disc, coords):
     pg = generate()
     (grad,) = torch.autograd.grad(loss_g(pg, disc, coords), weight)
@@ -316,14 +304,15 @@ def float32_gradient_tol(n):
 def check(name, probs, grad, ref, probs_tol, grad_rtol, relative_probs=False, grad_scale=None):
     """Differences to qfleet's (probs, grad); fails the run beyond the tolerances. The gradient's
     difference is relative to its largest entry, or to grad_scale where given."""
-    dp = relative(probs, ref[0]) if relative_probs else (probs - ref[0]).abs().max().item()
-    dg = relative(grad, ref[1]) if grad_scale is None else (grad - ref[1]).abs().max().item() / grad_scale
     p_what = "relative" if relative_probs else "absolute"
     g_what = "relative" if grad_scale is None else "of sum|terms|"
-    if not dp <= probs_tol:  # "not <=" also catches NaN
-        fail(f"{name}: probabilities differ from qfleet's by {dp:.2e} ({p_what}) > {probs_tol:g}")
-    if not dg <= grad_rtol:
-        fail(f"{name}: gradient of loss_G differs from qfleet's by {dg:.2e} ({g_what}) > {grad_rtol:g}")
+    tol = {"rtol": probs_tol} if relative_probs else {"atol": probs_tol}
+    dp = harness.check_close(f"{name}: probabilities", probs, ref[0], prog="qgan", quiet=True, **tol)
+    if grad_scale is None:
+        dg = harness.check_close(f"{name}: gradient of loss_G", grad, ref[1], rtol=grad_rtol, prog="qgan", quiet=True)
+    else:  # the float32 connector: judged against the scale of the terms it sums
+        dg = harness.check_close(f"{name}: gradient of loss_G / sum|terms|", grad / grad_scale, ref[1] / grad_scale,
+                                 atol=grad_rtol, prog="qgan", quiet=True)
     print(f"agree with qfleet: {name:48s} probabilities {dp:.1e} {p_what}, gradient {dg:.1e} {g_what}",
           flush=True)
     return {"probs": dp, "probs_measure": p_what, "gradient": dg, "gradient_measure": g_what}
@@ -356,12 +345,8 @@ def time_generator(generate, weight, disc0, coords, target, repeats, slow_repeat
     warm = time.perf_counter() - t0
     slow = warm > SLOW_EPOCH_S
     count = min(repeats, slow_repeats) if slow else repeats
-    times = []
-    for _ in range(count):
-        t0 = time.perf_counter()
-        epoch(generate, disc, opt_d, opt_g, coords, target)
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
+    t = harness.timed(lambda: epoch(generate, disc, opt_d, opt_g, coords, target), repeats=count, warmup=0)
+    return {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "max_ms": t.max * 1e3,
             "repeats": count, "warmup_ms": warm * 1e3, "slow": slow}
 
 
@@ -376,13 +361,8 @@ def time_generator_step(generate, weight, reward, repeats, slow_repeats):
     step()  # warm-up
     warm = time.perf_counter() - t0
     count = min(repeats, slow_repeats) if warm > SLOW_EPOCH_S else max(repeats, 20)
-    times = []
-    for _ in range(count):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
-            "repeats": count}
+    t = harness.timed(step, repeats=count, warmup=0)
+    return {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "max_ms": t.max * 1e3, "repeats": count}
 
 
 # ---- report -----------------------------------------------------------------------------------------
@@ -433,9 +413,10 @@ def main():
           f"epoch = {D_STEPS} discriminator steps + 1 generator step", flush=True)
 
     # Shared weights, float32-representable: Qiskit's TorchConnector holds its weights in float32.
-    w0 = (torch.rand(nw, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * (2 * math.pi))
+    w0 = (torch.rand(nw, generator=torch.Generator().manual_seed(ARGS.seed + 1), dtype=torch.float64)
+          * (2 * math.pi))
     w0 = w0.float().double()
-    torch.manual_seed(0)
+    torch.manual_seed(ARGS.seed)
     disc0 = discriminator()
     coords, target = grid(n)
 
@@ -536,18 +517,34 @@ def main():
         print(f"qiskit-ml: {qiskit_info['sampler']} (exact, shots=None) + {qiskit_info['gradient']}, "
               "through TorchConnector (float32 outputs and weights)")
 
-    if ARGS.json:
-        doc = {"benchmark": "bench/qgan_compare.py", "machine": machine(ARGS.threads), "versions": v,
-               "qubits": n, "reps": reps, "weights": nw, "d_steps": D_STEPS, "lr": LR, "betas": list(BETAS),
-               "target": {"kind": "2-D Gaussian on the grid", "mean": list(GAUSS_MEAN), "sigma": GAUSS_SIGMA},
-               "quick": ARGS.quick, "repeats": ARGS.repeats, "slow_repeats": ARGS.slow_repeats,
-               "slow_epoch_s": SLOW_EPOCH_S, "qiskit": qiskit_info,
-               "tolerances": {"probs_abs": PROBS_TOL, "gradient_rel": GRAD_RTOL,
-                              "connector_probs_rel": FLOAT32_RTOL,
-                              "connector_gradient_of_sum_abs_terms": float32_gradient_tol(n)},
-               "agreement": checks, "rows": rows, "generator_step": steps}
-        pathlib.Path(ARGS.json).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {ARGS.json}")
+    write_outputs(rows, steps, qiskit_info, checks, v, n, reps, nw)
+
+
+def write_outputs(rows, steps, qiskit_info, checks, v, n, reps, nw):
+    """The JSON document (as before) and the harness's table: epochs and generator steps, ratio
+    tool / qfleet."""
+    def t(r):
+        return harness.Timing(r["median_ms"] / 1e3, r["min_ms"] / 1e3, r["max_ms"] / 1e3, r["repeats"], 1,
+                              float("nan"))
+
+    def error(tool):  # the gradient check of the generator as timed (Qiskit's: inside TorchConnector)
+        return (checks.get(tool) or checks.get(f"{tool} TorchConnector") or {}).get("gradient")
+
+    base = next(r for r in rows if r["tool"] == QFLEET)
+    table = [harness.row(f"qGAN epoch n{n} reps {reps}", r["tool"], t(r) if "median_ms" in r else None, t(base),
+                         error=error(r["tool"]), note=r.get("skipped", "")) for r in rows]
+    table += [harness.row(f"generator step n{n} reps {reps}", name, t(r), t(steps[QFLEET]), error=error(name))
+              for name, r in steps.items()]
+    doc = {"benchmark": "bench/compare/qgan.py", "machine": machine(ARGS.threads), "versions": v,
+           "qubits": n, "reps": reps, "weights": nw, "d_steps": D_STEPS, "lr": LR, "betas": list(BETAS),
+           "target": {"kind": "2-D Gaussian on the grid", "mean": list(GAUSS_MEAN), "sigma": GAUSS_SIGMA},
+           "quick": ARGS.quick, "repeats": ARGS.repeats, "slow_repeats": ARGS.slow_repeats,
+           "slow_epoch_s": SLOW_EPOCH_S, "qiskit": qiskit_info,
+           "tolerances": {"probs_abs": PROBS_TOL, "gradient_rel": GRAD_RTOL,
+                          "connector_probs_rel": FLOAT32_RTOL,
+                          "connector_gradient_of_sum_abs_terms": float32_gradient_tol(n)},
+           "agreement": checks, "rows": rows, "generator_step": steps}
+    harness.finish(ARGS, "qgan.py", table, doc, title="ratio tool / qfleet (> 1: qfleet faster)")
 
 
 if __name__ == "__main__":

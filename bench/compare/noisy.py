@@ -2,7 +2,8 @@
 PennyLane default.mixed (backprop, torch) and Qiskit Aer's density-matrix simulator.
 
     PYTHONPATH=python \\
-        python bench/noisy_compare.py [--threads 2] [--json out.json] [--quick]
+        python bench/compare/noisy.py [--threads 2] [--seed 0] [--json out.json] [--md out.md] [--quick] \\
+        [--part classifier|large|all]
 
 (or with the pip-installed package). Needs torch, pennylane, qiskit, qiskit-aer.
 
@@ -24,34 +25,28 @@ PennyLane default.mixed (backprop, torch) and Qiskit Aer's density-matrix simula
    products and 4 complex sums).
 
 Outputs are checked equal before anything is timed (default.mixed to 1e-10; Aer to 1e-9,
-see docs/noisy.md); a disagreement exits with status 1. Figures are medians over repeats
+see docs/noisy.md; harness.check_close); a disagreement exits with status 1. Figures are medians over repeats
 (at least 3, about 5 s per figure; --quick: 1 and 1 s). The targets (qfleet >= 100x
 default.mixed; faster than Aer forward-only) are printed beside the figures, never asserted.
 """
-import argparse
 import json
 import math
 import os
 import platform
-import statistics
 import subprocess
 import sys
-import time
+
+import harness
 
 N, LAYERS, B = 4, 3, 64
 P_DEPOL, P_READOUT = 0.01, 0.02
 
 
 def timed(fn, budget, min_repeats):
-    fn()  # warm-up
-    times, start = [], time.perf_counter()
-    while len(times) < min_repeats or time.perf_counter() - start < budget:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        if len(times) >= 200:
-            break
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": len(times)}
+    """One warm-up call, then samples of one call for about `budget` seconds (at least
+    min_repeats, at most 200)."""
+    t = harness.timed(fn, repeats=min_repeats, budget_s=budget, max_repeats=200)
+    return {"median_s": t.median, "min_s": t.min, "max_s": t.max, "repeats": t.reps}
 
 
 def classifier_gates():
@@ -137,13 +132,13 @@ def aer_classifier():
     return sim, qc, x, w
 
 
-def run_classifier(args, results, failures):
+def run_classifier(args, results):
     import numpy as np
     import torch
     import qfleet
     import pennylane as qml
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     xs = torch.tensor(rng.uniform(-math.pi / 2, math.pi / 2, (B, N)), dtype=torch.float64)
     ws = torch.tensor(rng.uniform(0, 2 * math.pi, 3 * N * LAYERS), dtype=torch.float64)
     prog = qfleet_classifier(qfleet).compile(num_threads=args.threads)
@@ -172,10 +167,8 @@ def run_classifier(args, results, failures):
 
     q, p = qfleet_step(), pl_step()
     for name, a, b in zip(("outputs", "input gradients", "weight gradients"), q, p):
-        err = (a - b).abs().max().item()
-        results.setdefault("checks", {})[f"default.mixed {name}"] = err
-        if err > 1e-10:
-            failures.append(f"default.mixed {name} differ by {err:.3g}")
+        results.setdefault("checks", {})[f"default.mixed {name}"] = harness.check_close(
+            f"default.mixed {name} against qfleet's", b, a, atol=1e-10)
     sim, qc, xp, wp = aer_classifier()
     binds = {xp[i]: xs[:, i].tolist() for i in range(N)}
     binds.update({wp[j]: [ws[j].item()] * B for j in range(len(wp))})
@@ -185,12 +178,8 @@ def run_classifier(args, results, failures):
         # wire q is Qiskit's qubit N-1-q
         return np.array([[res.data(b)[f"z{N - 1 - q}"] for q in range(N)] for b in range(B)]) * (1 - 2 * P_READOUT)
 
-    err = float(np.abs(aer_forward() - q[0].numpy()).max())
-    results["checks"]["aer outputs"] = err
-    if err > 1e-9:
-        failures.append(f"Aer outputs differ by {err:.3g}")
-    if failures:
-        return
+    results["checks"]["aer outputs"] = harness.check_close("Aer outputs against qfleet's", aer_forward(), q[0],
+                                                           atol=1e-9)
     budget, reps = (1.0, 1) if args.quick else (5.0, 3)
     t = {"qfleet forward+gradient": timed(qfleet_step, budget, reps),
          "qfleet forward": timed(lambda: qfleet.circuit_forward(prog, xs, ws), budget, reps),
@@ -210,7 +199,7 @@ def peak_gflops():
     env = os.environ.get("QFLEET_PEAK_GFLOPS")
     if env:
         return float(env), "QFLEET_PEAK_GFLOPS"
-    exe = os.path.join(os.path.dirname(__file__), "..", "build", "bench", "peak_flops")
+    exe = os.path.join(harness.REPO, "build", "bench", "peak_flops")
     if os.path.exists(exe):
         out = subprocess.run([exe], capture_output=True, text=True).stdout
         for tok in out.replace("=", " ").split():
@@ -223,13 +212,13 @@ def peak_gflops():
     return None, "unknown (set QFLEET_PEAK_GFLOPS or build bench/peak_flops)"
 
 
-def run_large(args, results, failures):
+def run_large(args, results):
     import numpy as np
     import torch
     import qfleet
 
     n, gates, batch = 10, 30, 100
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(args.seed + 1)
     c = qfleet.Circuit(n)
     flops = 0.0
     for g in range(gates):
@@ -252,11 +241,8 @@ def run_large(args, results, failures):
     w = torch.zeros(0, dtype=torch.float64)
     # Check one sample against the 4-qubit-free path: a density matrix has trace 1.
     rho = prog.density_matrices(x[:1], w)[0]
-    tr = abs(torch.trace(rho).real.item() - 1)
-    results.setdefault("checks", {})["large trace - 1"] = tr
-    if tr > 1e-12:
-        failures.append(f"10-qubit density matrix trace off by {tr:.3g}")
-        return
+    results.setdefault("checks", {})["large trace - 1"] = harness.check_close(
+        "10-qubit density matrix: trace - 1", torch.trace(rho).real, 1.0, atol=1e-12)
     budget, reps = (1.0, 1) if args.quick else (5.0, 3)
     t = timed(lambda: qfleet.circuit_forward(prog, x, w), budget, reps)
     peak, src = peak_gflops()
@@ -267,23 +253,46 @@ def run_large(args, results, failures):
                         "fraction_of_peak": achieved / peak if peak else None}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--quick", action="store_true")
+def table_rows(results):
+    """The harness's rows: each alternative beside qfleet's row of the same call."""
+    from common import Timing
+
+    def t(d):
+        return Timing(d["median_s"], d["min_s"], d["max_s"], d["repeats"], 1, float("nan"))
+
+    rows = []
+    if "classifier" in results:
+        c, err = results["classifier"]["timings"], results["checks"]
+        fb, fwd = t(c["qfleet forward+gradient"]), t(c["qfleet forward"])
+        w = f"noisy classifier n{N} B{B}"
+        rows += [harness.row(f"{w} fwd+grad", "qfleet (adjoint)", fb, fb),
+                 harness.row(f"{w} fwd+grad", "default.mixed (backprop)",
+                             t(c["default.mixed backprop forward+gradient"]), fb,
+                             error=max(v for k, v in err.items() if k.startswith("default.mixed"))),
+                 harness.row(f"{w} fwd", "qfleet", fwd, fwd),
+                 harness.row(f"{w} fwd", "Aer density_matrix", t(c["aer density_matrix forward"]), fwd,
+                             error=err["aer outputs"])]
+    if "large" in results:
+        r = results["large"]
+        rows.append(harness.row("noisy n10 30 gates B100 fwd", "qfleet", t(r["forward"]), t(r["forward"]),
+                                note=f"{r['achieved_gflops']:.1f} GFLOP/s"))
+    return rows
+
+
+def main(argv=None):
+    ap = harness.parser(__doc__.split("\n\n")[0], threads=2, seed=0,
+                        quick_help="one repeat, about 1 s per figure: a smoke run")
     ap.add_argument("--part", choices=["classifier", "large", "all"], default="all")
-    args = ap.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    args = harness.validate(ap, ap.parse_args(argv))
+    harness.threads_env(args.threads)
     import torch
     torch.set_num_threads(args.threads)
     results = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": args.threads,
                            "python": platform.python_version()}}
-    failures = []
     if args.part in ("classifier", "all"):
-        run_classifier(args, results, failures)
-    if args.part in ("large", "all") and not failures:
-        run_large(args, results, failures)
+        run_classifier(args, results)
+    if args.part in ("large", "all"):
+        run_large(args, results)
     print(json.dumps(results, indent=1))
     if "classifier" in results:
         r = results["classifier"]
@@ -295,12 +304,8 @@ def main():
         frac = r["fraction_of_peak"]
         print(f"10 qubits, 30 gates, B=100 forward: {r['forward']['median_s']:.3f} s, {r['achieved_gflops']:.1f} GFLOP/s"
               + (f" = {100 * frac:.1f}% of peak {r['peak_gflops']:.0f}" if frac else ""))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
-    if failures:
-        print("CHECK FAILED: " + "; ".join(failures), file=sys.stderr)
-        return 1
+    harness.finish(args, "noisy.py", table_rows(results), results,
+                   title="noisy circuits; ratio alternative / qfleet (> 1: qfleet faster)")
     return 0
 
 

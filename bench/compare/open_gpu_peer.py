@@ -1,12 +1,13 @@
 """dynamiqs on JAX's GPU backend beside qfleet's cuda open-system backend, on one GPU in
-one run: the open-system rows of bench/bench_cuda.cpp, with dynamiqs' results checked
+one run: the open-system rows of bench/micro/bench_cuda.cpp, with dynamiqs' results checked
 against qfleet's before anything is timed.
 
-    python bench/gpu_open_peer.py reference --qfleet build/tools/qfleet --out REF.npz
+    python bench/compare/open_gpu_peer.py reference --qfleet build/tools/qfleet --out REF.npz [--seed 1000]
         where qfleet is built (no GPU needed): qfleet's exact solver, complex128, on the
         check batch, through `qfleet eval` with .npy arrays; REF.npz holds the check
         batch's amplitudes and qfleet's fidelities and gradients
-    python bench/gpu_open_peer.py run --reference REF.npz [--bench-json bench.json]
+    python bench/compare/open_gpu_peer.py run --reference REF.npz [--bench-json bench.json] [--quick] \
+        [--seed 0] [--json out.json] [--md out.md]
         on the GPU machine (JAX with its CUDA plugin, dynamiqs): checks dynamiqs against
         REF.npz in complex128 and complex64, then times it on the rows' batches; with
         bench_cuda's JSON of the same run, prints qfleet's cuda and cpu medians and the
@@ -21,20 +22,23 @@ method (the Liouvillian's exponential on each segment: the same exact propagatio
 qfleet's "exact" solver), its tasks batched by dynamiqs itself (pwc amplitudes of shape
 [B, 60]), the gradient by `jax.value_and_grad`, the whole call `jax.jit`-compiled.
 Times are medians over repeats, each call ended by `jax.block_until_ready`; the first
-call (compilation) is reported apart.
+call (compilation) is reported apart. The check (harness.check_close) stops the run with exit
+status 1 before anything is timed; `run` takes the shared flags of harness.py (--threads sets
+OMP_NUM_THREADS for the host side only).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+import harness
 
 N_SEG, T, RATE = 60, 3.0, 0.05
 CHECK_BATCH = 256
@@ -63,8 +67,8 @@ def ladder(d: int):
     return h0, [x, y], a, psi0, target
 
 
-def check_amplitudes(d: int) -> np.ndarray:
-    return np.random.default_rng(1000 + d).uniform(-1, 1, (CHECK_BATCH, N_SEG, 2))
+def check_amplitudes(d: int, seed: int = 1000) -> np.ndarray:
+    return np.random.default_rng(seed + d).uniform(-1, 1, (CHECK_BATCH, N_SEG, 2))
 
 
 # ---- the reference: qfleet's CLI, exact solver, complex128 ------------------------------
@@ -99,14 +103,14 @@ def qfleet_reference(qfleet: str, d: int, u: np.ndarray) -> dict:
 def make_reference(args) -> None:
     out = {}
     for d, _ in ROWS:
-        u = check_amplitudes(d)
+        u = check_amplitudes(d, args.seed)
         r = qfleet_reference(args.qfleet, d, u)
         out[f"d{d}_u"] = u
         for k, v in r.items():
             out[f"d{d}_{k}"] = v
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     np.savez_compressed(args.out, **out)
-    print(f"gpu_open_peer: reference for d = {[d for d, _ in ROWS]}, {CHECK_BATCH} tasks each -> {args.out}")
+    print(f"open_gpu_peer: reference for d = {[d for d, _ in ROWS]}, {CHECK_BATCH} tasks each -> {args.out}")
 
 
 # ---- dynamiqs ---------------------------------------------------------------------------
@@ -140,15 +144,6 @@ def dynamiqs_call(d: int, precision: str):
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))
 
 
-def agreement(got: dict, ref: dict) -> float:
-    """The largest difference over outputs and gradients, each relative to max(1, |ref|max)."""
-    worst = 0.0
-    for k, r in ref.items():
-        g = np.asarray(got[k], dtype=np.float64).reshape(r.shape)
-        worst = max(worst, float(np.max(np.abs(g - r))) / max(1.0, float(np.max(np.abs(r)))))
-    return worst
-
-
 def run_call(f, u, rate):
     import jax
 
@@ -164,15 +159,14 @@ def check(d: int, precision: str, ref: np.lib.npyio.NpzFile) -> float:
     f = dynamiqs_call(d, precision)
     (_, F), (gu, gr) = run_call(f, jnp.asarray(ref[f"d{d}_u"], dtype=real), jnp.asarray(RATE, dtype=real))
     want = {k: ref[f"d{d}_{k}"] for k in ("fidelity", "grad_amplitudes", "grad_rates")}
-    err = agreement({"fidelity": F, "grad_amplitudes": gu, "grad_rates": np.atleast_1d(gr)}, want)
-    if not err <= TOLERANCE[precision]:
-        raise SystemExit(f"gpu_open_peer: dynamiqs d{d} {precision} differs from qfleet by {err:.2e} "
-                         f"(tolerance {TOLERANCE[precision]:.0e}): nothing timed")
-    return err
+    # the largest difference over outputs and gradients, each relative to max(1, |ref|max)
+    return harness.check_close(f"d{d} {precision}: dynamiqs against qfleet", {"fidelity": F, "grad_amplitudes": gu,
+                               "grad_rates": np.atleast_1d(gr)}, want, rtol=TOLERANCE[precision], floor=1.0,
+                               prog="open_gpu_peer", quiet=True)
 
 
-def time_rows(d: int, B: int, precision: str, budget: float) -> tuple[float, float, int]:
-    """(first call incl. compilation s, median ms, tasks per call) of dynamiqs on B random
+def time_rows(d: int, B: int, precision: str, budget: float, seed: int):
+    """(first call incl. compilation s, Timing, tasks per call) of dynamiqs on B random
     tasks. Where one call on all B runs out of GPU memory (XLA keeps what the reverse pass
     needs: 92 GiB for d = 4, B = 10^4 on an H200), the B tasks go through in equal chunks,
     halved until they fit, one call after another: what a user of dynamiqs would do."""
@@ -181,7 +175,7 @@ def time_rows(d: int, B: int, precision: str, budget: float) -> tuple[float, flo
 
     real = jnp.float64 if precision == "complex128" else jnp.float32
     f = dynamiqs_call(d, precision)
-    u = jnp.asarray(np.random.default_rng(d).uniform(-1, 1, (B, N_SEG, 2)), dtype=real)
+    u = jnp.asarray(np.random.default_rng(seed + d).uniform(-1, 1, (B, N_SEG, 2)), dtype=real)
     rate = jnp.asarray(RATE, dtype=real)
     chunk = B
     while True:
@@ -198,14 +192,8 @@ def time_rows(d: int, B: int, precision: str, budget: float) -> tuple[float, flo
             if "RESOURCE_EXHAUSTED" not in str(e) or chunk % 2 != 0:
                 raise
             chunk //= 2
-    times, spent = [], 0.0
-    while len(times) < (1 if first > budget else 3) or (spent < budget and len(times) < 21):
-        t0 = time.perf_counter()
-        call()
-        dt = time.perf_counter() - t0
-        times.append(dt)
-        spent += dt
-    return first, 1e3 * statistics.median(times), chunk
+    timing = harness.timed(call, repeats=1 if first > budget else 3, budget_s=budget, max_repeats=21, warmup=0)
+    return first, timing, chunk
 
 
 def bench_medians(path: str | None) -> dict:
@@ -236,24 +224,36 @@ def run(args) -> None:
     dev = jax.devices()[0]
     print(f"# dynamiqs {dq.__version__} on JAX {jax.__version__}, {dev.platform}: {dev.device_kind}")
     if args.require_gpu and dev.platform != "gpu":
-        raise SystemExit("gpu_open_peer: JAX sees no GPU (--require-gpu)")
+        raise SystemExit("open_gpu_peer: JAX sees no GPU (--require-gpu)")
+    errors = {}
     for d, _ in ROWS:
         for precision in ("complex128", "complex64"):
-            print(f"check d{d} {precision}: {CHECK_BATCH} tasks, dynamiqs vs qfleet (exact, complex128): "
-                  f"{check(d, precision, ref):.1e}")
+            err = check(d, precision, ref)
+            errors[d] = err if precision == "complex64" else errors.get(d, err)  # the timed rows are complex64
+            print(f"check d{d} {precision}: {CHECK_BATCH} tasks, dynamiqs vs qfleet (exact, complex128): {err:.1e}")
     qf = bench_medians(args.bench_json)
     print(f"\n| row (fwd+grad, complex64) | dynamiqs Expm, JAX {dev.platform} (first call; tasks per call) "
           "| qfleet cuda | qfleet cpu, all cores | dynamiqs / qfleet cuda | qfleet cpu / qfleet cuda |")
     print("|---|---|---|---|---|---|")
+    table = []
     for d, B in ROWS:
         B = B // 100 if args.quick else B
-        first, med, chunk = time_rows(d, B, "complex64", args.budget)
+        first, timing, chunk = time_rows(d, B, "complex64", args.budget, args.seed)
+        med = timing.median * 1e3
         row = f"Open/d{d}/B{B}/fwd+grad/c64"
         cuda, cpu = qf.get(row), qf.get(row + "/cpu")
         ratio = lambda a, b: f"{a / b:.1f}x" if a and b else "-"  # noqa: E731
         fmt = lambda v: f"{v:.2f} ms" if v else "not in the JSON"  # noqa: E731
         print(f"| {row} | {med:.2f} ms ({first:.1f} s; {chunk}) | {fmt(cuda)} | {fmt(cpu)} | {ratio(med, cuda)} "
               f"| {ratio(cpu, cuda)} |", flush=True)
+        # qfleet's figures are the medians of bench_cuda's JSON (no spread there)
+        q = (lambda ms: harness.Timing(ms / 1e3, ms / 1e3, ms / 1e3, 1, 1, float("nan")) if ms else None)
+        table += [harness.row(row, "qfleet cuda", q(cuda), q(cuda)),
+                  harness.row(row, "qfleet cpu, all cores", q(cpu), q(cuda)),
+                  harness.row(row, f"dynamiqs Expm, JAX {dev.platform}", timing, q(cuda), error=errors[d],
+                              note=f"first call {first:.1f} s; {chunk} tasks per call")]
+    harness.finish(args, "open_gpu_peer.py", table, {"checks": {f"d{d}": errors[d] for d in errors}},
+                   title="ratio dynamiqs / qfleet cuda")
 
 
 def main() -> None:
@@ -262,13 +262,16 @@ def main() -> None:
     r = sub.add_parser("reference", help="qfleet's results on the check batch (no GPU needed)")
     r.add_argument("--qfleet", required=True, help="the qfleet CLI")
     r.add_argument("--out", required=True)
+    r.add_argument("--seed", type=int, default=1000, help="the check batch's amplitudes (default 1000)")
     t = sub.add_parser("run", help="check dynamiqs against the reference, then time it")
     t.add_argument("--reference", required=True)
     t.add_argument("--bench-json", help="bench_cuda's JSON of the same run (for the ratios)")
     t.add_argument("--budget", type=float, default=5.0, help="seconds of timed calls per row")
-    t.add_argument("--quick", action="store_true", help="batches 100 times smaller (a smoke run)")
+    harness.add_common_flags(t, threads=None, seed=0, quick_help="batches 100 times smaller (a smoke run)")
     t.add_argument("--require-gpu", action="store_true", help="fail where JAX sees no GPU")
     args = ap.parse_args()
+    if args.cmd == "run":
+        harness.threads_env(harness.validate(t, args).threads)
     make_reference(args) if args.cmd == "reference" else run(args)
 
 

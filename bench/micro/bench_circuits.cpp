@@ -31,7 +31,7 @@ Circuit classifier_layer(int n, int layers) {
   return c;
 }
 
-// bench/noisy_compare.py's workload: the classifier with Depolarizing(0.01) on every
+// bench/compare/noisy.py's workload: the classifier with Depolarizing(0.01) on every
 // wire of every gate (40 channels at n = 4) and a readout error of 0.02 on each wire.
 Circuit noisy_classifier_layer(int n, int layers) {
   const Circuit clean = classifier_layer(n, layers);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Same-run A/B of two builds of a Google Benchmark program (before vs after a change).
 
-    python3 bench/ab.py BEFORE_BINARY AFTER_BINARY [--filter REGEX] [--rounds 5] [--min-time 0.1]
+    python3 bench/micro/ab.py BEFORE_BINARY AFTER_BINARY [--filter REGEX] [--rounds 5] [--min-time 0.1]
 
 Runs the two binaries alternately (A, B, A, B, ...: drift of the machine hits both
 alike), one repetition per round, and prints per benchmark the median real time of

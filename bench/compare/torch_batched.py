@@ -2,8 +2,8 @@
 implementations the research codes wrote, on one device, in one run, with the
 outputs and gradients of both checked to agree before anything is timed.
 
-    python bench/device_compare.py --device cuda        (a GPU: issues 4 and 5's comparisons)
-    python bench/device_compare.py --device cpu --quick (a smoke run; CI runs it)
+    python bench/compare/torch_batched.py --device cuda        (a GPU: issues 4 and 5's comparisons)
+    python bench/compare/torch_batched.py --device cpu --quick (a smoke run; CI runs it)
 
 (with the pip-installed package, or PYTHONPATH=python)
 
@@ -19,16 +19,32 @@ respect to every input (circuits: inputs and weights; open: amplitudes). Times a
 medians (ms) over repeats of a few calls each, the device synchronised around them.
 "agree" is the largest difference between the two sides' outputs and gradients,
 relative to max(1, the largest PyTorch value) of each tensor; above 1e-9 (complex128)
-or 2e-3 (complex64, x n for circuits, x 10 for the ladder) the script stops with an error.
+or 2e-3 (complex64, x n for circuits, x 10 for the ladder) the script stops with an error
+(harness.check_close: exit status 1, nothing timed). Shared flags (harness.py): --threads N
+(torch's and OMP_NUM_THREADS; default the libraries' own), --seed (inputs, default 7),
+--json/--md (the table: ratio PyTorch / qfleet per workload).
 """
-import argparse
-import statistics
 import sys
 import time
 
-import torch
+import harness
 
-import qfleet
+
+def parse_args(argv=None):
+    ap = harness.parser(__doc__, threads=None, seed=7, quick_help="one small case per workload (a smoke run)")
+    ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda where torch sees one)")
+    ap.add_argument("--precision", default="complex128,complex64")
+    ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per measurement, about")
+    return harness.validate(ap, ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    harness.threads_env(parse_args().threads)  # before torch loads its OpenMP runtime
+
+import torch  # noqa: E402
+
+import qfleet  # noqa: E402
+
 
 # ---- hand-batched PyTorch: circuits (state [B, 2^n], wire 0 most significant) ------------
 
@@ -171,7 +187,9 @@ class TorchLadder:
 # ---- timing --------------------------------------------------------------------------
 
 
-def median_ms(fn, device, budget_s):
+def timing(fn, device, budget_s):
+    """Two warm-up calls, one timed call to size the samples (a tenth of the budget each, at most
+    100 calls), then 5 samples, the device synchronised around each."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for _ in range(2):
         fn()
@@ -181,15 +199,7 @@ def median_ms(fn, device, budget_s):
     sync()
     one = max(time.perf_counter() - t0, 1e-6)
     number = max(1, min(100, int(budget_s / 10 / one)))
-    ts = []
-    for _ in range(5):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / number * 1e3)
-    return statistics.median(ts)
+    return harness.timed(fn, repeats=5, number=number, warmup=0, sync=sync)
 
 
 def grads(f, args):
@@ -205,36 +215,34 @@ def compare(name, qf, tf, args, device, tol, budget_s, rows):
     to, tg = grads(tf, targs)
     # max |qfleet - PyTorch| over outputs and gradients, relative to max(1, max |PyTorch|) per
     # tensor (summed weight gradients grow with the batch)
-    diff = max(((a - b).abs().max() / b.abs().max().clamp(min=1)).item() for a, b in zip([qo, *qg], [to, *tg]))
-    if not diff <= tol:
-        sys.exit(f"device_compare: {name}: qfleet and PyTorch disagree by {diff:.3g} (tolerance {tol:g})")
+    diff = harness.check_close(f"{name}: qfleet against PyTorch (outputs, gradients)", [qo, *qg], [to, *tg],
+                               rtol=tol, floor=1.0, prog="torch_batched", quiet=True)
     for kind, fq, ft in (("fwd", lambda: qf(*qargs), lambda: tf(*targs)),
                          ("fwd+bwd", lambda: grads(qf, qargs), lambda: grads(tf, targs))):
         if kind == "fwd":
             with torch.no_grad():
-                mq, mt = median_ms(fq, device, budget_s), median_ms(ft, device, budget_s)
+                tq, tt = timing(fq, device, budget_s), timing(ft, device, budget_s)
         else:
-            mq, mt = median_ms(fq, device, budget_s), median_ms(ft, device, budget_s)
-        rows.append((f"{name} {kind}", mq, mt, diff))
+            tq, tt = timing(fq, device, budget_s), timing(ft, device, budget_s)
+        rows += [harness.row(f"{name} {kind}", "qfleet", tq, tq, error=diff),
+                 harness.row(f"{name} {kind}", "PyTorch hand-batched", tt, tq, error=diff)]
+        mq, mt = tq.median * 1e3, tt.median * 1e3
         print(f"{name + ' ' + kind:<40} qfleet {mq:10.4f} ms   torch {mt:10.4f} ms   x{mt / mq:7.1f}   "
               f"agree {diff:.1e}", flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--quick", action="store_true", help="one small case per workload (a smoke run)")
-    ap.add_argument("--precision", default="complex128,complex64")
-    ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per measurement, about")
-    a = ap.parse_args()
-    device = torch.device(a.device)
+def main(argv=None):
+    a = parse_args(argv)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("device_compare: --device cuda, but torch sees no CUDA device")
+        sys.exit("torch_batched: --device cuda, but torch sees no CUDA device")
     qdev = "cuda" if device.type == "cuda" else "cpu"
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"device_compare on {name}; torch {torch.__version__}", flush=True)
+    print(f"torch_batched on {name}; torch {torch.__version__}", flush=True)
     rows = []
-    gen = torch.Generator().manual_seed(7)
+    gen = torch.Generator().manual_seed(a.seed)
     for prec in a.precision.split(","):
         rdt = torch.float64 if prec == "complex128" else torch.float32
         cdt = torch.complex128 if prec == "complex128" else torch.complex64
@@ -281,10 +289,9 @@ def main():
                         rows)
             if device.type == "cuda":
                 torch.cuda.empty_cache()  # the PyTorch side's cached blocks, before the next size
-    print("\n| workload | qfleet (ms) | PyTorch hand-batched (ms) | speed-up | agree |")
-    print("|---|---|---|---|---|")
-    for w, mq, mt, diff in rows:
-        print(f"| {w} | {mq:.4g} | {mt:.4g} | {mt / mq:.1f}x | {diff:.1e} |")
+    harness.finish(a, "torch_batched.py", rows, {"device": name, "torch": torch.__version__},
+                   title=f"qfleet's operators beside hand-batched PyTorch on {name}; ratio PyTorch / qfleet "
+                         "(the speed-up); max error: relative to max(1, |PyTorch|)")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,12 @@
 people write instead: Gymnasium's SyncVectorEnv over a NumPy/SciPy or a QuTiP single
 environment, and a JAX + dynamiqs batched environment, on the same machine in one run.
 
-    PYTHONPATH=python python bench/rl_env_compare.py [--envs 4096,16384] [--steps 120] [--peer-envs 16] \\
-        [--peer-steps 60] [--jax-envs 4096] [--jax-steps 60] [--repeats 5] [--threads 2] \\
-        [--json out.json] [--quick]
+    PYTHONPATH=python python bench/compare/rl_env.py [--envs 4096,16384] [--steps 120] [--peer-envs 16] \\
+        [--peer-steps 60] [--jax-envs 4096] [--jax-steps 60] [--repeats 5] [--threads 2] [--seed 0] \\
+        [--json out.json] [--md out.md] [--quick]
 
 (or with the pip-installed package). OMP_NUM_THREADS defaults to --threads and OMP_WAIT_POLICY
-to passive (as in bench/classify_compare.py); JAX runs in float64 (JAX_ENABLE_X64) on its own
+to passive (harness.threads_env); JAX runs in float64 (JAX_ENABLE_X64) on its own
 CPU thread pool. Needs torch, gymnasium, numpy and scipy; QuTiP and JAX + dynamiqs are optional:
 a missing one skips its rows, with the reason.
 
@@ -46,14 +46,13 @@ peers cost the same per environment at any num_envs, so they run at --peer-envs 
 and --peer-steps steps. The ratio column is qfleet VectorEnv's env-steps/s at the first --envs
 size over the row's. --quick: tiny sizes, 2 repeats, a smoke test.
 """
-import argparse
-import json
 import os
 import pathlib
 import platform
-import statistics
 import sys
 import time
+
+import harness
 
 N_STEPS, GATE_TIME, AMAX = 60, 1.0, 2 * 3.141592653589793
 RANGES = ((0.02, 0.15), (0.01, 0.08))  # gamma_deph, gamma_relax: the task's defaults
@@ -64,8 +63,7 @@ QUTIP_OPTIONS = {"atol": 1e-12, "rtol": 1e-10}
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = harness.parser(__doc__.split("\n\n")[0], threads=2, seed=0, quick_help="tiny sizes, 2 repeats: a smoke test")
     ap.add_argument("--envs", default=None, help="qfleet's num_envs, comma-separated (default 4096,16384; --quick: 64)")
     ap.add_argument("--steps", type=int, default=None, help="qfleet's steps per repeat (default 120; --quick: 10)")
     ap.add_argument("--peer-envs", type=int, default=None,
@@ -75,10 +73,7 @@ def parse_args():
                                                      "--quick: 64)")
     ap.add_argument("--jax-steps", type=int, default=None, help="its steps per repeat (default 60; --quick: 5)")
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5; --quick: 2)")
-    ap.add_argument("--threads", type=int, default=2, help="qfleet's and torch's threads (and OMP_NUM_THREADS)")
-    ap.add_argument("--json", default=None, help="write the results to this path")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 repeats: a smoke test")
-    a = ap.parse_args()
+    a = harness.validate(ap, ap.parse_args())
     q = a.quick
     a.envs = [int(v) for v in (a.envs or ("64" if q else "4096,16384")).split(",")]
     a.jax_envs = [int(v) for v in (a.jax_envs or ("64" if q else "4096")).split(",")]
@@ -93,9 +88,8 @@ def parse_args():
 
 
 ARGS = parse_args()
-# Set before the imports: OpenMP runtimes read them once, when they load (bench/classify_compare.py).
-os.environ.setdefault("OMP_NUM_THREADS", str(ARGS.threads))
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# Set before the imports: OpenMP runtimes read them once, when they load (harness.threads_env).
+harness.threads_env(ARGS.threads, passive=True)
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 import numpy as np  # noqa: E402
@@ -107,7 +101,7 @@ try:
     import qfleet  # noqa: E402
     import qfleet.rl  # noqa: E402
 except ImportError as e:
-    sys.exit(f"rl_env_compare: needs gymnasium and qfleet with its rl app ({e}); set PYTHONPATH=python (the "
+    sys.exit(f"rl_env: needs gymnasium and qfleet with its rl app ({e}); set PYTHONPATH=python (the "
              "libraries of ./build are found from there), or pip install .")
 
 QFLEET, QFLEET_RAW = "qfleet VectorEnv", "qfleet torch class"
@@ -115,8 +109,7 @@ NUMPY, QUTIP, JAX = "numpy SyncVectorEnv", "qutip SyncVectorEnv", "jax+dynamiqs 
 
 
 def fail(message):
-    print(f"\nrl_env_compare: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
+    harness.fail("rl_env", message)
 
 
 class Skip(Exception):
@@ -315,12 +308,11 @@ def episode_jax(actions):
 
 
 def check(name, got, ref):
-    diffs = {k: float(np.abs(got[k] - ref[k]).max()) for k in ref}
-    worst = max(diffs.values())
+    diffs = harness.max_error(got, ref)[1]
     print(f"agree with qfleet: {name:22s} observations {diffs['obs']:.1e}, rewards {diffs['reward']:.1e}, "
           f"final fidelity {diffs['fidelity']:.1e} (60 steps, {len(CHECK_TASKS)} tasks)", flush=True)
-    if not worst <= CHECK_TOL:
-        fail(f"{name} differs from qfleet by {worst:.3e} > {CHECK_TOL:g}: {diffs}")
+    harness.check_close(f"{name} against qfleet (observations, rewards, final fidelities)", got, ref, atol=CHECK_TOL,
+                        prog="rl_env", quiet=True)
     if not 0.3 < ref["fidelity"].min() < ref["fidelity"].max() < 1:
         fail(f"the check's final fidelities {ref['fidelity']} are degenerate")
     return diffs
@@ -331,17 +323,16 @@ def check(name, got, ref):
 def time_steps(step, actions, n_envs, steps, repeats, sync=lambda out: None):
     for k in range(3):  # warm-up (JAX compiles here)
         sync(step(actions[k % len(actions)]))
-    per_step = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+
+    def sample():  # `steps` steps, synchronised once at the end (JAX dispatches asynchronously)
         for k in range(steps):
             out = step(actions[k % len(actions)])
         sync(out)
-        per_step.append((time.perf_counter() - t0) / steps)
-    med = statistics.median(per_step)
-    return {"num_envs": n_envs, "steps": steps, "repeats": repeats, "median_step_s": med, "min_step_s": min(per_step),
-            "max_step_s": max(per_step), "env_steps_per_s": n_envs / med,
-            "env_steps_per_s_range": [n_envs / max(per_step), n_envs / min(per_step)]}
+
+    t = harness.timed(sample, repeats=repeats, warmup=0)
+    med, lo, hi = t.median / steps, t.min / steps, t.max / steps
+    return {"num_envs": n_envs, "steps": steps, "repeats": repeats, "median_step_s": med, "min_step_s": lo,
+            "max_step_s": hi, "env_steps_per_s": n_envs / med, "env_steps_per_s_range": [n_envs / hi, n_envs / lo]}
 
 
 def random_actions(n, rng):
@@ -350,8 +341,8 @@ def random_actions(n, rng):
 
 def time_qfleet(n, raw):
     env = qfleet.rl.QfleetVectorEnv("qubit_x", num_envs=n, threads=ARGS.threads)
-    env.reset(seed=0)
-    acts = [torch.from_numpy(a) for a in random_actions(n, np.random.default_rng(n))]
+    env.reset(seed=ARGS.seed)
+    acts = [torch.from_numpy(a) for a in random_actions(n, np.random.default_rng(ARGS.seed + n))]
     step = env._env.step if raw else env.step
     row = time_steps(step, acts, n, ARGS.steps, ARGS.repeats)
     row["environment"] = env.describe()
@@ -360,14 +351,15 @@ def time_qfleet(n, raw):
 
 def time_sync(cls, n):
     env = sync_env(cls, n)
-    env.reset(seed=0)
-    return time_steps(env.step, random_actions(n, np.random.default_rng(n)), n, ARGS.peer_steps, ARGS.repeats)
+    env.reset(seed=ARGS.seed)
+    acts = random_actions(n, np.random.default_rng(ARGS.seed + n))
+    return time_steps(env.step, acts, n, ARGS.peer_steps, ARGS.repeats)
 
 
 def time_jax(n):
     env = JaxQubitX(n)
-    env.reset(0)
-    acts = [env.jnp.asarray(a) for a in random_actions(n, np.random.default_rng(n))]
+    env.reset(ARGS.seed)
+    acts = [env.jnp.asarray(a) for a in random_actions(n, np.random.default_rng(ARGS.seed + n))]
     t0 = time.perf_counter()
     env.step(acts[0])[0].block_until_ready()
     compile_s = time.perf_counter() - t0
@@ -419,7 +411,8 @@ def main():
           f"(OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); {cpu_model()}, {os.cpu_count()} CPUs")
     print(f"qubit_x: 60 segments, random actions in [-1, 1]; {ARGS.repeats} repeats, median", flush=True)
 
-    check_actions = np.random.default_rng(1).uniform(-1, 1, (N_STEPS, len(CHECK_TASKS), 2)).astype(np.float32)
+    check_actions = np.random.default_rng(ARGS.seed + 1).uniform(-1, 1, (N_STEPS, len(CHECK_TASKS), 2))
+    check_actions = check_actions.astype(np.float32)
     ref = episode_qfleet(check_actions)
     checks, skipped = {}, {}
     checks[NUMPY] = check(NUMPY, episode_sync(SingleQubitX, check_actions), ref)
@@ -464,14 +457,25 @@ def main():
         print(f"{name:22s} skipped: {reason}")
         rows.append({"tool": name, "skipped": reason})
 
-    if ARGS.json:
-        doc = {"benchmark": "bench/rl_env_compare.py", "machine": machine(), "versions": v, "quick": ARGS.quick,
-               "task": {"name": "qubit_x", "n_steps": N_STEPS, "gate_time": GATE_TIME, "max_amplitude": AMAX,
-                        "ranges": {"gamma_deph": RANGES[0], "gamma_relax": RANGES[1]}},
-               "check": {"tasks": CHECK_TASKS, "tolerance": CHECK_TOL, "max_abs_diff": checks},
-               "qutip_options": QUTIP_OPTIONS, "rows": rows}
-        pathlib.Path(ARGS.json).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {ARGS.json}")
+    doc = {"benchmark": "bench/compare/rl_env.py", "machine": machine(), "versions": v, "quick": ARGS.quick,
+           "task": {"name": "qubit_x", "n_steps": N_STEPS, "gate_time": GATE_TIME, "max_amplitude": AMAX,
+                    "ranges": {"gamma_deph": RANGES[0], "gamma_relax": RANGES[1]}},
+           "check": {"tasks": CHECK_TASKS, "tolerance": CHECK_TOL, "max_abs_diff": checks},
+           "qutip_options": QUTIP_OPTIONS, "rows": rows}
+    harness.finish(ARGS, "rl_env.py", table_rows(rows, checks), doc,
+                   title="env-steps/s; ratio qfleet VectorEnv (first --envs) / the row (> 1: qfleet faster)")
+
+
+def table_rows(rows, checks):
+    """Rates, not times: the harness's ratio is then qfleet's rate / the row's."""
+    def t(r):
+        lo, hi = r["env_steps_per_s_range"]
+        return harness.Timing(r["env_steps_per_s"], lo, hi, r["repeats"], r["steps"], float("nan"))
+
+    base = t(next(r for r in rows if r["tool"] == QFLEET))
+    return [harness.row(f"qubit_x, {r.get('num_envs', '-')} envs", r["tool"], t(r) if "skipped" not in r else None,
+                        base, unit="env-steps/s", note=r.get("skipped", ""),
+                        error=max(checks[r["tool"]].values()) if r["tool"] in checks else None) for r in rows]
 
 
 if __name__ == "__main__":

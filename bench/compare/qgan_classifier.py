@@ -2,8 +2,8 @@
 qfleet::train) beside the same network on the same records trained in plain PyTorch, in one run.
 
     PYTHONPATH=python \\
-        python bench/qgan_classifier_compare.py [--shots 64] [--epochs 5] [--device cpu|cuda|auto] \\
-        [--threads 2] [--json out.json]
+        python bench/compare/qgan_classifier.py [--shots 64] [--epochs 5] [--device cpu|cuda|auto] \\
+        [--threads 2] [--seed 1] [--json out.json] [--md out.md] [--quick]
 
 (or with the pip-installed package). Steps:
 1. runs `python -m qfleet.qgan classify --shots S --epochs E --set save_records=true` in a child
@@ -21,9 +21,9 @@ On the CPU both networks run on one thread (the app's rule; --threads is the app
 Printed: milliseconds per training epoch (evaluation excluded) of both, their ratio, each
 one's final test accuracy beside the Bayes limit, and the share of the app's time spent drawing
 the records on the engine. The two loops draw their batches differently, so their accuracies
-agree statistically, not bit for bit.
+agree statistically, not bit for bit. --quick: 8 shots, 1 epoch (a smoke run); the other shared
+flags: harness.py.
 """
-import argparse
 import json
 import os
 import statistics
@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+import harness
+
 
 def run_app(args, out):
     cmd = [sys.executable, "-m", "qfleet.qgan", "classify", "--shots", str(args.shots), "--epochs", str(args.epochs),
@@ -39,7 +41,7 @@ def run_app(args, out):
            "--set", "save_records=true", "--out", out, "--quiet"]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
-        sys.exit(f"qgan_classifier_compare: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr.strip()}")
+        sys.exit(f"qgan_classifier: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr.strip()}")
     with open(os.path.join(out, "classifier.json"), encoding="utf-8") as f:
         return json.load(f)
 
@@ -106,17 +108,21 @@ def train_plain(torch, net, data, args, device):
     return epoch_ms, accuracy
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shots", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=5)
+def parse_args(argv=None):
+    ap = harness.parser(__doc__.split("\n")[0], threads=2, seed=1, quick_help="8 shots, 1 epoch: a smoke run")
+    ap.add_argument("--shots", type=int, default=None, help="shots per record (default 64; --quick: 8)")
+    ap.add_argument("--epochs", type=int, default=None, help="training epochs (default 5; --quick: 1)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", help="also write the figures here")
-    args = ap.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    args = harness.validate(ap, ap.parse_args(argv))
+    args.shots = args.shots or (8 if args.quick else 64)
+    args.epochs = args.epochs or (1 if args.quick else 5)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    harness.threads_env(args.threads)
     import torch
 
     device = torch.device("cuda" if args.device == "cuda" or args.device == "auto" and torch.cuda.is_available() else "cpu")
@@ -127,11 +133,10 @@ def main(argv=None):
     net = plain_network(torch, data["initial_state"])
     with torch.no_grad():
         check = net(data["test_counts"][:64].float() / float(data["shots"]))
-    scale = float(data["check_logits"].abs().max())
-    diff = float((check - data["check_logits"]).abs().max())
-    if not diff <= 1e-5 * max(scale, 1.0):
-        print(f"qgan_classifier_compare: the plain network's logits differ from the app's by {diff:.3g}", file=sys.stderr)
-        return 1
+    # to 1e-5 of the largest logit (or absolute below 1); the JSON keeps the absolute difference
+    harness.check_close("plain PyTorch network's logits against the app's", check, data["check_logits"], rtol=1e-5,
+                        floor=1.0)
+    diff = harness.max_error(check, data["check_logits"])[0]
     epoch_ms, accuracy = train_plain(torch, net, data, args, device)
     r = report["results"][0]
     app_ms = r["timing"]["train_ms_per_epoch"]
@@ -152,9 +157,13 @@ def main(argv=None):
     print(f"  {'plain PyTorch':22s} {plain_ms:14.1f} {accuracy:14.4f}")
     print(f"  plain / qfleet: {plain_ms / app_ms:.2f}x; Bayes limit {r['bayes']['accuracy']:.4f} ({r['bayes']['method']}); "
           f"drawing the records: {100 * r['timing']['records_share']:.1f}% of the app's time")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+    # the app reports one figure per epoch (its median); the plain loop's spread is over its epochs
+    app = harness.Timing(app_ms / 1e3, app_ms / 1e3, app_ms / 1e3, args.epochs, 1, float("nan"))
+    plain = harness.Timing(plain_ms / 1e3, min(epoch_ms) / 1e3, max(epoch_ms) / 1e3, len(epoch_ms), 1, float("nan"))
+    workload = f"classifier epoch, {args.shots} shots, batch {args.batch}, {device}"
+    table = [harness.row(workload, "qfleet-qgan classify", app, app, note=f"accuracy {r['accuracy']:.4f}"),
+             harness.row(workload, "plain PyTorch", plain, app, error=diff, note=f"accuracy {accuracy:.4f}")]
+    harness.finish(args, "qgan_classifier.py", table, rows, title="ms per training epoch, ratio plain / qfleet")
     return 0
 
 
