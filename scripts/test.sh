@@ -71,8 +71,8 @@ echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 # annotated: detect_container_overflow is off (AddressSanitizer's documentation, "false
 # positives" of partially instrumented programs).
 # Left out of this tree's run: the unit tests' AVX2 rerun (the baseline rerun has its
-# lane widths, and the native run AVX-512's); the Python suite (an instrumented extension
-# does not load into the uninstrumented interpreter), and the meta-control app's export
+# lane widths, and the native run AVX-512's); the Python suite (its engine tests run on
+# this tree's libraries in the next phase), and the meta-control app's export
 # through `qfleet eval` (90 s here, the app's other tests run the same code).
 ./scripts/configure.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
@@ -82,6 +82,42 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E '^(unit_tests_isa_avx2|python_tests|MetaRun\.ExportedPulsesThroughQfleetEvalReproduceTheReport)$'
+
+echo "== The Python entries on the ASan + UBSan libraries ($((SECONDS - start)) s)"
+# The Python suite's tests of the engine's operators, layers, devices, training runtime and
+# environments, run by the (uninstrumented) interpreter on this tree's instrumented PyTorch
+# adapter and rl library: the sanitizers' runtime is preloaded, as a program built with
+# them would have it from the start. Leaks are not checked here (the interpreter keeps
+# its objects to the end by design); the command line the tests start is the Release tree's
+# (the ASan tree's links its own copy of the runtime). The fixture first: a heap overflow in a library
+# loaded from Python must be reported, or this phase checks nothing.
+asan_rt="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
+py_asan() {
+  env -u PYTHONPATH PYTHONPATH="$root/python:$root/tests/python" LD_PRELOAD="$asan_rt" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_container_overflow=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    QFLEET_TORCH_LIBRARY="$root/build-asan/adapters/torch/libqfleet_torch.so" \
+    QFLEET_RL_LIBRARY="$root/build-asan/apps/rl/libqfleet_rl.so" QFLEET_CLI="$root/build/tools/qfleet" "$@"
+}
+fixture="$root/build-asan/tests/libqfleet_heap_overflow_fixture.so"
+if py_asan python -c "import ctypes; ctypes.CDLL('$fixture').qfleet_heap_overflow_fixture(4)" \
+     >/dev/null 2>build-asan/heap_overflow_fixture.log ||
+   ! grep -q "AddressSanitizer: heap-buffer-overflow" build-asan/heap_overflow_fixture.log; then
+  echo "AddressSanitizer did not report tests/sanitizers/heap_overflow_fixture.cpp's overflow from Python"
+  exit 1
+fi
+py_asan python -c "
+import torch, qfleet
+c = qfleet.Circuit(1); c.angle_embedding([0]).expval('Z0')
+qfleet.QuantumLayer(c)(torch.zeros(2, 1, dtype=torch.float64))
+maps = open('/proc/self/maps').read()
+assert '$root/build-asan/adapters/torch/libqfleet_torch.so' in maps, 'the instrumented adapter is not the one loaded'
+"
+tmp=$(mktemp -d)
+(cd "$tmp" && py_asan python -m pytest -q -p no:cacheprovider \
+   -k "not test_compare_runs_qfleet_meta_on_the_same_tasks" \
+   "$root"/tests/python/test_{circuits,open,noisy,program_results,train,rl}.py)
+rm -rf "$tmp"
 
 echo "== ThreadSanitizer build + the threads tests ($((SECONDS - start)) s)"
 # The threads tests (tests/threads: compiled programs, the torch operators and autograd
