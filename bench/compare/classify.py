@@ -367,30 +367,6 @@ def time_variant(model, batches, min_repeats, budget_s):
 
 # ---- report ------------------------------------------------------------------------------------
 
-def versions():
-    import importlib.metadata as md
-
-    def dist(name):
-        try:
-            return md.version(name)
-        except md.PackageNotFoundError:
-            return None
-
-    return {"python": platform.python_version(), "torch": torch.__version__, "pennylane": qml.__version__,
-            "pennylane_lightning": dist("pennylane_lightning"), "qfleet": qfleet.__version__, "numpy": np.__version__}
-
-
-def machine(threads):
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "usable_cpus": usable, "torch_threads": torch.get_num_threads(),
-            "qfleet_threads": threads, "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
-
-
 def spread(figures, digits):
     return f"({figures['min_ms']:.{digits}f}-{figures['max_ms']:.{digits}f})"
 
@@ -410,7 +386,7 @@ def main():
     # --quick: one repeat of parameter-shift's multi-second step is enough for a smoke run
     min_repeats, budget_s = (1, 1.0) if ARGS.quick else (3, 10.0)
     batches = load_batches(ARGS.data, ARGS.batch, N_BATCHES)
-    v = versions()
+    v = harness.versions("pennylane", "pennylane_lightning")
     print(f"torch {v['torch']}, pennylane {v['pennylane']}, lightning {v['pennylane_lightning']}, "
           f"qfleet {v['qfleet']}; threads {ARGS.threads} (OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); "
           f"batch {ARGS.batch}; {platform.machine()}, {os.cpu_count()} CPUs")
@@ -465,7 +441,7 @@ def main():
     print("(a benchmark: the targets are reported, not asserted)")
 
     # the script's own document, as before, plus the harness's table (written by finish)
-    doc = {"benchmark": "bench/compare/classify.py", "machine": machine(ARGS.threads), "versions": v,
+    doc = {"benchmark": "bench/compare/classify.py", "machine": harness.run_machine(ARGS.threads), "versions": v,
            "batch": ARGS.batch, "quick": ARGS.quick, "min_repeats": min_repeats, "budget_s_per_figure": budget_s,
            "data": str(ARGS.data), "agreement": {"weight_mapping": mapping_diff,
                                                   "other_axis_orders_min": wrong_mapping_diff,

@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from common import Timing, fmt_err, fmt_time, machine_info
+from common import Timing, cpu_model, fmt_err, fmt_time, machine_info  # noqa: F401 (cpu_model: for the scripts)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -73,6 +73,40 @@ def threads_env(threads: int | None, passive: bool = False) -> None:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     if passive:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+# --------------------------------------------------------------------------- the run's machine and versions
+
+
+def versions(*dists: str) -> dict:
+    """Python's, torch's, numpy's and qfleet's versions and those of the named distributions
+    (None where one is not installed)."""
+    import importlib.metadata as md
+    import platform
+
+    out = {"python": platform.python_version()}
+    for dist in ("torch", "numpy", "qfleet", *dists):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            mod = sys.modules.get(dist)  # (qfleet from a source tree has no distribution)
+            out[dist] = getattr(mod, "__version__", None)
+    return out
+
+
+def run_machine(threads: int | None) -> dict:
+    """machine_info() and this run's thread settings."""
+    import torch
+
+    info = machine_info()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        usable = os.cpu_count()
+    info.update(cpu_count=os.cpu_count(), usable_cpus=usable, torch_threads=torch.get_num_threads(),
+                qfleet_threads=threads, omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"))
+    return info
 
 
 # --------------------------------------------------------------------------- checks

@@ -63,8 +63,6 @@ medians, so an estimate) with its ratio. --quick: n = 4, one repeat, a smoke tes
 import copy
 import math
 import os
-import pathlib
-import platform
 import sys
 import time
 
@@ -367,47 +365,14 @@ def time_generator_step(generate, weight, reward, repeats, slow_repeats):
 
 # ---- report -----------------------------------------------------------------------------------------
 
-def cpu_model():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def versions():
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-           "qfleet": qfleet.__version__}
-    for dist in ("pennylane", "qiskit", "qiskit-machine-learning"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def machine(threads):
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
-            "platform": platform.platform(), "torch_threads": torch.get_num_threads(), "qfleet_threads": threads,
-            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
-
-
 def main():
     torch.set_num_threads(ARGS.threads)
     n, reps = ARGS.qubits, ARGS.reps
     nw = n_weights(n, reps)
-    v = versions()
+    v = harness.versions("pennylane", "qiskit", "qiskit-machine-learning")
     print(f"torch {v['torch']}, pennylane {v['pennylane']}, qiskit {v['qiskit']}, "
           f"qiskit-machine-learning {v['qiskit-machine-learning']}, qfleet {v['qfleet']}; "
-          f"threads {ARGS.threads} (OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); {cpu_model()}, "
+          f"threads {ARGS.threads} (OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); {harness.cpu_model()}, "
           f"{os.cpu_count()} CPUs")
     print(f"generator: {n} qubits, reps {reps}, {nw} weights, {2 ** n} probabilities; "
           f"epoch = {D_STEPS} discriminator steps + 1 generator step", flush=True)
@@ -535,7 +500,7 @@ def write_outputs(rows, steps, qiskit_info, checks, v, n, reps, nw):
                          error=error(r["tool"]), note=r.get("skipped", "")) for r in rows]
     table += [harness.row(f"generator step n{n} reps {reps}", name, t(r), t(steps[QFLEET]), error=error(name))
               for name, r in steps.items()]
-    doc = {"benchmark": "bench/compare/qgan.py", "machine": machine(ARGS.threads), "versions": v,
+    doc = {"benchmark": "bench/compare/qgan.py", "machine": harness.run_machine(ARGS.threads), "versions": v,
            "qubits": n, "reps": reps, "weights": nw, "d_steps": D_STEPS, "lr": LR, "betas": list(BETAS),
            "target": {"kind": "2-D Gaussian on the grid", "mean": list(GAUSS_MEAN), "sigma": GAUSS_SIGMA},
            "quick": ARGS.quick, "repeats": ARGS.repeats, "slow_repeats": ARGS.slow_repeats,

@@ -47,8 +47,6 @@ and --peer-steps steps. The ratio column is qfleet VectorEnv's env-steps/s at th
 size over the row's. --quick: tiny sizes, 2 repeats, a smoke test.
 """
 import os
-import pathlib
-import platform
 import sys
 import time
 
@@ -370,45 +368,12 @@ def time_jax(n):
 
 # ---- report --------------------------------------------------------------------------------------------
 
-def cpu_model():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def versions():
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
-           "qfleet": qfleet.__version__}
-    for dist in ("scipy", "gymnasium", "qutip", "jax", "dynamiqs"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def machine():
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
-            "platform": platform.platform(), "torch_threads": torch.get_num_threads(), "qfleet_threads": ARGS.threads,
-            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
-
-
 def main():
     torch.set_num_threads(ARGS.threads)
-    v = versions()
+    v = harness.versions("scipy", "gymnasium", "qutip", "jax", "dynamiqs")
     print(f"torch {v['torch']}, gymnasium {v['gymnasium']}, scipy {v['scipy']}, qutip {v['qutip']}, jax {v['jax']}, "
           f"dynamiqs {v['dynamiqs']}, qfleet {v['qfleet']}; threads {ARGS.threads} "
-          f"(OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); {cpu_model()}, {os.cpu_count()} CPUs")
+          f"(OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); {harness.cpu_model()}, {os.cpu_count()} CPUs")
     print(f"qubit_x: 60 segments, random actions in [-1, 1]; {ARGS.repeats} repeats, median", flush=True)
 
     check_actions = np.random.default_rng(ARGS.seed + 1).uniform(-1, 1, (N_STEPS, len(CHECK_TASKS), 2))
@@ -457,7 +422,7 @@ def main():
         print(f"{name:22s} skipped: {reason}")
         rows.append({"tool": name, "skipped": reason})
 
-    doc = {"benchmark": "bench/compare/rl_env.py", "machine": machine(), "versions": v, "quick": ARGS.quick,
+    doc = {"benchmark": "bench/compare/rl_env.py", "machine": harness.run_machine(ARGS.threads), "versions": v, "quick": ARGS.quick,
            "task": {"name": "qubit_x", "n_steps": N_STEPS, "gate_time": GATE_TIME, "max_amplitude": AMAX,
                     "ranges": {"gamma_deph": RANGES[0], "gamma_relax": RANGES[1]}},
            "check": {"tasks": CHECK_TASKS, "tolerance": CHECK_TOL, "max_abs_diff": checks},
