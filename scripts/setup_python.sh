@@ -7,7 +7,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 req="$root/python/requirements.txt"
-key=$(sha256sum "$req" | cut -c1-12)
+# The key is the requirements without their comments, so a comment's edit keeps the cache.
+key=$(sed -e 's/[[:space:]]*#.*$//' -e '/^[[:space:]]*$/d' "$req" | sha256sum | cut -c1-12)
 venv="${QFLEET_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/venv-$key}"
 if [ ! -f "$venv/.qfleet-complete" ]; then
   echo "setup_python: creating $venv from $req" >&2
