@@ -100,6 +100,10 @@ class ClassifyRun {
   train::Metrics step(int64_t i);
   void checkpoint(int64_t done);  // at the end of each epoch
   json finish(const app::Loop& loop);
+  std::string settings() const {  // (named by an error while running: app::run_lifecycle)
+    return "backbone = " + cfg_.model.backbone + ", layer = " + cfg_.model.layer + ", batch = " +
+           std::to_string(cfg_.batch) + ", device = " + device_.str();
+  }
 
  private:
   void load_inputs();
@@ -316,8 +320,14 @@ json ClassifyRun::finish(const app::Loop& loop) {  // (the report times the whol
 }  // namespace
 
 json run(const Config& cfg) {
-  ClassifyRun run(cfg);
-  return app::run_lifecycle(run);
+  const auto setup = [&] {
+    return "setting up the run: the data (data = " + cfg.data + ") and the model (backbone = " + cfg.model.backbone +
+           ", layer = " + cfg.model.layer + ", device = " + cfg.device + ")";
+  };
+  return app::doing(setup, [&] {  // (the run's own phases, inside, name themselves)
+    ClassifyRun run(cfg);
+    return app::run_lifecycle(run);
+  });
 }
 
 }  // namespace qfleet::classify

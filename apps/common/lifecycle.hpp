@@ -7,6 +7,9 @@
 //   checkpoint(done)        every checkpoint_every steps and after the last
 //   finish(loop)            -> the report (loop: this call's first step, the loop's
 //                              seconds, the meter's host transfers)
+//   settings() (optional)   -> the settings an error while running should name
+//                              ("batch = 64, device = cuda"): each phase runs in
+//                              app::doing (doing.hpp), so a failure inside LibTorch says where
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "doing.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::app {
@@ -53,16 +57,37 @@ inline nlohmann::json history_from_checkpoint(const std::string& text, int64_t r
   return h;
 }
 
+// " (the run's settings)", or "" for a run that names none.
+template <class Run>
+std::string settings_of(const Run& run) {
+  if constexpr (requires { run.settings(); }) {
+    const std::string s = run.settings();
+    return s.empty() ? s : " (" + s + ")";
+  } else {
+    return "";
+  }
+}
+
 template <class Run>
 auto run_lifecycle(Run& run) {
   Loop loop;
-  loop.first = run.resume();
-  train::StepRunner runner(run.runner_options());
+  loop.first = doing([&] { return "resuming from the run's checkpoint" + settings_of(run); }, [&] { return run.resume(); });
+  const train::RunnerOptions ro = run.runner_options();
+  train::StepRunner runner(ro);
   const auto t0 = std::chrono::steady_clock::now();
-  runner.run([&](int64_t i) { return run.step(i); }, loop.first, [&](int64_t done) { run.checkpoint(done); });
+  runner.run(
+      [&](int64_t i) {
+        return doing([&] { return "training, step " + std::to_string(i + 1) + " of " + std::to_string(ro.steps) + settings_of(run); },
+                     [&] { return run.step(i); });
+      },
+      loop.first,
+      [&](int64_t done) {
+        doing([&] { return "writing the checkpoint after step " + std::to_string(done) + settings_of(run); },
+              [&] { run.checkpoint(done); });
+      });
   loop.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   loop.host_syncs = runner.meter().host_syncs();
-  return run.finish(loop);
+  return doing([&] { return "writing the report" + settings_of(run); }, [&]() -> decltype(auto) { return run.finish(loop); });
 }
 
 }  // namespace qfleet::app

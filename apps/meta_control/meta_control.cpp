@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <tuple>
 #include <cstring>
 
@@ -274,6 +275,10 @@ class MetaTraining {
     t_.host_syncs = loop.host_syncs;
     return t_;
   }
+  std::string settings() const {  // (named by an error while running: app::run_lifecycle)
+    return "algorithm = " + cfg_.algorithm + ", meta_batch = " + std::to_string(cfg_.meta_batch) + ", solver = " +
+           cfg_.solver + ", precision = " + cfg_.precision + ", device = " + cfg_.device;
+  }
 
  private:
   void record(int64_t i, double train_f) {
@@ -440,9 +445,18 @@ RunResult run(const Config& requested, const RunOptions& options) {
   Config cfg = requested;  // the device resolved; cfg.json keeps what was asked
   std::string device_why;
   std::tie(cfg.device, device_why) = resolve_device(requested, group.get());
-  Trainer tr(cfg);
-  tr.set_group(group.get());
-  check_memory(tr, cfg, processes);
+  std::optional<Trainer> trainer;
+  app::doing(
+      [&] {
+        return "setting up the problem and the policy (system = " + cfg.system + ", solver = " + cfg.solver +
+               ", precision = " + cfg.precision + ", device = " + cfg.device + ")";
+      },
+      [&] {
+        trainer.emplace(cfg);
+        trainer->set_group(group.get());
+        check_memory(*trainer, cfg, processes);
+      });
+  Trainer& tr = *trainer;
   const fs::path out(cfg.output_dir);
   fs::create_directories(out);
 
@@ -460,7 +474,12 @@ RunResult run(const Config& requested, const RunOptions& options) {
     result.report = {{"stopped_at_iteration", t.it}, {"checkpoint", (out / kCheckpointFile).string()}};
     return result;
   }
-  const Baselines b = evaluate_against_baselines(tr, cfg);
+  const Baselines b = app::doing(
+      [&] {
+        return "the robust pulse and GRAPE baselines (robust_iterations = " + std::to_string(cfg.robust_iterations) +
+               ", grape_iterations = " + std::to_string(cfg.grape_iterations) + ", device = " + cfg.device + ")";
+      },
+      [&] { return evaluate_against_baselines(tr, cfg); });
   const Problem& pr = tr.problem();
   json report = app::report_header(options.app, cfg.json, cfg.seed, clock);
   report.update({

@@ -70,6 +70,9 @@ class ShotRun {
   train::Metrics step(int64_t i);
   void checkpoint(int64_t done);
   json finish(const app::Loop& loop);
+  std::string settings() const {  // (named by an error while running: app::run_lifecycle)
+    return "shots = " + std::to_string(shots_) + ", batch = " + std::to_string(cfg_.batch) + ", device = " + device_.str();
+  }
 
  private:
   Evaluation evaluate();
@@ -271,8 +274,14 @@ json run_classifier(const ClassifierConfig& cfg) {
   for (std::size_t i = 0; i < cfg.shots.size(); ++i) {
     if (cfg.progress)
       std::fprintf(stderr, "[%zu/%zu] %lld shots per record\n", i + 1, cfg.shots.size(), static_cast<long long>(cfg.shots[i]));
-    ShotRun run(cfg, data, cfg.shots[i], device, policy);
-    report["results"].push_back(app::run_lifecycle(run));
+    const auto setup = [&] {
+      return "drawing the records and building the network for " + std::to_string(cfg.shots[i]) + " shots (device = " +
+             device.str() + ")";
+    };
+    report["results"].push_back(app::doing(setup, [&] {  // (the run's own phases, inside, name themselves)
+      ShotRun run(cfg, data, cfg.shots[i], device, policy);
+      return app::run_lifecycle(run);
+    }));
   }
   report["timing"] = {{"distributions_seconds", data.seconds}, {"seconds", report["wall_seconds"]}};
   train::write_file_atomic((fs::path(cfg.out) / "classifier.json").string(), json_problem::dump(report, 1));

@@ -157,6 +157,9 @@ class QganRun {
   void checkpoint(int64_t done);
   train::RunnerOptions runner_options() const;
   json finish(const app::Loop& loop);
+  std::string settings() const {  // (named by an error while running: app::run_lifecycle)
+    return "shots = " + std::to_string(cfg_.shots) + ", precision = " + cfg_.precision + ", device = " + device_.str();
+  }
 
  private:
   struct Generated {
@@ -427,8 +430,14 @@ json QganRun::finish(const app::Loop& loop) {
 }  // namespace
 
 json train(const TrainConfig& cfg) {
-  QganRun run(cfg);
-  return app::run_lifecycle(run);
+  const auto setup = [&] {
+    return "setting up the run: the target, the generator and the discriminator (shots = " + std::to_string(cfg.shots) +
+           ", device = " + cfg.device + ")";
+  };
+  return app::doing(setup, [&] {  // (the run's own phases, inside, name themselves)
+    QganRun run(cfg);
+    return app::run_lifecycle(run);
+  });
 }
 
 }  // namespace qfleet::qgan

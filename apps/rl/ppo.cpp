@@ -74,6 +74,10 @@ class PpoRun {
   train::Metrics step(int64_t it);
   void checkpoint(int64_t done);
   json finish(const app::Loop& loop);
+  std::string settings() const {  // (named by an error while running: app::run_lifecycle)
+    return "task = " + cfg_.env.task + ", num_envs = " + std::to_string(cfg_.env.num_envs) + ", rollout on " +
+           roll_dev_.str() + ", update on " + upd_dev_.str();
+  }
 
  private:
 
@@ -491,8 +495,14 @@ json PpoRun::finish(const app::Loop& loop) {
 }  // namespace
 
 json train_ppo(const PpoConfig& cfg, const TrainOptions& opt) {
-  PpoRun run(cfg, opt);
-  return app::run_lifecycle(run);
+  const auto setup = [&] {
+    return "setting up the environments and the agent (task = " + cfg.env.task + ", num_envs = " +
+           std::to_string(cfg.env.num_envs) + ", device = " + cfg.device + ")";
+  };
+  return app::doing(setup, [&] {  // (the run's own phases, inside, name themselves)
+    PpoRun run(cfg, opt);
+    return app::run_lifecycle(run);
+  });
 }
 
 }  // namespace qfleet::rl
