@@ -178,7 +178,8 @@ void check_memory(const Trainer& tr, const Config& cfg, int processes) {
   const bool val = cfg.validation_tasks > share;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 7);
   app::check_memory_fits(qfleet::train::device_from_setting(cfg.device), val ? "validation_tasks" : "meta_batch",
-                         val ? cfg.validation_tasks : share, "tasks", [&](int64_t n) { tr.task_rows(tr.sample(gen, n)); });
+                         val ? cfg.validation_tasks : share, "tasks",
+                         [&](int64_t n) { tr.task_rows(tr.sample(gen, n).to(tr.device())); });
 }
 
 // device = auto: with a CUDA device visible, a few meta-gradient steps on each device
@@ -193,9 +194,9 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
     c.device = d.is_cuda() ? "cuda" : "cpu";
     auto step = std::make_shared<MetaStep>(c);
     const auto opts = torch::TensorOptions().dtype(c.precision == "complex64" ? torch::kFloat32 : torch::kFloat64);
-    const Tensor theta = (torch::rand({P}, opts) - 0.5) * 0.2;
+    const Tensor theta = ((torch::rand({P}, opts) - 0.5) * 0.2).to(d);  // (resident where the run would be)
     auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
-    const Tensor noise = sample_tasks(cfg, gen, cfg.meta_batch, opts.dtype().toScalarType());
+    const Tensor noise = sample_tasks(cfg, gen, cfg.meta_batch, opts.dtype().toScalarType()).to(d);
     return [step, theta, noise] { return step->gradient(theta, noise); };
   };
   const auto choice = qfleet::train::choose_device(make_step, {torch::kCPU, torch::Device(torch::kCUDA, 0)}, 1, 3);

@@ -65,15 +65,17 @@ class Trainer {
         policy_(policy_spec(cfg, problem_)),
         opts_(torch::TensorOptions().dtype(problem_.dtype())),
         task_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 1)),
-        fresh_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 4)) {
+        fresh_gen_(at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 4)),
+        device_(cfg.device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU)) {
     auto init_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
-    theta_ = policy_.init(init_gen, problem_.dtype());
+    theta_ = policy_.init(init_gen, problem_.dtype()).to(device_);
     make_optimizer();
     auto val_gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 2);
     val_noise_ = sample(val_gen, cfg.validation_tasks);
   }
 
   const Problem& problem() const { return problem_; }
+  const torch::Device& device() const { return device_; }  // theta's and the meta-batches' (device_)
   const Policy& policy() const { return policy_; }
   const Config& config() const { return cfg_; }
 
@@ -174,7 +176,9 @@ class Trainer {
   };
   // Adapts theta to each task independently (batched: per-task parameters, per-task optimizer
   // state, per-task clipping), recording the fidelity after every step.
-  Curve adapt_curve(const Tensor& theta, const Tensor& noise, const AdaptOptions& o) const {
+  // (on the run's device; the curve and the adapted parameters come back on the host)
+  Curve adapt_curve(const Tensor& theta_in, const Tensor& noise_in, const AdaptOptions& o) const {
+    const Tensor theta = theta_in.to(device_), noise = noise_in.to(device_);
     const Tensor feats = features(noise);
     Layers phi = per_task(theta, noise.size(0)), m, v;
     std::vector<Tensor> rows;
@@ -200,7 +204,8 @@ class Trainer {
       }
     }
     rows.push_back(fidelity_nograd(phi, feats, noise));
-    return {torch::stack(rows, 0), phi};
+    for (auto& p : phi) p = p.cpu();
+    return {torch::stack(rows, 0).cpu(), phi};
   }
 
   // ---- meta-gradient and meta-step -------------------------------------------------------
@@ -247,7 +252,7 @@ class Trainer {
   // meta_grad_clip (torch's clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1) and
   // the learning rate follows the schedule (cosine: torch's CosineAnnealingLR over iterations).
   Tensor iteration(int64_t i) {
-    auto [f_mean, g] = meta_grad(sample(task_gen_, cfg_.meta_batch));
+    auto [f_mean, g] = meta_grad(sample(task_gen_, cfg_.meta_batch).to(device_));
     if (cfg_.meta_grad_clip > 0) g = g * torch::clamp(cfg_.meta_grad_clip / (g.norm() + 1e-6), c10::nullopt, 1.0);
     if (cfg_.meta_lr_schedule == "cosine")
       opt_->param_groups()[0].options().set_lr(
@@ -261,7 +266,7 @@ class Trainer {
   void set_group(qfleet::train::ProcessGroup* group) { group_ = group; }
 
   void set_theta(const Tensor& theta) {
-    theta_ = theta.detach().clone();
+    theta_ = theta.detach().to(device_).clone();
     make_optimizer();
   }
   // MetaStep's inputs: theta [P] and noise [T, n_noise] of the configuration's precision, on one device.
@@ -300,7 +305,7 @@ class Trainer {
   // tasks (new ones at every call, as the original code drew them); the parameters are kept
   // when it beats every earlier call's. Returns that fidelity.
   double consider_best(int64_t iteration) {
-    const Tensor noise = sample(fresh_gen_, cfg_.validation_tasks);
+    const Tensor noise = sample(fresh_gen_, cfg_.validation_tasks).to(device_);
     const Layers phi = adapt(noise, cfg_.inner_steps).first;
     const double f = fidelity_nograd(phi, features(noise), noise).to(torch::kFloat64).mean().item<double>();
     if (!best_theta_.defined() || f > best_fidelity_) {
@@ -311,7 +316,7 @@ class Trainer {
     return f;
   }
   bool has_best() const { return best_theta_.defined(); }
-  const Tensor& best_theta() const { return best_theta_; }
+  Tensor best_theta() const { return best_theta_.defined() ? best_theta_.cpu() : best_theta_; }  // (on the host)
   json best_json() const {
     return {{"iteration", best_iteration_}, {"fresh_validation_fidelity", best_fidelity_},
             {"fresh_tasks", cfg_.validation_tasks}};
@@ -371,7 +376,7 @@ class Trainer {
     return state.step;
   }
 
-  Tensor theta() const { return theta_; }
+  Tensor theta() const { return theta_.cpu(); }  // (on the host)
   const Tensor& val_noise() const { return val_noise_; }
 
  private:
@@ -404,6 +409,10 @@ class Trainer {
   Policy policy_;
   torch::TensorOptions opts_;
   at::Generator task_gen_, fresh_gen_;
+  // Where theta, its optimizer and each meta-batch live (device = cuda: the GPU, so a
+  // meta-iteration's engine calls take CUDA tensors on the programs' GPU copies, no host
+  // staging); tasks are drawn on the host's generators, so every device draws the same.
+  torch::Device device_;
   Tensor theta_;
   std::unique_ptr<torch::optim::Optimizer> opt_;  // on theta_
   Tensor val_noise_;
