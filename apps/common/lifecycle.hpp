@@ -71,14 +71,17 @@ std::string settings_of(const Run& run) {
 template <class Run>
 auto run_lifecycle(Run& run) {
   Loop loop;
-  loop.first = doing([&] { return "resuming from the run's checkpoint" + settings_of(run); }, [&] { return run.resume(); });
+  loop.first =
+      doing([&] { return "resuming from the run's checkpoint" + settings_of(run); }, [&] { return run.resume(); });
   const train::RunnerOptions ro = run.runner_options();
   train::StepRunner runner(ro);
   const auto t0 = std::chrono::steady_clock::now();
   runner.run(
       [&](int64_t i) {
-        return doing([&] { return "training, step " + std::to_string(i + 1) + " of " + std::to_string(ro.steps) + settings_of(run); },
-                     [&] { return run.step(i); });
+        const auto what = [&] {
+          return "training, step " + std::to_string(i + 1) + " of " + std::to_string(ro.steps) + settings_of(run);
+        };
+        return doing(what, [&] { return run.step(i); });
       },
       loop.first,
       [&](int64_t done) {
