@@ -18,6 +18,10 @@
 #                                  PyTorch comparison, a training step eager and as a CUDA
 #                                  graph, and the meta-control and qGAN apps with device cuda
 #                                  (apps.json: the research apps' keys, scripts/apps_figures.py)
+#   scripts/gpu_check.sh apps      1 probe; with the device build the apps on cuda alone
+#   scripts/gpu_check.sh check apps  check's phases with the apps before the sanitizers: the
+#                                  call that fits check's carried programs when one call
+#                                  must both test and measure the apps
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
@@ -31,9 +35,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mode=${1:-check}
-case $mode in check | figures) ;; *) echo "usage: scripts/gpu_check.sh [check|figures]"; exit 2 ;; esac
-[ $# -le 1 ] || { echo "usage: scripts/gpu_check.sh [check|figures]"; exit 2; }
+usage="usage: scripts/gpu_check.sh [check|figures|apps|check apps]"
+mode="${*:-check}"
+case $mode in check | figures | apps | "check apps") ;; *) echo "$usage"; exit 2 ;; esac
 start=$SECONDS
 deadline=$((start + ${GPU_DEADLINE_S:-420}))
 out=${OUT:-$root/gpu-out}
@@ -88,8 +92,12 @@ unavailable() {  # the GPU phases of this mode, when there is no GPU
   exit $worst
 }
 if [ "$gpus" -eq 0 ]; then
-  if [ "$mode" = check ]; then unavailable gtest device_build python sanitize; fi
-  unavailable bench ncu peers compare train_graph apps
+  case $mode in
+    check) unavailable gtest device_build python sanitize ;;
+    "check apps") unavailable gtest device_build python apps sanitize ;;
+    apps) unavailable device_build apps ;;
+    *) unavailable bench ncu peers compare train_graph apps ;;
+  esac
 fi
 
 # --- what the phases share -------------------------------------------------------------
@@ -181,7 +189,7 @@ py_env() {  # the Python suite's environment on the device build
     PYTHONUNBUFFERED=1 "$@"
 }
 
-check() {
+gtest_phase() {
   # --- 2. the C++ GPU tests, one family at a time, from the carried programs -------------
   local t p fam filter log rc counts
   t0=$SECONDS
@@ -212,8 +220,11 @@ check() {
   done
   record gtest "$(status_of $rc)" "$t0" "$counts"
   grep -E '^\[  (FAILED|SKIPPED) \]' "$out/gtest.log" | head -n 20
+}
 
+python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (default 300)
   # --- 3. graph mode and the Python CUDA-tensor suite on the device build ------------------
+  local log rc
   t0=$SECONDS
   if wait_build; then
     log=$(mktemp)
@@ -222,7 +233,7 @@ check() {
       timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests 2>&1
       echo "rc $?"
       echo "== pytest tests/python/test_cuda_tensors.py test_meta_control.py (QFLEET_EXPECT_GPU=1: a skip fails)"
-      (cd "$(mktemp -d)" && py_env timeout "$(cap 300)" python3 -m pytest -q -p no:cacheprovider -rs \
+      (cd "$(mktemp -d)" && py_env timeout "$(cap "${1:-300}")" python3 -m pytest -q -p no:cacheprovider -rs \
         "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py" 2>&1)
       echo "rc $?"
     } | tee "$log" >"$out/python.log"
@@ -234,8 +245,11 @@ check() {
   else
     record python "$(no_build)" "$t0" "no device build"
   fi
+}
 
+sanitize_phase() {
   # --- 4. compute-sanitizer on the small dedicated cases ---------------------------------
+  local p rc
   t0=$SECONDS
   if ! p=$(prog qfleet_cuda_tests 2>/dev/null); then
     record sanitize FAILED "$t0" "qfleet_cuda_tests not carried"
@@ -313,47 +327,61 @@ figures() {
     t0=$SECONDS
     timeout "$(cap 90)" build-gpu/bench/train_graph_step >"$out/train_graph.json" 2>&1
     record train_graph "$(status_of $?)" "$t0" "$(sed -n 's/.*"eager_over_graph": \([0-9.]*\).*/eager\/graph=\1/p' "$out/train_graph.json")"
-    t0=$SECONDS
-    rm -rf /tmp/qfleet-gpu-apps
-    {
-      # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
-      # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets.
-      for run in paper-gpu:cuda:10:32 paper-cpu:cpu:10:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096; do
-        IFS=: read -r name dev iters batch <<<"$run"
-        timeout "$(cap 60)" build-gpu/apps/meta_control/qfleet-meta --preset paper --set device=$dev \
-          --set iterations=$iters --set meta_batch=$batch --set robust_iterations=2 --set grape_iterations=2 --quiet \
-          --out /tmp/qfleet-gpu-apps/meta-$name &&
-          python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta-$name/report.json')); \
-print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration')"
-        echo "rc $?"
-      done
-      timeout "$(cap 90)" build-gpu/apps/qgan/qfleet-qgan train --device cuda --epochs 50 --quiet \
-        --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
-print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
-      echo "rc $?"
-      # The device classifier's training loop on cuda beside the same network and records in
-      # plain PyTorch (bfloat16 autocast, pinned DataLoader), logits checked equal first.
-      py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
-        --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
-      echo "rc $?"
-      gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-      python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
-        --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
-        --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
-        --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json
-      echo "rc $?"
-    } >"$out/apps.log" 2>&1
-    rc=0
-    grep -q '^rc [1-9]' "$out/apps.log" && rc=1
-    record apps "$(status_of $rc)" "$t0"
   else
     record compare "$(no_build)" "$t0" "no device build"
     record train_graph "$(no_build)" "$t0" "no device build"
-    record apps "$(no_build)" "$t0" "no device build"
   fi
+  apps_phase
 }
 
-if [ "$mode" = check ]; then check; else figures; fi
+apps_phase() {
+  # --- the research apps on cuda (and the meta-control app on this machine's CPU cores) ----
+  local rc gpu_name
+  t0=$SECONDS
+  if ! wait_build; then
+    record apps "$(no_build)" "$t0" "no device build"
+    return
+  fi
+  rm -rf /tmp/qfleet-gpu-apps
+  {
+    # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
+    # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets.
+    for run in paper-gpu:cuda:10:32 paper-cpu:cpu:10:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096; do
+      IFS=: read -r name dev iters batch <<<"$run"
+      timeout "$(cap 60)" build-gpu/apps/meta_control/qfleet-meta --preset paper --set device=$dev \
+        --set iterations=$iters --set meta_batch=$batch --set robust_iterations=2 --set grape_iterations=2 --quiet \
+        --out /tmp/qfleet-gpu-apps/meta-$name &&
+        python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta-$name/report.json')); \
+print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration')"
+      echo "rc $?"
+    done
+    timeout "$(cap 90)" build-gpu/apps/qgan/qfleet-qgan train --device cuda --epochs 50 --quiet \
+      --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
+print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
+    echo "rc $?"
+    # The device classifier's training loop on cuda beside the same network and records in
+    # plain PyTorch (bfloat16 autocast, pinned DataLoader), logits checked equal first.
+    py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
+      --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
+    echo "rc $?"
+    gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
+      --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
+      --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
+      --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json
+    echo "rc $?"
+  } >"$out/apps.log" 2>&1
+  rc=0
+  grep -q '^rc [1-9]' "$out/apps.log" && rc=1
+  record apps "$(status_of $rc)" "$t0"
+}
+
+case $mode in
+  check) gtest_phase; python_phase; sanitize_phase ;;
+  "check apps") gtest_phase; python_phase 200; apps_phase; sanitize_phase ;;
+  apps) apps_phase ;;
+  figures) figures ;;
+esac
 [ -z "$build_pid" ] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; }
 rm -f "$out/.build_rc" "$out/.build_recorded"
 # At most 8 files come back: the rest go into results.tgz.

@@ -19,7 +19,8 @@ expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab"
 expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --tests
 expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --bogus x
 expect_refusal "/nonexistent/bin/bench_cuda.xz was not carried" env QFLEET_GPU_CARRY=/nonexistent OUT="$(mktemp -d)" "$ab" '^Mixed/'
-expect_refusal "usage: scripts/gpu_check.sh [check|figures]" "$check" chek
+expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps]" "$check" chek
+expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps]" "$check" figures apps
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" --binaries
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" figures --build-dir
 expect_refusal "no build directory '/nonexistent-build'" "$prepare" --build-dir /nonexistent-build
@@ -32,15 +33,14 @@ expect_refusal "$empty/bench/bench_cuda is not built" "$prepare" figures --build
 [ "$(ls -l "$root/.gpu/bin" 2>/dev/null)" = "$before" ] || fail "a refused call changed .gpu/bin"
 
 # The dry run: no GPU visible.
-for mode in check figures; do
+for mode in check figures apps "check apps"; do
   out=$(mktemp -d)
   t0=$SECONDS
   CUDA_VISIBLE_DEVICES=-1 OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty "$check" $mode >"$out.log" 2>&1 ||
     fail "the $mode dry run failed: $(cat "$out.log")"
   [ $((SECONDS - t0)) -lt 60 ] || fail "the $mode dry run took $((SECONDS - t0)) s"
   grep -q '^probe UNAVAILABLE [0-9]* no GPU$' "$out/summary.txt" || fail "$mode: no probe line: $(cat "$out/summary.txt")"
-  phases=5
-  [ $mode = check ] || phases=7
+  case $mode in check) phases=5 ;; apps) phases=3 ;; "check apps") phases=6 ;; *) phases=7 ;; esac
   [ "$(grep -c ' UNAVAILABLE ' "$out/summary.txt")" -eq $phases ] || fail "$mode: not $phases phases: $(cat "$out/summary.txt")"
   grep -q '^revision: ' "$out/probe.txt" || fail "$mode: the probe names no revision"
   rm -rf "$out" "$out.log"

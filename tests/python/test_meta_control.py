@@ -104,6 +104,42 @@ def test_a_meta_step_compiled_once_gives_the_one_off_gradients(mc):
         step.gradient(torch.zeros(p, dtype=torch.float64), torch.zeros(3, 2, dtype=torch.float64, device="meta"))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device for torch")
+def test_training_resident_on_cuda_follows_the_cpu(mc, tmp_path):
+    """device = cuda keeps theta, its optimizer and each meta-batch on the GPU: the same tasks and
+    steps as the CPU run, so the curves agree to the float64 engine's rounding (the sums' order
+    differs on the GPU), and a checkpoint written on the GPU resumes there to the same numbers."""
+    import qfleet
+    if qfleet.cuda_device_count() == 0:
+        pytest.skip("qfleet sees no CUDA device")
+    cpu = run_py(mc, tmp_path / "cpu", device="cpu")
+    gpu = run_py(mc, tmp_path / "gpu", device="cuda")
+    assert gpu["device"]["used"] == "cuda" and cpu["device"]["used"] == "cpu"
+    for key in ("curve", "validation"):
+        assert_close(cpu[key], gpu[key], key)
+    cfg = mc.make_config(mc.resolve_config({**SMALL, "device": "cuda", "output_dir": str(tmp_path / "parts")}))
+    assert not mc.run(cfg, stop_after=5).complete
+    assert mc.run(cfg, resume=True).complete
+    parts = read_report(tmp_path / "parts")
+    assert_close(parts["curve"], gpu["curve"], "resumed curve")
+
+
+def assert_close(a, b, where, rel=1e-7):
+    """Two JSON values equal in structure, their numbers to rel (of max(1, |a|))."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            assert_close(a[k], b[k], f"{where}.{k}", rel)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{where}[{i}]", rel)
+    elif isinstance(a, (int, float)) and not isinstance(a, bool):
+        assert abs(a - b) <= rel * max(1.0, abs(a)), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
 def test_configuration_errors_are_the_binarys(mc, tmp_path):
     cases = [({"iteratons": 5}, [], "unknown key 'iteratons' in the configuration file (did you mean 'iterations'?)"),
              ({}, ["bogus=1"], "unknown key 'bogus' in --set"),
