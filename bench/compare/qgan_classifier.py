@@ -133,8 +133,11 @@ def main(argv=None):
     net = plain_network(torch, data["initial_state"])
     with torch.no_grad():
         check = net(data["test_counts"][:64].float() / float(data["shots"]))
-    # to 1e-5 of the largest logit (or absolute below 1); the JSON keeps the absolute difference
-    harness.check_close("plain PyTorch network's logits against the app's", check, data["check_logits"], rtol=1e-5,
+    # to 1e-5 of the largest logit (or absolute below 1); the JSON keeps the absolute difference. On a
+    # GPU the app's convolutions run in TF32 (cuDNN's default in LibTorch: 10-bit mantissa, unit
+    # roundoff 2^-11 = 4.9e-4), so there 1e-3: an H200 gave 3.2e-5 against this FP32 CPU forward.
+    rtol = 1e-3 if device.type == "cuda" else 1e-5
+    harness.check_close("plain PyTorch network's logits against the app's", check, data["check_logits"], rtol=rtol,
                         floor=1.0)
     diff = harness.max_error(check, data["check_logits"])[0]
     epoch_ms, accuracy = train_plain(torch, net, data, args, device)
