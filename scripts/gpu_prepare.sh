@@ -114,6 +114,7 @@ the call may take; OUT: where the summary and logs go):
 EOF
 if [ $mode = check ]; then
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers"
+  echo "  GPU_DEADLINE_S=570 OUT=\$OUT scripts/gpu_check.sh check apps  # the same and the apps on cuda (~6 min)"
 else
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh figures   # benchmarks, ncu, peers, comparison, apps"
 fi

@@ -80,7 +80,7 @@ echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
       -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" \
+  LSAN_OPTIONS=suppressions="$root/tests/sanitizers/lsan.supp" ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E '^(unit_tests_isa_avx2|python_tests|MetaRun\.ExportedPulsesThroughQfleetEvalReproduceTheReport)$'
 
 echo "== The Python entries on the ASan + UBSan libraries ($((SECONDS - start)) s)"

@@ -2,6 +2,8 @@
 // choice, on the CPU. References: an uninterrupted run (resume), plain arithmetic
 // (the scaler's step against SGD by hand), the layer called without autocast.
 #include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <c10/core/CPUAllocator.h>
@@ -380,10 +382,31 @@ TEST(TrainResources, DeviceChoiceTimesEachCandidateAndSkipsOnesThatFail) {
   EXPECT_NE(c.reason.find("skipped (no such device here)"), std::string::npos) << c.reason;
 }
 
+// What it prevents: a program linked only against LibTorch's CPU half had no CUDA kernels
+// (qfleet-meta with device = cuda on an H200, 2026-11-29: "Could not run
+// 'aten::empty_strided' with arguments from the 'CUDA' backend").
+TEST(TrainResources, LoadsLibTorchsCudaHalfWhereThisLibTorchHasOne) {
+  Dl_info info{};
+  ASSERT_NE(dladdr(reinterpret_cast<const void*>(&at::globalContext), &info), 0);
+  const auto half = std::filesystem::path(info.dli_fname).parent_path() / "libtorch_cuda.so";
+  std::string why;
+  const bool loaded = tr::load_torch_cuda(&why);
+  EXPECT_EQ(loaded, std::filesystem::exists(half)) << why;
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::empty_strided", "");
+  EXPECT_EQ(op.hasKernelForDispatchKey(c10::DispatchKey::CUDA), loaded) << why;
+  if (!loaded) {
+    EXPECT_NE(why.find("no CUDA half"), std::string::npos) << why;
+  }
+  std::string again;
+  EXPECT_EQ(tr::load_torch_cuda(&again), loaded);  // once: the same answer after
+  EXPECT_EQ(again, why);
+}
+
 TEST(TrainResources, DeviceFromSettingNamesItsReason) {
   std::string why;
   EXPECT_TRUE(tr::device_from_setting("cpu", &why).is_cpu());
   EXPECT_EQ(why, "asked for");
+  tr::load_torch_cuda();  // (as device_from_setting does for "auto", before torch is asked)
   const bool gpu = torch::cuda::is_available();
   EXPECT_EQ(tr::device_from_setting("auto", &why).is_cuda(), gpu);
   EXPECT_EQ(why, gpu ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible");

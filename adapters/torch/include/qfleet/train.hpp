@@ -304,6 +304,15 @@ struct DeviceChoice {
 // fastest median; a candidate that throws is skipped with the reason in `reason`.
 DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(const torch::Device&)>& make_step,
                            const std::vector<torch::Device>& candidates, int64_t warmup = 2, int64_t steps = 5);
+// Loads LibTorch's CUDA half (libtorch_cuda.so, from beside the libtorch_cpu in use) once,
+// where Python's `import torch` has not: a C++ program linked only against qfleet_torch
+// has no CUDA tensors without it. True when it is loaded (or was); false where this
+// LibTorch has none (a CPU-only build) or it failed to load, `why` (if given) says which.
+bool load_torch_cuda(std::string* why = nullptr);
+// load_torch_cuda where the engine sees a CUDA device (false, "qfleet sees no CUDA
+// device", elsewhere): device_from_setting, available_devices and choose_device call it
+// for a CUDA choice.
+bool load_torch_cuda_for_a_gpu(std::string* why = nullptr);
 // The devices this process can use: the CPU and each visible CUDA device.
 std::vector<torch::Device> available_devices();
 // The device an app's `device` setting names: "cpu", "cuda" (CUDA device 0) or "auto"

@@ -198,6 +198,7 @@ BatchChoice auto_batch(const std::function<void(int64_t)>& step, const torch::De
 
 std::vector<torch::Device> available_devices() {
   std::vector<torch::Device> d{torch::kCPU};
+  load_torch_cuda_for_a_gpu();
   if (at::hasCUDA())
     for (int i = 0; i < at::detail::getCUDAHooks().deviceCount(); ++i)
       d.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
@@ -207,8 +208,11 @@ std::vector<torch::Device> available_devices() {
 torch::Device device_from_setting(const std::string& setting, std::string* why) {
   if (setting != "cpu" && setting != "cuda" && setting != "auto")
     throw std::invalid_argument("device \"" + setting + "\": cpu, cuda or auto");
+  std::string loaded;
+  if (setting != "cpu") load_torch_cuda_for_a_gpu(&loaded);
   const bool has_cuda = torch::cuda::is_available();
-  if (setting == "cuda" && !has_cuda) throw std::invalid_argument("device = cuda, but torch sees no CUDA device");
+  if (setting == "cuda" && !has_cuda)
+    throw std::invalid_argument("device = cuda, but torch sees no CUDA device (" + loaded + ")");
   const bool cuda = setting == "cuda" || (setting == "auto" && has_cuda);
   if (why != nullptr)
     *why = setting != "auto" ? "asked for" : cuda ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible";
@@ -219,6 +223,8 @@ DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(co
                            const std::vector<torch::Device>& candidates, int64_t warmup, int64_t steps) {
   if (candidates.empty()) throw std::invalid_argument("device = auto: no candidate devices");
   if (warmup < 0 || steps < 1) throw std::invalid_argument("device = auto: needs warmup >= 0 and steps >= 1");
+  if (std::any_of(candidates.begin(), candidates.end(), [](const torch::Device& d) { return d.is_cuda(); }))
+    load_torch_cuda_for_a_gpu();
   DeviceChoice c;
   std::string skipped;
   double best = 0;
