@@ -3,9 +3,11 @@
 
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
+        [--pennylane-cuda FILE]
 
-Each DIR is an app's --out directory (its report.json); FILE is the --json output of
-bench/compare/qgan_classifier.py. Every key of the file is
+Each DIR is an app's --out directory (its report.json); the FILEs are the --json outputs of
+bench/compare/qgan_classifier.py and of bench/compare/pennylane_device.py --device cuda.
+Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
 figure is taken only from a report that ran where the key says: a "gpu" figure from a
@@ -34,7 +36,6 @@ NOT_YET = {
     "qgan12_generator_step_speedup_vs_pennylane_gpu": "PennyLane with torch on the GPU is not carried to the GPU "
                                                       "machine",
     "classify_quantum_share_gpu": "the classifier's step breakdown on cuda is not part of the figures run yet",
-    "pennylane_cuda_speedup_vs_default_qubit": "the PennyLane devices have no device=\"cuda\" option yet",
 }
 
 
@@ -85,6 +86,28 @@ def classifier_compare(path):
                                       f" ms / qfleet {r.get('qfleet_ms_per_epoch')} ms per epoch")
 
 
+def pennylane_cuda(path):
+    """(default.qubit ms / qfleet.qubit ms on the GPU, source) of bench/compare/pennylane_device.py
+    --device cuda, or (None, why)."""
+    if not path:
+        return None, "not run"
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        return None, "not run (no result: PennyLane not carried, or the run failed)"
+    if r.get("device") != "cuda":
+        return None, f"ran on {r.get('device', 'cpu')}, not cuda"
+    speedup = r.get("speedup_vs_default_qubit")
+    if not isinstance(speedup, (int, float)) or speedup <= 0:
+        return None, "the result has no speedup"
+    ms = r.get("median_ms", {})
+    return round(float(speedup), 3), (f"bench/compare/pennylane_device.py --device cuda: TorchLayer, batch "
+                                      f"{r.get('batch')}, forward + backward: default.qubit backprop "
+                                      f"{ms.get('default.qubit cuda (backprop)')} ms / qfleet.qubit device_vjp "
+                                      f"{ms.get('qfleet.qubit cuda (adjoint, device_vjp)')} ms on {r.get('gpu')}")
+
+
 def collect(args):
     out = {k: None for k in KEYS}
     reasons, sources = {}, {}
@@ -110,6 +133,12 @@ def collect(args):
         reasons[key] = why
     else:
         out[key], sources[key] = value, why
+    value, why = pennylane_cuda(args.pennylane_cuda)
+    key = "pennylane_cuda_speedup_vs_default_qubit"
+    if value is None:
+        reasons[key] = why
+    else:
+        out[key], sources[key] = value, why
     qgan = load(args.qgan_gpu)
     if qgan is not None:  # no key of its own yet: its time on the GPU beside the keys, for the record
         t = qgan.get("timing", {})
@@ -126,6 +155,7 @@ def main(argv=None):
     for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu"):
         ap.add_argument(f"--{name}", metavar="DIR")
     ap.add_argument("--qgan-classifier-compare", metavar="FILE")
+    ap.add_argument("--pennylane-cuda", metavar="FILE")
     args = ap.parse_args(argv)
     result = collect(args)
     with open(args.out, "w") as f:

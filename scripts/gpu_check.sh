@@ -232,9 +232,11 @@ python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (defaul
       echo "== TrainGraph: build-gpu/tests/qfleet_graph_tests"
       timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests 2>&1
       echo "rc $?"
-      echo "== pytest tests/python/test_cuda_tensors.py test_meta_control.py (QFLEET_EXPECT_GPU=1: a skip fails)"
+      echo "== pytest tests/python/test_cuda_tensors.py test_meta_control.py, the PennyLane devices on cuda" \
+        "(QFLEET_EXPECT_GPU=1: a skip fails)"
       (cd "$(mktemp -d)" && py_env timeout "$(cap "${1:-300}")" python3 -m pytest -q -p no:cacheprovider -rs \
-        "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py" 2>&1)
+        "$root/tests/python/test_cuda_tensors.py" "$root/tests/python/test_meta_control.py" \
+        "$root/tests/python/test_pennylane_device.py::test_engine_device_option" 2>&1)
       echo "rc $?"
     } | tee "$log" >"$out/python.log"
     rc=0
@@ -366,11 +368,21 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
     py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
       --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
     echo "rc $?"
+    # A PennyLane TorchLayer at batch 1024 on qfleet.qubit with device="cuda" beside default.qubit's
+    # backprop on the same GPU (PennyLane from the carried wheels: check's carry).
+    if py_env python3 -c "import pennylane" 2>/dev/null; then
+      py_env timeout "$(cap 90)" python3 bench/compare/pennylane_device.py --device cuda --repeats 5 --number 3 \
+        --json /tmp/qfleet-gpu-apps/pennylane_cuda.json
+      echo "rc $?"
+    else
+      echo "pennylane_device.py --device cuda: not run, PennyLane is not carried (scripts/gpu_prepare.sh check carries it)"
+    fi
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
       --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
       --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
-      --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json
+      --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json \
+      --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json
     echo "rc $?"
   } >"$out/apps.log" 2>&1
   rc=0

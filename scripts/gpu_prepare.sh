@@ -8,6 +8,9 @@
 #     .gpu/bin/*.xz   qfleet_tests, qfleet_cuda_tests and bench_cuda, Release, sm_90 code
 #                     only (the H100 and H200), stripped and xz-compressed: the C++ GPU
 #                     tests, the sanitizers and the benchmarks then need no build there
+#     .gpu/wheels     PennyLane and what it needs beyond that machine's packages (~9 MiB; not
+#                     lightning.qubit, which `import pennylane` does not load), for the PennyLane
+#                     devices' test and comparison on cuda
 #   figures
 #     .gpu/bin/bench_cuda.xz
 #     .gpu/wheels     dynamiqs and what it needs beyond that machine's JAX (QuTiP, IPython,
@@ -46,6 +49,10 @@ limit_mib=60
 # dynamiqs 0.3.7 and what it imports beyond the GPU machine's packages (its JAX, equinox,
 # diffrax, optimistix, SciPy, matplotlib, tqdm, Pygments, psutil), as bench/compare's
 # constraints.txt pins them
+# PennyLane 0.45.1 and what it imports beyond the GPU machine's packages, as bench/compare's
+# constraints.txt pins them (pennylane_lightning and its OpenBLAS, 33 MiB, left out: not imported)
+pl_wheels=(pennylane==0.45.1 rustworkx==0.18.1 autograd==1.8.0 appdirs==1.4.4 autoray==0.8.4 cachetools==8.0.2
+  tomlkit==0.15.2 diastatic-malt==2.15.3 gast==0.7.0 termcolor==3.3.0)
 peer_wheels=(dynamiqs==0.3.7 qutip==5.3.1 cmap==0.8.0 ipython==9.18.1 ipython_pygments_lexers==1.1.1 jedi==0.20.1
   parso==0.8.7 matplotlib-inline==0.2.2 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 wcwidth==0.9.4
   stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 traitlets==5.16.1)
@@ -65,17 +72,23 @@ for p in "${programs[@]}"; do
   strip -o ".gpu/bin/$(basename "$p")" "$dir/$p"
   xz -9 -T0 ".gpu/bin/$(basename "$p")"
 done
-if [ $mode = figures ]; then
-  cache=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/gpu-wheels
-  mkdir -p "$cache" .gpu/wheels .gpu/peers
+carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/wheels (cached)
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/gpu-wheels w name version
+  mkdir -p "$cache" .gpu/wheels
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d "$cache" "${peer_wheels[@]}"
-  for w in "${peer_wheels[@]}"; do  # exactly the pinned ones, whatever else the cache holds
+    -d "$cache" "$@"
+  for w in "$@"; do  # exactly the pinned ones, whatever else the cache holds
     name=${w%%==*} version=${w##*==}
     cp "$cache"/$(echo "$name" | tr - _)-"$version"-*.whl .gpu/wheels/ 2>/dev/null ||
       cp "$cache"/"$name"-"$version"-*.whl .gpu/wheels/
   done
+}
+if [ $mode = check ]; then
+  carry_wheels "${pl_wheels[@]}"
+else
+  carry_wheels "${peer_wheels[@]}"
+  mkdir -p .gpu/peers
   "$(scripts/setup_python.sh)/bin/python" bench/compare/open_gpu_peer.py reference --qfleet "$dir/tools/qfleet" \
     --out .gpu/peers/open_ref.npz
 fi

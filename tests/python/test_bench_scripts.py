@@ -134,6 +134,11 @@ def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
     assert "equal to default.qubit's (1e-10)" in r.stdout, r.stdout
     doc = json.loads(out.read_text())
     assert set(doc["median_ms"]) >= {"qfleet.qubit (adjoint)", "lightning.qubit (adjoint)", "default.qubit (backprop)"}
+    import qfleet
+    if qfleet.cuda_device_count() == 0:  # --device cuda: refused with the reason, nothing timed
+        r = subprocess.run([sys.executable, str(script), "--device", "cuda", "--quick"], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 1 and "--device cuda: no CUDA device is visible" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
 def test_cli_npy_bench_checks_results_before_timing(tmp_path):
@@ -240,3 +245,17 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
     got = json.loads(out.read_text())
     assert got["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"] is None
     assert "ran on cpu, not cuda" in got["reasons"]["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
+    # the PennyLane comparison: taken from a --device cuda result only
+    key = "pennylane_cuda_speedup_vs_default_qubit"
+    for doc, want in (({"batch": 1024, "median_ms": {}}, None),
+                      ({"device": "cuda", "gpu": "G", "batch": 1024, "speedup_vs_default_qubit": 2.5,
+                        "median_ms": {"default.qubit cuda (backprop)": 5.0,
+                                      "qfleet.qubit cuda (adjoint, device_vjp)": 2.0}}, 2.5)):
+        pl = tmp_path / "pl.json"
+        pl.write_text(json.dumps(doc))
+        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--pennylane-cuda", str(pl)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = json.loads(out.read_text())
+        assert got[key] == want, got
+        assert ("ran on cpu, not cuda" in got["reasons"][key]) if want is None else "5.0 ms" in got["sources"][key]

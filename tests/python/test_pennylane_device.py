@@ -5,6 +5,8 @@ labels; parameter broadcasting; one engine call per tape structure and the progr
 cache; adjoint derivatives under autograd, torch (Jacobian and VJP), jax and TorchLayer;
 seeded shots, counts and shot vectors; noise channels, their gradients and readout
 error; the errors."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -501,6 +503,58 @@ def test_invalid_device_arguments():
     for bad in (1.5, -0.1, float("nan")):
         with pytest.raises(ValueError, match="readout_prob"):
             device("qfleet.mixed", wires=2, readout_prob=bad)
+
+
+def test_engine_device_option():
+    """device="cuda" runs the engine's CUDA backend (the same results as the cpu's, to the
+    GPU's summation order; its gradients and seeded samples too), "automatic" picks it where a
+    GPU is visible; an unknown name, or "cuda" where qfleet sees no GPU, is a clear error."""
+    import qfleet
+    with pytest.raises(ValueError, match="'cpu', 'cuda' or 'automatic', got 'tpu'"):
+        device("qfleet.qubit", wires=2, device="tpu")
+    gpu = qfleet.cuda_device_count() > 0
+    if not gpu:
+        for name in ("qfleet.qubit", "qfleet.mixed"):
+            with pytest.raises(ValueError, match="device='cuda', but qfleet sees no CUDA device"):
+                device(name, wires=2, device="cuda")
+    other = "cuda" if gpu else "automatic"
+    x = torch.tensor([0.3, -0.7], dtype=torch.float64)
+    w = torch.tensor([[0.4, 1.2, -0.5], [0.9, -0.2, 0.6]], dtype=torch.float64, requires_grad=True)
+
+    def run(name, engine_device, noise):
+        dev = device(name, wires=3, seed=11, device=engine_device)
+
+        def gates(inputs, weights):
+            qml.AngleEmbedding(inputs, wires=[0, 1])
+            for q in range(3):
+                qml.RY(weights[0, q], q)
+                qml.RZ(weights[1, q], q)
+            qml.CNOT([0, 1])
+            qml.CNOT([1, 2])
+            if noise:
+                qml.DepolarizingChannel(0.1, wires=1)
+
+        def model(inputs, weights):
+            gates(inputs, weights)
+            return qml.expval(qml.Z(0) @ qml.X(2)), qml.probs(wires=[1, 2])
+
+        node = qml.QNode(model, dev, interface="torch", diff_method="adjoint")
+        out = node(x, w)
+        grad, = torch.autograd.grad(out[0] + out[1][1], w)
+        counts = qml.set_shots(qml.QNode(lambda: (gates(x, w.detach()), qml.counts(wires=[0, 1]))[1], dev),
+                               shots=200)()
+        return [o.detach() for o in out], grad, counts, [plan.compile() for plan in dev._plans.values()]
+
+    for name, noise in (("qfleet.qubit", False), ("qfleet.mixed", True)):
+        want_out, want_grad, want_counts, _ = run(name, "cpu", noise)
+        got_out, got_grad, got_counts, programs = run(name, other, noise)
+        for g, e in zip(got_out, want_out):
+            assert torch.allclose(g, e, atol=TOL, rtol=0), (name, g, e)
+        assert torch.allclose(got_grad, want_grad, atol=TOL, rtol=0), (name, got_grad, want_grad)
+        assert sum(got_counts.values()) == 200 and set(got_counts) <= {"00", "01", "10", "11"}
+        if not gpu:
+            assert got_counts == want_counts  # automatic is the cpu here: the same seeded draws
+        assert all(json.loads(p.json()).get("device") == other for p in programs), name
 
 
 def test_execution_config_errors():

@@ -122,6 +122,21 @@ def _expand_trainable_broadcast(tape):
     return qml.transforms.broadcast_expand(tape)
 
 
+def _engine_device(device):
+    """The engine's device for a device option: "cpu", "cuda" (the engine's CUDA backend: an
+    error where qfleet sees no CUDA device) or "automatic" ("auto"; cuda where one is visible)."""
+    if device == "auto":
+        device = "automatic"
+    if device not in ("cpu", "cuda", "automatic"):
+        raise ValueError(f"qfleet: device must be 'cpu', 'cuda' or 'automatic', got {device!r}")
+    if device == "cuda":
+        from .. import cuda_device_count
+        if cuda_device_count() == 0:
+            raise ValueError("qfleet: device='cuda', but qfleet sees no CUDA device (a machine without a GPU, "
+                             "or a build without the CUDA backend); use device='cpu' or 'automatic'")
+    return device
+
+
 class _QfleetDevice(Device):
     """What qfleet.qubit and qfleet.mixed share; subclasses set `_mixed`."""
 
@@ -129,8 +144,9 @@ class _QfleetDevice(Device):
     _device_options = ()
     _cache_size = 256
 
-    def __init__(self, wires=None, shots=None, seed="global"):
+    def __init__(self, wires=None, shots=None, seed="global", device="cpu"):
         super().__init__(wires=wires, shots=shots)
+        self._engine_device = _engine_device(device)
         if isinstance(seed, str):
             if seed != "global":
                 raise ValueError(f"qfleet: seed must be an int, None or 'global', got {seed!r}")
@@ -168,6 +184,8 @@ class _QfleetDevice(Device):
         if cached is not None:
             self._plans.move_to_end(plan.key)
             return cached
+        if self._engine_device != "cpu":
+            plan.doc["device"] = self._engine_device  # (compiled when first run: Plan.compile)
         self._plans[plan.key] = plan
         if len(self._plans) > self._cache_size:
             self._plans.popitem(last=False)
@@ -287,6 +305,9 @@ class QubitDevice(_QfleetDevice):
         shots: deprecated by PennyLane on devices; use qml.set_shots on the QNode.
         seed: int, None (from the OS) or "global" (drawn from numpy's global generator);
             seeds the sampling of finite-shot executions.
+        device: where the engine runs: "cpu" (default), "cuda" (its CUDA backend; PennyLane
+            hands the device NumPy parameters, so each call copies them to the GPU and its
+            results back) or "automatic" (cuda where qfleet sees a GPU, else cpu).
     """
 
     name = "qfleet.qubit"
@@ -300,7 +321,7 @@ class MixedDevice(_QfleetDevice):
     adjoint derivatives of the mixed-state engine (docs/noisy.md).
 
     Args:
-        wires, shots, seed: as qfleet.qubit.
+        wires, shots, seed, device: as qfleet.qubit.
         readout_prob: probability that a measured bit is flipped (applied to
             expectation values, probabilities and samples, as default.mixed's).
     """
@@ -309,8 +330,8 @@ class MixedDevice(_QfleetDevice):
     config_filepath = _HERE / "qfleet_mixed.toml"
     _mixed = True
 
-    def __init__(self, wires=None, shots=None, seed="global", readout_prob=None):
-        super().__init__(wires=wires, shots=shots, seed=seed)
+    def __init__(self, wires=None, shots=None, seed="global", readout_prob=None, device="cpu"):
+        super().__init__(wires=wires, shots=shots, seed=seed, device=device)
         if readout_prob is not None:
             p = float(readout_prob)
             if not 0.0 <= p <= 1.0 or np.isnan(p):
