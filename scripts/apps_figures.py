@@ -3,10 +3,11 @@
 
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
-        [--pennylane-cuda FILE]
+        [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE]
 
 Each DIR is an app's --out directory (its report.json); the FILEs are the --json outputs of
-bench/compare/qgan_classifier.py and of bench/compare/pennylane_device.py --device cuda.
+bench/compare/qgan_classifier.py, of bench/compare/pennylane_device.py --device cuda and of
+bench/compare/qgan.py --device cuda.
 Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
@@ -32,9 +33,6 @@ NOT_YET = {
     "rl_env_steps_per_s_gpu": "the environments step on the CPU: VecEnv has no CUDA path yet",
     "ppo_wall_s_gpu": "PPO's rollout runs on the CPU environments: no GPU run to time",
     "ppo_wall_s_cpu": "measured beside ppo_wall_s_gpu only (same run, same budget)",
-    "qgan12_epoch_speedup_vs_pennylane_gpu": "PennyLane with torch on the GPU is not carried to the GPU machine",
-    "qgan12_generator_step_speedup_vs_pennylane_gpu": "PennyLane with torch on the GPU is not carried to the GPU "
-                                                      "machine",
     "classify_quantum_share_gpu": "the classifier's step breakdown on cuda is not part of the figures run yet",
 }
 
@@ -108,6 +106,35 @@ def pennylane_cuda(path):
                                       f"{ms.get('qfleet.qubit cuda (adjoint, device_vjp)')} ms on {r.get('gpu')}")
 
 
+def qgan_pennylane_cuda(path):
+    """{key: (default.qubit backprop / qfleet on the GPU, source)} of bench/compare/qgan.py --device cuda
+    at 12 qubits: the epoch's ratio and the generator step's; or {key: (None, why)}."""
+    keys = ("qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu")
+    if not path:
+        return {k: (None, "not run") for k in keys}
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        return {k: (None, "not run (no result: PennyLane not carried, or the run failed)") for k in keys}
+    if r.get("device") != "cuda" or r.get("qubits") != 12:
+        return {k: (None, f"ran on {r.get('device', 'cpu')} with {r.get('qubits')} qubits, not cuda with 12")
+                for k in keys}
+    tool = "default.qubit backprop"
+    epoch = next((row for row in r.get("rows", []) if row.get("tool") == tool), {})
+    step = r.get("generator_step", {}).get(tool, {})
+    out = {}
+    for key, row, what in ((keys[0], epoch, "epoch"), (keys[1], step, "generator step")):
+        ratio = row.get("ratio_to_qfleet")
+        if not isinstance(ratio, (int, float)) or ratio <= 0:
+            out[key] = (None, f"no {tool} {what} in the result: {row.get('skipped', 'not timed')}")
+        else:
+            out[key] = (round(float(ratio), 3), f"bench/compare/qgan.py --device cuda, 12 qubits: {tool} "
+                                                f"{row.get('median_ms'):.3f} ms a {what}, {ratio:.2f}x qfleet's, on "
+                                                f"{r.get('gpu')}")
+    return out
+
+
 def collect(args):
     out = {k: None for k in KEYS}
     reasons, sources = {}, {}
@@ -133,6 +160,11 @@ def collect(args):
         reasons[key] = why
     else:
         out[key], sources[key] = value, why
+    for key, (value, why) in qgan_pennylane_cuda(args.qgan_pennylane_cuda).items():
+        if value is None:
+            reasons[key] = why
+        else:
+            out[key], sources[key] = value, why
     value, why = pennylane_cuda(args.pennylane_cuda)
     key = "pennylane_cuda_speedup_vs_default_qubit"
     if value is None:
@@ -156,6 +188,7 @@ def main(argv=None):
         ap.add_argument(f"--{name}", metavar="DIR")
     ap.add_argument("--qgan-classifier-compare", metavar="FILE")
     ap.add_argument("--pennylane-cuda", metavar="FILE")
+    ap.add_argument("--qgan-pennylane-cuda", metavar="FILE")
     args = ap.parse_args(argv)
     result = collect(args)
     with open(args.out, "w") as f:

@@ -368,21 +368,26 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
     py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
       --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
     echo "rc $?"
-    # A PennyLane TorchLayer at batch 1024 on qfleet.qubit with device="cuda" beside default.qubit's
-    # backprop on the same GPU (PennyLane from the carried wheels: check's carry).
+    # PennyLane (the carried wheels: check's carry) on the same GPU: a TorchLayer at batch 1024 on
+    # qfleet.qubit with device="cuda" beside default.qubit's backprop, and the 12-qubit qGAN's epoch
+    # and generator step with qfleet's layer and with default.qubit's backprop.
     if py_env python3 -c "import pennylane" 2>/dev/null; then
       py_env timeout "$(cap 90)" python3 bench/compare/pennylane_device.py --device cuda --repeats 5 --number 3 \
         --json /tmp/qfleet-gpu-apps/pennylane_cuda.json
       echo "rc $?"
+      py_env timeout "$(cap 120)" python3 bench/compare/qgan.py --device cuda --threads "$(nproc)" \
+        --json /tmp/qfleet-gpu-apps/qgan12_cuda.json
+      echo "rc $?"
     else
-      echo "pennylane_device.py --device cuda: not run, PennyLane is not carried (scripts/gpu_prepare.sh check carries it)"
+      echo "pennylane_device.py and qgan.py --device cuda: not run, PennyLane is not carried" \
+        "(scripts/gpu_prepare.sh check carries it)"
     fi
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
       --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
       --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
       --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json \
-      --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json
+      --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json --qgan-pennylane-cuda /tmp/qfleet-gpu-apps/qgan12_cuda.json
     echo "rc $?"
   } >"$out/apps.log" 2>&1
   rc=0

@@ -3,7 +3,7 @@ Qiskit Machine Learning, on the same circuit, weights, discriminator and target,
 
     PYTHONPATH=python \\
         python bench/compare/qgan.py [--qubits 12] [--reps 2] [--repeats 5] [--threads 2] [--seed 0] \\
-        [--json out.json] [--md out.md] [--quick]
+        [--json out.json] [--md out.md] [--quick] [--device cuda]
 
 (or with the pip-installed package). OMP_NUM_THREADS defaults to --threads and OMP_WAIT_POLICY
 to passive (harness.threads_env). Needs torch; PennyLane and qiskit +
@@ -59,6 +59,11 @@ whose warm-up epoch takes longer than 5 s is timed over --slow-repeats epochs (d
 its row says. The table gives each epoch's median and its ratio to qfleet's, and "generator" =
 epoch - classical floor (the generator's forward, backward and Adam step; a difference of
 medians, so an estimate) with its ratio. --quick: n = 4, one repeat, a smoke test.
+
+--device cuda: everything on one GPU (the weights, discriminator, grid and target; qfleet's layer
+compiled for its CUDA backend, default.qubit's backprop on CUDA tensors; Qiskit, whose connector
+is CPU-only, skipped with the reason); each timed sample waits for the GPU's queue
+(torch.cuda.synchronize) before its clock stops.
 """
 import copy
 import math
@@ -93,6 +98,8 @@ def parse_args():
     ap.add_argument("--repeats", type=int, default=None, help="timed epochs per generator (default 5; --quick: 1)")
     ap.add_argument("--slow-repeats", type=int, default=2,
                     help=f"timed epochs for a generator whose warm-up epoch took > {SLOW_EPOCH_S:g} s")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: the GAN and the qfleet and default.qubit generators on one GPU")
     args = harness.validate(ap, ap.parse_args())
     if args.qubits is None:
         args.qubits = 4 if args.quick else 12
@@ -127,6 +134,15 @@ def fail(message):
     harness.fail("qgan", message)
 
 
+DEV = torch.device(ARGS.device)
+
+
+def sync():
+    """Waits for the GPU's queue (--device cuda), so that a timed sample includes its work."""
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
+
+
 class Skip(Exception):
     """A generator that cannot run here (package missing, method refused): its row says why."""
 
@@ -149,13 +165,13 @@ def qfleet_generator(n, reps, w0, threads):
     for i in range(n):
         c.add("RY", [i], [qfleet.weight(reps * n + i)])
     c.probs(list(range(n)))
-    layer = qfleet.QuantumLayer(c, precision="complex128", num_threads=threads)
+    layer = qfleet.QuantumLayer(c, precision="complex128", num_threads=threads, device=ARGS.device).to(DEV)
     if layer.program.n_weights() != w0.numel() or layer.n_outputs != 2 ** n:
         fail(f"qfleet's circuit has {layer.program.n_weights()} weights and {layer.n_outputs} outputs, "
              f"expected {w0.numel()} and {2 ** n}")
     with torch.no_grad():
         layer.weight.copy_(w0)
-    no_inputs = torch.zeros(1, 0, dtype=torch.float64)
+    no_inputs = torch.zeros(1, 0, dtype=torch.float64, device=DEV)
     return layer, layer.weight, lambda: layer(no_inputs)[0]
 
 
@@ -216,6 +232,8 @@ def qiskit_circuit(n, reps):
 
 
 def qiskit_qnn(n, reps):
+    if DEV.type == "cuda":
+        raise Skip("Qiskit's TorchConnector runs on the CPU only (--device cuda)")
     try:
         from qiskit_machine_learning.neural_networks import SamplerQNN
     except ImportError as e:
@@ -237,7 +255,7 @@ def qiskit_generator(qnn, w0):
 
 
 def floor_generator(n):
-    logits = torch.nn.Parameter(torch.zeros(2 ** n, dtype=torch.float64))
+    logits = torch.nn.Parameter(torch.zeros(2 ** n, dtype=torch.float64, device=DEV))
     return None, logits, lambda: torch.softmax(logits, 0)
 
 
@@ -256,14 +274,14 @@ def grid(n):
     c = (index % cols).double() / (cols - 1) * 2 - 1
     coords = torch.stack([r, c], 1)
     p = torch.exp(-((r - GAUSS_MEAN[0]) ** 2 + (c - GAUSS_MEAN[1]) ** 2) / (2 * GAUSS_SIGMA ** 2))
-    return coords, p / p.sum()
+    return coords.to(DEV), (p / p.sum()).to(DEV)
 
 
 def discriminator():
     return torch.nn.Sequential(
         torch.nn.Linear(2, 64), torch.nn.LeakyReLU(LEAKY_SLOPE),
         torch.nn.Linear(64, 32), torch.nn.LeakyReLU(LEAKY_SLOPE),
-        torch.nn.Linear(32, 1)).double()
+        torch.nn.Linear(32, 1)).double().to(DEV)
 
 
 def loss_g(pg, disc, coords):
@@ -291,7 +309,7 @@ def epoch(generate, disc, opt_d, opt_g, coords, target):
 def probs_and_gradient(generate, weight, disc, coords):
     pg = generate()
     (grad,) = torch.autograd.grad(loss_g(pg, disc, coords), weight)
-    return pg.detach().double(), grad.double()
+    return pg.detach().double().cpu(), grad.double().cpu()
 
 
 def float32_gradient_tol(n):
@@ -340,10 +358,12 @@ def time_generator(generate, weight, disc0, coords, target, repeats, slow_repeat
     opt_g = torch.optim.Adam([weight], lr=LR, betas=BETAS)
     t0 = time.perf_counter()
     epoch(generate, disc, opt_d, opt_g, coords, target)  # warm-up
+    sync()
     warm = time.perf_counter() - t0
     slow = warm > SLOW_EPOCH_S
     count = min(repeats, slow_repeats) if slow else repeats
-    t = harness.timed(lambda: epoch(generate, disc, opt_d, opt_g, coords, target), repeats=count, warmup=0)
+    t = harness.timed(lambda: epoch(generate, disc, opt_d, opt_g, coords, target), repeats=count, warmup=0,
+                      sync=sync)
     return {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "max_ms": t.max * 1e3,
             "repeats": count, "warmup_ms": warm * 1e3, "slow": slow}
 
@@ -357,15 +377,18 @@ def time_generator_step(generate, weight, reward, repeats, slow_repeats):
         (-(generate().double() * reward).sum()).backward()
     t0 = time.perf_counter()
     step()  # warm-up
+    sync()
     warm = time.perf_counter() - t0
     count = min(repeats, slow_repeats) if warm > SLOW_EPOCH_S else max(repeats, 20)
-    t = harness.timed(step, repeats=count, warmup=0)
+    t = harness.timed(step, repeats=count, warmup=0, sync=sync)
     return {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "max_ms": t.max * 1e3, "repeats": count}
 
 
 # ---- report -----------------------------------------------------------------------------------------
 
 def main():
+    if DEV.type == "cuda" and (not torch.cuda.is_available() or qfleet.cuda_device_count() == 0):
+        fail("--device cuda: no CUDA device is visible to torch and qfleet")
     torch.set_num_threads(ARGS.threads)
     n, reps = ARGS.qubits, ARGS.reps
     nw = n_weights(n, reps)
@@ -380,7 +403,7 @@ def main():
     # Shared weights, float32-representable: Qiskit's TorchConnector holds its weights in float32.
     w0 = (torch.rand(nw, generator=torch.Generator().manual_seed(ARGS.seed + 1), dtype=torch.float64)
           * (2 * math.pi))
-    w0 = w0.float().double()
+    w0 = w0.float().double().to(DEV)
     torch.manual_seed(ARGS.seed)
     disc0 = discriminator()
     coords, target = grid(n)
@@ -503,7 +526,8 @@ def write_outputs(rows, steps, qiskit_info, checks, v, n, reps, nw):
     doc = {"benchmark": "bench/compare/qgan.py", "machine": harness.run_machine(ARGS.threads), "versions": v,
            "qubits": n, "reps": reps, "weights": nw, "d_steps": D_STEPS, "lr": LR, "betas": list(BETAS),
            "target": {"kind": "2-D Gaussian on the grid", "mean": list(GAUSS_MEAN), "sigma": GAUSS_SIGMA},
-           "quick": ARGS.quick, "repeats": ARGS.repeats, "slow_repeats": ARGS.slow_repeats,
+           "quick": ARGS.quick, "device": ARGS.device,
+           "gpu": torch.cuda.get_device_name(0) if DEV.type == "cuda" else None, "repeats": ARGS.repeats, "slow_repeats": ARGS.slow_repeats,
            "slow_epoch_s": SLOW_EPOCH_S, "qiskit": qiskit_info,
            "tolerances": {"probs_abs": PROBS_TOL, "gradient_rel": GRAD_RTOL,
                           "connector_probs_rel": FLOAT32_RTOL,

@@ -71,6 +71,11 @@ def test_qgan_compare_checks_generators_before_timing():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "qGAN epoch" in r.stdout and "epoch ms" in r.stdout, r.stdout
     assert any(line.startswith("qfleet ") and " 1.0x" in line for line in r.stdout.splitlines()), r.stdout
+    import qfleet
+    if qfleet.cuda_device_count() == 0:  # --device cuda: refused with the reason, nothing timed
+        r = subprocess.run([sys.executable, str(script), "--quick", "--device", "cuda"], capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 1 and "--device cuda: no CUDA device is visible" in r.stdout + r.stderr, r.stdout
 
 
 def test_qgan_classifier_compare_checks_the_network_before_timing(tmp_path):
@@ -259,3 +264,20 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         got = json.loads(out.read_text())
         assert got[key] == want, got
         assert ("ran on cpu, not cuda" in got["reasons"][key]) if want is None else "5.0 ms" in got["sources"][key]
+    # the 12-qubit qGAN beside default.qubit: from a --device cuda run at 12 qubits only
+    epoch_key, step_key = "qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu"
+    tool = "default.qubit backprop"
+    for doc, want in (({"device": "cpu", "qubits": 12}, None),
+                      ({"device": "cuda", "qubits": 4}, None),
+                      ({"device": "cuda", "qubits": 12, "gpu": "G",
+                        "rows": [{"tool": tool, "median_ms": 30.0, "ratio_to_qfleet": 3.0}],
+                        "generator_step": {tool: {"median_ms": 20.0, "ratio_to_qfleet": 12.5}}}, (3.0, 12.5))):
+        q = tmp_path / "qgan.json"
+        q.write_text(json.dumps(doc))
+        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--qgan-pennylane-cuda", str(q)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = json.loads(out.read_text())
+        assert (got[epoch_key], got[step_key]) == (want or (None, None)), got
+        if want is None:
+            assert "not cuda with 12" in got["reasons"][epoch_key], got["reasons"]
