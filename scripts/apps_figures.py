@@ -3,7 +3,7 @@
 
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
-        [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE]
+        [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE] [--classify-gpu DIR]
 
 Each DIR is an app's --out directory (its report.json); the FILEs are the --json outputs of
 bench/compare/qgan_classifier.py, of bench/compare/pennylane_device.py --device cuda and of
@@ -33,7 +33,6 @@ NOT_YET = {
     "rl_env_steps_per_s_gpu": "the environments step on the CPU: VecEnv has no CUDA path yet",
     "ppo_wall_s_gpu": "PPO's rollout runs on the CPU environments: no GPU run to time",
     "ppo_wall_s_cpu": "measured beside ppo_wall_s_gpu only (same run, same budget)",
-    "classify_quantum_share_gpu": "the classifier's step breakdown on cuda is not part of the figures run yet",
 }
 
 
@@ -135,6 +134,22 @@ def qgan_pennylane_cuda(path):
     return out
 
 
+def classify_share(report):
+    """(the quantum layer's share of the classifier's training step, source) of a qfleet-classify
+    report that ran on cuda, or (None, why)."""
+    if report is None:
+        return None, "not run (no report)"
+    name = str(report.get("device", {}).get("name", ""))
+    if not name.startswith("cuda"):
+        return None, f"asked for cuda, ran on {name or 'an unnamed device'}"
+    t = report.get("timing", {})
+    share = t.get("quantum_layer_share")
+    if not isinstance(share, (int, float)) or not 0 < share <= 1:
+        return None, "the report has no quantum layer share"
+    return round(float(share), 4), (f"qfleet-classify on {name}: quantum layer {t.get('quantum_layer_ms'):.3f} ms of "
+                                    f"a {t.get('step_ms'):.3f} ms step over {t.get('timed_steps')} timed steps")
+
+
 def collect(args):
     out = {k: None for k in KEYS}
     reasons, sources = {}, {}
@@ -165,6 +180,11 @@ def collect(args):
             reasons[key] = why
         else:
             out[key], sources[key] = value, why
+    value, why = classify_share(load(args.classify_gpu))
+    if value is None:
+        reasons["classify_quantum_share_gpu"] = why
+    else:
+        out["classify_quantum_share_gpu"], sources["classify_quantum_share_gpu"] = value, why
     value, why = pennylane_cuda(args.pennylane_cuda)
     key = "pennylane_cuda_speedup_vs_default_qubit"
     if value is None:
@@ -184,7 +204,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--gpu", required=True, help="the GPU's name (nvidia-smi), or 'none'")
-    for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu"):
+    for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu", "classify-gpu"):
         ap.add_argument(f"--{name}", metavar="DIR")
     ap.add_argument("--qgan-classifier-compare", metavar="FILE")
     ap.add_argument("--pennylane-cuda", metavar="FILE")

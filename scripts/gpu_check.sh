@@ -151,7 +151,7 @@ device_build() {
     -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
   cmake --build build-gpu -j"$(nproc)" --target qfleet_torch qfleet_graph_tests qfleet_meta qfleet_meta_cli qfleet_cli \
-    qfleet_qgan_cli train_graph_step
+    qfleet_qgan_cli qfleet_classify_cli train_graph_step
 }
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build_pid=""
@@ -368,6 +368,15 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
     py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
       --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
     echo "rc $?"
+    # The hybrid classifier's step breakdown on cuda (its quantum layer's share), on the carried
+    # records of Fashion-MNIST (check's carry; the step's time does not depend on which images).
+    if [ -d "$carry/data/fashion-mnist" ]; then
+      timeout "$(cap 90)" build-gpu/apps/classify/qfleet-classify --set device=cuda \
+        --set data="$carry/data/fashion-mnist" --set epochs=3 --quiet --out /tmp/qfleet-gpu-apps/classify
+      echo "rc $?"
+    else
+      echo "qfleet-classify on cuda: not run, no $carry/data/fashion-mnist (scripts/gpu_prepare.sh check carries it)"
+    fi
     # PennyLane (the carried wheels: check's carry) on the same GPU: a TorchLayer at batch 1024 on
     # qfleet.qubit with device="cuda" beside default.qubit's backprop, and the 12-qubit qGAN's epoch
     # and generator step with qfleet's layer and with default.qubit's backprop.
@@ -387,7 +396,8 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
       --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
       --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
       --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json \
-      --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json --qgan-pennylane-cuda /tmp/qfleet-gpu-apps/qgan12_cuda.json
+      --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json --qgan-pennylane-cuda /tmp/qfleet-gpu-apps/qgan12_cuda.json \
+      --classify-gpu /tmp/qfleet-gpu-apps/classify
     echo "rc $?"
   } >"$out/apps.log" 2>&1
   rc=0

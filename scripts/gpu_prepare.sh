@@ -11,6 +11,9 @@
 #     .gpu/wheels     PennyLane and what it needs beyond that machine's packages (~9 MiB; not
 #                     lightning.qubit, which `import pennylane` does not load), for the PennyLane
 #                     devices' test and comparison on cuda
+#     .gpu/data/fashion-mnist  the first 1280 training and 256 test records of Debian's
+#                     Fashion-MNIST (scripts/idx_subset.py, 0.7 MiB): the classifier's step
+#                     breakdown on cuda
 #   figures
 #     .gpu/bin/bench_cuda.xz
 #     .gpu/wheels     dynamiqs and what it needs beyond that machine's JAX (QuTiP, IPython,
@@ -46,6 +49,11 @@ else
   targets=(bench_cuda qfleet_cli)
 fi
 limit_mib=60
+fm=/usr/share/datasets/fashion-mnist  # (check: its first records travel)
+if [ $mode = check ] && [ ! -d $fm ]; then
+  echo "gpu_prepare: no $fm (Debian's fashion-mnist package: scripts/setup.sh installs it)"
+  exit 2
+fi
 # dynamiqs 0.3.7 and what it imports beyond the GPU machine's packages (its JAX, equinox,
 # diffrax, optimistix, SciPy, matplotlib, tqdm, Pygments, psutil), as bench/compare's
 # constraints.txt pins them
@@ -66,7 +74,7 @@ for p in "${programs[@]}"; do  # everything checked before the old .gpu/bin goes
   [ -x "$dir/$p" ] || { echo "gpu_prepare: $dir/$p is not built (cmake --build $dir --target $(basename "$p"))"; exit 2; }
   grep -qa 'sm_90' "$dir/$p" || { echo "gpu_prepare: $dir/$p has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
 done
-rm -rf .gpu/bin .gpu/wheels .gpu/peers && mkdir -p .gpu/bin
+rm -rf .gpu/bin .gpu/wheels .gpu/peers .gpu/data && mkdir -p .gpu/bin
 for p in "${programs[@]}"; do
   [ "$p" != tools/qfleet ] || continue
   strip -o ".gpu/bin/$(basename "$p")" "$dir/$p"
@@ -86,6 +94,7 @@ carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/
 }
 if [ $mode = check ]; then
   carry_wheels "${pl_wheels[@]}"
+  python3 scripts/idx_subset.py $fm .gpu/data/fashion-mnist 1280 256
 else
   carry_wheels "${peer_wheels[@]}"
   mkdir -p .gpu/peers

@@ -1,6 +1,6 @@
 """The comparison scripts of bench/compare/ stay runnable (torch_batched.py, noisy.py, qgan.py,
 qgan_classifier.py, rl_env.py, pennylane_device.py, cli_npy.py, open_gpu_peer.py's reference, their
-shared harness.py, scripts/apps_figures.py).
+shared harness.py, scripts/apps_figures.py and scripts/idx_subset.py).
 bench/compare/torch_batched.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -264,6 +264,20 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         got = json.loads(out.read_text())
         assert got[key] == want, got
         assert ("ran on cpu, not cuda" in got["reasons"][key]) if want is None else "5.0 ms" in got["sources"][key]
+    # the classifier's quantum share: from a report that ran on cuda only
+    for device_name, want in (("cpu", None), ("cuda:0", 0.042)):
+        run_dir = tmp_path / f"classify-{device_name[:4]}"
+        run_dir.mkdir()
+        (run_dir / "report.json").write_text(json.dumps(
+            {"device": {"name": device_name}, "timing": {"quantum_layer_share": 0.042, "quantum_layer_ms": 0.1,
+                                                         "step_ms": 2.4, "timed_steps": 60}}))
+        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--classify-gpu", str(run_dir)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = json.loads(out.read_text())
+        assert got["classify_quantum_share_gpu"] == want, got
+        if want is None:
+            assert "asked for cuda, ran on cpu" in got["reasons"]["classify_quantum_share_gpu"]
     # the 12-qubit qGAN beside default.qubit: from a --device cuda run at 12 qubits only
     epoch_key, step_key = "qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu"
     tool = "default.qubit backprop"
@@ -281,3 +295,36 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         assert (got[epoch_key], got[step_key]) == (want or (None, None)), got
         if want is None:
             assert "not cuda with 12" in got["reasons"][epoch_key], got["reasons"]
+
+
+def test_idx_subset_keeps_the_first_records_and_the_classifier_reads_them(classify_binary, tmp_path):
+    # scripts/idx_subset.py (gpu_prepare.sh's Fashion-MNIST records for a GPU machine): the first
+    # records byte for byte with their headers' counts rewritten, read back by qfleet-classify.
+    import gzip
+    import struct
+
+    import pytest
+    src = pathlib.Path("/usr/share/datasets/fashion-mnist")
+    if not (src / "train-images-idx3-ubyte.gz").exists():
+        pytest.skip("Debian's fashion-mnist package is not installed")
+    script = SCRIPT.parents[2] / "scripts" / "idx_subset.py"
+    dst = tmp_path / "fm"
+    r = subprocess.run([sys.executable, str(script), str(src), str(dst), "128", "64"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    whole = gzip.open(src / "train-images-idx3-ubyte.gz").read()
+    sub = gzip.open(dst / "train-images-idx3-ubyte.gz").read()
+    assert struct.unpack(">4i", sub[:16]) == (0x803, 128, 28, 28)
+    assert sub[16:] == whole[16:16 + 128 * 784]
+    labels = gzip.open(dst / "t10k-labels-idx1-ubyte.gz").read()
+    assert struct.unpack(">2i", labels[:8]) == (0x801, 64)
+    assert labels[8:] == gzip.open(src / "t10k-labels-idx1-ubyte.gz").read()[8:72]
+    r = subprocess.run([sys.executable, str(script), str(src), str(tmp_path / "big"), "60001", "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "holds 60000 records, 60001 asked for" in r.stderr, r.stderr
+    out = tmp_path / "run"
+    r = subprocess.run([classify_binary, "--set", f"data={dst}", "--set", "epochs=1", "--set", "threads=1",
+                        "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["timing"]["timed_steps"] == 2 and 0 < report["timing"]["quantum_layer_share"] < 1
