@@ -63,16 +63,26 @@ def meta_run(report, device):
                        f"{cfg.get('iterations')} iterations on {used}")
 
 
-def classifier_compare(path):
-    """(plain PyTorch ms / qfleet ms per epoch, source) of a bench/compare/qgan_classifier.py run on cuda,
-    or (None, why)."""
+def result_file(path, missing="not run (no result)"):
+    """(the --json result of a bench/compare script, None) or (None, why it is not there)."""
     if not path:
         return None, "not run"
     try:
         with open(path) as f:
-            r = json.load(f)
+            return json.load(f), None
     except (OSError, ValueError):
-        return None, "not run (no result)"
+        return None, missing
+
+
+PENNYLANE_MISSING = "not run (no result: PennyLane not carried, or the run failed)"
+
+
+def classifier_compare(path):
+    """(plain PyTorch ms / qfleet ms per epoch, source) of a bench/compare/qgan_classifier.py run on cuda,
+    or (None, why)."""
+    r, why = result_file(path)
+    if r is None:
+        return None, why
     if not str(r.get("device", "")).startswith("cuda"):
         return None, f"ran on {r.get('device')}, not cuda"
     speedup = r.get("speedup")
@@ -86,13 +96,9 @@ def classifier_compare(path):
 def pennylane_cuda(path):
     """(default.qubit ms / qfleet.qubit ms on the GPU, source) of bench/compare/pennylane_device.py
     --device cuda, or (None, why)."""
-    if not path:
-        return None, "not run"
-    try:
-        with open(path) as f:
-            r = json.load(f)
-    except (OSError, ValueError):
-        return None, "not run (no result: PennyLane not carried, or the run failed)"
+    r, why = result_file(path, PENNYLANE_MISSING)
+    if r is None:
+        return None, why
     if r.get("device") != "cuda":
         return None, f"ran on {r.get('device', 'cpu')}, not cuda"
     speedup = r.get("speedup_vs_default_qubit")
@@ -109,13 +115,9 @@ def qgan_pennylane_cuda(path):
     """{key: (default.qubit backprop / qfleet on the GPU, source)} of bench/compare/qgan.py --device cuda
     at 12 qubits: the epoch's ratio and the generator step's; or {key: (None, why)}."""
     keys = ("qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu")
-    if not path:
-        return {k: (None, "not run") for k in keys}
-    try:
-        with open(path) as f:
-            r = json.load(f)
-    except (OSError, ValueError):
-        return {k: (None, "not run (no result: PennyLane not carried, or the run failed)") for k in keys}
+    r, why = result_file(path, PENNYLANE_MISSING)
+    if r is None:
+        return {k: (None, why) for k in keys}
     if r.get("device") != "cuda" or r.get("qubits") != 12:
         return {k: (None, f"ran on {r.get('device', 'cpu')} with {r.get('qubits')} qubits, not cuda with 12")
                 for k in keys}

@@ -80,6 +80,16 @@ def step(layer, x):
     return out.detach().cpu(), grad.detach().reshape(N_LAYERS, N_QUBITS, 3).cpu()
 
 
+def time_rows(rows, x, args, width):
+    """Each row's forward + backward timed on x; prints the medians (min, max) in ms."""
+    timings = {}
+    for name, layer in rows:
+        t = timings[name] = harness.timed(lambda layer=layer: step(layer, x), repeats=args.repeats,
+                                          number=args.number)
+        print(f"  {name:{width}s} {t.median * 1e3:9.3f}  ({t.min * 1e3:.3f}, {t.max * 1e3:.3f})")
+    return timings
+
+
 def parse_args(argv=None):
     ap = harness.parser(__doc__, threads=None, seed=7, quick_help="batch 8, one sample of one call: a smoke run")
     ap.add_argument("--batch", type=int, default=None, help="samples (default 64; --quick: 8)")
@@ -121,11 +131,7 @@ def main(argv=None):
                                         (ref_out, ref_grad), atol=1e-10) for name, layer in rows}
     print(f"outputs and gradients equal to default.qubit's (1e-10); batch {args.batch}, "
           f"{torch.get_num_threads()} torch thread(s); forward + backward, ms: median (min, max)")
-    timings = {}
-    for name, layer in rows:
-        t = timings[name] = harness.timed(lambda layer=layer: step(layer, x), repeats=args.repeats,
-                                          number=args.number)
-        print(f"  {name:36s} {t.median * 1e3:9.3f}  ({t.min * 1e3:.3f}, {t.max * 1e3:.3f})")
+    timings = time_rows(rows, x, args, 36)
     q = timings["qfleet.qubit (adjoint)"]
     print("ratios (time / qfleet.qubit's):")
     for name, t in timings.items():
@@ -156,11 +162,7 @@ def main_cuda(args, x, w0):
                                         step(layer, xc), (ref_out, ref_grad), atol=1e-10) for name, layer in rows}
     print(f"outputs and gradients equal to default.qubit's on the CPU (1e-10); batch {args.batch} on "
           f"{torch.cuda.get_device_name(0)}; forward + backward, ms: median (min, max)")
-    timings = {}
-    for name, layer in rows:
-        t = timings[name] = harness.timed(lambda layer=layer: step(layer, xc), repeats=args.repeats,
-                                          number=args.number)
-        print(f"  {name:40s} {t.median * 1e3:9.3f}  ({t.min * 1e3:.3f}, {t.max * 1e3:.3f})")
+    timings = time_rows(rows, xc, args, 40)
     q = timings[rows[0][0]]
     speedup = timings["default.qubit cuda (backprop)"].median / q.median
     print(f"default.qubit (backprop) / qfleet.qubit (device_vjp) on the GPU: {speedup:.2f}x")

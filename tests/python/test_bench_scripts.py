@@ -244,10 +244,14 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
     # a classifier comparison that ran on the CPU is refused as the GPU figure
     cpu_compare = tmp_path / "compare.json"
     cpu_compare.write_text(json.dumps({"device": "cpu", "speedup": 2.0}))
-    r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "none", "--qgan-classifier-compare",
-                        str(cpu_compare)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    got = json.loads(out.read_text())
+
+    def figures(*flags):  # apps.json from these results alone
+        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", *flags], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(out.read_text())
+
+    got = figures("--qgan-classifier-compare", str(cpu_compare))
     assert got["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"] is None
     assert "ran on cpu, not cuda" in got["reasons"]["qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
     # the PennyLane comparison: taken from a --device cuda result only
@@ -258,10 +262,7 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
                                       "qfleet.qubit cuda (adjoint, device_vjp)": 2.0}}, 2.5)):
         pl = tmp_path / "pl.json"
         pl.write_text(json.dumps(doc))
-        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--pennylane-cuda", str(pl)],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stdout + r.stderr
-        got = json.loads(out.read_text())
+        got = figures("--pennylane-cuda", str(pl))
         assert got[key] == want, got
         assert ("ran on cpu, not cuda" in got["reasons"][key]) if want is None else "5.0 ms" in got["sources"][key]
     # the classifier's quantum share: from a report that ran on cuda only
@@ -271,10 +272,7 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         (run_dir / "report.json").write_text(json.dumps(
             {"device": {"name": device_name}, "timing": {"quantum_layer_share": 0.042, "quantum_layer_ms": 0.1,
                                                          "step_ms": 2.4, "timed_steps": 60}}))
-        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--classify-gpu", str(run_dir)],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stdout + r.stderr
-        got = json.loads(out.read_text())
+        got = figures("--classify-gpu", str(run_dir))
         assert got["classify_quantum_share_gpu"] == want, got
         if want is None:
             assert "asked for cuda, ran on cpu" in got["reasons"]["classify_quantum_share_gpu"]
@@ -288,10 +286,7 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
                         "generator_step": {tool: {"median_ms": 20.0, "ratio_to_qfleet": 12.5}}}, (3.0, 12.5))):
         q = tmp_path / "qgan.json"
         q.write_text(json.dumps(doc))
-        r = subprocess.run([sys.executable, str(script), str(out), "--gpu", "G", "--qgan-pennylane-cuda", str(q)],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stdout + r.stderr
-        got = json.loads(out.read_text())
+        got = figures("--qgan-pennylane-cuda", str(q))
         assert (got[epoch_key], got[step_key]) == (want or (None, None)), got
         if want is None:
             assert "not cuda with 12" in got["reasons"][epoch_key], got["reasons"]
