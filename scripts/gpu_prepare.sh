@@ -26,7 +26,8 @@
 #                     benchmark program's library and the device build of what links that
 #                     machine's PyTorch
 #     .gpu/REVISION   the commit (and whether the tree had changes) the programs come from
-# then checks that the tree and .gpu stay under 60 MiB, and prints the command to run.
+# then checks that the tree and .gpu stay under 62 MiB (of the 64 MiB a call carries: 2 MiB for files
+# added to the tree after it ran), and prints the command to run.
 #
 #   scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]   (default build-gpu-bin; an
 #                          existing Release build with CUDA for sm_90 is reused as is)
@@ -48,7 +49,7 @@ else
   programs=(bench/bench_cuda tools/qfleet)  # the CLI makes the peer's reference here; it stays here
   targets=(bench_cuda qfleet_cli)
 fi
-limit_mib=60
+limit_mib=62
 fm=/usr/share/datasets/fashion-mnist  # (check: its first records travel)
 if [ $mode = check ] && [ ! -d $fm ]; then
   echo "gpu_prepare: no $fm (Debian's fashion-mnist package: scripts/setup.sh installs it)"
