@@ -55,16 +55,22 @@ if [ $mode = check ] && [ ! -d $fm ]; then
   echo "gpu_prepare: no $fm (Debian's fashion-mnist package: scripts/setup.sh installs it)"
   exit 2
 fi
-# dynamiqs 0.3.7 and what it imports beyond the GPU machine's packages (its JAX, equinox,
-# diffrax, optimistix, SciPy, matplotlib, tqdm, Pygments, psutil), as bench/compare's
-# constraints.txt pins them
-# PennyLane 0.45.1 and what it imports beyond the GPU machine's packages, as bench/compare's
-# constraints.txt pins them (pennylane_lightning and its OpenBLAS, 33 MiB, left out: not imported)
-pl_wheels=(pennylane==0.45.1 rustworkx==0.18.1 autograd==1.8.0 appdirs==1.4.4 autoray==0.8.4 cachetools==8.0.2
-  tomlkit==0.15.2 diastatic-malt==2.15.3 gast==0.7.0 termcolor==3.3.0)
-peer_wheels=(dynamiqs==0.3.7 qutip==5.3.1 cmap==0.8.0 ipython==9.18.1 ipython_pygments_lexers==1.1.1 jedi==0.20.1
-  parso==0.8.7 matplotlib-inline==0.2.2 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 wcwidth==0.9.4
-  stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 traitlets==5.16.1)
+# The wheels each mode carries, at the versions bench/compare/constraints.txt pins:
+# PennyLane and what it imports beyond the GPU machine's packages (pennylane_lightning and its
+# OpenBLAS, 33 MiB, left out: `import pennylane` does not load them); dynamiqs and what it
+# imports beyond that machine's JAX, equinox, diffrax, optimistix, SciPy, matplotlib, tqdm,
+# Pygments and psutil.
+pl_wheels=(pennylane rustworkx autograd appdirs autoray cachetools tomlkit diastatic-malt gast termcolor)
+peer_wheels=(dynamiqs qutip cmap ipython ipython_pygments_lexers jedi parso matplotlib-inline pexpect ptyprocess
+  prompt_toolkit wcwidth stack-data asttokens executing pure_eval traitlets)
+pins() {  # pins NAME...: NAME==VERSION for each, as bench/compare/constraints.txt pins it
+  local n p
+  for n; do
+    p=$(grep -i -m1 -E "^${n//[-_]/[-_]}==" bench/compare/constraints.txt) ||
+      { echo "gpu_prepare: $n is not pinned in bench/compare/constraints.txt" >&2; return 1; }
+    echo "$p"
+  done
+}
 
 if [ "$dir" = build-gpu-bin ]; then
   ./scripts/configure.sh gpu-bin >/dev/null
@@ -94,10 +100,12 @@ carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/
   done
 }
 if [ $mode = check ]; then
-  carry_wheels "${pl_wheels[@]}"
+  wheels=$(pins "${pl_wheels[@]}") || exit 2
+  carry_wheels $wheels
   python3 scripts/idx_subset.py $fm .gpu/data/fashion-mnist 1280 256
 else
-  carry_wheels "${peer_wheels[@]}"
+  wheels=$(pins "${peer_wheels[@]}") || exit 2
+  carry_wheels $wheels
   mkdir -p .gpu/peers
   "$(scripts/setup_python.sh)/bin/python" bench/compare/open_gpu_peer.py reference --qfleet "$dir/tools/qfleet" \
     --out .gpu/peers/open_ref.npz
