@@ -186,8 +186,8 @@ void check_memory(const Trainer& tr, const Config& cfg, int processes) {
 // (qfleet::train::choose_device) pick the faster; the report says why with both figures.
 // Several processes follow rank 0's choice.
 std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::train::ProcessGroup* group) {
-  if (cfg.device != "cpu") qfleet::train::load_torch_cuda_for_a_gpu();  // (a program links only LibTorch's CPU half)
-  if (cfg.device != "auto") return {cfg.device, "requested"};
+  if (cfg.device != "auto")  // (through qfleet::train's reading of the setting: it loads LibTorch's CUDA half)
+    return {qfleet::train::device_from_setting(cfg.device).is_cuda() ? "cuda" : "cpu", "requested"};
   if (qfleet::cuda_device_count() == 0) return {"cpu", "auto: cpu, the only device here (no CUDA device visible)"};
   const int64_t P = policy_size(cfg);
   auto make_step = [&](const torch::Device& d) -> std::function<Tensor()> {
