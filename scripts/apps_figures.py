@@ -38,14 +38,7 @@ NOT_YET = {
 
 def load(directory):
     """The report of an app run (None when the run left none)."""
-    if not directory:
-        return None
-    path = os.path.join(directory, "report.json")
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    return result_file(os.path.join(directory, "report.json"))[0] if directory else None
 
 
 def meta_run(report, device):
