@@ -32,7 +32,11 @@ struct EnvConfig {
   std::vector<double> gamma_deph, gamma_relax, detuning;  // [lo, hi] ranges ([]: the task's own)
   uint64_t seed = 0;                      // env i's stream is seeded with seed + i
   int64_t threads = 0;                    // 0: all cores
-  std::string device = "cpu";             // where observations and rewards are returned (cpu | cuda | auto)
+  std::string device = "cpu";             // where the environments run and return their tensors (cpu | cuda | auto)
+  // How a step runs: loop (a host loop over the environments, CPU only: per-environment
+  // random streams), tensors (batched tensor ops on the device, tensor_envs.hpp), auto
+  // (tensors on a GPU, the loop on the CPU).
+  std::string stepping = "auto";
 
   nlohmann::json to_json() const;
   // The keys given, over the defaults above; unknown keys, wrong types and out-of-range
@@ -47,7 +51,7 @@ struct EnvConfig {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvConfig, task, num_envs, n_steps, gate_time, max_amplitude, levels,
                                                 action, clip_actions, pulse_library, observation, shots,
                                                 observe_noise, reward, noise, gamma_deph, gamma_relax, detuning, seed,
-                                                threads, device)
+                                                threads, device, stepping)
 
 // The keys of qfleet-rl's train and compare (config.json: the PPO keys and the
 // environment's as env.KEY), the one checker of both configurations' values.

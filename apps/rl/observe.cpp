@@ -110,30 +110,35 @@ void Observer::expectation_features(const Cx* state, double* x) const {
   }
 }
 
-void Observer::features(const Cx* state, float* out, std::mt19937_64& rng) const {
+void Observer::exact_features(const Cx* state, double* x) const {
   const int d = d_;
-  if (kind_ == ObsKind::density) {
-    if (task_.gate) {
-      const int64_t n = int64_t(d) * d * d * d;
-      for (int64_t k = 0; k < n; ++k) {
-        out[2 * k] = float(state[k].real());
-        out[2 * k + 1] = float(state[k].imag());
-      }
-      return;
-    }
-    int64_t o = 0;
-    for (int k = 0; k < d; ++k) out[o++] = float(state[std::size_t(k) * d + k].real());
-    for (int i = 0; i < d; ++i)
-      for (int j = i + 1; j < d; ++j) {
-        const Cx z = state[std::size_t(j) * d + i];
-        out[o++] = float(z.real());
-        out[o++] = float(z.imag());
-      }
+  if (kind_ != ObsKind::density) {
+    expectation_features(state, x);
     return;
   }
+  if (task_.gate) {
+    const int64_t n = int64_t(d) * d * d * d;
+    for (int64_t k = 0; k < n; ++k) {
+      x[2 * k] = state[k].real();
+      x[2 * k + 1] = state[k].imag();
+    }
+    return;
+  }
+  int64_t o = 0;
+  for (int k = 0; k < d; ++k) x[o++] = state[std::size_t(k) * d + k].real();
+  for (int i = 0; i < d; ++i)
+    for (int j = i + 1; j < d; ++j) {
+      const Cx z = state[std::size_t(j) * d + i];
+      x[o++] = z.real();
+      x[o++] = z.imag();
+    }
+}
+
+void Observer::features(const Cx* state, float* out, std::mt19937_64& rng) const {
+  const int d = d_;
   thread_local std::vector<double> x;  // no allocation per step
-  x.assign(std::size_t(n_expectations()), 0.0);
-  expectation_features(state, x.data());
+  x.assign(std::size_t(n_physical_), 0.0);
+  exact_features(state, x.data());
   if (kind_ == ObsKind::measurements) {
     if (task_.qubits > 0) {
       for (auto& v : x) v = sampled_mean(v, shots_, rng);

@@ -17,6 +17,12 @@ class Observer {
  public:
   Observer(const TaskSpec& task, ObsKind kind, int64_t shots);
   int64_t n_physical() const { return n_physical_; }  // features before the time and task parameters
+  ObsKind kind() const { return kind_; }
+  int64_t shots() const { return shots_; }
+  // The features without sampling into x[0 .. n_physical): the density's entries, or the
+  // exact expectations (for measurements: the values their records estimate). Linear in
+  // the state, which lets the tensor path (tensor_envs.hpp) apply them as one matrix.
+  void exact_features(const Cx* state, double* x) const;
   // The features of `state` (S [d^2 * d^2] or vec(rho) [d^2]) into out[0 .. n_physical);
   // measurements draw their shots from `rng`.
   void features(const Cx* state, float* out, std::mt19937_64& rng) const;
@@ -30,7 +36,7 @@ class Observer {
     std::vector<int> col;
     std::vector<Cx> phase;
   };
-  void expectation_features(const Cx* state, double* x) const;  // the exact expectation features
+  void expectation_features(const Cx* state, double* x) const;
   int64_t n_expectations() const;
 
   TaskSpec task_;

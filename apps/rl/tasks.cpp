@@ -110,4 +110,20 @@ TaskSpec make_task(const EnvConfig& cfg) {
   return t;
 }
 
+OpenSystem step_system(const TaskSpec& t, bool with_target) {
+  OpenSystem s(t.dim);
+  if (!t.h0.empty()) s.drift(t.h0);
+  for (const auto& h : t.drift_terms) s.drift_term(h);
+  for (const auto& h : t.controls) s.control(h);
+  for (const auto& l : t.jumps) s.jump(l);
+  s.segments(1, t.gate_time / double(t.n_steps));
+  s.propagate_gate();
+  if (with_target) {
+    ComplexMatrix one(std::size_t(t.dim) * t.dim, 0.0);
+    for (int k = 0; k < t.dim; ++k) one[std::size_t(k) * t.dim + k] = 1;
+    s.target_unitary(one);
+  }
+  return s;
+}
+
 }  // namespace qfleet::rl

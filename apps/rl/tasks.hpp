@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "env_config.hpp"
+#include "qfleet/open_system.hpp"
 
 namespace qfleet::rl {
 
@@ -51,5 +52,10 @@ struct TaskSpec {
 TaskSpec make_task(const EnvConfig& cfg);
 
 const std::vector<std::string>& task_names();
+
+// One environment step as an open system: one segment of gate_time / n_steps whose
+// channel is propagated (states and gates are then updated alike). with_target: the
+// identity as target unitary, which the PyTorch ops ask for (its fidelity is not read).
+OpenSystem step_system(const TaskSpec& t, bool with_target = false);
 
 }  // namespace qfleet::rl

@@ -48,6 +48,7 @@ std::string spec(const VecEnv& e) {
                         {"param_names", t.param_names},
                         {"param_ranges", ranges},
                         {"device", e.device().str()},
+                        {"stepping", e.tensor_stepping() ? "tensors" : "loop"},
                         {"describe", e.describe()}}
       .dump();
 }

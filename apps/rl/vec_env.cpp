@@ -20,16 +20,9 @@ ObsKind obs_kind(const std::string& s) {
 }
 
 OpenProgram step_program(const TaskSpec& t, int threads) {
-  OpenSystem s(t.dim);
-  if (!t.h0.empty()) s.drift(t.h0);
-  for (const auto& h : t.drift_terms) s.drift_term(h);
-  for (const auto& h : t.controls) s.control(h);
-  for (const auto& l : t.jumps) s.jump(l);
-  s.segments(1, t.gate_time / double(t.n_steps));
-  s.propagate_gate();  // the step's channel: states and gates are then updated alike
   OpenCompileOptions o;
   o.num_threads = threads;
-  return compile(s, o);
+  return compile(step_system(t), o);
 }
 
 std::vector<std::vector<double>> default_library(int n_ctrl) {
@@ -64,6 +57,15 @@ VecEnv::VecEnv(const EnvConfig& config)
       throw std::invalid_argument("pulse_library: every row needs " + std::to_string(n_ctrl) + " values (one per control: " +
                                   std::to_string(n_ctrl) + " controls)");
   obs_dim_ = observer_.n_physical() + 1 + (cfg_.observe_noise ? n_params() : 0);
+  const bool on_cpu = device_.is_cpu();
+  if (cfg_.stepping == "loop" && !on_cpu)
+    throw std::invalid_argument("stepping: the host loop runs on the CPU; device = " + config.device +
+                                " needs stepping = tensors (or auto)");
+  if (cfg_.stepping == "tensors" || (cfg_.stepping == "auto" && !on_cpu)) {
+    tensors_ = std::make_unique<TensorEnvs>(task_, cfg_, observer_, library_, device_);
+    reset(cfg_.seed);
+    return;
+  }
   const int64_t per_state = task_.gate ? d_ * d_ * d_ * d_ : d_ * d_;
   // Memory: state, step output and scratch per env, checked before allocating.
   const double bytes = double(n_) * double(3 * per_state) * sizeof(Cx);
@@ -84,7 +86,8 @@ VecEnv::VecEnv(const EnvConfig& config)
 std::string VecEnv::describe() const {
   return task_.name + ": " + std::to_string(n_) + " environments, d = " + std::to_string(d_) + ", " +
          std::to_string(task_.n_steps) + " steps of " + std::to_string(segment_duration()) + ", " +
-         (closed_ ? "closed" : "open") + " system; engine: " + program_.execution(std::size_t(n_));
+         (closed_ ? "closed" : "open") + " system; " +
+         (tensors_ ? "stepped as " + tensors_->execution() : "engine: " + program_.execution(std::size_t(n_)));
 }
 
 void VecEnv::draw_task(int64_t i) {
@@ -149,6 +152,7 @@ torch::Tensor VecEnv::reset(std::optional<uint64_t> seed, const torch::Tensor& t
       if (is_rate && fixed[k] < 0) throw std::invalid_argument("reset: tasks has a negative rate");
     }
   }
+  if (tensors_) return tensors_->reset(seed, tasks.defined() ? tasks.detach().to(torch::kFloat64) : tasks);
   fixed_tasks_ = std::move(fixed);
   if (seed)
     for (int64_t i = 0; i < n_; ++i) rng_[std::size_t(i)].seed(*seed + uint64_t(i));
@@ -162,10 +166,8 @@ torch::Tensor VecEnv::reset(std::optional<uint64_t> seed, const torch::Tensor& t
   return device_.is_cpu() ? obs : obs.to(device_);
 }
 
-std::vector<double> VecEnv::checked_amplitudes(const torch::Tensor& actions) const {
+void VecEnv::check_shape(const torch::Tensor& actions) const {
   const int64_t n_ctrl = n_controls();
-  const double amp = task_.max_amplitude;
-  std::vector<double> out(std::size_t(n_ * n_ctrl));
   if (!actions.defined()) throw std::invalid_argument("step: actions is undefined");
   if (discrete_) {
     if (actions.is_floating_point() || actions.is_complex() || actions.scalar_type() == torch::kBool)
@@ -173,6 +175,21 @@ std::vector<double> VecEnv::checked_amplitudes(const torch::Tensor& actions) con
     if (actions.dim() != 1 || actions.size(0) != n_)
       throw std::invalid_argument("step: discrete actions must have shape [num_envs] = [" + std::to_string(n_) + "], got " +
                                   c10::str(actions.sizes()));
+    return;
+  }
+  if (!actions.is_floating_point())
+    throw std::invalid_argument("step: continuous actions must be floating point, got " + std::string(c10::toString(actions.scalar_type())));
+  if (actions.dim() != 2 || actions.size(0) != n_ || actions.size(1) != n_ctrl)
+    throw std::invalid_argument("step: continuous actions must have shape [num_envs, n_controls] = [" + std::to_string(n_) +
+                                ", " + std::to_string(n_ctrl) + "], got " + c10::str(actions.sizes()));
+}
+
+std::vector<double> VecEnv::checked_amplitudes(const torch::Tensor& actions) const {
+  check_shape(actions);
+  const int64_t n_ctrl = n_controls();
+  const double amp = task_.max_amplitude;
+  std::vector<double> out(std::size_t(n_ * n_ctrl));
+  if (discrete_) {
     const torch::Tensor a = actions.to(torch::kCPU, torch::kInt64).contiguous();
     const int64_t* p = a.data_ptr<int64_t>();
     for (int64_t i = 0; i < n_; ++i) {
@@ -184,11 +201,6 @@ std::vector<double> VecEnv::checked_amplitudes(const torch::Tensor& actions) con
     }
     return out;
   }
-  if (!actions.is_floating_point())
-    throw std::invalid_argument("step: continuous actions must be floating point, got " + std::string(c10::toString(actions.scalar_type())));
-  if (actions.dim() != 2 || actions.size(0) != n_ || actions.size(1) != n_ctrl)
-    throw std::invalid_argument("step: continuous actions must have shape [num_envs, n_controls] = [" + std::to_string(n_) +
-                                ", " + std::to_string(n_ctrl) + "], got " + c10::str(actions.sizes()));
   const torch::Tensor a = actions.detach().to(torch::kCPU, torch::kFloat64).contiguous();
   const double* p = a.data_ptr<double>();
   for (int64_t k = 0; k < n_ * n_ctrl; ++k) {
@@ -207,12 +219,27 @@ std::vector<double> VecEnv::checked_amplitudes(const torch::Tensor& actions) con
   return out;
 }
 
+// The tensor path checks on the device; a bad action is then found again on the host,
+// whose checks name it (the same errors as the loop's).
+void VecEnv::check_actions_as_tensors(const torch::Tensor& actions) const {
+  check_shape(actions);
+  if (!tensors_->actions_valid(actions)) checked_amplitudes(actions);
+}
+
 torch::Tensor VecEnv::amplitudes(const torch::Tensor& actions) const {
+  if (tensors_) {
+    check_actions_as_tensors(actions);
+    return tensors_->amplitudes(actions);
+  }
   const auto a = checked_amplitudes(actions);
   return torch::tensor(a, torch::kFloat64).reshape({n_, n_controls()});
 }
 
 StepResult VecEnv::step(const torch::Tensor& actions) {
+  if (tensors_) {
+    check_actions_as_tensors(actions);
+    return tensors_->step(actions);
+  }
   const std::vector<double> amps = checked_amplitudes(actions);  // every check before any change
   TaskArgs<double> args;
   args.batch = std::size_t(n_);
@@ -286,11 +313,12 @@ StepResult VecEnv::step(const torch::Tensor& actions) {
 }
 
 torch::Tensor VecEnv::tasks() const {
+  if (tensors_) return tensors_->tasks();
   return torch::tensor(params_, torch::kFloat64).reshape({n_, n_params()});
 }
 
-torch::Tensor VecEnv::fidelity() const { return torch::tensor(fid_, torch::kFloat64); }
+torch::Tensor VecEnv::fidelity() const { return tensors_ ? tensors_->fidelity() : torch::tensor(fid_, torch::kFloat64); }
 
-torch::Tensor VecEnv::elapsed() const { return torch::tensor(t_, torch::kInt64); }
+torch::Tensor VecEnv::elapsed() const { return tensors_ ? tensors_->elapsed() : torch::tensor(t_, torch::kInt64); }
 
 }  // namespace qfleet::rl

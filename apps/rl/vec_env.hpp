@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "observe.hpp"
 #include "qfleet/open_system.hpp"
 #include "tasks.hpp"
+#include "tensor_envs.hpp"
 
 namespace qfleet::rl {
 
@@ -49,6 +51,7 @@ class VecEnv {
   bool discrete() const { return discrete_; }
   const std::vector<std::vector<double>>& pulse_library() const { return library_; }
   torch::Device device() const { return device_; }
+  bool tensor_stepping() const { return tensors_ != nullptr; }  // stepped by TensorEnvs (config's stepping)
   std::string describe() const;  // one line: task, sizes, engine execution
 
   // Starts a new episode everywhere. seed: env i's stream restarts at seed + i. tasks
@@ -65,12 +68,16 @@ class VecEnv {
   torch::Tensor tasks() const;     // float64 [N, n_params], the current episodes' tasks
   torch::Tensor fidelity() const;  // float64 [N], now
   torch::Tensor elapsed() const;   // int64 [N], segments applied in the current episodes
+  // The tensors above, StepResult's and reset's are on device() when stepped as tensors;
+  // the host loop returns tasks, fidelities and elapsed on the CPU, the rest on device().
 
  private:
   void draw_task(int64_t i);
   void start_episode(int64_t i);
   void observe(int64_t i, float* out);
+  void check_shape(const torch::Tensor& actions) const;
   std::vector<double> checked_amplitudes(const torch::Tensor& actions) const;
+  void check_actions_as_tensors(const torch::Tensor& actions) const;
 
   EnvConfig cfg_;
   TaskSpec task_;
@@ -87,6 +94,7 @@ class VecEnv {
   std::vector<Cx> step_out_, scratch_;
   std::vector<int64_t> t_;
   std::vector<double> fid_;
+  std::unique_ptr<TensorEnvs> tensors_;  // set: every call goes there (no host state above is used)
 };
 
 }  // namespace qfleet::rl

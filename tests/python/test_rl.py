@@ -356,19 +356,54 @@ def test_out_of_range_actions_are_clipped_by_default():
     np.testing.assert_array_equal(i1["final_info"]["fidelity"], i2["final_info"]["fidelity"])
 
 
+def lockstep(a, b, tasks, acts, atol=1e-6):
+    """Two vector envs on the same tasks and actions give the same results (to atol)."""
+    for env in (a, b):
+        env.reset(seed=0, options={"tasks": tasks})
+    host = lambda x: x.cpu().numpy() if isinstance(x, torch.Tensor) else x  # noqa: E731
+    for act in acts:
+        ra, rb = a.step(act), b.step(act)
+        for x, y in zip(ra[:4], rb[:4]):
+            np.testing.assert_allclose(host(x), host(y), atol=atol)
+        assert sorted(ra[4]) == sorted(rb[4])
+        np.testing.assert_allclose(host(ra[4]["fidelity"]), host(rb[4]["fidelity"]), atol=1e-12)
+        if "final_obs" in rb[4]:
+            np.testing.assert_allclose(host(ra[4]["final_obs"]), host(rb[4]["final_obs"]), atol=atol)
+            np.testing.assert_allclose(host(ra[4]["final_info"]["fidelity"]), host(rb[4]["final_info"]["fidelity"]),
+                                       atol=1e-12)
+    return ra
+
+
+def test_tensor_stepping_matches_the_loop_through_gymnasium():
+    keys = dict(num_envs=4, n_steps=3, observe_noise=True, reward="step", threads=2)
+    loop, tens = rl.QfleetVectorEnv(stepping="loop", **keys), rl.QfleetVectorEnv(stepping="tensors", **keys)
+    assert (loop.qfleet_spec["stepping"], tens.qfleet_spec["stepping"]) == ("loop", "tensors")
+    *_, info = lockstep(tens, loop, QUBIT_TASKS, actions_for(7, 4, seed=2, scale=1.3))
+    assert isinstance(info["fidelity"], np.ndarray)  # info's values are numpy on the CPU, as the loop's
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_results_come_back_on_the_cuda_device():
-    gpu, cpu = rl.QfleetVectorEnv(num_envs=4, n_steps=2, device="cuda"), rl.QfleetVectorEnv(num_envs=4, n_steps=2)
+    """On a GPU the environments are stepped as tensors there (nothing copied per step); on the same
+    tasks and actions they agree with the host loop on the CPU."""
+    gpu = rl.QfleetVectorEnv(num_envs=4, n_steps=2, device="cuda")
+    cpu = rl.QfleetVectorEnv(num_envs=4, n_steps=2, stepping="loop")
+    assert gpu.qfleet_spec["stepping"] == "tensors"
     assert gpu.reset(seed=0)[0].device.type == "cuda"
-    cpu.reset(seed=0)
-    a = torch.rand(4, 2, device="cuda") * 2 - 1
-    for _ in range(2):
-        o1, r1, t1, tr1, i1 = gpu.step(a)
-        o2, r2, t2, tr2, i2 = cpu.step(a.cpu())
-        assert {o1.device.type, r1.device.type, t1.device.type, tr1.device.type} == {"cuda"}
-        assert torch.equal(o1.cpu(), o2) and torch.equal(r1.cpu(), r2) and torch.equal(t1.cpu(), t2)
-    assert i1["final_obs"].device.type == "cuda" and torch.equal(i1["final_obs"].cpu(), i2["final_obs"])
-    np.testing.assert_array_equal(i1["final_info"]["fidelity"], i2["final_info"]["fidelity"])
+    acts = [torch.rand(4, 2, device="cuda") * 2 - 1 for _ in range(5)]
+    o, r, t, tr, info = lockstep(gpu, cpu, QUBIT_TASKS, acts)
+    assert {o.device.type, r.device.type, t.device.type, tr.device.type, info["fidelity"].device.type} == {"cuda"}
+    assert gpu.tasks().device.type == "cuda" and gpu.fidelity().device.type == "cuda"
+    # Draws come from the device's generator: reproducible, in the task ranges.
+    gpu.reset(seed=7)
+    t7 = gpu.tasks().clone()
+    gpu.reset(seed=7)
+    assert torch.equal(t7, gpu.tasks())
+    assert (t7[:, 0] >= 0.02).all() and (t7[:, 0] <= 0.15).all()
+    with pytest.raises(ValueError, match="not finite"):
+        gpu.step(torch.full((4, 2), float("nan"), device="cuda"))
+    with pytest.raises(ValueError, match="host loop runs on the CPU"):
+        rl.QfleetVectorEnv(num_envs=4, device="cuda", stepping="loop")
 
 
 @pytest.mark.parametrize("task", ["qubit_x", "ladder"])

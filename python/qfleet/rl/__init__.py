@@ -25,6 +25,12 @@ ended episodes' last observations and info["final_info"]["fidelity"] their fidel
 its "_key" mask (numpy bool [N]) as in Gymnasium's SyncVectorEnv. info["fidelity"] is every
 environment's figure of merit now (a new episode's initial one where an episode ended).
 
+On a GPU (device="cuda") the environments are stepped as tensors on the device (the "stepping"
+key): observations, rewards, flags and the fidelities in info are CUDA tensors, and nothing is
+copied to the host per step (info's fidelities are numpy arrays on the CPU, as Gymnasium's own
+vector envs return them). Every environment's episode has the same length and they reset
+together, so a step's end of episode is known without reading the device.
+
 Fixed tasks: reset(options={"tasks": T}), T [N, n_params] in the order of param_names
 (gamma_deph, gamma_relax[, detuning]), runs these tasks instead of draws, for this and every
 later episode (autoresets, resets without options) until reset(options={"tasks": None}).
@@ -200,6 +206,11 @@ class QfleetVectorEnv(VectorEnv):
         self.render_mode = None
         self._tasks = _Tasks(self.num_envs, len(self.param_names), self.param_names)
         self._all = np.ones(self.num_envs, dtype=np.bool_)
+        self._elapsed = 0  # segments applied in the current episodes (the same in every environment)
+
+    def _info_values(self, t: torch.Tensor):
+        """numpy on the CPU; on a GPU the tensor itself (no host copy per step)."""
+        return t.numpy() if t.device.type == "cpu" else t
 
     def reset(self, *, seed=None, options=None):
         """New episodes everywhere: env i's stream restarts at seed + i (seed given); options
@@ -208,19 +219,21 @@ class QfleetVectorEnv(VectorEnv):
         _, tasks = self._tasks.parse(options)
         obs = _call(self._env.reset, s, tasks)
         self._tasks.value = tasks
+        self._elapsed = 0
         super().reset(seed=seed)
-        return obs, {"fidelity": self._env.fidelity().numpy(), "_fidelity": self._all.copy()}
+        return obs, {"fidelity": self._info_values(self._env.fidelity()), "_fidelity": self._all.copy()}
 
     def step(self, actions):
         a = _as_actions(actions)
         obs, reward, terminated, truncated, final_obs, final_fid, _ = _call(self._env.step, a)
-        info = {"fidelity": self._env.fidelity().numpy(), "_fidelity": self._all.copy()}
-        ended = (terminated | truncated).cpu().numpy()
-        if ended.any():
+        self._elapsed += 1
+        info = {"fidelity": self._info_values(self._env.fidelity()), "_fidelity": self._all.copy()}
+        if self._elapsed >= self.n_steps:  # every episode ended (terminated) and restarted
+            self._elapsed = 0
             info["final_obs"] = final_obs
-            info["_final_obs"] = ended.copy()
-            info["final_info"] = {"fidelity": np.where(ended, final_fid.numpy(), 0.0), "_fidelity": ended.copy()}
-            info["_final_info"] = ended.copy()
+            info["_final_obs"] = self._all.copy()
+            info["final_info"] = {"fidelity": self._info_values(final_fid), "_fidelity": self._all.copy()}
+            info["_final_info"] = self._all.copy()
         return obs, reward, terminated, truncated, info
 
     def amplitudes(self, actions) -> torch.Tensor:
