@@ -3,11 +3,11 @@
 
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
-        [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE] [--classify-gpu DIR]
+        [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE] [--classify-gpu DIR] [--rl-env-gpu FILE]
 
 Each DIR is an app's --out directory (its report.json); the FILEs are the --json outputs of
-bench/compare/qgan_classifier.py, of bench/compare/pennylane_device.py --device cuda and of
-bench/compare/qgan.py --device cuda.
+bench/compare/qgan_classifier.py, of bench/compare/pennylane_device.py --device cuda, of
+bench/compare/qgan.py --device cuda and of qfleet-rl bench-env --env device=cuda.
 Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
@@ -30,7 +30,6 @@ KEYS = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_pa
 
 # What no app run measures yet, and why.
 NOT_YET = {
-    "rl_env_steps_per_s_gpu": "the environments step on the CPU: VecEnv has no CUDA path yet",
     "ppo_wall_s_gpu": "PPO's rollout runs on the CPU environments: no GPU run to time",
     "ppo_wall_s_cpu": "measured beside ppo_wall_s_gpu only (same run, same budget)",
 }
@@ -129,6 +128,21 @@ def qgan_pennylane_cuda(path):
     return out
 
 
+def rl_env(path):
+    """(env-steps/s, source) of qfleet-rl bench-env --json on cuda (the environments stepped as
+    tensors there), or (None, why)."""
+    r, why = result_file(path)
+    if r is None:
+        return None, why
+    if not str(r.get("device", "")).startswith("cuda") or r.get("stepping") != "tensors":
+        return None, f"ran on {r.get('device', 'cpu')} ({r.get('stepping', 'loop')}), not as tensors on cuda"
+    rate = r.get("env_steps_per_s")
+    if not isinstance(rate, (int, float)) or rate <= 0:
+        return None, "the result has no env_steps_per_s"
+    return float(f"{rate:.4g}"), (f"qfleet-rl bench-env: {r.get('environment')}; median {r.get('median_step_s')} s a "
+                                  f"step over {r.get('repeats')} repeats of {r.get('steps')} random-action steps")
+
+
 def classify_share(report):
     """(the quantum layer's share of the classifier's training step, source) of a qfleet-classify
     report that ran on cuda, or (None, why)."""
@@ -180,12 +194,12 @@ def collect(args):
         reasons["classify_quantum_share_gpu"] = why
     else:
         out["classify_quantum_share_gpu"], sources["classify_quantum_share_gpu"] = value, why
-    value, why = pennylane_cuda(args.pennylane_cuda)
-    key = "pennylane_cuda_speedup_vs_default_qubit"
-    if value is None:
-        reasons[key] = why
-    else:
-        out[key], sources[key] = value, why
+    for key, (value, why) in (("pennylane_cuda_speedup_vs_default_qubit", pennylane_cuda(args.pennylane_cuda)),
+                              ("rl_env_steps_per_s_gpu", rl_env(args.rl_env_gpu))):
+        if value is None:
+            reasons[key] = why
+        else:
+            out[key], sources[key] = value, why
     qgan = load(args.qgan_gpu)
     if qgan is not None:  # no key of its own yet: its time on the GPU beside the keys, for the record
         t = qgan.get("timing", {})
@@ -204,6 +218,7 @@ def main(argv=None):
     ap.add_argument("--qgan-classifier-compare", metavar="FILE")
     ap.add_argument("--pennylane-cuda", metavar="FILE")
     ap.add_argument("--qgan-pennylane-cuda", metavar="FILE")
+    ap.add_argument("--rl-env-gpu", metavar="FILE")
     args = ap.parse_args(argv)
     result = collect(args)
     with open(args.out, "w") as f:

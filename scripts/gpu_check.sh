@@ -151,7 +151,7 @@ device_build() {
     -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
   cmake --build build-gpu -j"$(nproc)" --target qfleet_torch qfleet_graph_tests qfleet_meta qfleet_meta_cli qfleet_cli \
-    qfleet_qgan_cli qfleet_classify_cli train_graph_step
+    qfleet_qgan_cli qfleet_classify_cli qfleet_rl_cli qfleet_rl_tests train_graph_step
 }
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build_pid=""
@@ -230,8 +230,18 @@ python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (defaul
     log=$(mktemp)
     {
       echo "== TrainGraph: build-gpu/tests/qfleet_graph_tests"
-      timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests 2>&1
-      echo "rc $?"
+      timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests >"$log.graph" 2>&1
+      rc=$?
+      cat "$log.graph"
+      echo "rc $rc"
+      # The RL environments stepped as tensors on cuda against the same tensors on the CPU
+      # (a skip here means no GPU was seen: a failure on this machine).
+      echo "== RlTensorEnvs: build-gpu/tests/qfleet_rl_tests"
+      timeout "$(cap 120)" build-gpu/tests/qfleet_rl_tests --gtest_filter='RlTensorEnvs.*' >"$log.rl" 2>&1
+      rc=$?
+      cat "$log.rl"
+      grep -q '^\[  SKIPPED \]' "$log.rl" && rc=1
+      echo "rc $rc"
       echo "== pytest tests/python/test_cuda_tensors.py test_meta_control.py, the PennyLane devices on cuda" \
         "(QFLEET_EXPECT_GPU=1: a skip fails)"
       (cd "$(mktemp -d)" && py_env timeout "$(cap "${1:-300}")" python3 -m pytest -q -p no:cacheprovider -rs \
@@ -242,8 +252,8 @@ python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (defaul
     rc=0
     grep -q '^rc [1-9]' "$log" && rc=1
     grep -q '^rc 12[4-9]\|^rc 137' "$log" && rc=124
-    record python "$(status_of $rc)" "$t0" "graph:$(gtest_counts "$log") pytest:$(sed -n 's/^=* *\(.*passed.*\) in .*/\1/p' "$log" | tail -n 1 | tr ' ,' '_')"
-    rm -f "$log"
+    record python "$(status_of $rc)" "$t0" "graph:$(gtest_counts "$log.graph") rl:$(gtest_counts "$log.rl") pytest:$(sed -n 's/^=* *\(.*passed.*\) in .*/\1/p' "$log" | tail -n 1 | tr ' ,' '_')"
+    rm -f "$log" "$log.graph" "$log.rl"
   else
     record python "$(no_build)" "$t0" "no device build"
   fi
@@ -391,13 +401,17 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
       echo "pennylane_device.py and qgan.py --device cuda: not run, PennyLane is not carried" \
         "(scripts/gpu_prepare.sh check carries it)"
     fi
+    # The RL environments stepped as tensors on cuda: 2^20 qubit_x environments, random actions.
+    timeout "$(cap 60)" build-gpu/apps/rl/qfleet-rl bench-env --env num_envs=1048576 --env device=cuda \
+      --steps 30 --repeats 5 --json >/tmp/qfleet-gpu-apps/rl_env_gpu.json && cat /tmp/qfleet-gpu-apps/rl_env_gpu.json
+    echo "rc $?"
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
       --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
       --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
       --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json \
       --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json --qgan-pennylane-cuda /tmp/qfleet-gpu-apps/qgan12_cuda.json \
-      --classify-gpu /tmp/qfleet-gpu-apps/classify
+      --classify-gpu /tmp/qfleet-gpu-apps/classify --rl-env-gpu /tmp/qfleet-gpu-apps/rl_env_gpu.json
     echo "rc $?"
   } >"$out/apps.log" 2>&1
   rc=0

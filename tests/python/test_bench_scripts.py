@@ -276,6 +276,16 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         assert got["classify_quantum_share_gpu"] == want, got
         if want is None:
             assert "asked for cuda, ran on cpu" in got["reasons"]["classify_quantum_share_gpu"]
+    # the environments' rate: from qfleet-rl bench-env stepping as tensors on cuda only
+    for doc, want in (({"device": "cpu", "stepping": "tensors", "env_steps_per_s": 1e6}, None),
+                      ({"device": "cuda:0", "stepping": "tensors", "env_steps_per_s": 123456789.0,
+                        "environment": "qubit_x", "median_step_s": 0.0085, "repeats": 5, "steps": 30}, 1.235e8)):
+        rl_json = tmp_path / "rl_env.json"
+        rl_json.write_text(json.dumps(doc))
+        got = figures("--rl-env-gpu", str(rl_json))
+        assert got["rl_env_steps_per_s_gpu"] == want, got
+        if want is None:
+            assert "not as tensors on cuda" in got["reasons"]["rl_env_steps_per_s_gpu"]
     # the 12-qubit qGAN beside default.qubit: from a --device cuda run at 12 qubits only
     epoch_key, step_key = "qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu"
     tool = "default.qubit backprop"

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "qfleet/train.hpp"
 #include "vec_env.hpp"
 
 namespace {
@@ -17,70 +18,103 @@ using namespace qfleet::rl;
 
 void expect_same(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
-  const torch::Tensor x = a.to(torch::kFloat64), y = b.to(torch::kFloat64);
+  const torch::Tensor x = a.cpu().to(torch::kFloat64), y = b.cpu().to(torch::kFloat64);
   ASSERT_TRUE(torch::equal(torch::isnan(x), torch::isnan(y))) << what;
   const double diff = torch::nan_to_num(x - y).abs().max().item<double>();
   EXPECT_LE(diff, tol) << what;
 }
 
+bool has_gpu() {
+  for (const auto& d : qfleet::train::available_devices())  // (loads LibTorch's CUDA half where there is one)
+    if (d.is_cuda()) return true;
+  return false;
+}
+
 // Both paths on the same tasks (kept by the autoresets) and actions, through two episodes.
-void expect_paths_agree(EnvConfig c) {
-  c.stepping = "loop";
+// `other`: the second environment's device (its stepping tensors), against the first's host loop
+// (CPU) or, for "cuda", against tensors on the CPU.
+void expect_paths_agree(EnvConfig c, const std::string& other = "cpu") {
+  c.stepping = other == "cpu" ? "loop" : "tensors";
   VecEnv loop(c);
   c.stepping = "tensors";
+  c.device = other;
   VecEnv tens(c);
   ASSERT_TRUE(tens.tensor_stepping());
-  ASSERT_FALSE(loop.tensor_stepping());
+  ASSERT_EQ(loop.tensor_stepping(), other != "cpu");
   const torch::Tensor tasks = loop.tasks();
   const std::string name = c.task + "/" + c.observation + "/" + c.action;
-  expect_same(loop.reset(3, tasks), tens.reset(3, tasks), 1e-6, name + " reset obs");
+  expect_same(loop.reset(3, tasks), tens.reset(3, tasks.to(tens.device())), 1e-6, name + " reset obs");
   expect_same(loop.fidelity(), tens.fidelity(), 1e-13, name + " initial fidelity");
   auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
   for (int64_t s = 0; s < 2 * loop.n_steps() + 1; ++s) {
     const torch::Tensor a = c.action == "discrete"
                                 ? torch::randint(loop.n_actions(), {loop.num_envs()}, gen, torch::kInt64)
                                 : torch::rand({loop.num_envs(), loop.n_controls()}, gen, torch::kFloat64) * 2.4 - 1.2;
-    expect_same(loop.amplitudes(a), tens.amplitudes(a), 0, name + " amplitudes");
-    const StepResult x = loop.step(a), y = tens.step(a);
+    expect_same(loop.amplitudes(a), tens.amplitudes(a).cpu(), 0, name + " amplitudes");
+    const StepResult x = loop.step(a), y = tens.step(a.to(tens.device()));
     const std::string at = name + " step " + std::to_string(s);
     expect_same(x.obs, y.obs, 1e-6, at + " obs");
     expect_same(x.reward, y.reward, 1e-6, at + " reward");
     expect_same(x.fidelity, y.fidelity, 1e-12, at + " fidelity");
     expect_same(x.final_obs, y.final_obs, 1e-6, at + " final_obs");
     expect_same(x.final_fidelity, y.final_fidelity, 1e-12, at + " final_fidelity");
-    ASSERT_TRUE(torch::equal(x.terminated, y.terminated)) << at;
-    ASSERT_TRUE(torch::equal(x.truncated, y.truncated)) << at;
-    ASSERT_TRUE(torch::equal(loop.elapsed(), tens.elapsed())) << at;
+    ASSERT_TRUE(torch::equal(x.terminated.cpu(), y.terminated.cpu())) << at;
+    ASSERT_TRUE(torch::equal(x.truncated.cpu(), y.truncated.cpu())) << at;
+    ASSERT_TRUE(torch::equal(loop.elapsed().cpu(), tens.elapsed().cpu())) << at;
+    ASSERT_EQ(y.obs.device(), tens.device()) << at;
   }
-  EXPECT_TRUE(torch::equal(loop.tasks(), tens.tasks())) << name;
+  EXPECT_TRUE(torch::equal(loop.tasks().cpu(), tens.tasks().cpu())) << name;
 }
 
-TEST(RlTensorEnvs, MatchTheHostLoopOnEveryTaskObservationAndAction) {
+// Every task, observation and action kind, against `other` (see expect_paths_agree).
+void expect_all_agree(const std::string& other) {
   EnvConfig c;
   c.num_envs = 5;
   c.n_steps = 6;
   c.observe_noise = true;
   c.reward = "step";
-  expect_paths_agree(c);  // qubit_x, open, expectations, continuous
+  expect_paths_agree(c, other);  // qubit_x, open, expectations, continuous
   c.observation = "density";
   c.action = "discrete";
   c.reward = "final";
-  expect_paths_agree(c);
+  expect_paths_agree(c, other);
   c.task = "cz";
   c.noise = "none";  // closed: the superoperator from the engine's unitary
   c.n_steps = 3;
-  expect_paths_agree(c);
+  expect_paths_agree(c, other);
   c.observation = "expectations";
   c.noise = "distribution";
-  expect_paths_agree(c);
+  expect_paths_agree(c, other);
   c.task = "ladder";  // a state task with a drift term
   c.levels = 4;
   c.action = "continuous";
   c.observation = "density";
-  expect_paths_agree(c);
+  expect_paths_agree(c, other);
   c.observation = "expectations";
   c.noise = "none";
-  expect_paths_agree(c);
+  expect_paths_agree(c, other);
+}
+
+TEST(RlTensorEnvs, MatchTheHostLoopOnEveryTaskObservationAndAction) { expect_all_agree("cpu"); }
+
+TEST(RlTensorEnvs, OnAGpuMatchTheSameTensorsOnTheCpu) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine (scripts/gpu_check.sh)";
+  expect_all_agree("cuda");
+  // Draws from the GPU's generator: reproducible, in the ranges; shots sampled there.
+  EnvConfig c;
+  c.num_envs = 4096;
+  c.device = "cuda";
+  c.observation = "measurements";
+  VecEnv a(c), b(c);
+  EXPECT_EQ(a.tasks().device().type(), torch::kCUDA);
+  EXPECT_TRUE(torch::equal(a.tasks(), b.tasks()));
+  EXPECT_GE(a.tasks().select(1, 0).min().item<double>(), 0.02);
+  EXPECT_LE(a.tasks().select(1, 0).max().item<double>(), 0.15);
+  const torch::Tensor act = torch::zeros({4096, 2}, torch::TensorOptions().device(a.device()));
+  EXPECT_TRUE(torch::equal(a.step(act).obs, b.step(act).obs));
+  EXPECT_THROW(a.step(torch::full({4096, 2}, NAN, act.options())), std::invalid_argument);
+  c.stepping = "loop";
+  EXPECT_THROW(VecEnv{c}, std::invalid_argument);
 }
 
 TEST(RlTensorEnvs, DrawTasksInTheirRangesReproduciblyAndAfreshAtEachReset) {
