@@ -4,10 +4,12 @@
     scripts/apps_figures.py OUT.json --gpu NAME [--meta-paper-gpu DIR] [--meta-paper-cpu DIR]
         [--meta4096-gpu DIR] [--meta4096-cpu DIR] [--qgan-gpu DIR] [--qgan-classifier-compare FILE]
         [--pennylane-cuda FILE] [--qgan-pennylane-cuda FILE] [--classify-gpu DIR] [--rl-env-gpu FILE]
+        [--ppo-gpu DIR] [--ppo-cpu DIR]
 
 Each DIR is an app's --out directory (its report.json); the FILEs are the --json outputs of
 bench/compare/qgan_classifier.py, of bench/compare/pennylane_device.py --device cuda, of
-bench/compare/qgan.py --device cuda and of qfleet-rl bench-env --env device=cuda.
+bench/compare/qgan.py --device cuda and of qfleet-rl bench-env --env device=cuda; the
+--ppo DIRs are qfleet-rl compare's (report.json and compare.json).
 Every key of the file is
 present: a figure where the reports give it, else null with the reason beside it in
 "reasons" (not run, ran on another device than asked, or not measurable yet). A
@@ -29,10 +31,7 @@ KEYS = ["meta_batch4096_speedup_vs_cpu", "meta_paper_iteration_ms_gpu", "meta_pa
         "pennylane_cuda_speedup_vs_default_qubit", "qgan_classifier_epoch_speedup_vs_plain_pytorch_gpu"]
 
 # What no app run measures yet, and why.
-NOT_YET = {
-    "ppo_wall_s_gpu": "PPO's rollout runs on the CPU environments: no GPU run to time",
-    "ppo_wall_s_cpu": "measured beside ppo_wall_s_gpu only (same run, same budget)",
-}
+NOT_YET = {}
 
 
 def load(directory):
@@ -143,6 +142,27 @@ def rl_env(path):
                                   f"step over {r.get('repeats')} repeats of {r.get('steps')} random-action steps")
 
 
+def ppo_wall(directory, device):
+    """(wall seconds until PPO's validation mean came within 0.002 of per-task GRAPE's, source) of a
+    qfleet-rl compare run whose rollout ran on `device` ("cuda" or "cpu"), or (None, why)."""
+    report = load(directory)
+    if report is None:
+        return None, "not run (no report)"
+    used = str(report.get("devices", {}).get("rollout", ""))
+    if not used.startswith(device):
+        return None, f"asked for {device}, the rollout ran on {used or 'an unnamed device'}"
+    c, why = result_file(os.path.join(directory, "compare.json"), "no compare.json (the comparison did not finish)")
+    if c is None:
+        return None, why
+    reached = c.get("reached_within_0.002")
+    gap = c.get("gap_grape_minus_ppo", {}).get("mean")
+    if not isinstance(reached, dict) or not isinstance(reached.get("wall_s"), (int, float)):
+        return None, f"PPO did not come within 0.002 of GRAPE in {c.get('ppo_env_steps')} env steps (final gap {gap})"
+    return round(float(reached["wall_s"]), 3), (
+        f"qfleet-rl compare, rollout on {used}, update on {report.get('devices', {}).get('update')}: within 0.002 of "
+        f"per-task GRAPE after {reached.get('env_steps')} env steps (rollout {reached.get('rollout')}); final gap {gap}")
+
+
 def classify_share(report):
     """(the quantum layer's share of the classifier's training step, source) of a qfleet-classify
     report that ran on cuda, or (None, why)."""
@@ -195,7 +215,9 @@ def collect(args):
     else:
         out["classify_quantum_share_gpu"], sources["classify_quantum_share_gpu"] = value, why
     for key, (value, why) in (("pennylane_cuda_speedup_vs_default_qubit", pennylane_cuda(args.pennylane_cuda)),
-                              ("rl_env_steps_per_s_gpu", rl_env(args.rl_env_gpu))):
+                              ("rl_env_steps_per_s_gpu", rl_env(args.rl_env_gpu)),
+                              ("ppo_wall_s_gpu", ppo_wall(args.ppo_gpu, "cuda")),
+                              ("ppo_wall_s_cpu", ppo_wall(args.ppo_cpu, "cpu"))):
         if value is None:
             reasons[key] = why
         else:
@@ -213,7 +235,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--gpu", required=True, help="the GPU's name (nvidia-smi), or 'none'")
-    for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu", "classify-gpu"):
+    for name in ("meta-paper-gpu", "meta-paper-cpu", "meta4096-gpu", "meta4096-cpu", "qgan-gpu", "classify-gpu",
+                 "ppo-gpu", "ppo-cpu"):
         ap.add_argument(f"--{name}", metavar="DIR")
     ap.add_argument("--qgan-classifier-compare", metavar="FILE")
     ap.add_argument("--pennylane-cuda", metavar="FILE")

@@ -369,6 +369,10 @@ apps_phase() {
 print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration;', r['device']['why'])"
       echo "rc $?"
     done
+    # The RL environments stepped as tensors on cuda: 2^20 qubit_x environments, random actions.
+    timeout "$(cap 60)" build-gpu/apps/rl/qfleet-rl bench-env --env num_envs=1048576 --env device=cuda \
+      --steps 30 --repeats 5 --json >/tmp/qfleet-gpu-apps/rl_env_gpu.json && cat /tmp/qfleet-gpu-apps/rl_env_gpu.json
+    echo "rc $?"
     timeout "$(cap 90)" build-gpu/apps/qgan/qfleet-qgan train --device cuda --epochs 50 --quiet \
       --out /tmp/qfleet-gpu-apps/qgan && python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/qgan/report.json')); \
 print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['epoch_ms'], 'ms per epoch')"
@@ -401,17 +405,23 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
       echo "pennylane_device.py and qgan.py --device cuda: not run, PennyLane is not carried" \
         "(scripts/gpu_prepare.sh check carries it)"
     fi
-    # The RL environments stepped as tensors on cuda: 2^20 qubit_x environments, random actions.
-    timeout "$(cap 60)" build-gpu/apps/rl/qfleet-rl bench-env --env num_envs=1048576 --env device=cuda \
-      --steps 30 --repeats 5 --json >/tmp/qfleet-gpu-apps/rl_env_gpu.json && cat /tmp/qfleet-gpu-apps/rl_env_gpu.json
-    echo "rc $?"
+    # PPO beside per-task GRAPE with the rollout on cuda and on this machine's CPU cores: the
+    # wall time until its validation mean comes within 0.002 of GRAPE's (compare.json).
+    for dev in cuda cpu; do
+      QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" timeout "$(cap 90)" build-gpu/apps/rl/qfleet-rl \
+        compare --set device=$dev --set total_steps=128000 --meta-iterations 20 --quiet --out /tmp/qfleet-gpu-apps/ppo-$dev &&
+        python3 -c "import json; c = json.load(open('/tmp/qfleet-gpu-apps/ppo-$dev/compare.json')); \
+print('ppo $dev', c['reached_within_0.002'], c['gap_grape_minus_ppo'], c['ppo_wall_s'], 's')"
+      echo "rc $?"
+    done
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     python3 scripts/apps_figures.py "$out/apps.json" --gpu "$gpu_name" \
       --meta-paper-gpu /tmp/qfleet-gpu-apps/meta-paper-gpu --meta-paper-cpu /tmp/qfleet-gpu-apps/meta-paper-cpu \
       --meta4096-gpu /tmp/qfleet-gpu-apps/meta-4096-gpu --meta4096-cpu /tmp/qfleet-gpu-apps/meta-4096-cpu \
       --qgan-gpu /tmp/qfleet-gpu-apps/qgan --qgan-classifier-compare /tmp/qfleet-gpu-apps/classifier_compare.json \
       --pennylane-cuda /tmp/qfleet-gpu-apps/pennylane_cuda.json --qgan-pennylane-cuda /tmp/qfleet-gpu-apps/qgan12_cuda.json \
-      --classify-gpu /tmp/qfleet-gpu-apps/classify --rl-env-gpu /tmp/qfleet-gpu-apps/rl_env_gpu.json
+      --classify-gpu /tmp/qfleet-gpu-apps/classify --rl-env-gpu /tmp/qfleet-gpu-apps/rl_env_gpu.json \
+      --ppo-gpu /tmp/qfleet-gpu-apps/ppo-cuda --ppo-cpu /tmp/qfleet-gpu-apps/ppo-cpu
     echo "rc $?"
   } >"$out/apps.log" 2>&1
   rc=0

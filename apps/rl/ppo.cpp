@@ -2,6 +2,8 @@
 // ppo_continuous_action.py: rollout, GAE, minibatch epochs of the clipped objective.
 #include "ppo.hpp"
 
+#include <ATen/detail/CUDAHooksInterface.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -65,7 +67,13 @@ struct Float32Default {
 // finish (final evaluation, the report and the files). The order of
 // the random draws is the run's contract (a resumed run is bit-identical): the agent
 // from the default generator seeded with seed, the devices' trial agents after it,
-// then actions and minibatch orders from one generator seeded with seed + 7.
+// then actions and minibatch orders from one generator seeded with seed + 7 (on a GPU
+// rollout, the actions from that GPU's own generator seeded with seed + 7).
+//
+// The rollout is resident on its device: the environments step there (on a GPU as
+// tensors, tensor_envs.hpp), and the policy's actions, the buffers and GAE stay there;
+// the host reads the episode totals once per episode, when every environment ends
+// together (fixed-length episodes, all reset at the rollout's start).
 class PpoRun {
  public:
   PpoRun(const PpoConfig& cfg, const TrainOptions& opt);
@@ -109,11 +117,12 @@ class PpoRun {
   std::unique_ptr<train::ProcessGroup> group_;
   TaskSpec task_;
   int64_t n_total_ = 0, n_local_ = 0, first_env_ = 0, T_ = 0, batch_ = 0, iterations_ = 0, mb_ = 0;
+  EnvConfig local_env_;  // this process's environments (device: set when the rollout's is chosen)
   std::unique_ptr<VecEnv> env_;
   bool discrete_ = false;
   int64_t n_out_ = 0, obs_dim_ = 0, act_w_ = 0;
   Agent agent_{nullptr}, roller_{nullptr};
-  at::Generator gen_;
+  at::Generator gen_, roll_gen_;  // roll_gen_: the rollout's actions (gen_ itself on the CPU)
   std::string why_roll_, why_upd_;
   torch::Device roll_dev_{torch::kCPU}, upd_dev_{torch::kCPU};
   train::PrecisionPolicy prec_, roll_prec_;
@@ -149,14 +158,19 @@ PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
   iterations_ = std::max<int64_t>(1, cfg_.total_steps / (n_total_ * T_));
   mb_ = batch_ / cfg_.num_minibatches;
 
-  EnvConfig ec = cfg_.env;
-  ec.num_envs = n_local_;
-  ec.device = "cpu";
-  ec.threads = cfg_.threads;
-  env_ = std::make_unique<VecEnv>(ec);
-  discrete_ = env_->discrete();
-  n_out_ = discrete_ ? env_->n_actions() : env_->n_controls();
-  obs_dim_ = env_->obs_dim(), act_w_ = discrete_ ? 1 : n_out_;
+  local_env_ = cfg_.env;
+  local_env_.num_envs = n_local_;
+  local_env_.device = "cpu";
+  local_env_.threads = cfg_.threads;
+  {
+    EnvConfig one = local_env_;  // the sizes, from one environment
+    one.num_envs = 1;
+    one.stepping = "loop";
+    const VecEnv probe(one);
+    discrete_ = probe.discrete();
+    n_out_ = discrete_ ? probe.n_actions() : probe.n_controls();
+    obs_dim_ = probe.obs_dim(), act_w_ = discrete_ ? 1 : n_out_;
+  }
 
   torch::manual_seed(cfg_.seed);  // orthogonal init draws from the default generator
   agent_ = Agent(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
@@ -165,6 +179,13 @@ PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
   // devices: the runtime times each phase on each device (auto) or takes the setting
   roll_dev_ = pick_rollout_device();
   upd_dev_ = pick_update_device();
+  local_env_.device = roll_dev_.is_cuda() ? "cuda" : "cpu";
+  env_ = std::make_unique<VecEnv>(local_env_);
+  roll_gen_ = gen_;
+  if (roll_dev_.is_cuda()) {
+    roll_gen_ = at::detail::getCUDAHooks().getNewGenerator(roll_dev_.index());
+    roll_gen_.set_current_seed(cfg_.seed + 7);
+  }
   prec_ = train::precision_policy(upd_dev_), roll_prec_ = train::precision_policy(roll_dev_);
   train::apply_backend_switches(prec_);
   agent_->to(upd_dev_);
@@ -188,20 +209,31 @@ PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
   state_.modules = {{"agent", agent_.ptr().get()}};
   state_.optimizers = {{"adam", optimizer_.get()}};
   state_.generators = {{"policy", gen_}};
+  if (roll_dev_.is_cuda()) state_.generators.emplace_back("rollout", roll_gen_);
   // The curve, phase times and wall time travel inside the checkpoint (curve.json is the copy
   // for readers), so a run killed between the two writes resumes with both at one rollout.
   state_.texts = {{"records", &records_}};
-  obs_b_ = torch::zeros({T_, n_local_, obs_dim_}), act_b_ = torch::zeros({T_, n_local_, act_w_});
-  logp_b_ = torch::zeros({T_, n_local_}), rew_b_ = torch::zeros({T_, n_local_}), done_b_ = torch::zeros({T_, n_local_});
-  val_b_ = torch::zeros({T_, n_local_});
+  const auto on = torch::TensorOptions().device(roll_dev_);
+  obs_b_ = torch::zeros({T_, n_local_, obs_dim_}, on), act_b_ = torch::zeros({T_, n_local_, act_w_}, on);
+  logp_b_ = torch::zeros({T_, n_local_}, on), rew_b_ = torch::zeros({T_, n_local_}, on);
+  done_b_ = torch::zeros({T_, n_local_}, on), val_b_ = torch::zeros({T_, n_local_}, on);
 }
 
+// A rollout step on each device: the environments there and the policy's forward.
 torch::Device PpoRun::pick_rollout_device() {
   return pick(cfg_.device, [&](const torch::Device& d) {
     auto a = std::make_shared<Agent>(obs_dim_, n_out_, discrete_, cfg_.hidden, cfg_.init_log_std);
     (*a)->to(d);
-    auto x = torch::randn({n_local_, obs_dim_}).to(d);
-    return std::function<Tensor()>([a, x] { torch::NoGradGuard ng; return (*a)->deterministic(x).sum(); });
+    EnvConfig ec = local_env_;
+    ec.device = d.is_cuda() ? "cuda" : "cpu";
+    auto env = std::make_shared<VecEnv>(ec);
+    auto obs = std::make_shared<Tensor>(env->reset(ec.seed));
+    return std::function<Tensor()>([a, env, obs] {
+      torch::NoGradGuard ng;
+      const StepResult r = env->step((*a)->deterministic(*obs));
+      *obs = r.obs;
+      return r.reward.sum();
+    });
   }, why_roll_);
 }
 
@@ -285,9 +317,10 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
   // Each rollout starts fresh episodes from seed + it x num_envs (+ this process's first
   // environment): a resumed run draws the same tasks without saving the environments.
   Rollout r;
+  const auto on = torch::TensorOptions().device(roll_dev_);
   r.next_obs = env_->reset(cfg_.seed * 1000003ULL + uint64_t(it * n_total_ + first_env_));
-  r.next_done = torch::zeros({n_local_});
-  Tensor ep_ret = torch::zeros({n_local_});
+  r.next_done = torch::zeros({n_local_}, on);
+  Tensor ep_ret = torch::zeros({n_local_}, on);
   for (int64_t s = 0; s < T_; ++s) {
     obs_b_[s].copy_(r.next_obs);
     done_b_[s].copy_(r.next_done);
@@ -296,10 +329,10 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
     {
       torch::NoGradGuard ng;
       train::AutocastScope ac(roll_prec_);  // BF16 policy where the runtime's rule says so
-      auto [a_, lp_, ent_, v_] = roller_->act(r.next_obs.to(roll_dev_), Tensor(), &gen_);
-      a = discrete_ ? a_.to(torch::kCPU) : a_.to(torch::kCPU, torch::kFloat);
-      lp = lp_.to(torch::kCPU, torch::kFloat);
-      v = v_.to(torch::kCPU, torch::kFloat);
+      auto [a_, lp_, ent_, v_] = roller_->act(r.next_obs, Tensor(), &roll_gen_);
+      a = discrete_ ? a_ : a_.to(torch::kFloat);
+      lp = lp_.to(torch::kFloat);
+      v = v_.to(torch::kFloat);
     }
     const double t1 = now_s();
     ph_.policy += t1 - t0;
@@ -312,13 +345,11 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
     r.next_obs = step.obs;
     r.next_done = step.terminated.to(torch::kFloat);
     ep_ret += step.reward;
-    const Tensor ended = step.terminated;
-    const int64_t k = ended.sum().item<int64_t>();
-    if (k > 0) {
-      r.episodes += k;
-      r.fidelity_sum += step.final_fidelity.masked_select(ended).sum().item<double>();
-      r.return_sum += ep_ret.masked_select(ended).sum().item<double>();
-      ep_ret.masked_fill_(ended, 0.0);
+    if ((s + 1) % env_->n_steps() == 0) {  // every episode ended at this step (the only host reads)
+      r.episodes += n_local_;
+      r.fidelity_sum += step.final_fidelity.sum().item<double>();
+      r.return_sum += ep_ret.sum().item<double>();
+      ep_ret.zero_();
     }
   }
   return r;
@@ -326,12 +357,13 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
 
 PpoRun::Update PpoRun::update(const Rollout& r) {
   const double t_upd = now_s();
-  Tensor adv = torch::zeros({T_, n_local_}), next_value;  // GAE (CleanRL's recursion)
+  const auto on = torch::TensorOptions().device(roll_dev_);
+  Tensor adv = torch::zeros({T_, n_local_}, on), next_value;  // GAE (CleanRL's recursion), on the rollout's device
   {
     torch::NoGradGuard ng;
-    next_value = roller_->value(r.next_obs.to(roll_dev_)).to(torch::kCPU);
+    next_value = roller_->value(r.next_obs);
   }
-  Tensor lastgaelam = torch::zeros({n_local_});
+  Tensor lastgaelam = torch::zeros({n_local_}, on);
   for (int64_t s = T_ - 1; s >= 0; --s) {
     const Tensor nonterminal = s == T_ - 1 ? 1.0 - r.next_done : 1.0 - done_b_[s + 1];
     const Tensor nextvalues = s == T_ - 1 ? next_value : val_b_[s + 1];

@@ -286,6 +286,19 @@ def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, 
         assert got["rl_env_steps_per_s_gpu"] == want, got
         if want is None:
             assert "not as tensors on cuda" in got["reasons"]["rl_env_steps_per_s_gpu"]
+    # PPO's wall time to within 0.002 of GRAPE: from a compare run whose rollout ran on that device
+    reached = {"env_steps": 76800, "rollout": 20, "wall_s": 2.8}
+    for rollout, compare, want in (("cpu", {"reached_within_0.002": reached}, (None, 2.8)),
+                                   ("cuda:0", {"reached_within_0.002": reached}, (2.8, None)),
+                                   ("cuda:0", {"reached_within_0.002": None, "ppo_env_steps": 9}, (None, None))):
+        run_dir = tmp_path / "ppo"
+        run_dir.mkdir(exist_ok=True)
+        (run_dir / "report.json").write_text(json.dumps({"devices": {"rollout": rollout, "update": rollout}}))
+        (run_dir / "compare.json").write_text(json.dumps({**compare, "gap_grape_minus_ppo": {"mean": 1e-4}}))
+        got = figures("--ppo-gpu", str(run_dir), "--ppo-cpu", str(run_dir))
+        assert (got["ppo_wall_s_gpu"], got["ppo_wall_s_cpu"]) == want, got
+    assert "did not come within 0.002 of GRAPE in 9 env steps" in got["reasons"]["ppo_wall_s_gpu"]
+    assert "asked for cpu, the rollout ran on cuda:0" in got["reasons"]["ppo_wall_s_cpu"]
     # the 12-qubit qGAN beside default.qubit: from a --device cuda run at 12 qubits only
     epoch_key, step_key = "qgan12_epoch_speedup_vs_pennylane_gpu", "qgan12_generator_step_speedup_vs_pennylane_gpu"
     tool = "default.qubit backprop"

@@ -9,6 +9,9 @@
 
 #include <cmath>
 
+#include <filesystem>
+
+#include "ppo.hpp"
 #include "qfleet/train.hpp"
 #include "vec_env.hpp"
 
@@ -115,6 +118,34 @@ TEST(RlTensorEnvs, OnAGpuMatchTheSameTensorsOnTheCpu) {
   EXPECT_THROW(a.step(torch::full({4096, 2}, NAN, act.options())), std::invalid_argument);
   c.stepping = "loop";
   EXPECT_THROW(VecEnv{c}, std::invalid_argument);
+}
+
+// PPO with its rollout resident on the GPU (environments, policy, buffers, GAE) learns the
+// qubit task on the budget test_rl.cpp's RlPpo test gives the CPU.
+TEST(RlTensorEnvs, PpoRollsOutOnAGpuAndLearns) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine (scripts/gpu_check.sh)";
+  const auto dir = std::filesystem::temp_directory_path() / "qfleet_rl_ppo_gpu";
+  std::filesystem::remove_all(dir);
+  PpoConfig c;
+  c.env.num_envs = 32;
+  c.total_steps = 32 * 60 * 12;
+  c.num_minibatches = 4;
+  c.update_epochs = 4;
+  c.gamma = 1.0;
+  c.learning_rate = 1e-3;
+  c.eval_every = 4;
+  c.validation_tasks = 8;
+  c.checkpoint_every = 0;
+  c.device = "cuda";
+  c.output_dir = dir.string();
+  TrainOptions o;
+  o.quiet = true;
+  const auto r = train_ppo(c, o);
+  EXPECT_EQ(r["devices"]["rollout"].get<std::string>().rfind("cuda", 0), 0u) << r["devices"].dump();
+  EXPECT_NE(r["environment"].get<std::string>().find("tensors on cuda"), std::string::npos) << r["environment"];
+  EXPECT_LT(r["curve"][0]["mean_final_fidelity"].get<double>(), 0.6);
+  EXPECT_GT(r["validation"]["mean_fidelity"].get<double>(), 0.85);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RlTensorEnvs, DrawTasksInTheirRangesReproduciblyAndAfreshAtEachReset) {
