@@ -455,6 +455,53 @@ TEST(TrainDeviceOptimizer, MatchesTorchOptimOnTheSameGradients) {
   }
 }
 
+// The learning rate as a device tensor (a schedule between replays of a captured step), and
+// the state handed to torch::optim and back halfway: the same trajectory as torch::optim's.
+TEST(TrainDeviceOptimizer, DeviceLearningRateAndTorchOptimStateFollowTorchOptim) {
+  using Kind = tr::OptimizerKind;
+  for (const Kind kind : {Kind::adam, Kind::adamw, Kind::sgd}) {
+    SCOPED_TRACE(int(kind));
+    auto a = torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64).requires_grad_();
+    auto b = a.detach().clone().requires_grad_();
+    tr::DeviceOptimizerOptions o;
+    o.kind = kind;
+    o.lr = 0.05;
+    o.weight_decay = 0.01;
+    o.momentum = 0.9;
+    o.lr_on_device = true;
+    tr::DeviceOptimizer mine({a}, o);
+    std::unique_ptr<torch::optim::Optimizer> ref;
+    if (kind == Kind::adam) ref = std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{b}, torch::optim::AdamOptions(0.05).weight_decay(0.01));
+    if (kind == Kind::adamw) ref = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(0.05).weight_decay(0.01));
+    if (kind == Kind::sgd) ref = std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{b}, torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    for (int i = 0; i < 8; ++i) {
+      const double lr = 0.05 * (1 + std::cos(3.14159 * i / 8)) / 2 + 0.001;  // a cosine schedule
+      mine.set_lr(lr);
+      ref->param_groups()[0].options().set_lr(lr);
+      mine.zero_grad();
+      ref->zero_grad();
+      (a.sin() * a).sum().backward();
+      (b.sin() * b).sum().backward();
+      mine.step();
+      ref->step();
+      if (i == 3) {  // mid-run: ours into theirs, then a fresh one of ours from theirs
+        mine.export_state(*ref);
+        tr::DeviceOptimizer again({a}, o);
+        again.import_state(*ref);
+        torch::serialize::OutputArchive x, y;
+        mine.save(x);
+        again.save(y);
+        std::ostringstream sx, sy;
+        x.save_to(sx);
+        y.save_to(sy);
+        EXPECT_EQ(sx.str(), sy.str());  // the same state came back
+      }
+    }
+    EXPECT_LT((a - b).abs().max().item<double>(), 1e-13);
+    EXPECT_GT((a - torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64)).abs().max().item<double>(), 1e-2);
+  }
+}
+
 TEST(TrainDeviceOptimizer, ItsStateGoesThroughACheckpoint) {
   const fs::path dir = temp_dir("device_optimizer");
   auto p = torch::tensor({1.0, 2.0}, torch::kFloat64).requires_grad_();

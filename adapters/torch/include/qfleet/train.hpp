@@ -201,26 +201,39 @@ class GradScaler {
 // _fused_sgd_) with no host-side branch or transfer: a step can be captured in a CUDA
 // graph and replayed (qfleet/train_graph.hpp). zero_grad() zeroes the gradients in
 // place, so their addresses stay fixed across replays. The learning rate is a number
-// baked into a captured step (capture again to change it). The update rules are
-// torch.optim's (tests compare them with torch::optim::Adam / AdamW / SGD).
+// baked into a captured step (capture again to change it), unless lr_on_device: then
+// it is a tensor on the device that set_lr() fills between replays (a schedule), and
+// the step is torch.optim's "capturable" formula in tensor ops instead of the fused
+// kernels. The update rules are torch.optim's (tests compare them with
+// torch::optim::Adam / AdamW / SGD), and the state converts to and from theirs, so a
+// run may checkpoint with one and resume with the other.
 enum class OptimizerKind { adam, adamw, sgd };
 struct DeviceOptimizerOptions {
   OptimizerKind kind = OptimizerKind::adam;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   double momentum = 0;  // sgd (dampening 0, no Nesterov)
+  bool lr_on_device = false;
 };
 class DeviceOptimizer {
  public:
   DeviceOptimizer(std::vector<torch::Tensor> parameters, DeviceOptimizerOptions options);
   void zero_grad();
   void step();
+  void set_lr(double lr);  // lr_on_device: fills the device tensor in place (no capture needed again)
+  double lr() const { return opt_.lr; }
   const std::vector<torch::Tensor>& parameters() const { return params_; }
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // The state as torch::optim's Adam / AdamW / SGD on the same parameters (in their
+  // order) holds it: written into `into`, or read from `from` (no state there: zeros).
+  void export_state(torch::optim::Optimizer& into) const;
+  void import_state(const torch::optim::Optimizer& from);
 
  private:
+  void step_with_lr_tensor(const std::vector<torch::Tensor>& grads);
   DeviceOptimizerOptions opt_;
   std::vector<torch::Tensor> params_, exp_avg_, exp_avg_sq_, steps_, momentum_;
+  torch::Tensor lr_;  // lr_on_device: 0-dim, the parameters' dtype and device
 };
 
 // ---- checkpoints (checkpoint.cpp) ------------------------------------------------
