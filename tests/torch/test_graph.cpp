@@ -4,6 +4,8 @@
 // and a step that synchronises falling back with the reason.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "classifier.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train_graph.hpp"
@@ -29,8 +31,20 @@ TEST(TrainGraph, OnTheCpuTheStepRunsEagerlyAndSaysWhy) {
   EXPECT_THROW(tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 0}), std::invalid_argument);
 }
 
-// A hybrid model trained with DeviceOptimizer on static inputs, `graph` or eagerly.
-std::vector<double> train_on_gpu(bool graph, int steps) {
+// libqfleet_torch's door to graph mode (train.hpp's captured_step): eager on the CPU, saying why.
+TEST(TrainGraph, CapturedStepFromTheTorchLibraryRunsEagerlyOnTheCpu) {
+  auto x = torch::arange(3, torch::kFloat64);
+  auto step = tr::captured_step([&] { return tr::Metrics{{"sum"}, {x.sum()}}; }, torch::kCPU);
+  x.add_(1);
+  EXPECT_EQ((*step)().values[0].item<double>(), 6.0);
+  EXPECT_FALSE(step->captured());
+  EXPECT_NE(step->status().find("eager: graph mode needs a CUDA device"), std::string::npos) << step->status();
+}
+
+// A hybrid model trained with DeviceOptimizer on static inputs, `graph` or eagerly;
+// `loader`: through captured_step (the library loaded at run time) with the learning rate
+// on the device, on a cosine schedule set between replays.
+std::vector<double> train_on_gpu(bool graph, int steps, bool loader = false) {
   const torch::Device dev(torch::kCUDA, 0);
   torch::manual_seed(4);
   auto pre = torch::nn::Linear(3, 3);
@@ -40,7 +54,7 @@ std::vector<double> train_on_gpu(bool graph, int steps) {
   q->to(dev);
   std::vector<torch::Tensor> params = pre->parameters();
   params.push_back(q->weight);
-  tr::DeviceOptimizer opt(params, {.kind = tr::OptimizerKind::adam, .lr = 0.05});
+  tr::DeviceOptimizer opt(params, {.kind = tr::OptimizerKind::adam, .lr = 0.05, .lr_on_device = loader});
   auto x = torch::zeros({16, 3}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(8);
   auto body = [&] {
@@ -51,14 +65,19 @@ std::vector<double> train_on_gpu(bool graph, int steps) {
     return tr::Metrics{{"loss"}, {loss.detach()}};
   };
   tr::GraphStep graphed(body, dev, {.warmup = 3, .log = true});
+  const auto loaded = tr::captured_step(body, dev, 3);
   std::vector<double> losses;
   for (int i = 0; i < steps; ++i) {
     x.copy_(torch::rand({16, 3}, gen, torch::kFloat64));  // the data loader's copy into the static input
-    const auto m = graph ? graphed() : body();
+    if (loader) opt.set_lr(0.05 * (1 + std::cos(3.14159 * i / steps)) / 2);
+    const auto m = !graph ? body() : loader ? (*loaded)() : graphed();
     losses.push_back(m.values[0].item<double>());
   }
-  if (graph) {
+  if (graph && !loader) {
     EXPECT_TRUE(graphed.captured()) << graphed.fallback_reason();
+  }
+  if (graph && loader) {
+    EXPECT_TRUE(loaded->captured()) << loaded->status();
   }
   return losses;
 }
@@ -66,6 +85,12 @@ std::vector<double> train_on_gpu(bool graph, int steps) {
 TEST(TrainGraph, GpuGraphStepsGiveTheEagerLosses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
   const auto eager = train_on_gpu(false, 40), graph = train_on_gpu(true, 40);
+  for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], graph[i], 1e-12) << "step " << i;
+}
+
+TEST(TrainGraph, GpuCapturedStepLoadsGraphModeAndFollowsADeviceLearningRate) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
+  const auto eager = train_on_gpu(false, 30, true), graph = train_on_gpu(true, 30, true);
   for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], graph[i], 1e-12) << "step " << i;
 }
 

@@ -236,6 +236,27 @@ class DeviceOptimizer {
   torch::Tensor lr_;  // lr_on_device: 0-dim, the parameters' dtype and device
 };
 
+// ---- graph mode from libraries that link only this one (graph_loader.cpp) ----------
+//
+// A training step as train_graph.hpp's GraphStep runs it (eager for `warmup` steps,
+// then captured into a CUDA graph and replayed; eager with the reason where capture
+// fails), for code that links only libqfleet_torch, such as the apps: GraphStep's
+// library, libqfleet_train_cuda.so (it links LibTorch's CUDA half), is loaded from
+// beside this library on the first call for a CUDA device. On the CPU, or where it
+// cannot load, the step runs eagerly and status() says why. The step's contract is
+// GraphStep's: static inputs filled before each call, no host synchronisation, fixed
+// shapes; the metrics returned after capture are static outputs (read them before
+// the next call).
+class CapturedStep {
+ public:
+  virtual ~CapturedStep() = default;
+  virtual Metrics operator()() = 0;
+  virtual bool captured() const = 0;
+  virtual std::string status() const = 0;  // "captured ...", "warming up", or "eager: why"
+};
+std::unique_ptr<CapturedStep> captured_step(std::function<Metrics()> step, const torch::Device& device,
+                                            int64_t warmup = 3);
+
 // ---- checkpoints (checkpoint.cpp) ------------------------------------------------
 
 struct CheckpointError : std::runtime_error {

@@ -106,4 +106,32 @@ Metrics GraphStep::operator()() {
   return outputs_;
 }
 
+namespace {
+
+// GraphStep behind the interface libqfleet_torch's captured_step hands out.
+class GraphCaptured final : public CapturedStep {
+ public:
+  GraphCaptured(std::function<Metrics()> step, const torch::Device& device, GraphOptions o)
+      : g_(std::move(step), device, o) {}
+  Metrics operator()() override { return g_(); }
+  bool captured() const override { return g_.captured(); }
+  std::string status() const override {
+    if (g_.captured()) return "captured (" + std::to_string(g_.replays()) + " replays)";
+    return g_.fallback_reason().empty() ? "warming up" : "eager: " + g_.fallback_reason();
+  }
+
+ private:
+  GraphStep g_;
+};
+
+}  // namespace
+
 }  // namespace qfleet::train
+
+// The entry point graph_loader.cpp finds with dlsym (C linkage: an unmangled name).
+extern "C" __attribute__((visibility("default"))) qfleet::train::CapturedStep* qfleet_train_new_graph_step(
+    std::function<qfleet::train::Metrics()>* step, const torch::Device* device, int64_t warmup) {
+  qfleet::train::GraphOptions o;
+  o.warmup = warmup;
+  return new qfleet::train::GraphCaptured(std::move(*step), *device, o);
+}
