@@ -45,6 +45,7 @@ Config read_keys(const json& r) {
   c.solver = r["solver"];
   c.precision = r["precision"];
   c.device = r["device"];
+  c.meta_step = r["meta_step"];
   c.output_dir = r["output_dir"];
   c.iterations = r["iterations"];
   c.meta_batch = r["meta_batch"];

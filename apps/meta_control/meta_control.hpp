@@ -54,7 +54,7 @@ struct Config {
   std::vector<std::string> input_states;
   // The original code's settings (docs/reproduction.md): policy, controls, optimizers, integrator.
   std::string controls, init, features, output, task_noise, dt_rule, meta_optimizer, meta_lr_schedule,
-      adapt_optimizer, checkpoint_policy;
+      adapt_optimizer, checkpoint_policy, meta_step;
   bool layer_norm = false, renormalize_trace = false;
   double coupling, init_gain, output_init_gain, amplitude_clamp, correlation_spread, weight_decay, meta_lr_min,
       meta_grad_clip, inner_grad_clamp, adapt_lr, adapt_grad_clip, ood_factor, ood_spread;

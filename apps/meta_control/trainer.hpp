@@ -49,6 +49,7 @@ inline json curve_json(const std::vector<CurvePoint>& curve) {
 // The keys that may differ between a checkpoint and the run that resumes it.
 inline bool resumable_key(const std::string& k) {
   return k == "iterations" || k == "output_dir" || k == "checkpoint_every" || k == "threads" || k == "device" ||
+         k == "meta_step" ||
          k == "robust_iterations" || k == "robust_lr" || k == "grape_iterations" || k == "grape_lr";
 }
 
@@ -251,16 +252,38 @@ class Trainer {
   // host transfer: the runner's meter takes it). The meta-gradient's norm is clipped to
   // meta_grad_clip (torch's clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1) and
   // the learning rate follows the schedule (cosine: torch's CosineAnnealingLR over iterations).
+  // The tasks are drawn on the host's generator (every device draws the same); in graph
+  // mode (meta_step) they are copied into a static input and the rest of the iteration,
+  // the optimizer included, runs as one captured CUDA graph on a GPU.
   Tensor iteration(int64_t i) {
-    auto [f_mean, g] = meta_grad(sample(task_gen_, cfg_.meta_batch).to(device_));
-    if (cfg_.meta_grad_clip > 0) g = g * torch::clamp(cfg_.meta_grad_clip / (g.norm() + 1e-6), c10::nullopt, 1.0);
-    if (cfg_.meta_lr_schedule == "cosine")
-      opt_->param_groups()[0].options().set_lr(
-          cfg_.meta_lr_min + (cfg_.meta_lr - cfg_.meta_lr_min) *
-                                 (1 + std::cos(std::numbers::pi * double(i) / double(std::max<int64_t>(cfg_.iterations, 1)))) / 2);
-    theta_.mutable_grad() = g;
-    opt_->step();
-    return f_mean;
+    const Tensor noise = sample(task_gen_, cfg_.meta_batch);
+    const double lr = cfg_.meta_lr_schedule == "cosine"
+                          ? cfg_.meta_lr_min + (cfg_.meta_lr - cfg_.meta_lr_min) *
+                                                   (1 + std::cos(std::numbers::pi * double(i) /
+                                                                 double(std::max<int64_t>(cfg_.iterations, 1)))) / 2
+                          : cfg_.meta_lr;
+    if (dopt_ == nullptr) {
+      auto [f_mean, g] = meta_grad(noise.to(device_));
+      theta_.mutable_grad() = clipped(g);
+      opt_->param_groups()[0].options().set_lr(lr);
+      opt_->step();
+      return f_mean;
+    }
+    dopt_->set_lr(lr);
+    if (graph_ == nullptr) {
+      noise_in_ = noise.to(device_);
+      graph_ = qfleet::train::captured_step([this] { return graph_iteration(); }, device_);
+    } else {
+      noise_in_.copy_(noise);
+    }
+    return (*graph_)().values[0];
+  }
+  // meta_step's resolution: graph mode (DeviceOptimizer, static inputs) or torch::optim.
+  bool graph_mode() const { return cfg_.meta_step == "graph" || (cfg_.meta_step == "auto" && device_.is_cuda()); }
+  std::string graph_status() const { return graph_ ? graph_->status() : graph_mode() ? "not started" : "eager: meta_step"; }
+
+  Tensor clipped(const Tensor& g) const {
+    return cfg_.meta_grad_clip > 0 ? g * torch::clamp(cfg_.meta_grad_clip / (g.norm() + 1e-6), c10::nullopt, 1.0) : g;
   }
 
   void set_group(qfleet::train::ProcessGroup* group) { group_ = group; }
@@ -333,6 +356,7 @@ class Trainer {
                                {"best", best_theta_.defined() ? best_json() : json(nullptr)}}
                               .dump();
     Tensor best = best_theta_.defined() ? best_theta_ : torch::zeros_like(theta_);
+    if (dopt_) dopt_->export_state(*opt_);  // the checkpoint holds torch::optim's state, whatever the mode
     auto state = train_state(best);
     state.step = iteration;
     state.texts = {{"config", &config}, {"records", &records}};
@@ -354,6 +378,7 @@ class Trainer {
     } catch (const qfleet::train::CheckpointError& e) {
       throw ConfigError(std::string("resume: ") + e.what());
     }
+    if (dopt_) dopt_->import_state(*opt_);  // (theta_ was restored in place: the graph stays valid)
     if (state.step > cfg_.iterations)
       throw ConfigError("resume: the checkpoint is at iteration " + std::to_string(state.step) +
                         ", beyond iterations = " + std::to_string(cfg_.iterations));
@@ -402,6 +427,23 @@ class Trainer {
           std::vector<Tensor>{theta_}, torch::optim::AdamWOptions(cfg_.meta_lr).weight_decay(cfg_.weight_decay));
     else
       opt_ = std::make_unique<torch::optim::Adam>(std::vector<Tensor>{theta_}, torch::optim::AdamOptions(cfg_.meta_lr));
+    graph_.reset();
+    dopt_.reset();
+    if (!graph_mode()) return;
+    qfleet::train::DeviceOptimizerOptions o;
+    o.kind = cfg_.meta_optimizer == "adamw" ? qfleet::train::OptimizerKind::adamw : qfleet::train::OptimizerKind::adam;
+    o.lr = cfg_.meta_lr;
+    o.weight_decay = cfg_.meta_optimizer == "adamw" ? cfg_.weight_decay : 0.0;
+    o.lr_on_device = true;
+    dopt_ = std::make_unique<qfleet::train::DeviceOptimizer>(std::vector<Tensor>{theta_}, o);
+    theta_.mutable_grad() = torch::zeros_like(theta_);  // the captured step writes the gradient here
+  }
+  // The captured part of a graph-mode iteration (noise_in_ filled, the learning rate set).
+  qfleet::train::Metrics graph_iteration() {
+    auto [f_mean, g] = meta_grad(noise_in_);
+    theta_.mutable_grad().copy_(clipped(g));
+    dopt_->step();
+    return qfleet::train::Metrics{{"train_fidelity"}, {f_mean}};
   }
 
   const Config& cfg_;
@@ -414,7 +456,10 @@ class Trainer {
   // staging); tasks are drawn on the host's generators, so every device draws the same.
   torch::Device device_;
   Tensor theta_;
-  std::unique_ptr<torch::optim::Optimizer> opt_;  // on theta_
+  std::unique_ptr<torch::optim::Optimizer> opt_;  // on theta_ (graph mode: the checkpoint's copy of dopt_'s state)
+  std::unique_ptr<qfleet::train::DeviceOptimizer> dopt_;  // graph mode: theta_'s optimizer
+  std::unique_ptr<qfleet::train::CapturedStep> graph_;     // graph mode: the iteration, captured on a GPU
+  Tensor noise_in_;                                        // graph mode: the meta-batch's static input
   Tensor val_noise_;
   Tensor best_theta_;
   double best_fidelity_ = 0;

@@ -276,6 +276,46 @@ TEST(MetaRun, ResumeGivesTheUninterruptedResult) {
   }
 }
 
+// meta_step = graph (the optimizer's state and a cosine learning rate on the device; captured
+// on a GPU, eager here) follows torch::optim's run, and a checkpoint of either mode resumes in
+// the other (the checkpoint holds torch::optim's state).
+TEST(MetaRun, GraphStepFollowsTheEagerRunAndTheirCheckpointsInterchange) {
+  auto cfg = [](const std::string& name) {
+    json c = small(fresh_dir(name));
+    c["meta_optimizer"] = "adamw";
+    c["weight_decay"] = 1e-3;
+    c["meta_lr_schedule"] = "cosine";
+    c["meta_lr_min"] = 1e-4;
+    return c;
+  };
+  const json e = cfg("eager_whole");
+  const auto whole = qfleet::meta::run(config(e, {"meta_step=eager"}), {});
+  EXPECT_EQ(whole.report["device"]["meta_step"], "eager");
+  const torch::Tensor want = theta_of(e["output_dir"]);
+  const json g = cfg("graph_whole");
+  const auto graph = qfleet::meta::run(config(g, {"meta_step=graph"}), {});
+  EXPECT_EQ(graph.report["device"]["meta_step"], "graph");
+  EXPECT_NE(graph.report["device"]["graph"].get<std::string>().find("eager: graph mode needs a CUDA device"),
+            std::string::npos);
+  EXPECT_LT((theta_of(g["output_dir"]) - want).abs().max().item<double>(), 1e-9);
+  for (const auto& [first, then] : {std::pair{"graph", "eager"}, std::pair{"eager", "graph"}}) {
+    SCOPED_TRACE(std::string(first) + " then " + then);
+    const json b = cfg(std::string("split_") + first);
+    qfleet::meta::RunOptions stop;
+    stop.stop_after = 7;
+    EXPECT_FALSE(qfleet::meta::run(config(b, {std::string("meta_step=") + first}), stop).complete);
+    qfleet::meta::RunOptions resume;
+    resume.resume = true;
+    ASSERT_TRUE(qfleet::meta::run(config(b, {std::string("meta_step=") + then}), resume).complete);
+    EXPECT_LT((theta_of(b["output_dir"]) - want).abs().max().item<double>(), 1e-9);
+  }
+  // The comparison can fail: a run without the weight decay ends elsewhere.
+  json w = cfg("graph_no_decay");
+  w["weight_decay"] = 0.0;
+  qfleet::meta::run(config(w, {"meta_step=graph"}), {});
+  EXPECT_GT((theta_of(w["output_dir"]) - want).abs().max().item<double>(), 1e-7);
+}
+
 TEST(MetaRun, ResumeRejectsAChangedConfiguration) {
   json b = small(fresh_dir("changed"));
   qfleet::meta::RunOptions stop;

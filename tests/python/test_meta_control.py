@@ -106,15 +106,20 @@ def test_a_meta_step_compiled_once_gives_the_one_off_gradients(mc):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device for torch")
 def test_training_resident_on_cuda_follows_the_cpu(mc, tmp_path):
-    """device = cuda keeps theta, its optimizer and each meta-batch on the GPU: the same tasks and
-    steps as the CPU run, so the curves agree to the float64 engine's rounding (the sums' order
-    differs on the GPU), and a checkpoint written on the GPU resumes there to the same numbers."""
+    """device = cuda keeps theta, its optimizer and each meta-batch on the GPU, the iteration
+    captured as a CUDA graph: the same tasks and steps as the CPU run, so the curves agree to the
+    float64 engine's rounding (the sums' order differs on the GPU), and a checkpoint written on
+    the GPU resumes there to the same numbers."""
     import qfleet
     if qfleet.cuda_device_count() == 0:
         pytest.skip("qfleet sees no CUDA device")
     cpu = run_py(mc, tmp_path / "cpu", device="cpu")
     gpu = run_py(mc, tmp_path / "gpu", device="cuda")
     assert gpu["device"]["used"] == "cuda" and cpu["device"]["used"] == "cpu"
+    # On the GPU the iteration runs as one captured CUDA graph (meta_step = auto: graph), on the
+    # CPU through torch::optim; the status names a failed capture's reason.
+    assert (gpu["device"]["meta_step"], cpu["device"]["meta_step"]) == ("graph", "eager")
+    assert gpu["device"]["graph"].startswith("captured"), gpu["device"]["graph"]
     for key in ("curve", "validation"):
         assert_close(cpu[key], gpu[key], key)
     cfg = mc.make_config(mc.resolve_config({**SMALL, "device": "cuda", "output_dir": str(tmp_path / "parts")}))
