@@ -11,6 +11,7 @@
 #include "ppo.hpp"
 #include "qfleet/json_problem.hpp"
 #include "reference/lindblad.hpp"
+#include "small_ppo.hpp"
 #include "vec_env.hpp"
 
 namespace {
@@ -334,20 +335,7 @@ TEST(RlEnv, ConfigurationErrorsNameTheKey) {
   EXPECT_THROW(env.reset(std::nullopt, -torch::ones({16, 2})), std::invalid_argument);
 }
 
-PpoConfig tiny(const std::string& dir) {
-  PpoConfig c;
-  c.env.num_envs = 32;
-  c.total_steps = 32 * 60 * 12;
-  c.num_minibatches = 4;
-  c.update_epochs = 4;
-  c.gamma = 1.0;
-  c.learning_rate = 1e-3;
-  c.eval_every = 4;
-  c.validation_tasks = 8;
-  c.checkpoint_every = 3;
-  c.output_dir = dir;
-  return c;
-}
+PpoConfig tiny(const std::string& dir) { return qfleet_test::small_ppo(dir); }
 
 TEST(RlPpo, ImprovesTheFidelityOnASmallBudgetAndResumesBitForBit) {
   const auto dir = std::filesystem::temp_directory_path() / "qfleet_rl_ppo_test";

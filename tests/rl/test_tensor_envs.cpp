@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "ppo.hpp"
+#include "small_ppo.hpp"
 #include "qfleet/train.hpp"
 #include "vec_env.hpp"
 
@@ -126,18 +127,9 @@ TEST(RlTensorEnvs, PpoRollsOutOnAGpuAndLearns) {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine (scripts/gpu_check.sh)";
   const auto dir = std::filesystem::temp_directory_path() / "qfleet_rl_ppo_gpu";
   std::filesystem::remove_all(dir);
-  PpoConfig c;
-  c.env.num_envs = 32;
-  c.total_steps = 32 * 60 * 12;
-  c.num_minibatches = 4;
-  c.update_epochs = 4;
-  c.gamma = 1.0;
-  c.learning_rate = 1e-3;
-  c.eval_every = 4;
-  c.validation_tasks = 8;
+  PpoConfig c = qfleet_test::small_ppo(dir.string());
   c.checkpoint_every = 0;
   c.device = "cuda";
-  c.output_dir = dir.string();
   TrainOptions o;
   o.quiet = true;
   const auto r = train_ppo(c, o);
