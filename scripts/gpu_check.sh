@@ -357,16 +357,18 @@ apps_phase() {
   rm -rf /tmp/qfleet-gpu-apps
   {
     # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
-    # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets; then
+    # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets (the paper
+    # preset's 40 iterations spread graph mode's warm-up and capture, on its 4th, thinly); then
     # device = auto at both sizes (its choice and both timings: the report's device.why).
-    for run in paper-gpu:cuda:10:32 paper-cpu:cpu:10:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096 \
+    for run in paper-gpu:cuda:40:32 paper-cpu:cpu:40:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096 \
                paper-auto:auto:1:32 4096-auto:auto:1:4096; do
       IFS=: read -r name dev iters batch <<<"$run"
       timeout "$(cap 60)" build-gpu/apps/meta_control/qfleet-meta --preset paper --set device=$dev \
         --set iterations=$iters --set meta_batch=$batch --set robust_iterations=2 --set grape_iterations=2 --quiet \
         --out /tmp/qfleet-gpu-apps/meta-$name &&
         python3 -c "import json; r = json.load(open('/tmp/qfleet-gpu-apps/meta-$name/report.json')); \
-print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration;', r['device']['why'])"
+print('meta $name', r['device']['used'], r['timings_s']['per_iteration_ms'], 'ms per iteration;', r['device']['why'], \
+'; meta_step', r['device'].get('meta_step'), r['device'].get('graph'))"
       echo "rc $?"
     done
     # The RL environments stepped as tensors on cuda: 2^20 qubit_x environments, random actions.
