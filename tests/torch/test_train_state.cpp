@@ -8,6 +8,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -477,6 +478,25 @@ TEST(TrainDeviceOptimizer, MatchesTorchOptimOnTheSameGradients) { expect_follows
 
 // The learning rate as a device tensor (a schedule between replays of a captured step).
 TEST(TrainDeviceOptimizer, DeviceLearningRateAndTorchOptimStateFollowTorchOptim) { expect_follows_torch_optim(true); }
+
+// Bad input: a negative learning rate, and torch::optim state of another kind or parameters.
+TEST(TrainDeviceOptimizer, RefusesABadLearningRateAndForeignState) {
+  auto p = torch::tensor({1.0, 2.0}, torch::kFloat64).requires_grad_();
+  tr::DeviceOptimizerOptions o;
+  o.lr_on_device = true;
+  tr::DeviceOptimizer opt({p}, o);
+  EXPECT_THROW(opt.set_lr(-1.0), std::invalid_argument);
+  EXPECT_THROW(opt.set_lr(std::nan("")), std::invalid_argument);
+  auto q = p.detach().clone().requires_grad_();
+  torch::optim::SGD sgd(std::vector<torch::Tensor>{q}, torch::optim::SGDOptions(0.1).momentum(0.9));
+  q.sum().backward();
+  sgd.step();  // SGD state where Adam's is expected
+  EXPECT_THROW(opt.import_state(sgd), std::invalid_argument);
+  auto r = torch::zeros({3}, torch::kFloat64).requires_grad_();
+  torch::optim::Adam other(std::vector<torch::Tensor>{r}, torch::optim::AdamOptions(0.1));
+  EXPECT_THROW(opt.import_state(other), std::invalid_argument);  // another parameter's shape
+  EXPECT_THROW(opt.export_state(other), std::invalid_argument);
+}
 
 TEST(TrainDeviceOptimizer, ItsStateGoesThroughACheckpoint) {
   const fs::path dir = temp_dir("device_optimizer");
