@@ -118,13 +118,15 @@ torch::Tensor TensorEnvs::draw_tasks() {
   return lo_ + span_ * torch::rand({n_, int64_t(task_.ranges.size())}, gen_, real_);
 }
 
-void TensorEnvs::start_episodes(const torch::Tensor& params) {
+torch::Tensor TensorEnvs::start_episodes(const torch::Tensor& params) {
   params_ = params;
   rates_ = task_.jumps.empty() ? torch::Tensor() : params.index_select(1, rate_idx_);
   drift_ = task_.drift_terms.empty() ? torch::Tensor() : params.index_select(1, drift_idx_);
   state_ = initial_.unsqueeze(0).expand({n_, len_}).contiguous();
   t_ = 0;
-  fid_ = linear(state_).select(1, n_phys_).contiguous();
+  torch::Tensor lin = linear(state_);
+  fid_ = lin.select(1, n_phys_).contiguous();
+  return lin;
 }
 
 torch::Tensor TensorEnvs::linear(const torch::Tensor& state) const {
@@ -184,8 +186,7 @@ torch::Tensor TensorEnvs::observe(const torch::Tensor& lin) {
 torch::Tensor TensorEnvs::reset(std::optional<uint64_t> seed, const torch::Tensor& tasks) {
   fixed_ = tasks.defined() ? tasks.detach().to(device_, torch::kFloat64).contiguous() : torch::Tensor();
   if (seed) gen_.set_current_seed(*seed);
-  start_episodes(fixed_.defined() ? fixed_ : draw_tasks());
-  return observe(linear(state_));
+  return observe(start_episodes(fixed_.defined() ? fixed_ : draw_tasks()));
 }
 
 bool TensorEnvs::actions_valid(const torch::Tensor& actions) const {
@@ -233,8 +234,7 @@ StepResult TensorEnvs::step(const torch::Tensor& actions) {
   }
   r.final_obs = observe(lin);
   r.final_fidelity = f;
-  start_episodes(fixed_.defined() ? fixed_ : draw_tasks());
-  r.obs = observe(linear(state_));
+  r.obs = observe(start_episodes(fixed_.defined() ? fixed_ : draw_tasks()));
   return r;
 }
 

@@ -48,7 +48,7 @@ class TensorEnvs {
 
  private:
   torch::Tensor draw_tasks();
-  void start_episodes(const torch::Tensor& params);
+  torch::Tensor start_episodes(const torch::Tensor& params);  // returns linear() of the new states
   // [M, n_phys + 1]: the exact features and (last column) the fidelity of M states.
   torch::Tensor linear(const torch::Tensor& state) const;
   torch::Tensor sampled(torch::Tensor x);
