@@ -2,6 +2,7 @@
 // the step's results unchanged. On a GPU (skipped without one): a hybrid model's
 // training in graph mode against the same training run eagerly from the same seed,
 // and a step that synchronises falling back with the reason.
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,7 +29,7 @@ TEST(TrainGraph, OnTheCpuTheStepRunsEagerlyAndSaysWhy) {
   EXPECT_EQ(calls, 5);
   EXPECT_FALSE(step.captured());
   EXPECT_NE(step.fallback_reason().find("needs a CUDA device"), std::string::npos) << step.fallback_reason();
-  EXPECT_THROW(tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 0}), std::invalid_argument);
+  EXPECT_THROW(tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 0, .log = true}), std::invalid_argument);
 }
 
 // libqfleet_torch's door to graph mode (train.hpp's captured_step): eager on the CPU, saying why.
@@ -92,6 +93,52 @@ TEST(TrainGraph, GpuCapturedStepLoadsGraphModeAndFollowsADeviceLearningRate) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
   const auto eager = train_on_gpu(false, 30, true), graph = train_on_gpu(true, 30, true);
   for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], graph[i], 1e-12) << "step " << i;
+}
+
+// Draws from a CUDA generator of the step's own (not the device's default one), the
+// step captured through captured_step (`loader`) or GraphStep, or eager: each replay
+// gives the numbers the eager step draws next, and a seed set between replays restarts
+// them as it restarts the eager draws.
+std::vector<double> draws_on_gpu(int mode) {  // 0 eager, 1 GraphStep, 2 captured_step
+  const torch::Device dev(torch::kCUDA, 0);
+  auto gen = at::detail::getCUDAHooks().getNewGenerator(0);
+  gen.set_current_seed(11);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(dev);
+  auto out = torch::zeros({5}, opts);
+  auto body = [&] {
+    out.copy_(torch::rand({5}, gen, opts) + torch::randn({5}, gen, opts));
+    return tr::Metrics{};
+  };
+  std::unique_ptr<tr::GraphStep> graphed;
+  std::unique_ptr<tr::CapturedStep> loaded;
+  if (mode == 1) graphed = std::make_unique<tr::GraphStep>(body, dev, tr::GraphOptions{.warmup = 2, .log = true, .generators = {gen}});
+  if (mode == 2) loaded = tr::captured_step(body, dev, 2, {gen});
+  std::vector<double> v;
+  for (int i = 0; i < 9; ++i) {
+    if (i == 6) gen.set_current_seed(11);
+    if (mode == 0) body();
+    if (mode == 1) (*graphed)();
+    if (mode == 2) (*loaded)();
+    for (int k = 0; k < 5; ++k) v.push_back(out[k].item<double>());
+  }
+  if (mode == 1) {
+    EXPECT_TRUE(graphed->captured()) << graphed->fallback_reason();
+  }
+  if (mode == 2) {
+    EXPECT_TRUE(loaded->captured()) << loaded->status();
+  }
+  return v;
+}
+
+TEST(TrainGraph, GpuReplaysDrawFromTheStepsOwnGeneratorAsEagerStepsDo) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine";
+  const auto eager = draws_on_gpu(0);
+  for (int mode : {1, 2}) {
+    const auto graph = draws_on_gpu(mode);
+    ASSERT_EQ(graph.size(), eager.size());
+    for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(eager[i], graph[i]) << "mode " << mode << ", draw " << i;
+  }
+  EXPECT_EQ(std::vector<double>(eager.begin(), eager.begin() + 5), std::vector<double>(eager.begin() + 30, eager.begin() + 35));
 }
 
 TEST(TrainGraph, GpuAStepThatSynchronisesFallsBackWithTheReason) {

@@ -246,7 +246,8 @@ class DeviceOptimizer {
 // cannot load, the step runs eagerly and status() says why. The step's contract is
 // GraphStep's: static inputs filled before each call, no host synchronisation, fixed
 // shapes; the metrics returned after capture are static outputs (read them before
-// the next call).
+// the next call). `generators`: CUDA generators other than the default one that the
+// step draws from (GraphOptions::generators).
 class CapturedStep {
  public:
   virtual ~CapturedStep() = default;
@@ -255,7 +256,7 @@ class CapturedStep {
   virtual std::string status() const = 0;  // "captured ...", "warming up", or "eager: why"
 };
 std::unique_ptr<CapturedStep> captured_step(std::function<Metrics()> step, const torch::Device& device,
-                                            int64_t warmup = 3);
+                                            int64_t warmup = 3, std::vector<at::Generator> generators = {});
 
 // ---- checkpoints (checkpoint.cpp) ------------------------------------------------
 

@@ -8,7 +8,9 @@
 // address it keeps between calls, and neither synchronises with the host nor changes
 // shapes. Use DeviceOptimizer (qfleet/train.hpp) for the update: its state lives on
 // the device. Random numbers from the default CUDA generator stay correct across
-// replays (capture registers it). When capture fails (a host sync such as .item(), an
+// replays (capture registers it), and from other CUDA generators named in
+// GraphOptions::generators (each replay draws the numbers an eager step would draw
+// next from it; seeding it between replays restarts it as for an eager step). When capture fails (a host sync such as .item(), an
 // op that cannot be captured, a dynamic shape) the step runs eagerly from then on and
 // fallback_reason() says why: never a crash.
 #pragma once
@@ -18,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "qfleet/train.hpp"
 
@@ -26,6 +29,10 @@ namespace qfleet::train {
 struct GraphOptions {
   int64_t warmup = 3;  // eager steps (on a side stream) before capture: lazy initialisation happens there
   bool log = true;     // print a fallback's reason to stderr once
+  // CUDA generators (besides the default one) the step draws from. Each is given a
+  // graph-safe state once (graphsafe_set_state: its seed and offset kept), which
+  // every graph that names it registers before capture.
+  std::vector<at::Generator> generators = {};
 };
 
 class GraphStep {

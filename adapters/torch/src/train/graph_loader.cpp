@@ -28,7 +28,8 @@ class EagerStep final : public CapturedStep {
   std::string why_;
 };
 
-using Factory = CapturedStep* (*)(std::function<Metrics()>*, const torch::Device*, int64_t);
+using Factory = CapturedStep* (*)(std::function<Metrics()>*, const torch::Device*, int64_t,
+                                  const std::vector<at::Generator>*);
 
 struct GraphLibrary {
   Factory make = nullptr;
@@ -57,14 +58,15 @@ GraphLibrary open_graph_library() {
 
 }  // namespace
 
-std::unique_ptr<CapturedStep> captured_step(std::function<Metrics()> step, const torch::Device& device, int64_t warmup) {
+std::unique_ptr<CapturedStep> captured_step(std::function<Metrics()> step, const torch::Device& device, int64_t warmup,
+                                            std::vector<at::Generator> generators) {
   if (!step) throw std::invalid_argument("captured_step: no step given");
   if (!device.is_cuda()) return std::make_unique<EagerStep>(std::move(step), "graph mode needs a CUDA device, not " + device.str());
   static std::once_flag once;
   static GraphLibrary loaded;
   std::call_once(once, [] { loaded = open_graph_library(); });
   if (loaded.make == nullptr) return std::make_unique<EagerStep>(std::move(step), loaded.why);
-  return std::unique_ptr<CapturedStep>(loaded.make(&step, &device, warmup));
+  return std::unique_ptr<CapturedStep>(loaded.make(&step, &device, warmup, &generators));
 }
 
 }  // namespace qfleet::train

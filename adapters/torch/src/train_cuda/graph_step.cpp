@@ -4,12 +4,17 @@
 #include "qfleet/train_graph.hpp"
 
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
 
 #include "../train/first_line.hpp"
 
@@ -19,6 +24,40 @@ struct GraphStep::Graph {
   at::cuda::CUDAGraph graph;
 };
 
+namespace {
+
+// A CUDA graph replays a generator's draws only from a state registered with it before
+// capture (CUDAGraph::register_generator_state), and LibTorch hands out no generator's
+// state. So each generator a step names gets a state made here, once, with its seed and
+// offset, and shares it (graphsafe_set_state, as torch.Generator.graphsafe_set_state);
+// every graph naming the generator registers that state. Entries whose generator is
+// gone are dropped.
+struct SharedGeneratorState {
+  c10::weak_intrusive_ptr<c10::GeneratorImpl> generator;
+  c10::intrusive_ptr<at::CUDAGeneratorState> state;
+};
+std::mutex shared_states_mutex;
+std::vector<SharedGeneratorState> shared_states;
+
+c10::intrusive_ptr<at::CUDAGeneratorState> graph_safe_state(const at::Generator& gen) {
+  if (!gen.defined() || gen.device().type() != c10::DeviceType::CUDA)
+    throw std::invalid_argument("GraphStep: generators must be CUDA generators (got " +
+                                (gen.defined() ? gen.device().str() : std::string("an undefined one")) + ")");
+  const std::lock_guard<std::mutex> lock(shared_states_mutex);
+  std::erase_if(shared_states, [](const SharedGeneratorState& e) { return e.generator.expired(); });
+  for (const auto& e : shared_states)
+    if (e.generator.lock().get() == gen.unsafeGetGeneratorImpl()) return e.state;
+  at::Generator held = gen;
+  auto* impl = at::check_generator<at::CUDAGeneratorImpl>(held);
+  const std::lock_guard<std::mutex> gen_lock(held.mutex());
+  auto state = c10::make_intrusive<at::CUDAGeneratorState>(impl->current_seed(), impl->philox_offset_per_thread());
+  impl->graphsafe_set_state(c10::make_intrusive<at::CUDAGeneratorImpl>(gen.device().index(), state));
+  shared_states.push_back({c10::weak_intrusive_ptr<c10::GeneratorImpl>(gen.getIntrusivePtr()), state});
+  return state;
+}
+
+}  // namespace
+
 GraphStep::GraphStep(std::function<Metrics()> step, const torch::Device& device, GraphOptions options)
     : step_(std::move(step)), device_(device), opt_(options) {
   if (!step_) throw std::invalid_argument("GraphStep: no step given");
@@ -27,6 +66,8 @@ GraphStep::GraphStep(std::function<Metrics()> step, const torch::Device& device,
     fall_back("graph mode needs a CUDA device; the step runs eagerly on " + device_.str());
   } else if (!torch::cuda::is_available()) {
     fall_back("no CUDA device is visible; the step runs eagerly");
+  } else {
+    for (const auto& gen : opt_.generators) graph_safe_state(gen);  // shared before the first draw
   }
 }
 
@@ -70,6 +111,7 @@ bool GraphStep::capture() {
     ready.block(side);
     {
       c10::cuda::CUDAStreamGuard guard(side);
+      for (const auto& gen : opt_.generators) g->graph.register_generator_state(graph_safe_state(gen));
       g->graph.capture_begin();
       try {
         outputs_ = step_();
@@ -130,8 +172,10 @@ class GraphCaptured final : public CapturedStep {
 
 // The entry point graph_loader.cpp finds with dlsym (C linkage: an unmangled name).
 extern "C" __attribute__((visibility("default"))) qfleet::train::CapturedStep* qfleet_train_new_graph_step(
-    std::function<qfleet::train::Metrics()>* step, const torch::Device* device, int64_t warmup) {
+    std::function<qfleet::train::Metrics()>* step, const torch::Device* device, int64_t warmup,
+    const std::vector<at::Generator>* generators) {
   qfleet::train::GraphOptions o;
   o.warmup = warmup;
+  o.generators = *generators;
   return new qfleet::train::GraphCaptured(std::move(*step), *device, o);
 }
