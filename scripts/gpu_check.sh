@@ -413,7 +413,9 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
       QFLEET_META="$root/build-gpu/apps/meta_control/qfleet-meta" timeout "$(cap 90)" build-gpu/apps/rl/qfleet-rl \
         compare --set device=$dev --set total_steps=128000 --meta-iterations 20 --quiet --out /tmp/qfleet-gpu-apps/ppo-$dev &&
         python3 -c "import json; c = json.load(open('/tmp/qfleet-gpu-apps/ppo-$dev/compare.json')); \
-print('ppo $dev', c['reached_within_0.002'], c['gap_grape_minus_ppo'], c['ppo_wall_s'], 's')"
+r = json.load(open('/tmp/qfleet-gpu-apps/ppo-$dev/report.json')); \
+print('ppo $dev', c['reached_within_0.002'], c['gap_grape_minus_ppo'], c['ppo_wall_s'], 's;', \
+      'rollout mode:', r['devices']['rollout_mode'])"
       echo "rc $?"
     done
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

@@ -73,7 +73,11 @@ struct Float32Default {
 // The rollout is resident on its device: the environments step there (on a GPU as
 // tensors, tensor_envs.hpp), and the policy's actions, the buffers and GAE stay there;
 // the host reads the episode totals once per episode, when every environment ends
-// together (fixed-length episodes, all reset at the rollout's start).
+// together (fixed-length episodes, all reset at the rollout's start). With the
+// environments stepped as tensors, a rollout step is one function of tensors held in
+// place (rollout_step(): the buffers' row a device counter, the totals summed on the
+// device and read once per rollout), which rollout_mode = graph captures in a CUDA graph:
+// one graph for the steps inside an episode, one for its last step (which resets).
 class PpoRun {
  public:
   PpoRun(const PpoConfig& cfg, const TrainOptions& opt);
@@ -99,6 +103,9 @@ class PpoRun {
     int64_t minibatches = 0;
   };
   Rollout collect(int64_t it);
+  Rollout collect_tensors(int64_t it, const Tensor& first_obs);
+  train::Metrics rollout_step(bool last);
+  std::string rollout_graphs() const;
   Update update(const Rollout& r);
   json record(int64_t it, const Rollout& r, const Update& u);
   torch::Device pick_rollout_device();
@@ -136,6 +143,13 @@ class PpoRun {
   double wall_before_ = 0, t_start_ = 0, last_val_ = std::numeric_limits<double>::quiet_NaN();
   int64_t first_ = 0, done_ = 0;  // rollouts: this call's first, done so far
   Tensor obs_b_, act_b_, logp_b_, rew_b_, done_b_, val_b_;
+  // collect_tensors' state, in place: the next observation and done flags, the episodes'
+  // returns, the buffers' row, and the rollout's totals of final fidelity and return.
+  struct Roll {
+    Tensor obs, done, ep_ret, row, fid_sum, ret_sum;
+  } roll_;
+  bool graph_steps_ = false;
+  std::unique_ptr<train::CapturedStep> roll_steps_[2];  // inside an episode, its last step
 };
 
 PpoRun::PpoRun(const PpoConfig& cfg, const TrainOptions& opt)
@@ -319,6 +333,7 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
   Rollout r;
   const auto on = torch::TensorOptions().device(roll_dev_);
   r.next_obs = env_->reset(cfg_.seed * 1000003ULL + uint64_t(it * n_total_ + first_env_));
+  if (env_->tensor_stepping()) return collect_tensors(it, r.next_obs);
   r.next_done = torch::zeros({n_local_}, on);
   Tensor ep_ret = torch::zeros({n_local_}, on);
   for (int64_t s = 0; s < T_; ++s) {
@@ -353,6 +368,86 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
     }
   }
   return r;
+}
+
+// The rollout with the environments stepped as tensors: the steps of collect()'s loop,
+// each one call of rollout_step (captured and replayed in graph mode), the same draws in
+// the same order and the same bits.
+PpoRun::Rollout PpoRun::collect_tensors(int64_t it, const Tensor& first_obs) {
+  TensorEnvs& envs = *env_->tensor_envs();
+  if (!roll_.obs.defined()) {
+    const auto on = torch::TensorOptions().device(roll_dev_);
+    roll_ = {first_obs.clone(), torch::zeros({n_local_}, on), torch::zeros({n_local_}, on),
+             torch::zeros({1}, on.dtype(torch::kLong)), torch::zeros({}, on.dtype(torch::kFloat64)),
+             torch::zeros({}, on.dtype(torch::kFloat64))};
+    graph_steps_ = cfg_.rollout_mode == "graph" || (cfg_.rollout_mode == "auto" && roll_dev_.is_cuda());
+    if (graph_steps_)
+      for (int last = 0; last < 2; ++last)
+        roll_steps_[last] = train::captured_step([this, last] { return rollout_step(last == 1); }, roll_dev_, 3,
+                                                 roll_dev_.is_cuda() ? std::vector<at::Generator>{roll_gen_, envs.generator()}
+                                                                     : std::vector<at::Generator>{});
+  }
+  roll_.obs.copy_(first_obs);
+  for (Tensor* t : {&roll_.done, &roll_.ep_ret, &roll_.row, &roll_.fid_sum, &roll_.ret_sum}) t->zero_();
+  Rollout r;
+  for (int64_t s = 0; s < T_; ++s) {
+    const bool last = (s + 1) % env_->n_steps() == 0;
+    const double t0 = now_s();
+    if (graph_steps_) {
+      (*roll_steps_[last ? 1 : 0])();
+    } else {
+      rollout_step(last);
+    }
+    ph_.simulate += now_s() - t0;  // (the policy's share inside: one captured step)
+    envs.count(last);
+    if (last) r.episodes += n_local_;
+  }
+  if (envs.take_bad_actions())
+    throw std::runtime_error("rollout " + std::to_string(it + 1) +
+                             ": the policy gave actions that are not finite (its parameters diverged); the last "
+                             "checkpoint holds the run before it");
+  r.fidelity_sum = roll_.fid_sum.item<double>();
+  r.return_sum = roll_.ret_sum.item<double>();
+  r.next_obs = roll_.obs;
+  r.next_done = roll_.done;
+  return r;
+}
+
+// One rollout step on collect_tensors' tensors: no host read, no host state changed.
+train::Metrics PpoRun::rollout_step(bool last) {
+  obs_b_.index_copy_(0, roll_.row, roll_.obs.unsqueeze(0));
+  done_b_.index_copy_(0, roll_.row, roll_.done.unsqueeze(0));
+  Tensor a, lp, v;
+  {
+    torch::NoGradGuard ng;
+    train::AutocastScope ac(roll_prec_);
+    auto [a_, lp_, ent_, v_] = roller_->act(roll_.obs, Tensor(), &roll_gen_);
+    a = discrete_ ? a_ : a_.to(torch::kFloat);
+    lp = lp_.to(torch::kFloat);
+    v = v_.to(torch::kFloat);
+  }
+  const StepResult step = env_->tensor_envs()->advance(a, last);
+  act_b_.index_copy_(0, roll_.row, a.reshape({1, n_local_, act_w_}).to(torch::kFloat));
+  logp_b_.index_copy_(0, roll_.row, lp.unsqueeze(0));
+  val_b_.index_copy_(0, roll_.row, v.unsqueeze(0));
+  rew_b_.index_copy_(0, roll_.row, step.reward.unsqueeze(0));
+  roll_.obs.copy_(step.obs);
+  roll_.done.copy_(step.terminated);
+  roll_.ep_ret.add_(step.reward);
+  if (last) {
+    roll_.fid_sum.add_(step.final_fidelity.sum());
+    roll_.ret_sum.add_(roll_.ep_ret.sum());
+    roll_.ep_ret.zero_();
+  }
+  roll_.row.add_(1);
+  return {};
+}
+
+std::string PpoRun::rollout_graphs() const {
+  if (!env_->tensor_stepping()) return "eager: the environments step in the host loop";
+  if (!graph_steps_) return "eager: rollout_mode = " + cfg_.rollout_mode + " on " + roll_dev_.str();
+  if (!roll_steps_[0]) return "no rollout yet";
+  return "inside an episode: " + roll_steps_[0]->status() + "; last step: " + roll_steps_[1]->status();
 }
 
 PpoRun::Update PpoRun::update(const Rollout& r) {
@@ -493,7 +588,8 @@ json PpoRun::finish(const app::Loop& loop) {
                  {"env_steps", it * n_total_ * T_},
                  {"processes", world_},
                  {"environment", env_->describe()},
-                 {"devices", {{"rollout", roll_dev_.str()}, {"rollout_why", why_roll_}, {"update", upd_dev_.str()},
+                 {"devices", {{"rollout", roll_dev_.str()}, {"rollout_why", why_roll_}, {"rollout_mode", rollout_graphs()},
+                              {"update", upd_dev_.str()},
                               {"update_why", why_upd_}, {"precision", prec_.rule}, {"rollout_precision", roll_prec_.rule}}},
                  {"timings_s", {{"wall", wall_s}, {"phases", ph_.to_json()}}},
                  {"curve", curve_}});

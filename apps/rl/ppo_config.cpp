@@ -9,7 +9,7 @@ using nlohmann::json;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PpoConfig, env, total_steps, rollout_steps, learning_rate, anneal_lr,
                                                 gamma, gae_lambda, num_minibatches, update_epochs, norm_adv,
                                                 clip_coef, clip_vloss, ent_coef, vf_coef, max_grad_norm, target_kl,
-                                                hidden, init_log_std, device, eval_every, validation_tasks,
+                                                hidden, init_log_std, device, rollout_mode, eval_every, validation_tasks,
                                                 checkpoint_every, seed, threads, output_dir)
 
 json PpoConfig::to_json() const { return json(*this); }

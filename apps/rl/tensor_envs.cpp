@@ -106,6 +106,14 @@ TensorEnvs::TensorEnvs(const TaskSpec& task, const EnvConfig& cfg, const Observe
   };
   rate_idx_ = indices(task.rate_param);
   drift_idx_ = indices(task.drift_param);
+
+  params_ = torch::zeros({n_, int64_t(task.ranges.size())}, real_);
+  if (!task.jumps.empty()) rates_ = torch::zeros({n_, int64_t(task.rate_param.size())}, real_);
+  if (!task.drift_terms.empty()) drift_ = torch::zeros({n_, int64_t(task.drift_param.size())}, real_);
+  state_ = torch::zeros({n_, len_}, cx_);
+  fid_ = torch::zeros({n_}, real_);
+  t_dev_ = torch::zeros({}, real_);
+  bad_ = torch::zeros({}, real_.dtype(torch::kBool));
 }
 
 std::string TensorEnvs::execution() const {
@@ -119,13 +127,13 @@ torch::Tensor TensorEnvs::draw_tasks() {
 }
 
 torch::Tensor TensorEnvs::start_episodes(const torch::Tensor& params) {
-  params_ = params;
-  rates_ = task_.jumps.empty() ? torch::Tensor() : params.index_select(1, rate_idx_);
-  drift_ = task_.drift_terms.empty() ? torch::Tensor() : params.index_select(1, drift_idx_);
-  state_ = initial_.unsqueeze(0).expand({n_, len_}).contiguous();
-  t_ = 0;
+  params_.copy_(params);
+  if (rates_.defined()) rates_.copy_(params_.index_select(1, rate_idx_));
+  if (drift_.defined()) drift_.copy_(params_.index_select(1, drift_idx_));
+  state_.copy_(initial_.unsqueeze(0).expand({n_, len_}));
+  t_dev_.zero_();
   torch::Tensor lin = linear(state_);
-  fid_ = lin.select(1, n_phys_).contiguous();
+  fid_.copy_(lin.select(1, n_phys_));
   return lin;
 }
 
@@ -174,8 +182,9 @@ torch::Tensor TensorEnvs::sampled(torch::Tensor x) {
 torch::Tensor TensorEnvs::observe(const torch::Tensor& lin) {
   torch::Tensor x = lin.narrow(1, 0, n_phys_);
   if (kind_ == ObsKind::measurements) x = sampled(x.contiguous());
-  std::vector<torch::Tensor> parts{x.to(torch::kFloat32),
-                                   torch::full({n_, 1}, double(t_) / double(task_.n_steps), real_.dtype(torch::kFloat32))};
+  // The time from the device's count, rounded to float32 as the host's t / n_steps would be.
+  const torch::Tensor time = (t_dev_ / double(task_.n_steps)).to(torch::kFloat32).reshape({1, 1}).expand({n_, 1});
+  std::vector<torch::Tensor> parts{x.to(torch::kFloat32), time};
   if (cfg_.observe_noise) {
     const torch::Tensor scaled = torch::where(span_ > 0, 2 * (params_ - lo_) / span_ - 1, torch::zeros_like(params_));
     parts.push_back(scaled.to(torch::kFloat32));
@@ -184,20 +193,33 @@ torch::Tensor TensorEnvs::observe(const torch::Tensor& lin) {
 }
 
 torch::Tensor TensorEnvs::reset(std::optional<uint64_t> seed, const torch::Tensor& tasks) {
-  fixed_ = tasks.defined() ? tasks.detach().to(device_, torch::kFloat64).contiguous() : torch::Tensor();
+  if (!tasks.defined()) {
+    fixed_ = torch::Tensor();
+  } else if (fixed_.defined()) {
+    fixed_.copy_(tasks.detach());  // in place, as the state (a captured step may read it)
+  } else {
+    fixed_ = tasks.detach().to(device_, torch::kFloat64).contiguous();
+  }
   if (seed) gen_.set_current_seed(*seed);
+  t_ = 0;
   return observe(start_episodes(fixed_.defined() ? fixed_ : draw_tasks()));
 }
 
+torch::Tensor TensorEnvs::invalid(const torch::Tensor& actions) const {
+  if (discrete_) return ((actions < 0) | (actions >= library_.size(0))).any();
+  torch::Tensor bad = torch::isfinite(actions).logical_not().any();
+  if (!cfg_.clip_actions) bad = bad | (actions.abs() > 1).any();
+  return bad;
+}
+
 bool TensorEnvs::actions_valid(const torch::Tensor& actions) const {
-  torch::Tensor bad;
-  if (discrete_) {
-    bad = ((actions < 0) | (actions >= library_.size(0))).any();
-  } else {
-    bad = torch::isfinite(actions).logical_not().any();
-    if (!cfg_.clip_actions) bad = bad | (actions.abs() > 1).any();
-  }
-  return !bad.item<bool>();  // the one value read back per step
+  return !invalid(actions).item<bool>();  // the one value read back per step
+}
+
+bool TensorEnvs::take_bad_actions() {
+  const bool bad = bad_.item<bool>();
+  bad_.zero_();
+  return bad;
 }
 
 torch::Tensor TensorEnvs::amplitudes(const torch::Tensor& actions) const {
@@ -207,6 +229,20 @@ torch::Tensor TensorEnvs::amplitudes(const torch::Tensor& actions) const {
 }
 
 StepResult TensorEnvs::step(const torch::Tensor& actions) {
+  const bool last = t_ + 1 >= task_.n_steps;
+  StepResult r = apply(actions, last);
+  count(last);
+  return r;
+}
+
+StepResult TensorEnvs::advance(const torch::Tensor& actions, bool last) {
+  pinned_ = true;  // the state in place from now on (a graph may hold its address)
+  bad_.logical_or_(invalid(actions));
+  // What the mark's reader refuses still steps: NaN as 0, infinities as +-1, indices clamped.
+  return apply(discrete_ ? actions.clamp(0, library_.size(0) - 1) : torch::nan_to_num(actions, 0.0, 1.0, -1.0), last);
+}
+
+StepResult TensorEnvs::apply(const torch::Tensor& actions, bool last) {
   const int64_t d2 = d_ * d_, nc = int64_t(task_.controls.size());
   const torch::Tensor amps = amplitudes(actions).reshape({n_, 1, nc});
   const torch::Tensor out = nn::open_final_state(program_, amps, drift_, rates_);
@@ -217,15 +253,20 @@ StepResult TensorEnvs::step(const torch::Tensor& actions) {
   const torch::Tensor next = torch::bmm(m, state_.view({n_, d2, cols})).view({n_, len_});
   const torch::Tensor lin = linear(next);
   const torch::Tensor f = lin.select(1, n_phys_).contiguous();
-  const bool done = ++t_ >= task_.n_steps;
+  const bool done = last;
+  t_dev_.add_(1);
 
   StepResult r;
   r.reward = (cfg_.reward == "step" ? f - fid_ : (done ? f : torch::zeros_like(f))).to(torch::kFloat32);
   r.fidelity = f;
   r.terminated = torch::full({n_}, done, real_.dtype(torch::kBool));
   r.truncated = torch::zeros({n_}, real_.dtype(torch::kBool));
-  state_ = next;
-  fid_ = f;
+  if (pinned_) {
+    state_.copy_(next);
+  } else {
+    state_ = next;  // (a copy costs stepping on the CPU a third of its speed: bench-env, 2026-11-30)
+  }
+  fid_.copy_(f);
   if (!done) {
     r.obs = observe(lin);
     r.final_obs = torch::zeros_like(r.obs);

@@ -52,6 +52,7 @@ class VecEnv {
   const std::vector<std::vector<double>>& pulse_library() const { return library_; }
   torch::Device device() const { return device_; }
   bool tensor_stepping() const { return tensors_ != nullptr; }  // stepped by TensorEnvs (config's stepping)
+  TensorEnvs* tensor_envs() { return tensors_.get(); }           // (null: the host loop)
   std::string describe() const;  // one line: task, sizes, engine execution
 
   // Starts a new episode everywhere. seed: env i's stream restarts at seed + i. tasks

@@ -140,6 +140,90 @@ TEST(RlTensorEnvs, PpoRollsOutOnAGpuAndLearns) {
   std::filesystem::remove_all(dir);
 }
 
+// The same on CPU tensors: the rollout step a GPU captures (PpoRun::rollout_step), run
+// eagerly, learns as the host loop's run does (test_rl.cpp's RlPpo, the same budget).
+TEST(RlTensorEnvs, PpoOnTheEnvironmentsAsCpuTensorsLearns) {
+  const auto dir = std::filesystem::temp_directory_path() / "qfleet_rl_ppo_tensors_cpu";
+  std::filesystem::remove_all(dir);
+  PpoConfig c = qfleet_test::small_ppo(dir.string());
+  c.checkpoint_every = 0;
+  c.device = "cpu";
+  c.env.stepping = "tensors";
+  TrainOptions o;
+  o.quiet = true;
+  const auto r = train_ppo(c, o);
+  EXPECT_NE(r["environment"].get<std::string>().find("tensors on cpu"), std::string::npos) << r["environment"];
+  EXPECT_EQ(r["devices"]["rollout_mode"], "eager: rollout_mode = auto on cpu");
+  EXPECT_LT(r["curve"][0]["mean_final_fidelity"].get<double>(), 0.6);
+  EXPECT_GT(r["validation"]["mean_fidelity"].get<double>(), 0.85);
+  std::filesystem::remove_all(dir);
+}
+
+// PPO's rollout steps captured in CUDA graphs (rollout_mode = graph: one graph inside an
+// episode, one for its last step) against the same run eager on the GPU.
+TEST(RlTensorEnvs, PpoRolloutStepsCapturedOnAGpuFollowTheEagerRun) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA device: this test runs on a GPU machine (scripts/gpu_check.sh)";
+  nlohmann::json runs[2];
+  for (int graph = 0; graph < 2; ++graph) {
+    const auto dir = std::filesystem::temp_directory_path() / ("qfleet_rl_ppo_graph" + std::to_string(graph));
+    std::filesystem::remove_all(dir);
+    PpoConfig c = qfleet_test::small_ppo(dir.string());
+    c.checkpoint_every = 0;
+    c.device = "cuda";
+    c.rollout_mode = graph ? "graph" : "eager";
+    TrainOptions o;
+    o.quiet = true;
+    runs[graph] = train_ppo(c, o);
+    std::filesystem::remove_all(dir);
+  }
+  const std::string status = runs[1]["devices"]["rollout_mode"];
+  EXPECT_EQ(status.find("eager"), std::string::npos) << status;
+  EXPECT_NE(status.find("last step: captured"), std::string::npos) << status;
+  ASSERT_EQ(runs[0]["curve"].size(), runs[1]["curve"].size());
+  for (std::size_t k = 0; k < runs[0]["curve"].size(); ++k)
+    EXPECT_NEAR(runs[0]["curve"][k]["mean_final_fidelity"].get<double>(),
+                runs[1]["curve"][k]["mean_final_fidelity"].get<double>(), 1e-6) << "rollout " << k + 1;
+  EXPECT_NEAR(runs[0]["validation"]["mean_fidelity"].get<double>(), runs[1]["validation"]["mean_fidelity"].get<double>(), 1e-6);
+}
+
+// The capturable step (advance + count) is step() without its check: the same results
+// through two episodes with measurement draws and autoresets; an invalid action marks it
+// and the step runs on (discrete actions clamped into the library).
+TEST(RlTensorEnvs, AdvanceIsTheStepWithoutItsCheckAndMarksInvalidActions) {
+  for (const char* action : {"continuous", "discrete"}) {
+    EnvConfig c;
+    c.num_envs = 16;
+    c.n_steps = 3;
+    c.stepping = "tensors";
+    c.action = action;
+    c.observation = "measurements";
+    c.observe_noise = true;
+    c.reward = "step";
+    VecEnv a(c), b(c);
+    TensorEnvs& adv = *b.tensor_envs();
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+    for (int64_t s = 0; s < 2 * c.n_steps + 1; ++s) {
+      const bool last = (s + 1) % c.n_steps == 0;
+      const torch::Tensor act = c.action == "discrete" ? torch::randint(a.n_actions(), {16}, gen, torch::kInt64)
+                                                       : torch::rand({16, 2}, gen, torch::kFloat64) * 2 - 1;
+      const StepResult x = a.step(act), y = adv.advance(act, last);
+      adv.count(last);
+      const std::string at = std::string(action) + " step " + std::to_string(s);
+      for (auto [p, q, what] : {std::tuple{x.obs, y.obs, "obs"}, {x.reward, y.reward, "reward"},
+                                {x.final_obs, y.final_obs, "final_obs"}, {x.final_fidelity, y.final_fidelity, "final_fidelity"},
+                                {x.fidelity, y.fidelity, "fidelity"}, {x.terminated, y.terminated, "terminated"}})
+        expect_same(p, q, 0, at + " " + what);
+      EXPECT_TRUE(torch::equal(a.elapsed(), b.elapsed())) << at;
+    }
+    EXPECT_FALSE(adv.take_bad_actions());
+    const torch::Tensor bad = c.action == "discrete" ? torch::tensor(std::vector<int64_t>(16, 99), torch::kInt64)
+                                                     : torch::full({16, 2}, double(NAN), torch::kFloat64);
+    EXPECT_NO_THROW(adv.advance(bad, false));
+    EXPECT_TRUE(adv.take_bad_actions()) << action;
+    EXPECT_FALSE(adv.take_bad_actions()) << action << ": the mark is cleared when read";
+  }
+}
+
 TEST(RlTensorEnvs, DrawTasksInTheirRangesReproduciblyAndAfreshAtEachReset) {
   EnvConfig c;
   c.num_envs = 4096;
