@@ -66,7 +66,8 @@ __device__ R* scratch_part(R* smem, std::size_t smem_off, R* global, std::size_t
 }
 
 template <class R>
-__global__ void dm_block_kernel(kern::DmPlan p, kern::SvCall<R> c, kern::DmSegments seg, ScratchLayout l, R* work) {
+__global__ void dm_block_kernel(const __grid_constant__ kern::DmPlan p, const __grid_constant__ kern::SvCall<R> c,
+                                const __grid_constant__ kern::DmSegments seg, const ScratchLayout l, R* work) {
   __shared__ R scratch[32];
   extern __shared__ __align__(16) unsigned char dm_smem[];
   R* sh = reinterpret_cast<R*>(dm_smem);

@@ -81,8 +81,9 @@ struct TileGroup {
 };
 
 template <class R, class N>
-__global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
-                                  std::size_t work_per, int cap, int* status) {
+__global__ void open_tasks_kernel(const __grid_constant__ kern::OpenView v,
+                                  const __grid_constant__ kern::OpenTaskCall<R> c,
+                                  kern::Cx<R>* work, std::size_t work_per, int cap, int* status) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   kern::Cx<R>* ws = work + tid * work_per;
@@ -93,8 +94,9 @@ __global__ void open_tasks_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, ker
 }
 
 template <class R>
-__global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
-                                  std::size_t work_per, int cap, int* status) {
+__global__ void open_group_kernel(const __grid_constant__ kern::OpenView v,
+                                  const __grid_constant__ kern::OpenTaskCall<R> c,
+                                  kern::Cx<R>* work, std::size_t work_per, int cap, int* status) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ double scratch[32];
   kern::Cx<R>* ws = work != nullptr ? work + std::size_t(blockIdx.x) * work_per : reinterpret_cast<kern::Cx<R>*>(smem);
@@ -108,8 +110,9 @@ __global__ void open_group_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, ker
 // Task slot blockIdx.x * (blockDim.x / tile) + threadIdx.x / tile; its workspace in
 // shared memory (the block's slots one after another) or, with `work`, in global memory.
 template <class R>
-__global__ void open_tile_kernel(kern::OpenView v, kern::OpenTaskCall<R> c, kern::Cx<R>* work,
-                                 std::size_t work_per, int cap, int tile, int* status) {
+__global__ void open_tile_kernel(const __grid_constant__ kern::OpenView v,
+                                 const __grid_constant__ kern::OpenTaskCall<R> c,
+                                 kern::Cx<R>* work, std::size_t work_per, int cap, int tile, int* status) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int lane = static_cast<int>(threadIdx.x & 31u), r = lane % tile;
   const int per_block = static_cast<int>(blockDim.x) / tile, in_block = static_cast<int>(threadIdx.x) / tile;

@@ -77,8 +77,8 @@ struct LaneGroup {  // 2^n consecutive lanes of a warp holding one circuit (kern
 
 // Shared memory: each circuit's states, then (table_reals > 0) each circuit's block table.
 template <class R>
-__global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::size_t n_blocks,
-                               std::size_t table_reals) {
+__global__ void sv_warp_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
+                               int G, std::size_t n_blocks, std::size_t table_reals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int per_block = static_cast<int>(blockDim.x) / G;
@@ -101,8 +101,8 @@ __global__ void sv_warp_kernel(kern::SvPlan p, kern::SvCall<R> c, int G, std::si
 // its circuits in lockstep (full-warp shuffles), padding circuits included.
 // Shared memory (table_reals > 0): each circuit's block table.
 template <class R>
-__global__ void sv_lanes_kernel(kern::SvPlan p, kern::SvCall<R> c, int W, std::size_t n_blocks,
-                                std::size_t table_reals) {
+__global__ void sv_lanes_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
+                                int W, std::size_t n_blocks, std::size_t table_reals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int per_block = static_cast<int>(blockDim.x) / W;
@@ -144,7 +144,8 @@ struct TileGroup {  // the kMembers threads of a block that share threadIdx.x (o
 // blockDim = (kTile, kMembers); each block owns one tile's psi (and lam) in `work`,
 // and with `table` the tile's block table in dynamic shared memory.
 template <class R>
-__global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, std::size_t n_tiles, bool table) {
+__global__ void sv_interleaved_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
+                                      R* work, std::size_t n_tiles, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ R scratch[kMembers * kTile];
   const int l = static_cast<int>(threadIdx.x);
@@ -164,7 +165,8 @@ __global__ void sv_interleaved_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work
 // Dynamic shared memory: the states (work == nullptr; else they are in work), then
 // with `table` the block table.
 template <class R>
-__global__ void sv_block_kernel(kern::SvPlan p, kern::SvCall<R> c, R* work, bool table) {
+__global__ void sv_block_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
+                                R* work, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ R scratch[32];
   const std::size_t st = 2 * p.dim;
