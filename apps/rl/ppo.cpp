@@ -105,7 +105,7 @@ class PpoRun {
   Rollout collect(int64_t it);
   Rollout collect_tensors(int64_t it, const Tensor& first_obs);
   train::Metrics rollout_step(bool last);
-  std::string rollout_graphs() const;
+  std::string rollout_mode_status() const;
   Update update(const Rollout& r);
   json record(int64_t it, const Rollout& r, const Update& u);
   torch::Device pick_rollout_device();
@@ -381,11 +381,11 @@ PpoRun::Rollout PpoRun::collect_tensors(int64_t it, const Tensor& first_obs) {
              torch::zeros({1}, on.dtype(torch::kLong)), torch::zeros({}, on.dtype(torch::kFloat64)),
              torch::zeros({}, on.dtype(torch::kFloat64))};
     graph_steps_ = cfg_.rollout_mode == "graph" || (cfg_.rollout_mode == "auto" && roll_dev_.is_cuda());
+    std::vector<at::Generator> gens;  // the actions' and the environments' (draws, shots)
+    if (roll_dev_.is_cuda()) gens = {roll_gen_, envs.generator()};
     if (graph_steps_)
       for (int last = 0; last < 2; ++last)
-        roll_steps_[last] = train::captured_step([this, last] { return rollout_step(last == 1); }, roll_dev_, 3,
-                                                 roll_dev_.is_cuda() ? std::vector<at::Generator>{roll_gen_, envs.generator()}
-                                                                     : std::vector<at::Generator>{});
+        roll_steps_[last] = train::captured_step([this, last] { return rollout_step(last == 1); }, roll_dev_, 3, gens);
   }
   roll_.obs.copy_(first_obs);
   for (Tensor* t : {&roll_.done, &roll_.ep_ret, &roll_.row, &roll_.fid_sum, &roll_.ret_sum}) t->zero_();
@@ -443,7 +443,7 @@ train::Metrics PpoRun::rollout_step(bool last) {
   return {};
 }
 
-std::string PpoRun::rollout_graphs() const {
+std::string PpoRun::rollout_mode_status() const {
   if (!env_->tensor_stepping()) return "eager: the environments step in the host loop";
   if (!graph_steps_) return "eager: rollout_mode = " + cfg_.rollout_mode + " on " + roll_dev_.str();
   if (!roll_steps_[0]) return "no rollout yet";
@@ -588,8 +588,8 @@ json PpoRun::finish(const app::Loop& loop) {
                  {"env_steps", it * n_total_ * T_},
                  {"processes", world_},
                  {"environment", env_->describe()},
-                 {"devices", {{"rollout", roll_dev_.str()}, {"rollout_why", why_roll_}, {"rollout_mode", rollout_graphs()},
-                              {"update", upd_dev_.str()},
+                 {"devices", {{"rollout", roll_dev_.str()}, {"rollout_why", why_roll_},
+                              {"rollout_mode", rollout_mode_status()}, {"update", upd_dev_.str()},
                               {"update_why", why_upd_}, {"precision", prec_.rule}, {"rollout_precision", roll_prec_.rule}}},
                  {"timings_s", {{"wall", wall_s}, {"phases", ph_.to_json()}}},
                  {"curve", curve_}});

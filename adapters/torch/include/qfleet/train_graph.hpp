@@ -10,9 +10,9 @@
 // the device. Random numbers from the default CUDA generator stay correct across
 // replays (capture registers it), and from other CUDA generators named in
 // GraphOptions::generators (each replay draws the numbers an eager step would draw
-// next from it; seeding it between replays restarts it as for an eager step). When capture fails (a host sync such as .item(), an
-// op that cannot be captured, a dynamic shape) the step runs eagerly from then on and
-// fallback_reason() says why: never a crash.
+// next from it; seeding it between replays restarts it as for an eager step). When
+// capture fails (a host sync such as .item(), an op that cannot be captured, a dynamic
+// shape) the step runs eagerly from then on and fallback_reason() says why: never a crash.
 #pragma once
 
 #include <torch/torch.h>
