@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <optional>
+#include <tuple>
 
 #include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
@@ -104,6 +105,7 @@ class PpoRun {
   };
   Rollout collect(int64_t it);
   Rollout collect_tensors(int64_t it, const Tensor& first_obs);
+  std::tuple<Tensor, Tensor, Tensor> policy_action(const Tensor& obs);
   train::Metrics rollout_step(bool last);
   std::string rollout_mode_status() const;
   Update update(const Rollout& r);
@@ -323,6 +325,15 @@ void PpoRun::checkpoint(int64_t done) {
   if (rank_ == 0) save(done, wall());
 }
 
+// The rollout policy's sampled action (float32 unless discrete), its log-probability
+// and the value, without gradients, in BF16 where the runtime's rule says so.
+std::tuple<Tensor, Tensor, Tensor> PpoRun::policy_action(const Tensor& obs) {
+  torch::NoGradGuard ng;
+  train::AutocastScope ac(roll_prec_);
+  auto [a, lp, ent, v] = roller_->act(obs, Tensor(), &roll_gen_);
+  return {discrete_ ? a : a.to(torch::kFloat), lp.to(torch::kFloat), v.to(torch::kFloat)};
+}
+
 PpoRun::Rollout PpoRun::collect(int64_t it) {
   if (cfg_.anneal_lr) {
     const double lr = (1.0 - double(it) / double(iterations_)) * cfg_.learning_rate;
@@ -340,15 +351,7 @@ PpoRun::Rollout PpoRun::collect(int64_t it) {
     obs_b_[s].copy_(r.next_obs);
     done_b_[s].copy_(r.next_done);
     const double t0 = now_s();
-    Tensor a, lp, v;
-    {
-      torch::NoGradGuard ng;
-      train::AutocastScope ac(roll_prec_);  // BF16 policy where the runtime's rule says so
-      auto [a_, lp_, ent_, v_] = roller_->act(r.next_obs, Tensor(), &roll_gen_);
-      a = discrete_ ? a_ : a_.to(torch::kFloat);
-      lp = lp_.to(torch::kFloat);
-      v = v_.to(torch::kFloat);
-    }
+    const auto [a, lp, v] = policy_action(r.next_obs);
     const double t1 = now_s();
     ph_.policy += t1 - t0;
     const StepResult step = env_->step(a);  // the environment clips continuous actions to [-1, 1]
@@ -417,15 +420,7 @@ PpoRun::Rollout PpoRun::collect_tensors(int64_t it, const Tensor& first_obs) {
 train::Metrics PpoRun::rollout_step(bool last) {
   obs_b_.index_copy_(0, roll_.row, roll_.obs.unsqueeze(0));
   done_b_.index_copy_(0, roll_.row, roll_.done.unsqueeze(0));
-  Tensor a, lp, v;
-  {
-    torch::NoGradGuard ng;
-    train::AutocastScope ac(roll_prec_);
-    auto [a_, lp_, ent_, v_] = roller_->act(roll_.obs, Tensor(), &roll_gen_);
-    a = discrete_ ? a_ : a_.to(torch::kFloat);
-    lp = lp_.to(torch::kFloat);
-    v = v_.to(torch::kFloat);
-  }
+  const auto [a, lp, v] = policy_action(roll_.obs);
   const StepResult step = env_->tensor_envs()->advance(a, last);
   act_b_.index_copy_(0, roll_.row, a.reshape({1, n_local_, act_w_}).to(torch::kFloat));
   logp_b_.index_copy_(0, roll_.row, lp.unsqueeze(0));

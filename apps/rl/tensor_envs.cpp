@@ -253,13 +253,12 @@ StepResult TensorEnvs::apply(const torch::Tensor& actions, bool last) {
   const torch::Tensor next = torch::bmm(m, state_.view({n_, d2, cols})).view({n_, len_});
   const torch::Tensor lin = linear(next);
   const torch::Tensor f = lin.select(1, n_phys_).contiguous();
-  const bool done = last;
   t_dev_.add_(1);
 
   StepResult r;
-  r.reward = (cfg_.reward == "step" ? f - fid_ : (done ? f : torch::zeros_like(f))).to(torch::kFloat32);
+  r.reward = (cfg_.reward == "step" ? f - fid_ : (last ? f : torch::zeros_like(f))).to(torch::kFloat32);
   r.fidelity = f;
-  r.terminated = torch::full({n_}, done, real_.dtype(torch::kBool));
+  r.terminated = torch::full({n_}, last, real_.dtype(torch::kBool));
   r.truncated = torch::zeros({n_}, real_.dtype(torch::kBool));
   if (pinned_) {
     state_.copy_(next);
@@ -267,7 +266,7 @@ StepResult TensorEnvs::apply(const torch::Tensor& actions, bool last) {
     state_ = next;  // (a copy costs stepping on the CPU a third of its speed: bench-env, 2026-11-30)
   }
   fid_.copy_(f);
-  if (!done) {
+  if (!last) {
     r.obs = observe(lin);
     r.final_obs = torch::zeros_like(r.obs);
     r.final_fidelity = torch::full({n_}, std::numeric_limits<double>::quiet_NaN(), real_);

@@ -47,8 +47,8 @@ class TensorEnvs {
   // A step without a check or a host read (capturable): `last` says whether it ends the
   // episodes (the count's business: the step after n_steps - 1 others). An action out of
   // range or not finite marks the step, which runs on with it replaced (NaN by 0,
-  // infinities by +-1, discrete indices clamped into the library). Whether reset() was given tasks must not change between
-  // a capture and its replays (the branch is captured).
+  // infinities by +-1, discrete indices clamped into the library). Whether reset() was
+  // given tasks must not change between a capture and its replays (the branch is captured).
   StepResult advance(const torch::Tensor& actions, bool last);
   void count(bool last) { t_ = last ? 0 : t_ + 1; }
   // Whether an action given to advance() since the last call was invalid (one value read

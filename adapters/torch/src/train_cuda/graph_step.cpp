@@ -10,7 +10,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
