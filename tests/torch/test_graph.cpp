@@ -2,6 +2,7 @@
 // the step's results unchanged. On a GPU (skipped without one): a hybrid model's
 // training in graph mode against the same training run eagerly from the same seed,
 // and a step that synchronises falling back with the reason.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <gtest/gtest.h>
 
@@ -30,6 +31,15 @@ TEST(TrainGraph, OnTheCpuTheStepRunsEagerlyAndSaysWhy) {
   EXPECT_FALSE(step.captured());
   EXPECT_NE(step.fallback_reason().find("needs a CUDA device"), std::string::npos) << step.fallback_reason();
   EXPECT_THROW(tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 0, .log = true}), std::invalid_argument);
+  // Generators for graph mode are CUDA generators: a CPU one (or none) is refused, naming it.
+  for (const at::Generator& gen : {at::make_generator<at::CPUGeneratorImpl>(1), at::Generator()}) {
+    try {
+      tr::GraphStep([] { return tr::Metrics{}; }, torch::kCPU, {.warmup = 1, .log = false, .generators = {gen}});
+      ADD_FAILURE() << "no error for a generator that is not a CUDA one";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("must be CUDA generators"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // libqfleet_torch's door to graph mode (train.hpp's captured_step): eager on the CPU, saying why.

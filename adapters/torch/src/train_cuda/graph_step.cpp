@@ -38,10 +38,14 @@ struct SharedGeneratorState {
 std::mutex shared_states_mutex;
 std::vector<SharedGeneratorState> shared_states;
 
-c10::intrusive_ptr<at::CUDAGeneratorState> graph_safe_state(const at::Generator& gen) {
+void check_cuda_generator(const at::Generator& gen) {
   if (!gen.defined() || gen.device().type() != c10::DeviceType::CUDA)
     throw std::invalid_argument("GraphStep: generators must be CUDA generators (got " +
                                 (gen.defined() ? gen.device().str() : std::string("an undefined one")) + ")");
+}
+
+c10::intrusive_ptr<at::CUDAGeneratorState> graph_safe_state(const at::Generator& gen) {
+  check_cuda_generator(gen);
   const std::lock_guard<std::mutex> lock(shared_states_mutex);
   std::erase_if(shared_states, [](const SharedGeneratorState& e) { return e.generator.expired(); });
   for (const auto& e : shared_states)
@@ -61,6 +65,7 @@ GraphStep::GraphStep(std::function<Metrics()> step, const torch::Device& device,
     : step_(std::move(step)), device_(device), opt_(options) {
   if (!step_) throw std::invalid_argument("GraphStep: no step given");
   if (opt_.warmup < 1) throw std::invalid_argument("GraphStep: warmup must be >= 1 (lazy initialisation must not be captured)");
+  for (const auto& gen : opt_.generators) check_cuda_generator(gen);  // on any device: the caller's list is wrong
   if (!device_.is_cuda()) {
     fall_back("graph mode needs a CUDA device; the step runs eagerly on " + device_.str());
   } else if (!torch::cuda::is_available()) {
