@@ -68,14 +68,13 @@ __device__ R* scratch_part(R* smem, std::size_t smem_off, R* global, std::size_t
 template <class R>
 __global__ void dm_block_kernel(const __grid_constant__ kern::DmPlan p, const __grid_constant__ kern::SvCall<R> c,
                                 const __grid_constant__ kern::DmSegments seg, const ScratchLayout l, R* work) {
-  __shared__ R scratch[32];
   extern __shared__ __align__(16) unsigned char dm_smem[];
   R* sh = reinterpret_cast<R*>(dm_smem);
   R* w = work + std::size_t(blockIdx.x) * l.total;
   const kern::DmGroupScratch s{scratch_part(sh, l.smem_rho, w, l.rho), scratch_part(sh, l.smem_lam, w, l.lam),
                                w + l.stored, w + l.ckpt, w + l.gslot, w + l.probs,
                                scratch_part(sh, l.smem_table, w, l.table)};
-  BlockGroup<R> g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
+  const BlockGroup<R> g{};
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
     kern::dm_group_run(p, c, seg, b, s, g);
     __syncthreads();

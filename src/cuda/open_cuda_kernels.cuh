@@ -31,24 +31,28 @@ struct AtomicAdd {
 
 // A thread block as a kernels/group.hpp group (blockDim.x a multiple of 32).
 // Reductions: a butterfly of shuffles in each warp (every lane ends with the same
-// bits), then the warps' partials in warp order: deterministic.
+// bits), then the warps' partials in warp order: deterministic. Rank and size are
+// the thread's special registers and the partials a static shared array, not fields:
+// the task body keeps its group inside the task object, which nvcc holds in local
+// memory, so fields were a local load at every loop over the group's entries (657
+// such loads in the kernel, `scripts/ptxas_report.py --sass`).
 struct BlockGroup {
   static constexpr bool kSolo = false;
-  int r, n;
-  double* scratch;  // 32 doubles of shared memory
-  __device__ int rank() const { return r; }
-  __device__ int size() const { return n; }
+  __device__ int rank() const { return static_cast<int>(threadIdx.x); }
+  __device__ int size() const { return static_cast<int>(blockDim.x); }
   __device__ void sync() const { __syncthreads(); }
   __device__ double combine(double v, bool is_max) const {
+    __shared__ double partial[32];  // one per warp
     for (int off = 16; off > 0; off >>= 1) {
       const double o = __shfl_xor_sync(0xffffffffu, v, off);
       v = is_max ? kern::nan_max(v, o) : v + o;
     }
+    const int n = size();
     if (n == 32) return v;
-    if ((r & 31) == 0) scratch[r >> 5] = v;
+    if ((threadIdx.x & 31u) == 0) partial[threadIdx.x >> 5] = v;
     __syncthreads();
-    double t = scratch[0];
-    for (int w = 1; w < (n >> 5); ++w) t = is_max ? kern::nan_max(t, scratch[w]) : t + scratch[w];
+    double t = partial[0];
+    for (int w = 1; w < (n >> 5); ++w) t = is_max ? kern::nan_max(t, partial[w]) : t + partial[w];
     __syncthreads();
     return t;
   }
@@ -93,14 +97,25 @@ __global__ void open_tasks_kernel(const __grid_constant__ kern::OpenView v,
   }
 }
 
+// Registers capped at 168, the count nvcc chose before BlockGroup's rank and size became
+// special registers: 12 one-warp tasks an SM (64 K / (168 x 32)). Uncapped, nvcc then took
+// 177 (complex64) and 210 (complex128), 11 and 9 tasks an SM; capped, complex64 spills
+// 8/16 bytes and complex128 88/88, and both keep 1181 and 1197 of the 1912 local loads
+// they had (scripts/ptxas_report.py --sass, 2026-11-30). To time on a GPU against no cap.
+// __maxnreg__ came with CUDA 12.4; older toolkits compile the kernel uncapped.
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4)
+#define QFLEET_OPEN_GROUP_MAXNREG __maxnreg__(168)
+#else
+#define QFLEET_OPEN_GROUP_MAXNREG
+#endif
 template <class R>
-__global__ void open_group_kernel(const __grid_constant__ kern::OpenView v,
-                                  const __grid_constant__ kern::OpenTaskCall<R> c,
-                                  kern::Cx<R>* work, std::size_t work_per, int cap, int* status) {
+__global__ void QFLEET_OPEN_GROUP_MAXNREG open_group_kernel(const __grid_constant__ kern::OpenView v,
+                                                            const __grid_constant__ kern::OpenTaskCall<R> c,
+                                                            kern::Cx<R>* work, std::size_t work_per, int cap,
+                                                            int* status) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ double scratch[32];
   kern::Cx<R>* ws = work != nullptr ? work + std::size_t(blockIdx.x) * work_per : reinterpret_cast<kern::Cx<R>*>(smem);
-  const BlockGroup g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
+  const BlockGroup g{};
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
     const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
     if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);

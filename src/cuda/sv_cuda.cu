@@ -119,24 +119,26 @@ __global__ void sv_lanes_kernel(const __grid_constant__ kern::SvPlan p, const __
 constexpr int kTile = 32;    // samples per interleaved tile: the warp's lanes
 constexpr int kMembers = 8;  // threads per sample in the interleaved shape
 
+// The kMembers threads of a block that share threadIdx.x (one sample of a tile). Rank
+// and size are special registers, the sums' slots a static shared array (BlockGroup,
+// cuda_groups.cuh, says why).
 template <class R>
-struct TileGroup {  // the kMembers threads of a block that share threadIdx.x (one sample of a tile)
-  int r, n;
-  R* scratch;  // [kMembers][kTile] in shared memory
-  __device__ int rank() const { return r; }
-  __device__ int size() const { return n; }
+struct TileGroup {
+  __device__ int rank() const { return static_cast<int>(threadIdx.y); }
+  __device__ int size() const { return static_cast<int>(blockDim.y); }
   __device__ void sync() const { __syncthreads(); }
   __device__ R sum(R v) const {
-    scratch[r * kTile + threadIdx.x] = v;
+    __shared__ R slot[kMembers * kTile];
+    slot[threadIdx.y * kTile + threadIdx.x] = v;
     __syncthreads();
     R t = 0;
-    for (int w = 0; w < n; ++w) t += scratch[w * kTile + threadIdx.x];  // fixed order: deterministic
+    for (int w = 0; w < size(); ++w) t += slot[w * kTile + threadIdx.x];  // fixed order: deterministic
     __syncthreads();
     return t;
   }
   __device__ void atomic_add(R* p, R v) const { atomicAdd(p, v); }
-  __device__ int n_parts() const { return n; }  // members sit in different warps: each its own part
-  __device__ int part() const { return r; }
+  __device__ int n_parts() const { return size(); }  // members sit in different warps: each its own part
+  __device__ int part() const { return rank(); }
   __device__ R part_sum(R v) const { return v; }
   __device__ bool part_leader() const { return true; }
 };
@@ -147,12 +149,11 @@ template <class R>
 __global__ void sv_interleaved_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
                                       R* work, std::size_t n_tiles, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ R scratch[kMembers * kTile];
   const int l = static_cast<int>(threadIdx.x);
   const std::size_t tile = 2 * p.dim * kTile;
   const int ns = c.cotangents ? 2 : 1;
   R* psi = work + std::size_t(blockIdx.x) * ns * tile;
-  const TileGroup<R> g{static_cast<int>(threadIdx.y), static_cast<int>(blockDim.y), scratch};
+  const TileGroup<R> g{};
   for (std::size_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
     const std::size_t b = t * kTile + std::size_t(l);
     const bool active = b < c.batch;
@@ -168,13 +169,12 @@ template <class R>
 __global__ void sv_block_kernel(const __grid_constant__ kern::SvPlan p, const __grid_constant__ kern::SvCall<R> c,
                                 R* work, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ R scratch[32];
   const std::size_t st = 2 * p.dim;
   const int ns = c.cotangents ? 2 : 1;
   R* shared = reinterpret_cast<R*>(smem);
   R* base = work != nullptr ? work + std::size_t(blockIdx.x) * ns * st : shared;
   R* tab = !table ? nullptr : work != nullptr ? shared : shared + ns * st;
-  BlockGroup<R> g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), scratch};
+  const BlockGroup<R> g{};
   for (std::size_t b = blockIdx.x; b < c.batch; b += gridDim.x) {
     kern::sv_group_run(p, c, b, true, base, ns == 2 ? base + st : nullptr, g, 0, tab);
     __syncthreads();
