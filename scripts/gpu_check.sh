@@ -290,8 +290,8 @@ figures() {
   # --- the benchmark rows of docs/benchmarks.md, medians of 5 ------------------------------
   t0=$SECONDS
   # issue 50's rows (Target, Shape/n4/B100, Layer/n4/B1000000, Shape/n10/B10000,
-  # Open/d2/B100000, OpenShape/d4, Mixed) and the smaller batches beside them, and every */cpu row
-  local rows='^(Target/|Layer/n4/B(100|10000|1000000)/|Open/d2/B(100|100000)/|Mixed/|OpenShape/d(2|4)/|Shape/n4/B100/|Shape/n10/B10000/)|/cpu/real_time$'
+  # Open/d2/B100000, OpenShape/d4, Mixed, MixedShape) and the smaller batches beside them, and every */cpu row
+  local rows='^(Target/|Layer/n4/B(100|10000|1000000)/|Open/d2/B(100|100000)/|Mixed/|MixedShape/|OpenShape/d(2|4)/|Shape/n4/B100/|Shape/n10/B10000/)|/cpu/real_time$'
   if p=$(prog bench_cuda 2>>"$out/bench.log"); then
     timeout "$(cap 200)" "$p" --benchmark_filter="$rows" --benchmark_repetitions=5 \
       --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true --benchmark_out="$out/bench.json" --benchmark_out_format=json \

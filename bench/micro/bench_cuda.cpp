@@ -16,6 +16,7 @@
 //             Open/d2/B100000/fwd+grad/c64.
 //   OpenShape/* the thread, tile8, tile16, warp and block launch shapes on the same problems.
 //   Mixed/*   density matrices: the layer with a depolarizing channel on every wire.
+//   MixedShape/*  the same at pinned block sizes (QFLEET_DM_CUDA_THREADS).
 //   */cpu     the same workloads on qfleet's CPU backend with every core of the machine
 //             (OpenMP's default; wall-clock time, host buffers): the same machine's CPU
 //             beside its GPU in one run (issue 50's peer rows). They run without a GPU too.
@@ -343,6 +344,20 @@ void register_all() {
           }
         })->UseManualTime()->Unit(benchmark::kMicrosecond);
       }
+    }
+  }
+  // The density-matrix block sizes side by side (QFLEET_DM_CUDA_THREADS), to tune the
+  // automatic choice (128 threads at n = 4 and 6): MixedShape/n{4,6}/B10000/fwd+bwd/c64/t{32,64,128,256}.
+  for (int n : {4, 6}) {
+    qfleet::Circuit c = layer_circuit(n);
+    for (int w = 0; w < n; ++w) c.channel("Depolarizing", {w}, {0.01});
+    for (const char* threads : {"32", "64", "128", "256"}) {
+      const std::string name = "MixedShape/n" + std::to_string(n) + "/B10000/fwd+bwd/c64/t" + threads;
+      benchmark::RegisterBenchmark(name.c_str(), [c, threads](benchmark::State& st) {
+        setenv("QFLEET_DM_CUDA_THREADS", threads, 1);
+        run<float>(st, c, 10000, true);
+        unsetenv("QFLEET_DM_CUDA_THREADS");
+      })->UseManualTime()->Unit(benchmark::kMicrosecond);
     }
   }
   // The circuit launch shapes side by side (QFLEET_CUDA_SHAPE), to tune the automatic

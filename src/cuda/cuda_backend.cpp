@@ -1,8 +1,8 @@
 // The cuda backend behind the seam of core/backend.hpp: plans uploaded once at
 // compile time, the device side of the cost model, calls staged or on device
-// buffers, launch shapes chosen (or pinned by QFLEET_CUDA_SHAPE /
+// buffers, launch shapes chosen (or pinned by QFLEET_CUDA_SHAPE, QFLEET_DM_CUDA_THREADS,
 // QFLEET_OPEN_CUDA_SHAPE) and described. Host C++; the kernels are behind the C++17
-// seams sv_cuda.hpp and open_cuda.hpp.
+// seams sv_cuda.hpp, dm_cuda.hpp and open_cuda.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -135,6 +135,13 @@ void run_circuits_call(const Plan& p, const kern::SvCall<R>& c, const CallBuffer
 
 // ---- density-matrix circuits
 
+// QFLEET_DM_CUDA_THREADS = 32 | 64 | 128 | 256 pins the block size of density-matrix calls
+// (benchmarks and tests on a GPU); unset or `automatic`: chosen from the matrix size.
+int requested_dm_threads() {
+  const char* env = std::getenv("QFLEET_DM_CUDA_THREADS");
+  return env == nullptr || *env == 0 ? 0 : parse_dm_threads(env);
+}
+
 // The checkpoint segments of a call on the device: one segment unless one sample's
 // stored states would pass an eighth of the device memory.
 std::vector<int> device_segments(const kern::DmPlan& v, bool adjoint, int real_bytes, const DeviceProps& props,
@@ -158,7 +165,8 @@ void run_dm_call(const Plan& p, const kern::SvCall<R>& c, const CallBuffers& buf
   const std::vector<int> begin = device_segments(res.view, c.cotangents != nullptr, int(sizeof(R)), res.props, seg);
   seg.begin = begin.data();
   const DmLaunch shape =
-      dm_launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, seg, c.extra_k, res.props);
+      dm_launch_shape(res.view, c.batch, int(sizeof(R)), c.cotangents != nullptr, seg, c.extra_k, res.props,
+                      requested_dm_threads());
   expect_fits(shape.work_bytes + (staged ? buffers.total_bytes() + 16 * 8 : 0), res);
   kern::SvCall<R> k = c;
   if (!staged) {
@@ -317,7 +325,7 @@ std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool
   const DmResident& res = static_cast<const DmResident&>(*m.resident);
   kern::DmSegments seg;
   const std::vector<int> begin = device_segments(res.view, adjoint, real_bytes(m), res.props, seg);
-  const DmLaunch s = dm_launch_shape(res.view, batch, real_bytes(m), adjoint, seg, 0, res.props);
+  const DmLaunch s = dm_launch_shape(res.view, batch, real_bytes(m), adjoint, seg, 0, res.props, requested_dm_threads());
   return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
          std::to_string(s.blocks) + " blocks, " + std::to_string(s.smem_bytes) + " B shared memory, " +
          std::to_string(s.work_bytes >> 20) + " MiB global scratch on " + res.device_name;

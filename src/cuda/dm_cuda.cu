@@ -84,7 +84,7 @@ __global__ void dm_block_kernel(const __grid_constant__ kern::DmPlan p, const __
 }  // namespace
 
 DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
-                               const kern::DmSegments& seg, int extra_k, const DeviceProps& dev) {
+                         const kern::DmSegments& seg, int extra_k, const DeviceProps& dev, int threads) {
   DmLaunch s;
   // 48 KB less the group's sums: no opt-in, and four blocks fit an SM's shared memory
   s.smem_budget = std::min<std::size_t>(dev.smem_optin, 48 << 10) - 32 * std::size_t(real_bytes);
@@ -99,8 +99,11 @@ DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_byte
                 "than a quarter of " + dev.name + "'s memory; use device 'cpu'");
   }
   // A one-wire gate's side splits 4^n amplitudes into 4^n / 2 pairs: at most that many
-  // threads (whole warps: BlockGroup's sums), 128 below 4^6 amplitudes, 256 from there.
-  s.threads = p.dim2 >= 4096 ? 256 : int(std::clamp<std::uint64_t>(p.dim2 / 2, 32, 128));
+  // threads (whole warps: BlockGroup's sums), 128 below 4^6 amplitudes, 256 from there
+  // (MixedShape/ rows of bench_cuda time each pinned size beside it).
+  s.threads = threads > 0       ? threads
+              : p.dim2 >= 4096 ? 256
+                               : int(std::clamp<std::uint64_t>(p.dim2 / 2, 32, 128));
   // As many blocks as the SMs hold at once, each looping over its share of the batch.
   const int per_sm = real_bytes == 4 ? resident_blocks(dm_block_kernel<float>, s.threads, s.smem_bytes)
                                      : resident_blocks(dm_block_kernel<double>, s.threads, s.smem_bytes);

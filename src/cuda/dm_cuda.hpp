@@ -24,8 +24,14 @@ struct DmLaunch {
 
 // Blocks: the batch, capped so the scratch stays within a quarter of the device memory
 // and at the blocks the SMs hold at once. Throws when one sample's scratch does not fit.
+// threads: the block size (32, 64, 128 or 256: QFLEET_DM_CUDA_THREADS, for benchmarks and
+// tests on a GPU), or 0 for the automatic choice from the matrix size.
 DmLaunch dm_launch_shape(const kern::DmPlan& p, std::size_t batch, int real_bytes, bool adjoint,
-                               const kern::DmSegments& seg, int extra_k, const DeviceProps& dev);
+                         const kern::DmSegments& seg, int extra_k, const DeviceProps& dev, int threads = 0);
+
+// The block size named by a QFLEET_DM_CUDA_THREADS value (32, 64, 128, 256; 0 for
+// "automatic"); anything else throws qfleet::Error naming them (launch_names.cpp).
+int parse_dm_threads(const char* name);
 
 // Enqueues one call on `stream` (device pointers; reduced weight gradients zeroed
 // here). seg.begin is a host array: it is copied into the call's workspace.

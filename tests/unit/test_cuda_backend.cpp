@@ -192,6 +192,7 @@ TEST(DeviceChoice, CudaWithoutAGpuIsAClearErrorAndAutomaticFallsBackToTheCpu) {
 }  // namespace
 
 #if defined(QFLEET_WITH_CUDA)
+#include "cuda/dm_cuda.hpp"
 #include "cuda/open_cuda.hpp"
 #include "cuda/sv_cuda.hpp"
 
@@ -307,6 +308,13 @@ TEST(LaunchShape, FollowsTheDocumentedTable) {
     EXPECT_EQ(qfleet::gpu::parse_open_shape(qfleet::gpu::open_shape_name(s)), s);
   EXPECT_QFLEET_ERROR(qfleet::gpu::parse_open_shape("grid"), "QFLEET_OPEN_CUDA_SHAPE='grid'",
                       "expected \"thread\", \"tile8\", \"tile16\", \"warp\", \"block\" or \"automatic\"");
+  // QFLEET_DM_CUDA_THREADS: the block sizes of density-matrix calls.
+  for (int t : {32, 64, 128, 256}) EXPECT_EQ(qfleet::gpu::parse_dm_threads(std::to_string(t).c_str()), t);
+  EXPECT_EQ(qfleet::gpu::parse_dm_threads("automatic"), 0);
+  for (const char* bad : {"48", "512", "0", "-32", "32x"}) {
+    const std::string named = std::string("QFLEET_DM_CUDA_THREADS='") + bad + "'";
+    EXPECT_QFLEET_ERROR(qfleet::gpu::parse_dm_threads(bad), named.c_str(), "expected 32, 64, 128, 256 or automatic");
+  }
   try {
     shape(6, 10, 8, true, Strategy::registers);
   } catch (const qfleet::Error& e) {

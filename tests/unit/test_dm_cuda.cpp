@@ -5,6 +5,7 @@
 // group body itself is tested on the CPU by DmGroupBody.*.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,35 @@ TEST(DmCuda, MatchesTheCpuExecutor) {
       compare<float>(B, per_sample);
     }
   }
+}
+
+// Every block size QFLEET_DM_CUDA_THREADS may pin (the automatic choice gives this
+// 3-qubit circuit 32 threads: 64 amplitude pairs), the same results; a size it does not
+// name is a clear error.
+TEST(DmCuda, EveryPinnedBlockSizeMatchesTheCpuExecutor) {
+  if (qfleet::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device visible; the density-matrix group body the GPU runs is tested on the CPU by "
+                    "DmGroupBody.* (groups of any size)";
+  }
+  qfleet::CompileOptions o;
+  o.device = qfleet::Device::cuda;
+  const qfleet::Program p = qfleet::compile(noisy(), o);
+  for (const char* threads : {"32", "64", "128", "256"}) {
+    setenv("QFLEET_DM_CUDA_THREADS", threads, 1);
+    const std::string shape = p.execution(257, true);
+    EXPECT_NE(shape.find(std::string("a block of ") + threads + " threads per sample"), std::string::npos) << shape;
+    for (std::size_t B : {5, 257}) {
+      for (bool per_sample : {false, true}) {
+        SCOPED_TRACE(std::string("QFLEET_DM_CUDA_THREADS=") + threads);
+        compare<double>(B, per_sample);
+        compare<float>(B, per_sample);
+      }
+    }
+  }
+  setenv("QFLEET_DM_CUDA_THREADS", "48", 1);
+  EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_DM_CUDA_THREADS='48'",
+                      "expected 32, 64, 128, 256 or automatic");
+  unsetenv("QFLEET_DM_CUDA_THREADS");
 }
 
 TEST(DmCuda, AmplitudeEmbeddingStaysOnTheCpu) {

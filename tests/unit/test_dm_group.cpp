@@ -75,4 +75,38 @@ TEST(DmGroupBody, MatchesTheCpuExecutor) {
 
 TEST(DmGroupBody, CheckpointedSegmentsMatch) { check<double>(2); }
 
+// More members than a step has work (a one-qubit matrix: 2 amplitude pairs, 4 entries):
+// what a GPU block of 32 threads or more does at n <= 2, and any pinned block size
+// (QFLEET_DM_CUDA_THREADS) beyond half the entries. The idle members must write nothing
+// and still reach every barrier.
+TEST(DmGroupBody, MoreMembersThanEntriesMatchTheCpuExecutor) {
+  qfleet::Circuit circ(1);
+  circ.add("RY", {0}, {Param::input(0)}).add("Rot", {0}, {Param::weight(0), 0.3, Param::weight(1)});
+  circ.channel("Depolarizing", {0}, {Param::weight(2, 0.1)}).channel("AmplitudeDamping", {0}, {0.2});
+  circ.add("RX", {0}, {Param::input(1)}).readout_error(0, 0.03, 0.06);
+  circ.expval("Z0").expval("X0").probs({0}).purity();
+  qfleet::CompileOptions o;
+  const qfleet::Program prog = qfleet::compile(circ, o);
+  qfleet::detail::Plan plan(circ);
+  qfleet::detail::build_dm_plan(circ, o, plan);
+  const qfleet::kern::DmPlan& dp = plan.dm->view;
+  ref::Batch b;
+  b.B = 3;
+  b.ni = 2;
+  b.nw = 3;
+  std::mt19937_64 rng(29);
+  b.x = ref::uniform_vec(rng, b.B * 2, 0.1, 0.9);
+  b.w = ref::uniform_vec(rng, 3, 0.1, 0.9);
+  const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(dp.n_outputs), -1, 1);
+  const ref::QGrad<double> want = ref::q_vjp<double>(prog, b, cot, true);
+  for (int members : {3, 6}) {
+    const emu::DmRunner<double> group{dp, members, 0};
+    const ref::QGrad<double> got = group.vjp(b, cot);
+    ASSERT_EQ(got.out.size(), want.out.size());
+    for (std::size_t i = 0; i < want.out.size(); ++i) EXPECT_NEAR(got.out[i], want.out[i], 1e-12) << members;
+    for (std::size_t i = 0; i < want.gi.size(); ++i) EXPECT_NEAR(got.gi[i], want.gi[i], 1e-11) << members;
+    for (std::size_t i = 0; i < want.gw.size(); ++i) EXPECT_NEAR(got.gw[i], want.gw[i], 1e-11) << members;
+  }
+}
+
 }  // namespace
