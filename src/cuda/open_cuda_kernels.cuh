@@ -65,16 +65,22 @@ struct BlockGroup {
 // the same path (the body's control flow depends only on the task's shared data);
 // tiles of one warp may diverge, so every sync and shuffle names the tile's lanes
 // alone. Reductions: a butterfly of shuffles (a + b on one lane, b + a on its
-// partner: every lane ends with the same bits).
+// partner: every lane ends with the same bits). The block is (n, tiles): rank, size and
+// the tile's lanes come from special registers, not fields (BlockGroup says why).
 struct TileGroup {
   static constexpr bool kSolo = false;
-  int r, n;
-  unsigned mask;  // the tile's lanes
-  __device__ int rank() const { return r; }
-  __device__ int size() const { return n; }
-  __device__ void sync() const { __syncwarp(mask); }
+  __device__ int rank() const { return static_cast<int>(threadIdx.x); }
+  __device__ int size() const { return static_cast<int>(blockDim.x); }
+  __device__ unsigned lanes() const {
+    const unsigned n = blockDim.x;
+    if (n == 32) return 0xffffffffu;
+    const unsigned lane = (threadIdx.y * n + threadIdx.x) & 31u;  // the block's threads fill warps x-first
+    return ((1u << n) - 1u) << (lane - threadIdx.x);
+  }
+  __device__ void sync() const { __syncwarp(lanes()); }
   __device__ double combine(double v, bool is_max) const {
-    for (int off = n >> 1; off > 0; off >>= 1) {
+    const unsigned mask = lanes();
+    for (int off = size() >> 1; off > 0; off >>= 1) {
       const double o = __shfl_xor_sync(mask, v, off);
       v = is_max ? kern::nan_max(v, o) : v + o;
     }
@@ -122,23 +128,21 @@ __global__ void QFLEET_OPEN_GROUP_MAXNREG open_group_kernel(const __grid_constan
   }
 }
 
-// Task slot blockIdx.x * (blockDim.x / tile) + threadIdx.x / tile; its workspace in
-// shared memory (the block's slots one after another) or, with `work`, in global memory.
+// Blocks of (tile, tasks) threads: task slot blockIdx.x * blockDim.y + threadIdx.y, its
+// lanes threadIdx.x; its workspace in shared memory (the block's slots one after another)
+// or, with `work`, in global memory.
 template <class R>
 __global__ void open_tile_kernel(const __grid_constant__ kern::OpenView v,
                                  const __grid_constant__ kern::OpenTaskCall<R> c,
-                                 kern::Cx<R>* work, std::size_t work_per, int cap, int tile, int* status) {
+                                 kern::Cx<R>* work, std::size_t work_per, int cap, int* status) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int lane = static_cast<int>(threadIdx.x & 31u), r = lane % tile;
-  const int per_block = static_cast<int>(blockDim.x) / tile, in_block = static_cast<int>(threadIdx.x) / tile;
-  const unsigned mask = tile == 32 ? 0xffffffffu : ((1u << tile) - 1u) << (lane - r);
-  const std::size_t slot = std::size_t(blockIdx.x) * per_block + in_block;
+  const std::size_t slot = std::size_t(blockIdx.x) * blockDim.y + threadIdx.y;
   kern::Cx<R>* ws = work != nullptr ? work + slot * work_per
-                                    : reinterpret_cast<kern::Cx<R>*>(smem) + std::size_t(in_block) * work_per;
-  const TileGroup g{r, tile, mask};
-  for (std::size_t b = slot; b < c.batch; b += std::size_t(gridDim.x) * per_block) {
+                                    : reinterpret_cast<kern::Cx<R>*>(smem) + std::size_t(threadIdx.y) * work_per;
+  const TileGroup g{};
+  for (std::size_t b = slot; b < c.batch; b += std::size_t(gridDim.x) * blockDim.y) {
     const int st = kern::open_run_task<R, int>(v, c, b, ws, cap, AtomicAdd{}, g);
-    if (st != kern::kOpenOk && r == 0 && status != nullptr) atomicOr(status, 1 << st);
+    if (st != kern::kOpenOk && threadIdx.x == 0 && status != nullptr) atomicOr(status, 1 << st);
   }
 }
 
@@ -187,8 +191,9 @@ template <class R>
 void launch_tile(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, const OpenLaunch& s, kern::Cx<R>* work,
                  int* status, void* stream) {
   allow_tile_smem<R>();
-  open_tile_kernel<R><<<static_cast<unsigned>(s.blocks), s.threads, s.smem, as_stream(stream)>>>(
-      v, c, work, s.work_per_task, s.cap, s.group, status);
+  const dim3 block(static_cast<unsigned>(s.group), static_cast<unsigned>(s.threads / s.group));
+  open_tile_kernel<R><<<static_cast<unsigned>(s.blocks), block, s.smem, as_stream(stream)>>>(
+      v, c, work, s.work_per_task, s.cap, status);
 }
 
 template <class R>
