@@ -5,6 +5,7 @@
 // stored and with checkpointed states, in both precisions.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "core/dm_compiled.hpp"
@@ -28,9 +29,10 @@ qfleet::Circuit noisy_circuit() {
   return c;
 }
 
+// One sample's rows from a group of `members` std::threads against the cpu executor.
 template <class R>
-void check(int segment_cap) {
-  const qfleet::Circuit circ = noisy_circuit();
+void check(const qfleet::Circuit& circ, int members, int segment_cap) {
+  SCOPED_TRACE("a group of " + std::to_string(members) + ", segments of " + std::to_string(segment_cap));
   qfleet::CompileOptions o;
   o.precision = std::is_same_v<R, float> ? qfleet::Precision::complex64 : qfleet::Precision::complex128;
   const qfleet::Program prog = qfleet::compile(circ, o);
@@ -39,18 +41,18 @@ void check(int segment_cap) {
   const qfleet::kern::DmPlan& dp = plan.dm->view;
   ref::Batch b;
   b.B = 5;
-  b.ni = 3;
-  b.nw = 4;
+  b.ni = prog.n_inputs();
+  b.nw = prog.n_weights();
   std::mt19937_64 rng(17);
-  b.x = ref::uniform_vec(rng, b.B * 3, 0.1, 0.9);
-  const std::vector<double> w = ref::uniform_vec(rng, b.B * 4, 0.1, 0.9);
+  b.x = ref::uniform_vec(rng, b.B * std::size_t(b.ni), 0.1, 0.9);
+  const std::vector<double> w = ref::uniform_vec(rng, b.B * std::size_t(b.nw), 0.1, 0.9);
   const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(dp.n_outputs), -1, 1);
   const double tol = std::is_same_v<R, float> ? 2e-5 : 1e-12;
-  // The group body, one sample after another, 3 threads per group.
-  const emu::DmRunner<R> group{dp, 3, segment_cap};
+  // The group body, one sample after another.
+  const emu::DmRunner<R> group{dp, members, segment_cap};
   for (bool per_sample : {false, true}) {
     b.per_sample = per_sample;
-    b.w.assign(w.begin(), w.begin() + std::ptrdiff_t(per_sample ? b.B * 4 : 4));
+    b.w.assign(w.begin(), w.begin() + std::ptrdiff_t(per_sample ? b.B * std::size_t(b.nw) : std::size_t(b.nw)));
     const ref::QGrad<R> want = ref::q_vjp<R>(prog, b, cot, true);
     const ref::QGrad<R> got = group.vjp(b, cot);
     for (std::size_t i = 0; i < want.out.size(); ++i) EXPECT_NEAR(got.out[i], want.out[i], tol) << "output " << i;
@@ -69,11 +71,11 @@ void check(int segment_cap) {
 }
 
 TEST(DmGroupBody, MatchesTheCpuExecutor) {
-  check<double>(0);
-  check<float>(0);
+  check<double>(noisy_circuit(), 3, 0);
+  check<float>(noisy_circuit(), 3, 0);
 }
 
-TEST(DmGroupBody, CheckpointedSegmentsMatch) { check<double>(2); }
+TEST(DmGroupBody, CheckpointedSegmentsMatch) { check<double>(noisy_circuit(), 3, 2); }
 
 // More members than a step has work (a one-qubit matrix: 2 amplitude pairs, 4 entries):
 // what a GPU block of 32 threads or more does at n <= 2, and any pinned block size
@@ -85,28 +87,7 @@ TEST(DmGroupBody, MoreMembersThanEntriesMatchTheCpuExecutor) {
   circ.channel("Depolarizing", {0}, {Param::weight(2, 0.1)}).channel("AmplitudeDamping", {0}, {0.2});
   circ.add("RX", {0}, {Param::input(1)}).readout_error(0, 0.03, 0.06);
   circ.expval("Z0").expval("X0").probs({0}).purity();
-  qfleet::CompileOptions o;
-  const qfleet::Program prog = qfleet::compile(circ, o);
-  qfleet::detail::Plan plan(circ);
-  qfleet::detail::build_dm_plan(circ, o, plan);
-  const qfleet::kern::DmPlan& dp = plan.dm->view;
-  ref::Batch b;
-  b.B = 3;
-  b.ni = 2;
-  b.nw = 3;
-  std::mt19937_64 rng(29);
-  b.x = ref::uniform_vec(rng, b.B * 2, 0.1, 0.9);
-  b.w = ref::uniform_vec(rng, 3, 0.1, 0.9);
-  const std::vector<double> cot = ref::uniform_vec(rng, b.B * std::size_t(dp.n_outputs), -1, 1);
-  const ref::QGrad<double> want = ref::q_vjp<double>(prog, b, cot, true);
-  for (int members : {3, 6}) {
-    const emu::DmRunner<double> group{dp, members, 0};
-    const ref::QGrad<double> got = group.vjp(b, cot);
-    ASSERT_EQ(got.out.size(), want.out.size());
-    for (std::size_t i = 0; i < want.out.size(); ++i) EXPECT_NEAR(got.out[i], want.out[i], 1e-12) << members;
-    for (std::size_t i = 0; i < want.gi.size(); ++i) EXPECT_NEAR(got.gi[i], want.gi[i], 1e-11) << members;
-    for (std::size_t i = 0; i < want.gw.size(); ++i) EXPECT_NEAR(got.gw[i], want.gw[i], 1e-11) << members;
-  }
+  for (int members : {3, 6}) check<double>(circ, members, 0);
 }
 
 }  // namespace
