@@ -61,6 +61,13 @@ qfleet::Circuit layer_circuit(int n) {
   return c;
 }
 
+// The Mixed/ workload: the layer with a depolarizing channel after it on every wire.
+qfleet::Circuit mixed_circuit(int n) {
+  qfleet::Circuit c = layer_circuit(n);
+  for (int w = 0; w < n; ++w) c.channel("Depolarizing", {w}, {0.01});
+  return c;
+}
+
 // A call's data: zeros, or (fill != 0) uniform in (-1, 1) from a fixed seed, the same
 // values for the GPU's device buffers and the CPU rows' host buffers.
 std::vector<double> host_values(std::size_t n, double fill) {
@@ -271,8 +278,7 @@ void register_cpu() {
   reg("Layer/n10/B10000/fwd+bwd/c64/cpu", [l10](benchmark::State& st) { run_cpu<float>(st, l10, 10000, true); });
   reg("Open/d2/B100000/fwd+grad/c64/cpu", [](benchmark::State& st) { run_open_cpu<float>(st, 2, 100000); });
   reg("Open/d4/B10000/fwd+grad/c64/cpu", [](benchmark::State& st) { run_open_cpu<float>(st, 4, 10000); });
-  qfleet::Circuit m4 = layer_circuit(4);
-  for (int w = 0; w < 4; ++w) m4.channel("Depolarizing", {w}, {0.01});
+  const qfleet::Circuit m4 = mixed_circuit(4);
   reg("Mixed/n4/B10000/fwd+bwd/c64/cpu", [m4](benchmark::State& st) { run_cpu<float>(st, m4, 10000, true); });
 }
 
@@ -331,8 +337,7 @@ void register_all() {
   // Density matrices: the layer with a depolarizing channel after it on every wire
   // (Mixed/n{2,4,6}/B{100,10000}/fwd+bwd/c{64,128}), the noisy-circuit workload.
   for (int n : {2, 4, 6}) {
-    qfleet::Circuit c = layer_circuit(n);
-    for (int w = 0; w < n; ++w) c.channel("Depolarizing", {w}, {0.01});
+    const qfleet::Circuit c = mixed_circuit(n);
     for (std::size_t B : {std::size_t{100}, std::size_t{10000}}) {
       for (int prec : {64, 128}) {
         const std::string name = "Mixed/n" + std::to_string(n) + "/B" + std::to_string(B) + "/fwd+bwd/c" + std::to_string(prec);
@@ -349,8 +354,7 @@ void register_all() {
   // The density-matrix block sizes side by side (QFLEET_DM_CUDA_THREADS), to tune the
   // automatic choice (128 threads at n = 4 and 6): MixedShape/n{4,6}/B10000/fwd+bwd/c64/t{32,64,128,256}.
   for (int n : {4, 6}) {
-    qfleet::Circuit c = layer_circuit(n);
-    for (int w = 0; w < n; ++w) c.channel("Depolarizing", {w}, {0.01});
+    const qfleet::Circuit c = mixed_circuit(n);
     for (const char* threads : {"32", "64", "128", "256"}) {
       const std::string name = "MixedShape/n" + std::to_string(n) + "/B10000/fwd+bwd/c64/t" + threads;
       benchmark::RegisterBenchmark(name.c_str(), [c, threads](benchmark::State& st) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -60,17 +61,22 @@ void compare(std::size_t B, bool per_sample) {
   }
 }
 
-TEST(DmCuda, MatchesTheCpuExecutor) {
-  if (qfleet::cuda_device_count() == 0) {
-    GTEST_SKIP() << "no CUDA device visible; the density-matrix group body the GPU runs is tested on the CPU by "
-                    "DmGroupBody.*";
-  }
-  for (std::size_t B : {1, 5, 33, 257, 2000}) {
+// compare() at each batch size, with shared and per-sample weights, in both precisions.
+void compare_batches(std::initializer_list<std::size_t> sizes) {
+  for (std::size_t B : sizes) {
     for (bool per_sample : {false, true}) {
       compare<double>(B, per_sample);
       compare<float>(B, per_sample);
     }
   }
+}
+
+TEST(DmCuda, MatchesTheCpuExecutor) {
+  if (qfleet::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device visible; the density-matrix group body the GPU runs is tested on the CPU by "
+                    "DmGroupBody.*";
+  }
+  compare_batches({1, 5, 33, 257, 2000});
 }
 
 // Every block size QFLEET_DM_CUDA_THREADS may pin (the automatic choice gives this
@@ -88,13 +94,8 @@ TEST(DmCuda, EveryPinnedBlockSizeMatchesTheCpuExecutor) {
     setenv("QFLEET_DM_CUDA_THREADS", threads, 1);
     const std::string shape = p.execution(257, true);
     EXPECT_NE(shape.find(std::string("a block of ") + threads + " threads per sample"), std::string::npos) << shape;
-    for (std::size_t B : {5, 257}) {
-      for (bool per_sample : {false, true}) {
-        SCOPED_TRACE(std::string("QFLEET_DM_CUDA_THREADS=") + threads);
-        compare<double>(B, per_sample);
-        compare<float>(B, per_sample);
-      }
-    }
+    SCOPED_TRACE(std::string("QFLEET_DM_CUDA_THREADS=") + threads);
+    compare_batches({5, 257});
   }
   setenv("QFLEET_DM_CUDA_THREADS", "48", 1);
   EXPECT_QFLEET_ERROR((void)p.execution(10, true), "QFLEET_DM_CUDA_THREADS='48'",
