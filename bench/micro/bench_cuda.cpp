@@ -282,6 +282,17 @@ void register_cpu() {
   reg("Mixed/n4/B10000/fwd+bwd/c64/cpu", [m4](benchmark::State& st) { run_cpu<float>(st, m4, 10000, true); });
 }
 
+// A device-time row run with the environment variable `var` set to `value` (a pinned
+// launch shape, read by the backend at each call), unset after it.
+template <class Body>
+void register_pinned(const std::string& name, const char* var, const char* value, Body body) {
+  benchmark::RegisterBenchmark(name.c_str(), [var, value, body](benchmark::State& st) {
+    setenv(var, value, 1);
+    body(st);
+    unsetenv(var);
+  })->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
 void register_all() {
   const qfleet::Circuit t = target_circuit();
   for (bool bwd : {false, true}) {
@@ -357,11 +368,8 @@ void register_all() {
     const qfleet::Circuit c = mixed_circuit(n);
     for (const char* threads : {"32", "64", "128", "256"}) {
       const std::string name = "MixedShape/n" + std::to_string(n) + "/B10000/fwd+bwd/c64/t" + threads;
-      benchmark::RegisterBenchmark(name.c_str(), [c, threads](benchmark::State& st) {
-        setenv("QFLEET_DM_CUDA_THREADS", threads, 1);
-        run<float>(st, c, 10000, true);
-        unsetenv("QFLEET_DM_CUDA_THREADS");
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
+      register_pinned(name, "QFLEET_DM_CUDA_THREADS", threads,
+                      [c](benchmark::State& st) { run<float>(st, c, 10000, true); });
     }
   }
   // The circuit launch shapes side by side (QFLEET_CUDA_SHAPE), to tune the automatic
@@ -376,11 +384,7 @@ void register_all() {
         const std::string sh(shape);
         if ((sh == "registers" && n > 5) || (sh == "warp" && n > 6) || (sh == "block" && n > 13)) continue;
         const std::string name = "Shape/n" + std::to_string(n) + "/B" + std::to_string(B) + "/fwd+bwd/c64/" + shape;
-        benchmark::RegisterBenchmark(name.c_str(), [c, B, shape](benchmark::State& st) {
-          setenv("QFLEET_CUDA_SHAPE", shape, 1);
-          run<float>(st, c, B, true);
-          unsetenv("QFLEET_CUDA_SHAPE");
-        })->UseManualTime()->Unit(benchmark::kMicrosecond);
+        register_pinned(name, "QFLEET_CUDA_SHAPE", shape, [c, B](benchmark::State& st) { run<float>(st, c, B, true); });
       }
     }
   }
@@ -389,11 +393,8 @@ void register_all() {
   for (int d : {2, 3, 4, 8}) {
     for (const char* shape : {"thread", "tile8", "tile16", "warp", "block"}) {
       const std::string name = "OpenShape/d" + std::to_string(d) + "/B10000/fwd+grad/c64/" + shape;
-      benchmark::RegisterBenchmark(name.c_str(), [d, shape](benchmark::State& st) {
-        setenv("QFLEET_OPEN_CUDA_SHAPE", shape, 1);
-        run_open<float>(st, d, 10000, true);
-        unsetenv("QFLEET_OPEN_CUDA_SHAPE");
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
+      register_pinned(name, "QFLEET_OPEN_CUDA_SHAPE", shape,
+                      [d](benchmark::State& st) { run_open<float>(st, d, 10000, true); });
     }
   }
 }
