@@ -55,6 +55,9 @@ void relocate_circuit_arrays(View& v, const View& offsets, const std::byte* base
   v.probs_pos = relocate(offsets.probs_pos, base);
   v.probs_begin = relocate(offsets.probs_begin, base);
   v.probs_out = relocate(offsets.probs_out, base);
+  v.perm_runs = relocate(offsets.perm_runs, base);
+  v.perm_index = relocate(offsets.perm_index, base);
+  v.perm_phase = relocate(offsets.perm_phase, base);
 }
 
 }  // namespace qfleet::detail

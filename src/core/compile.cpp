@@ -182,6 +182,12 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   plan.n_outputs = static_cast<int>(col);
 
   plan.amp = plan_amplitude_embedding(circuit);
+  std::vector<PermCandidate> candidates;
+  for (const kern::OpDesc& op : parts.ops) {
+    candidates.push_back({op.site, op.fixed >= 0 ? parts.fixed_blocks.data() + 2 * std::size_t(op.fixed) : nullptr});
+  }
+  const std::vector<int> run_of = find_perm_runs(plan.n, candidates, parts.perm);
+  for (std::size_t k = 0; k < parts.ops.size(); ++k) parts.ops[k].run = run_of[k];
   pack_sv_plan(plan, parts);
   return plan;
 }

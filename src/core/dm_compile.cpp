@@ -259,6 +259,30 @@ void point_dm_view(DmCompiled& mp) {
   v.n_probs = static_cast<int>(mp.probs_out.size());
   v.readout = mp.readout.empty() ? nullptr : mp.readout.data();
   v.amp_index = mp.amp_index.empty() ? nullptr : mp.amp_index.data();
+  v.perm_runs = mp.perm.runs.data();
+  v.n_perm_runs = static_cast<int>(mp.perm.runs.size());
+  v.perm_index = mp.perm.index.data();
+  v.perm_phase = mp.perm.phase.data();
+}
+
+// The runs of constant permutation gates (perm_runs.hpp), whose maps are of the n-qubit
+// basis: a gate's column bits are its wires' bits there (col_bit).
+void find_dm_perm_runs(int n, DmCompiled& mp) {
+  std::vector<PermCandidate> candidates;
+  for (const kern::DmOp& op : mp.ops) {
+    PermCandidate c;
+    if (op.kind == kern::kDmGate && op.fixed >= 0) {
+      c.site.k_all = op.col.k_all;
+      c.site.kt = op.col.kt;
+      for (int i = 0; i < op.col.k_all; ++i) c.site.pos[i] = op.col.pos[i];
+      c.site.ctrl = op.col.ctrl;
+      for (int r = 0; r < (1 << op.col.kt); ++r) c.site.off[r] = op.col.off[r];
+      c.block = mp.fixed_blocks.data() + 2 * std::size_t(op.fixed);
+    }
+    candidates.push_back(c);
+  }
+  const std::vector<int> run_of = find_perm_runs(n, candidates, mp.perm);
+  for (std::size_t k = 0; k < mp.ops.size(); ++k) mp.ops[k].run = run_of[k];
 }
 
 }  // namespace
@@ -298,6 +322,7 @@ void build_dm_plan(const Circuit& circuit, const CompileOptions& options, Plan& 
     v.amp_normalize = a->normalize;
     v.amp_pad = a->pad_with;
   }
+  find_dm_perm_runs(n, *mp);
   point_dm_view(*mp);
   plan.flops_forward = mp->flops_forward;
   plan.flops_adjoint = mp->flops_adjoint;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/perm_runs.hpp"
 #include "kernels/dm_plan.hpp"
 #include "qfleet/program.hpp"
 
@@ -24,6 +25,7 @@ struct DmCompiled {
   std::vector<int> term_begin, probs_pos, probs_begin, probs_out;
   std::vector<double> readout;  // [n][4] or empty
   std::vector<std::uint64_t> amp_index;
+  PermRuns perm;  // fused runs of constant permutation gates (perm_runs.hpp)
   // Channels whose parameters come from inputs or weights: checked at each call.
   std::vector<int> checked_channels;  // op indices
   std::vector<std::string> op_names;  // "Depolarizing on wires [0] (operation 3)", for errors

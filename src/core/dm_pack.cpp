@@ -49,6 +49,9 @@ void pack_dm_plan(DmCompiled& mp) {
   o.probs_out = blob.add(mp.probs_out);
   o.readout = mp.readout.empty() ? nullptr : blob.add(mp.readout);
   o.amp_index = mp.amp_index.empty() ? nullptr : blob.add(mp.amp_index);
+  o.perm_runs = blob.add(mp.perm.runs);
+  o.perm_index = blob.add(mp.perm.index);
+  o.perm_phase = blob.add(mp.perm.phase);
   mp.blob = blob.take();
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -55,6 +55,10 @@ void pack_sv_plan(Plan& plan, const SvPlanParts& parts) {
   v.amp_index = blob.add(plan.amp.index);
   v.mat_entries = parts.mat_entries;
   v.dmat_entries = parts.dmat_entries;
+  v.perm_runs = blob.add(parts.perm.runs);
+  v.n_perm_runs = static_cast<int>(parts.perm.runs.size());
+  v.perm_index = blob.add(parts.perm.index);
+  v.perm_phase = blob.add(parts.perm.phase);
   plan.blob = blob.take();
   plan.view = sv_view_at(plan.offsets, plan.blob.data());
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/perm_runs.hpp"
 #include "core/plan.hpp"
 #include "kernels/sv_plan.hpp"
 
@@ -21,6 +22,7 @@ struct SvPlanParts {
   std::vector<int> probs_pos, probs_begin;  // bit positions of each probs block, its offsets
   std::vector<int> probs_out;               // output column of each probs block
   std::size_t mat_entries = 0, dmat_entries = 0;
+  PermRuns perm;                            // fused runs of phased permutations (perm_runs.hpp)
 };
 
 // Fills plan.blob, plan.offsets and plan.view from parts and plan.amp.

@@ -64,6 +64,7 @@ struct LaneGroup {  // 2^n consecutive lanes of a warp holding one circuit (kern
   __device__ int lane() const { return l; }
   __device__ int width() const { return W; }
   __device__ R shfl_xor(R v, unsigned m) const { return __shfl_xor_sync(0xffffffffu, v, static_cast<int>(m)); }
+  __device__ R shfl(R v, int j) const { return __shfl_sync(0xffffffffu, v, j, W); }
   __device__ void sync() const { __syncwarp(); }
   __device__ void reduce_add(R* p, R v, bool contribute) const {
     v = contribute ? v : R(0);

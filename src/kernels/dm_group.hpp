@@ -122,12 +122,78 @@ QFLEET_HD inline void dm_group_copy(R* dst, const R* src, std::uint64_t n, G& g)
   g.sync();
 }
 
+// Entries a member stages in registers for a fused run of phased permutations
+// (PermRun): a gather in place needs every read done before any write, so the run
+// applies fused only where the group holds the 4^n entries in kDmPermPerMember rounds
+// (n = 4 on 32 threads and more, n = 5 on 128), else gate by gate.
+constexpr int kDmPermPerMember = 8;
+
+template <class G>
+QFLEET_HD inline bool dm_perm_fits(const DmPlan& p, const G& g) {
+  return p.n_perm_runs > 0 && p.dim2 <= std::uint64_t(kDmPermPerMember) * std::uint64_t(g.size());
+}
+
+// s <- U s U^dag for the run's U (Dag: U^dag s U), U|i> = phase_i |pi(i)>, entry (i, j)
+// at (i << n) | j:
+//   forward  s'(a, c) = phase[src a] conj(phase[src c]) s(src a, src c)
+//   adjoint  s'(i, j) = conj(phase[i]) phase[j] s(dst i, dst j)
+// A gate by gate takes two barriers (rows, columns); the whole run takes two.
+template <class R, bool Dag, class G>
+QFLEET_HD_NOINLINE void dm_group_permute(const DmPlan& p, const PermRun& run, R* s, G& g) {
+  const std::uint32_t* from = p.perm_index + run.index + (Dag ? p.dim : 0);
+  const double* phase = run.phase >= 0 ? p.perm_phase + 2 * run.phase : nullptr;
+  const std::uint64_t rank = std::uint64_t(g.rank()), size = std::uint64_t(g.size()), low = p.dim - 1;
+  R v[kDmPermPerMember][2] = {};
+  for (int t = 0; t < kDmPermPerMember; ++t) {
+    const std::uint64_t e = rank + std::uint64_t(t) * size;
+    if (e >= p.dim2) continue;
+    const std::uint64_t r = e >> p.n, c = e & low, fr = from[r], fc = from[c];
+    const std::uint64_t f = (fr << p.n) | fc;
+    R a = s[2 * f], b = s[2 * f + 1];
+    if (phase != nullptr) {  // w = phase_row conj(phase_col) at (fr, fc); adjoint: conj of it at (r, c)
+      const double* pr = phase + 2 * (Dag ? r : fr);
+      const double* pc = phase + 2 * (Dag ? c : fc);
+      const R wr = static_cast<R>(pr[0] * pc[0] + pr[1] * pc[1]);
+      const R wi = static_cast<R>(Dag ? pr[0] * pc[1] - pr[1] * pc[0] : pr[1] * pc[0] - pr[0] * pc[1]);
+      const R x = wr * a - wi * b, y = wr * b + wi * a;
+      a = x;
+      b = y;
+    }
+    v[t][0] = a;
+    v[t][1] = b;
+  }
+  g.sync();
+  for (int t = 0; t < kDmPermPerMember; ++t) {
+    const std::uint64_t e = rank + std::uint64_t(t) * size;
+    if (e >= p.dim2) continue;
+    s[2 * e] = v[t][0];
+    s[2 * e + 1] = v[t][1];
+  }
+  g.sync();
+}
+
+// The run op k starts (forward) or ends (adjoint) when the group applies it fused and
+// it lies within [k0, k1) (segments are cut at parameterised ops, so it always does);
+// null otherwise.
+template <class G>
+QFLEET_HD inline const PermRun* dm_fused_run(const DmPlan& p, int k, int k0, int k1, const G& g) {
+  const int id = p.ops[k].run;
+  if (id < 0 || !dm_perm_fits(p, g)) return nullptr;
+  const PermRun* run = p.perm_runs + id;
+  return run->first >= k0 && run->last < k1 ? run : nullptr;
+}
+
 // Ops [k0, k1); with store, the states parameterised ops need go to stored[].
 template <class R, class G>
 QFLEET_HD inline void dm_group_forward(const DmPlan& p, int k0, int k1, bool store, R* tab, R* rho, R* stored, G& g) {
   const std::uint64_t st = 2 * p.dim2;
   int slot = 0;
   for (int k = k0; k < k1; ++k) {
+    if (const PermRun* run = dm_fused_run(p, k, k0, k1, g)) {  // constant gates: nothing stored
+      dm_group_permute<R, false>(p, *run, rho, g);
+      k = run->last;
+      continue;
+    }
     const DmOp& op = p.ops[k];
     const R* m = dm_table_block(tab, op);
     const bool keep = store && op.slot >= 0;
@@ -270,6 +336,11 @@ QFLEET_HD inline void dm_group_backward(const DmPlan& p, const SvCall<R>& c, int
   int slot = 0;
   for (int k = k0; k < k1; ++k) slot += p.ops[k].slot >= 0 ? 1 : 0;
   for (int k = k1 - 1; k >= k0; --k) {
+    if (const PermRun* run = dm_fused_run(p, k, k0, k1, g)) {  // constant gates: no gradient
+      dm_group_permute<R, true>(p, *run, lam, g);
+      k = run->first;
+      continue;
+    }
     const DmOp& op = p.ops[k];
     const bool gate = op.kind == kDmGate;
     const R* m = dm_table_block(tab, op);

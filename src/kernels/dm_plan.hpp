@@ -53,6 +53,7 @@ struct DmOp {
   std::size_t dmat_entry = 0;  // entry offset of its derivative blocks (one per parameter)
   // The block is exactly X (PauliX, CNOT, Toffoli): applied as a swap of amplitudes.
   bool x_block = false;
+  int run = -1;  // the PermRun holding this gate (CircuitPlan::perm_runs; maps of the n-qubit basis), or -1
 };
 
 // The fields both plans share (kernels/sv_plan.hpp's CircuitPlan; here the terms are

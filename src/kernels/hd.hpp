@@ -16,6 +16,15 @@
 #define QFLEET_HD_INLINE __attribute__((always_inline)) inline
 #endif
 
+// QFLEET_HD for a step called rarely from a hot kernel, kept out of line on a device so
+// that its registers do not raise the whole kernel's allocation (nvcc allocates for the
+// kernel's busiest point, inlined callees included). Inlined as the host compiler likes.
+#if defined(__CUDACC__)
+#define QFLEET_HD_NOINLINE __host__ __device__ __noinline__
+#else
+#define QFLEET_HD_NOINLINE inline
+#endif
+
 // `#pragma omp simd CLAUSES` on the host, e.g. QFLEET_OMP_SIMD(reduction(max : err)) for a
 // loop whose result is a maximum (its order does not change it, so the compiler may take
 // it in vector lanes; without the pragma it keeps the running maximum in order, one

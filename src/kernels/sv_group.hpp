@@ -93,6 +93,61 @@ QFLEET_HD inline std::uint64_t im_at(std::uint64_t i, int l) {
   return i * 2 * L + L + std::uint64_t(l);
 }
 
+// Amplitudes a member stages in registers for a fused run of phased permutations
+// (PermRun): a gather in place needs every read done before any write, so the run
+// applies fused only where the group holds the state in kPermPerMember rounds
+// (dim <= kPermPerMember x size: the warp shape's 2^(n-1) threads always, a
+// 256-thread block up to 10 qubits); else its gates apply one by one.
+constexpr int kPermPerMember = 4;
+
+template <class G>
+QFLEET_HD inline bool perm_fits(const SvPlan& p, const G& g) {
+  return p.n_perm_runs > 0 && p.dim <= std::uint64_t(kPermPerMember) * std::uint64_t(g.size());
+}
+
+// s (and s2 when given) <- the run's permutation (Dag: its inverse), lane l:
+//   forward  s'[j] = phase[src[j]] s[src[j]]
+//   inverse  s'[i] = conj(phase[i]) s[dst[i]]
+// Every member gathers amplitudes rank + t size into registers; the group syncs;
+// every member writes them; the group syncs.
+template <class R, int L, bool Dag, class G>
+QFLEET_HD_NOINLINE void group_permute(const SvPlan& p, const PermRun& run, R* s, R* s2, G& g, int l) {
+  const std::uint32_t* from = p.perm_index + run.index + (Dag ? p.dim : 0);
+  const double* phase = run.phase >= 0 ? p.perm_phase + 2 * run.phase : nullptr;
+  const std::uint64_t rank = std::uint64_t(g.rank()), size = std::uint64_t(g.size());
+  R v[2][kPermPerMember][2] = {};
+  for (int t = 0; t < kPermPerMember; ++t) {
+    const std::uint64_t j = rank + std::uint64_t(t) * size;
+    if (j >= p.dim) continue;
+    const std::uint64_t f = from[j];
+    R wr = 1, wi = 0;
+    if (phase != nullptr) {
+      const std::uint64_t at = 2 * (Dag ? j : f);
+      wr = static_cast<R>(phase[at]);
+      wi = Dag ? -static_cast<R>(phase[at + 1]) : static_cast<R>(phase[at + 1]);
+    }
+    for (int q = 0; q < 2; ++q) {
+      const R* x = q == 0 ? s : s2;
+      if (x == nullptr) continue;
+      const R a = x[re_at<L>(f, l)], b = x[im_at<L>(f, l)];
+      v[q][t][0] = wr * a - wi * b;
+      v[q][t][1] = wr * b + wi * a;
+    }
+  }
+  g.sync();
+  for (int t = 0; t < kPermPerMember; ++t) {
+    const std::uint64_t j = rank + std::uint64_t(t) * size;
+    if (j >= p.dim) continue;
+    for (int q = 0; q < 2; ++q) {
+      R* x = q == 0 ? s : s2;
+      if (x == nullptr) continue;
+      x[re_at<L>(j, l)] = v[q][t][0];
+      x[im_at<L>(j, l)] = v[q][t][1];
+    }
+  }
+  g.sync();
+}
+
 // row[j] = probability that the bits at pos (pos[0] most significant) read j;
 // row == nullptr computes without writing (a padding member of the batch).
 template <class R, int L, class G>
@@ -270,7 +325,14 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   }
   g.sync();
 
+  const bool fuse = perm_fits(p, g);
   for (int k = 0; k < p.n_ops; ++k) {
+    if (fuse && p.ops[k].run >= 0) {  // the run's gates at once; it syncs
+      const PermRun& run = p.perm_runs[p.ops[k].run];
+      group_permute<R, L, false>(p, run, psi, static_cast<R*>(nullptr), g, l);
+      k = run.last;
+      continue;
+    }
     group_apply_op<R, L, false>(p, c, p.ops[k], b, psi, g, l, static_cast<const R*>(tab));
     g.sync();
   }
@@ -330,6 +392,12 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
 
   for (int k = p.n_ops - 1; k >= 0; --k) {
     const OpDesc& op = p.ops[k];
+    if (fuse && op.run >= 0) {  // constant gates: no gradient, psi and lam undone at once
+      const PermRun& run = p.perm_runs[op.run];
+      group_permute<R, L, true>(p, run, psi, lam, g, l);
+      k = run.first;
+      continue;
+    }
     if (tab != nullptr && op.site.kt == 1) {
       group_adjoint_op_table<R, L, 1>(p, c, op, psi, lam, g, l, tab);
     } else if (tab != nullptr) {  // 2 (kMaxBlockTargets)

@@ -10,6 +10,7 @@
 // group type L provides
 //   int lane(), int width()           this lane's basis index i, and W = 2^n
 //   R shfl_xor(R v, unsigned m)        v as held by lane i ^ m of the same circuit (m < W)
+//   R shfl(R v, int j)                 v as held by lane j of the same circuit (j < W)
 //   void sync()                        memory ordering across the warp's lanes
 //   void reduce_add(R* p, R v, bool contribute)
 //                                      *p += the sum of v over the warp's circuits that
@@ -25,6 +26,9 @@
 // control bits are not all set keep their amplitude. The adjoint step shuffles lam
 // once and uses the same values twice: for lam <- U^dag lam and for the gradient,
 // Re <lam| dU |psi> = Re <dU^dag lam | psi> summed over the lanes.
+//
+// A run of constant phased permutations fused by the planner (PermRun: a CNOT ring,
+// say) is one indexed shuffle per state, where its gates take one or two each.
 //
 // With a block table (kernels/sv_table.hpp, one per circuit, no partials: the
 // parameter sums here are shuffles), a circuit's lanes first compute its gate and
@@ -110,6 +114,18 @@ QFLEET_HD inline Cx<R> lane_dot(const Cx<R>* row, const Cx<R>* x) {
   Cx<R> y = row[0] * x[0];
   for (int d = 1; d < D; ++d) y = y + row[d] * x[d];
   return y;
+}
+
+// This lane's amplitude v after a fused run of phased permutations (PermRun; Dag:
+// its inverse): v as held by lane src[i] (dst[i]) times its phase.
+template <class R, bool Dag, class L>
+QFLEET_HD inline Cx<R> lanes_permute(const SvPlan& p, const PermRun& run, Cx<R> v, const L& g) {
+  const std::uint64_t i = std::uint64_t(g.lane());
+  const std::uint32_t from = p.perm_index[run.index + (Dag ? p.dim : 0) + i];
+  const Cx<R> x{g.shfl(v.re, int(from)), g.shfl(v.im, int(from))};
+  if (run.phase < 0) return x;
+  const double* w = p.perm_phase + 2 * (std::uint64_t(run.phase) + (Dag ? i : from));
+  return Cx<R>{R(w[0]), Dag ? -R(w[1]) : R(w[1])} * x;
 }
 
 template <class R, int KT, class L>
@@ -198,6 +214,12 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
 
   for (int k = 0; k < p.n_ops; ++k) {
     const OpDesc& op = p.ops[k];
+    if (op.run >= 0) {
+      const PermRun& run = p.perm_runs[op.run];
+      psi = lanes_permute<R, false>(p, run, psi, g);
+      k = run.last;
+      continue;
+    }
     switch (op.site.kt) {
       case 1:
         lanes_apply<R, 1>(p, c, op, b, psi, g, static_cast<const R*>(tab));
@@ -268,6 +290,13 @@ QFLEET_HD inline void sv_lanes_run(const SvPlan& p, const SvCall<R>& c, std::siz
 
   for (int k = p.n_ops - 1; k >= 0; --k) {
     const OpDesc& op = p.ops[k];
+    if (op.run >= 0) {  // constant gates: no gradient, psi and lam undone at once
+      const PermRun& run = p.perm_runs[op.run];
+      psi = lanes_permute<R, true>(p, run, psi, g);
+      lam = lanes_permute<R, true>(p, run, lam, g);
+      k = run.first;
+      continue;
+    }
     switch (op.site.kt) {
       case 1:
         lanes_adjoint_op<R, 1>(p, c, op, b, active, psi, lam, g, static_cast<const R*>(tab));

@@ -38,6 +38,22 @@ struct OpDesc {
   // Entry offsets of this op's block and of its derivative blocks (one per
   // parameter) in a buffer holding every op's: the cpu tiles precompute blocks.
   std::size_t mat_entry = 0, dmat_entry = 0;
+  int run = -1;  // the PermRun holding this op (CircuitPlan::perm_runs), or -1
+};
+
+// A run of consecutive constant gates whose blocks have one nonzero per column (CNOT,
+// SWAP, X, Y, Z, S, T, CZ, Toffoli, ...: phased permutations), fused into one
+// phased permutation of the n-qubit basis: the run maps basis state i to pi(i) times
+// phase_i. The group body (kernels/sv_group.hpp) applies it in one gather and two
+// barriers where its gates take a barrier each, the register body
+// (kernels/sv_lanes.hpp) in one shuffle a state, the density-matrix group body
+// (kernels/dm_group.hpp) on rows and columns at once; the cpu executors apply the gates.
+struct PermRun {
+  int first = 0, last = 0;  // ops first..last, inclusive
+  // perm_index + index: src[dim] (src[j] = pi^-1(j)), then dst[dim] (dst[i] = pi(i)).
+  std::size_t index = 0;
+  // perm_phase + 2 * phase: phase_i as interleaved re, im [dim]; -1 when every phase is 1.
+  std::int64_t phase = -1;
 };
 
 struct TermDesc {
@@ -68,12 +84,22 @@ struct CircuitPlan {
   double amp_pad = 0.0;
   const std::uint64_t* amp_index = nullptr;       // basis index of embedded amplitude j
   std::size_t mat_entries = 0, dmat_entries = 0;  // sizes of the block buffers (entries)
+  // Fused runs of phased permutations (PermRun), their ops marked by their `run`.
+  const PermRun* perm_runs = nullptr;
+  int n_perm_runs = 0;
+  const std::uint32_t* perm_index = nullptr;
+  const double* perm_phase = nullptr;
 };
 
 struct SvPlan : CircuitPlan {
   const OpDesc* ops = nullptr;
   const int* probs_sorted = nullptr;  // probs_pos ascending within each block
 };
+
+// The planner fuses runs of at least kMinPermRun such gates (the fused run takes two
+// barriers) on at most kMaxPermQubits qubits (its maps take 24 bytes an amplitude).
+constexpr int kMinPermRun = 3;
+constexpr int kMaxPermQubits = 12;
 
 constexpr int kMaxSampleWires = 26;
 // Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,

@@ -103,6 +103,13 @@ struct LaneThreads {
     bar->arrive_and_wait();
     return o;
   }
+  R shfl(R v, int j) const {  // lane j of this circuit's W lanes
+    (*slots)[r] = v;
+    bar->arrive_and_wait();
+    const R o = (*slots)[r - r % W + j];
+    bar->arrive_and_wait();
+    return o;
+  }
   void sync() const { bar->arrive_and_wait(); }
   void reduce_add(R* p, R v, bool contribute) const {
     v = contribute ? v : R(0);

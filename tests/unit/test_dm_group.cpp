@@ -77,6 +77,39 @@ TEST(DmGroupBody, MatchesTheCpuExecutor) {
 
 TEST(DmGroupBody, CheckpointedSegmentsMatch) { check<double>(noisy_circuit(), 3, 2); }
 
+// Runs of constant permutation gates (kern::PermRun): a CNOT ring, then Y, S, T, CZ,
+// SWAP, Toffoli (phased), then CNOT, X, iSWAP, between parameterised gates and
+// channels. The group applies each run fused where it holds the 4^3 entries in
+// kDmPermPerMember rounds (8 and 16 threads) and gate by gate where not (3), with
+// stored and with checkpointed states (segments of one parameterised op).
+TEST(DmGroupBody, FusedPermutationRunsMatchTheCpuExecutor) {
+  qfleet::Circuit circ(3);
+  circ.add("RY", {0}, {Param::input(0)}).add("RX", {1}, {Param::weight(0)}).add("RY", {2}, {Param::input(1)});
+  circ.add("CNOT", {0, 1}).add("CNOT", {1, 2}).add("CNOT", {2, 0});
+  circ.channel("Depolarizing", {1}, {Param::weight(1, 0.1)});
+  circ.add("PauliY", {0}).add("S", {1}).add("T", {2}).add("CZ", {0, 2}).add("SWAP", {1, 2}).add("Toffoli", {2, 0, 1});
+  circ.add("Rot", {1}, {Param::weight(2), 0.3, Param::input(2)});
+  circ.add("CNOT", {2, 1}).add("PauliX", {0}).add("ISWAP", {0, 1});
+  circ.channel("AmplitudeDamping", {2}, {0.1});
+  circ.expval("Z0 X2").expval("Y1").probs({1, 2}).purity();
+  qfleet::detail::Plan plan(circ);
+  qfleet::detail::build_dm_plan(circ, qfleet::CompileOptions{}, plan);
+  const qfleet::kern::DmPlan& dp = plan.dm->view;
+  ASSERT_EQ(dp.n_perm_runs, 3);
+  const int first[3] = {3, 7, 14}, last[3] = {5, 12, 16};
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(dp.perm_runs[r].first, first[r]) << "run " << r;
+    EXPECT_EQ(dp.perm_runs[r].last, last[r]) << "run " << r;
+  }
+  EXPECT_EQ(dp.perm_runs[0].phase, -1) << "a CNOT ring moves entries without phases";
+  EXPECT_GE(dp.perm_runs[1].phase, 0);
+  for (int members : {3, 8, 16}) {
+    check<double>(circ, members, 0);
+    check<double>(circ, members, 1);
+  }
+  check<float>(circ, 16, 0);
+}
+
 // More members than a step has work (a one-qubit matrix: 2 amplitude pairs, 4 entries):
 // what a GPU block of 32 threads or more does at n <= 2, and any pinned block size
 // (QFLEET_DM_CUDA_THREADS) beyond half the entries. The idle members must write nothing

@@ -9,6 +9,7 @@
 //     runs it where the table fits;
 //   - the same body on interleaved tiles of 4 or 32 samples side by side (the
 //     interleaved shape), each sample a group, the last tiles partly or wholly padding;
+//   - runs of constant permutation gates fused into one gather (kern::PermRun);
 //   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
 //     shuffles through a slot per lane, warps of 2^n or 32 lanes (several circuits,
 //     whose gradient sums cross circuits), two warps at once, padding circuits.
@@ -171,6 +172,72 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
         }
       }
     }
+  }
+}
+
+// Runs of constant gates with one nonzero per column (kern::PermRun): a CNOT ring
+// (pure permutation), then phased ones (Y, S, T, CZ, CY, iSWAP, SWAP, Toffoli and a
+// QubitUnitary permutation with phases), cut by a Hadamard, two X (too short a run)
+// and parametrised gates around. The planner finds exactly the runs of three or more;
+// every shape, fused where its group holds the state in kPermPerMember rounds (groups
+// of 4 and 16, the interleaved tiles at n = 3, the register body) and gate by gate
+// where not (1), matches the reference, forward and adjoint.
+TEST(GroupBody, FusedPermutationRunsMatchTheReference) {
+  std::mt19937_64 rng(4242);
+  for (int n = 3; n <= 6; ++n) {
+    ref::Twin t(n);
+    for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w % 3)});
+    for (int w = 0; w < n; ++w) t.add("CNOT", {w, (w + 1) % n});
+    t.add("RX", {0}, {qfleet::Param::weight(0)});
+    t.add("PauliY", {0}).add("S", {n - 1}).add("T", {0}).add("CZ", {0, n - 1}).add("CY", {n - 1, 0});
+    t.add("ISWAP", {0, n - 1}).add("SWAP", {n - 1, 0});
+    t.add("Toffoli", {2, 0, 1});
+    ref::Mat u = ref::Mat::Zero(4, 4);  // |0> -> i|2>, |1> -> |0>, |2> -> -|3>, |3> -> e^{i/3}|1>
+    u(2, 0) = ref::kI;
+    u(0, 1) = 1.0;
+    u(3, 2) = -1.0;
+    u(1, 3) = std::polar(1.0, 1.0 / 3);
+    t.unitary({n - 1, 0}, u);
+    t.add("Hadamard", {1});
+    t.add("PauliX", {0}).add("PauliX", {1});
+    for (int w = 0; w < n; ++w) t.add("RZ", {w}, {qfleet::Param::weight(1 + w)});
+    t.expval({{0.8, ref::word({{'Z', 0}})}, {-0.5, ref::word({{'X', n - 1}, {'Y', 0}})}});
+    t.probs({n - 1});
+    const qfleet::detail::Plan plan = plan_of(t.q);
+    const qfleet::kern::SvPlan& v = plan.view;
+    ASSERT_EQ(v.n_perm_runs, 2) << "the ring and the phased run";
+    EXPECT_EQ(v.perm_runs[0].first, n);
+    EXPECT_EQ(v.perm_runs[0].last, 2 * n - 1);
+    EXPECT_EQ(v.perm_runs[0].phase, -1) << "a CNOT ring moves amplitudes without phases";
+    EXPECT_EQ(v.perm_runs[1].first, 2 * n + 1);
+    EXPECT_EQ(v.perm_runs[1].last, 2 * n + 9);
+    EXPECT_GE(v.perm_runs[1].phase, 0);
+    for (int k = 0; k < v.n_ops; ++k) {
+      const bool in_run = (k >= n && k <= 2 * n - 1) || (k >= v.perm_runs[1].first && k <= v.perm_runs[1].last);
+      EXPECT_EQ(v.ops[k].run >= 0, in_run) << "op " << k;
+    }
+    for (bool per_sample : {false, true}) {
+      const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
+      const std::vector<double> want = ref::ref_outputs(t.r, b);
+      for (const Shape& s : shapes(n, {1, 4, 16}, n == 5)) {
+        SCOPED_TRACE(trace(n, b, s));
+        const auto run = s.runner<double>(plan);
+        EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
+        EXPECT_LT(ref::max_state_err(run.states(b), t, b), 1e-10) << "states";
+      }
+      expect_vjp_matches(t, plan, b, shapes(n, {1, 4, 16}));
+    }
+  }
+}
+
+// Runs are fused only on circuits of at most kMaxPermQubits qubits (the maps take
+// 24 bytes an amplitude).
+TEST(GroupBody, NoPermutationRunsBeyondTheirQubitLimit) {
+  for (int n : {qfleet::kern::kMaxPermQubits, qfleet::kern::kMaxPermQubits + 1}) {
+    qfleet::Circuit c(n);
+    for (int w = 0; w < n; ++w) c.add("CNOT", {w, (w + 1) % n});
+    c.expval("Z0");
+    EXPECT_EQ(plan_of(c).view.n_perm_runs, n <= qfleet::kern::kMaxPermQubits ? 1 : 0) << n << " qubits";
   }
 }
 
