@@ -357,4 +357,28 @@ inline const std::vector<double>& ref_gw(const RefGrad& g, const Batch& b) {
   return b.per_sample && b.B > 1 ? g.gw_ps : g.gw_shared;
 }
 
+// A circuit on n >= 3 qubits with two runs of constant permutation gates the planner
+// fuses (kern::PermRun): a CNOT ring (ops n..2n-1, no phases), then Y, S, T, CZ, CY,
+// iSWAP, SWAP, Toffoli and a QubitUnitary permutation with phases (ops 2n+1..2n+9),
+// cut by a Hadamard, two X (too short a run) and parameterised gates around; inputs
+// 0..2, weights 0..n.
+inline void permutation_runs_circuit(Twin& t, int n) {
+  for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w % 3)});
+  for (int w = 0; w < n; ++w) t.add("CNOT", {w, (w + 1) % n});
+  t.add("RX", {0}, {qfleet::Param::weight(0)});
+  t.add("PauliY", {0}).add("S", {n - 1}).add("T", {0}).add("CZ", {0, n - 1}).add("CY", {n - 1, 0});
+  t.add("ISWAP", {0, n - 1}).add("SWAP", {n - 1, 0}).add("Toffoli", {2, 0, 1});
+  Mat u = Mat::Zero(4, 4);  // |0> -> i|2>, |1> -> |0>, |2> -> -|3>, |3> -> e^{i/3}|1>
+  u(2, 0) = kI;
+  u(0, 1) = 1.0;
+  u(3, 2) = -1.0;
+  u(1, 3) = std::polar(1.0, 1.0 / 3);
+  t.unitary({n - 1, 0}, u);
+  t.add("Hadamard", {1});
+  t.add("PauliX", {0}).add("PauliX", {1});
+  for (int w = 0; w < n; ++w) t.add("RZ", {w}, {qfleet::Param::weight(1 + w)});
+  t.expval({{0.8, word({{'Z', 0}})}, {-0.5, word({{'X', n - 1}, {'Y', 0}})}});
+  t.probs({n - 1});
+}
+
 }  // namespace ref

@@ -175,10 +175,9 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
   }
 }
 
-// Runs of constant gates with one nonzero per column (kern::PermRun): a CNOT ring
-// (pure permutation), then phased ones (Y, S, T, CZ, CY, iSWAP, SWAP, Toffoli and a
-// QubitUnitary permutation with phases), cut by a Hadamard, two X (too short a run)
-// and parametrised gates around. The planner finds exactly the runs of three or more;
+// Runs of constant gates with one nonzero per column (kern::PermRun;
+// ref::permutation_runs_circuit: a CNOT ring, then phased ones, then too short a run).
+// The planner finds exactly the runs of three or more;
 // every shape, fused where its group holds the state in kPermPerMember rounds (groups
 // of 4 and 16, the interleaved tiles at n = 3, the register body) and gate by gate
 // where not (1), matches the reference, forward and adjoint.
@@ -186,23 +185,7 @@ TEST(GroupBody, FusedPermutationRunsMatchTheReference) {
   std::mt19937_64 rng(4242);
   for (int n = 3; n <= 6; ++n) {
     ref::Twin t(n);
-    for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w % 3)});
-    for (int w = 0; w < n; ++w) t.add("CNOT", {w, (w + 1) % n});
-    t.add("RX", {0}, {qfleet::Param::weight(0)});
-    t.add("PauliY", {0}).add("S", {n - 1}).add("T", {0}).add("CZ", {0, n - 1}).add("CY", {n - 1, 0});
-    t.add("ISWAP", {0, n - 1}).add("SWAP", {n - 1, 0});
-    t.add("Toffoli", {2, 0, 1});
-    ref::Mat u = ref::Mat::Zero(4, 4);  // |0> -> i|2>, |1> -> |0>, |2> -> -|3>, |3> -> e^{i/3}|1>
-    u(2, 0) = ref::kI;
-    u(0, 1) = 1.0;
-    u(3, 2) = -1.0;
-    u(1, 3) = std::polar(1.0, 1.0 / 3);
-    t.unitary({n - 1, 0}, u);
-    t.add("Hadamard", {1});
-    t.add("PauliX", {0}).add("PauliX", {1});
-    for (int w = 0; w < n; ++w) t.add("RZ", {w}, {qfleet::Param::weight(1 + w)});
-    t.expval({{0.8, ref::word({{'Z', 0}})}, {-0.5, ref::word({{'X', n - 1}, {'Y', 0}})}});
-    t.probs({n - 1});
+    ref::permutation_runs_circuit(t, n);
     const qfleet::detail::Plan plan = plan_of(t.q);
     const qfleet::kern::SvPlan& v = plan.view;
     ASSERT_EQ(v.n_perm_runs, 2) << "the ring and the phased run";
