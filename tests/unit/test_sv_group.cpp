@@ -87,6 +87,18 @@ std::string trace(int n, const ref::Batch& b, const Shape& s) {
          (b.per_sample ? ", per-sample weights" : ", shared weights");
 }
 
+// Forward outputs and final states in each shape against the dense reference.
+void expect_forward_matches(const ref::Twin& t, const qfleet::detail::Plan& plan, const ref::Batch& b,
+                            const std::vector<Shape>& in) {
+  const std::vector<double> want = ref::ref_outputs(t.r, b);
+  for (const Shape& s : in) {
+    SCOPED_TRACE(trace(t.r.n, b, s));
+    const auto run = s.runner<double>(plan);
+    EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
+    EXPECT_LT(ref::max_state_err(run.states(b), t, b), 1e-10) << "states";
+  }
+}
+
 // vjp (with the fused forward outputs) in each shape against finite differences of
 // the dense reference.
 void expect_vjp_matches(const ref::Twin& t, const qfleet::detail::Plan& plan, const ref::Batch& b,
@@ -113,13 +125,7 @@ TEST(GroupBody, RandomCircuitsMatchTheReferenceInEveryShape) {
         random_items(t, rng, 3 * n + 4);
         const qfleet::detail::Plan plan = plan_of(t.q);
         const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
-        const std::vector<double> want = ref::ref_outputs(t.r, b);
-        for (const Shape& s : shapes(n, {1, 3, 8}, rep == 0)) {
-          SCOPED_TRACE(trace(n, b, s));
-          const auto run = s.runner<double>(plan);
-          EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
-          EXPECT_LT(ref::max_state_err(run.states(b), t, b), 1e-10) << "states";
-        }
+        expect_forward_matches(t, plan, b, shapes(n, {1, 3, 8}, rep == 0));
       }
     }
   }
@@ -201,13 +207,7 @@ TEST(GroupBody, FusedPermutationRunsMatchTheReference) {
     }
     for (bool per_sample : {false, true}) {
       const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, per_sample);
-      const std::vector<double> want = ref::ref_outputs(t.r, b);
-      for (const Shape& s : shapes(n, {1, 4, 16}, n == 5)) {
-        SCOPED_TRACE(trace(n, b, s));
-        const auto run = s.runner<double>(plan);
-        EXPECT_LT(ref::max_abs_diff(run.forward(b), want), 1e-10);
-        EXPECT_LT(ref::max_state_err(run.states(b), t, b), 1e-10) << "states";
-      }
+      expect_forward_matches(t, plan, b, shapes(n, {1, 4, 16}, n == 5));
       expect_vjp_matches(t, plan, b, shapes(n, {1, 4, 16}));
     }
   }
