@@ -313,13 +313,20 @@ void run_open(const Executor&, const Model& m, const CallRef& c) {
   run_open_call(open_of(m), record<kern::OpenTaskCall<double>>(c), *c.buffers, c.staged, c.stream);
 }
 
+// ", 3 runs of constant permutation gates fused" where the launch's groups apply the
+// plan's runs fused (2^n amplitudes, 4^n for density matrices, in `per_member` rounds).
+std::string fused_runs(int runs, std::uint64_t entries, int per_member, int threads) {
+  if (runs == 0 || entries > std::uint64_t(per_member) * std::uint64_t(threads)) return "";
+  return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of constant permutation gates fused";
+}
+
 std::string describe_sv(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
   const SvResident& res = resident_of(circuit_of(m));
   const LaunchShape s = launch_shape(res.view, batch, real_bytes(m), adjoint, res.props, requested_strategy());
   return "cuda " + std::string(strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
          " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
          std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
-         res.device_name;
+         res.device_name + fused_runs(res.view.n_perm_runs, res.view.dim, kern::kPermPerMember, s.group);
 }
 std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
   const DmResident& res = static_cast<const DmResident&>(*m.resident);
@@ -328,7 +335,8 @@ std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool
   const DmLaunch s = dm_launch_shape(res.view, batch, real_bytes(m), adjoint, seg, 0, res.props, requested_dm_threads());
   return "cuda density matrices: a block of " + std::to_string(s.threads) + " threads per sample, " +
          std::to_string(s.blocks) + " blocks, " + std::to_string(s.smem_bytes) + " B shared memory, " +
-         std::to_string(s.work_bytes >> 20) + " MiB global scratch on " + res.device_name;
+         std::to_string(s.work_bytes >> 20) + " MiB global scratch on " + res.device_name +
+         fused_runs(res.view.n_perm_runs, res.view.dim2, kern::kDmPermPerMember, s.threads);
 }
 std::string describe_open(const Executor&, const Model& m, std::size_t batch, bool /*adjoint*/) {
   const OpenResident& res = resident_of(open_of(m));

@@ -122,12 +122,9 @@ QFLEET_HD inline void dm_group_copy(R* dst, const R* src, std::uint64_t n, G& g)
   g.sync();
 }
 
-// Entries a member stages in registers for a fused run of phased permutations
-// (PermRun): a gather in place needs every read done before any write, so the run
-// applies fused only where the group holds the 4^n entries in kDmPermPerMember rounds
-// (n = 4 on 32 threads and more, n = 5 on 128), else gate by gate.
-constexpr int kDmPermPerMember = 8;
-
+// A fused run of phased permutations (PermRun) applies where the group holds the 4^n
+// entries in kDmPermPerMember rounds (sv_plan.hpp: n = 4 on 32 threads and more, n = 5
+// on 128), else gate by gate.
 template <class G>
 QFLEET_HD inline bool dm_perm_fits(const DmPlan& p, const G& g) {
   return p.n_perm_runs > 0 && p.dim2 <= std::uint64_t(kDmPermPerMember) * std::uint64_t(g.size());

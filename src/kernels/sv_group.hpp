@@ -93,13 +93,9 @@ QFLEET_HD inline std::uint64_t im_at(std::uint64_t i, int l) {
   return i * 2 * L + L + std::uint64_t(l);
 }
 
-// Amplitudes a member stages in registers for a fused run of phased permutations
-// (PermRun): a gather in place needs every read done before any write, so the run
-// applies fused only where the group holds the state in kPermPerMember rounds
-// (dim <= kPermPerMember x size: the warp shape's 2^(n-1) threads always, a
+// A fused run of phased permutations (PermRun) applies where the group holds the state
+// in kPermPerMember rounds (sv_plan.hpp: the warp shape's 2^(n-1) threads always, a
 // 256-thread block up to 10 qubits); else its gates apply one by one.
-constexpr int kPermPerMember = 4;
-
 template <class G>
 QFLEET_HD inline bool perm_fits(const SvPlan& p, const G& g) {
   return p.n_perm_runs > 0 && p.dim <= std::uint64_t(kPermPerMember) * std::uint64_t(g.size());

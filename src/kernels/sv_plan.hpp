@@ -100,6 +100,12 @@ struct SvPlan : CircuitPlan {
 // barriers) on at most kMaxPermQubits qubits (its maps take 24 bytes an amplitude).
 constexpr int kMinPermRun = 3;
 constexpr int kMaxPermQubits = 12;
+// Amplitudes (a density matrix's entries) a group member stages in registers to apply
+// a run: a gather in place needs every read done before any write, so the group bodies
+// apply a run fused only where the group holds the state in that many rounds, and its
+// gates one by one elsewhere. More rounds would take more registers.
+constexpr int kPermPerMember = 4;
+constexpr int kDmPermPerMember = 8;
 
 constexpr int kMaxSampleWires = 26;
 // Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,
