@@ -314,9 +314,9 @@ void run_open(const Executor&, const Model& m, const CallRef& c) {
 }
 
 // ", 3 runs of constant permutation gates fused" where the launch's groups apply the
-// plan's runs fused (2^n amplitudes, 4^n for density matrices, in `per_member` rounds).
+// plan's runs fused (kern::perm_runs_fused, the bodies' own rule).
 std::string fused_runs(int runs, std::uint64_t entries, int per_member, int threads) {
-  if (runs == 0 || entries > std::uint64_t(per_member) * std::uint64_t(threads)) return "";
+  if (!kern::perm_runs_fused(runs, entries, per_member, threads)) return "";
   return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of constant permutation gates fused";
 }
 

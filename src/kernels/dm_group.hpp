@@ -122,14 +122,6 @@ QFLEET_HD inline void dm_group_copy(R* dst, const R* src, std::uint64_t n, G& g)
   g.sync();
 }
 
-// A fused run of phased permutations (PermRun) applies where the group holds the 4^n
-// entries in kDmPermPerMember rounds (sv_plan.hpp: n = 4 on 32 threads and more, n = 5
-// on 128), else gate by gate.
-template <class G>
-QFLEET_HD inline bool dm_perm_fits(const DmPlan& p, const G& g) {
-  return p.n_perm_runs > 0 && p.dim2 <= std::uint64_t(kDmPermPerMember) * std::uint64_t(g.size());
-}
-
 // s <- U s U^dag for the run's U (Dag: U^dag s U), U|i> = phase_i |pi(i)>, entry (i, j)
 // at (i << n) | j:
 //   forward  s'(a, c) = phase[src a] conj(phase[src c]) s(src a, src c)
@@ -169,13 +161,14 @@ QFLEET_HD_NOINLINE void dm_group_permute(const DmPlan& p, const PermRun& run, R*
   g.sync();
 }
 
-// The run op k starts (forward) or ends (adjoint) when the group applies it fused and
-// it lies within [k0, k1) (segments are cut at parameterised ops, so it always does);
-// null otherwise.
+// The run op k starts (forward) or ends (adjoint) when the group applies it fused (it
+// holds the 4^n entries in kDmPermPerMember rounds, sv_plan.hpp: n = 4 on 32 threads and
+// more, n = 5 on 128) and it lies within [k0, k1) (segments are cut at parameterised
+// ops, so it always does); null otherwise.
 template <class G>
 QFLEET_HD inline const PermRun* dm_fused_run(const DmPlan& p, int k, int k0, int k1, const G& g) {
   const int id = p.ops[k].run;
-  if (id < 0 || !dm_perm_fits(p, g)) return nullptr;
+  if (id < 0 || !perm_runs_fused(p.n_perm_runs, p.dim2, kDmPermPerMember, g.size())) return nullptr;
   const PermRun* run = p.perm_runs + id;
   return run->first >= k0 && run->last < k1 ? run : nullptr;
 }

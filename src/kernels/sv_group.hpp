@@ -93,14 +93,6 @@ QFLEET_HD inline std::uint64_t im_at(std::uint64_t i, int l) {
   return i * 2 * L + L + std::uint64_t(l);
 }
 
-// A fused run of phased permutations (PermRun) applies where the group holds the state
-// in kPermPerMember rounds (sv_plan.hpp: the warp shape's 2^(n-1) threads always, a
-// 256-thread block up to 10 qubits); else its gates apply one by one.
-template <class G>
-QFLEET_HD inline bool perm_fits(const SvPlan& p, const G& g) {
-  return p.n_perm_runs > 0 && p.dim <= std::uint64_t(kPermPerMember) * std::uint64_t(g.size());
-}
-
 // s (and s2 when given) <- the run's permutation (Dag: its inverse), lane l:
 //   forward  s'[j] = phase[src[j]] s[src[j]]
 //   inverse  s'[i] = conj(phase[i]) s[dst[i]]
@@ -321,7 +313,9 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   }
   g.sync();
 
-  const bool fuse = perm_fits(p, g);
+  // Fused runs where the group holds the state in kPermPerMember rounds (sv_plan.hpp: the
+  // warp shape's 2^(n-1) threads always, a 256-thread block up to 10 qubits).
+  const bool fuse = perm_runs_fused(p.n_perm_runs, p.dim, kPermPerMember, g.size());
   for (int k = 0; k < p.n_ops; ++k) {
     if (fuse && p.ops[k].run >= 0) {  // the run's gates at once; it syncs
       const PermRun& run = p.perm_runs[p.ops[k].run];

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/hd.hpp"
 #include "kernels/types.hpp"
 #include "qfleet/gates.hpp"
 
@@ -106,6 +107,13 @@ constexpr int kMaxPermQubits = 12;
 // gates one by one elsewhere. More rounds would take more registers.
 constexpr int kPermPerMember = 4;
 constexpr int kDmPermPerMember = 8;
+
+// Whether a group of `threads` applies a plan's `runs` fused to a state of `entries`
+// amplitudes (2^n; a density matrix's 4^n entries), staging `per_member` each: the
+// bodies' rule, and what Program::execution reports.
+QFLEET_HD inline bool perm_runs_fused(int runs, std::uint64_t entries, int per_member, int threads) {
+  return runs > 0 && entries <= std::uint64_t(per_member) * std::uint64_t(threads);
+}
 
 constexpr int kMaxSampleWires = 26;
 // Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,
