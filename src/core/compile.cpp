@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/diag_runs.hpp"
 #include "core/plan.hpp"
 #include "core/sv_pack.hpp"
 #include "kernels/gate_matrix.hpp"
@@ -188,6 +189,7 @@ Plan build_plan(const Circuit& circuit, const CompileOptions& options) {
   }
   const std::vector<int> run_of = find_perm_runs(plan.n, candidates, parts.perm);
   for (std::size_t k = 0; k < parts.ops.size(); ++k) parts.ops[k].run = run_of[k];
+  parts.n_diag_runs = mark_diag_runs(parts.ops, parts.fixed_blocks);
   pack_sv_plan(plan, parts);
   return plan;
 }

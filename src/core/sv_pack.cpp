@@ -59,6 +59,7 @@ void pack_sv_plan(Plan& plan, const SvPlanParts& parts) {
   v.n_perm_runs = static_cast<int>(parts.perm.runs.size());
   v.perm_index = blob.add(parts.perm.index);
   v.perm_phase = blob.add(parts.perm.phase);
+  v.n_diag_runs = parts.n_diag_runs;
   plan.blob = blob.take();
   plan.view = sv_view_at(plan.offsets, plan.blob.data());
 }

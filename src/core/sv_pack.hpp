@@ -23,6 +23,7 @@ struct SvPlanParts {
   std::vector<int> probs_out;               // output column of each probs block
   std::size_t mat_entries = 0, dmat_entries = 0;
   PermRuns perm;                            // fused runs of phased permutations (perm_runs.hpp)
+  int n_diag_runs = 0;                      // runs of diagonal gates (diag_runs.hpp)
 };
 
 // Fills plan.blob, plan.offsets and plan.view from parts and plan.amp.

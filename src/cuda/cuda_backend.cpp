@@ -320,13 +320,23 @@ std::string fused_runs(int runs, std::uint64_t entries, int per_member, int thre
   return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of constant permutation gates fused";
 }
 
+// ", 2 runs of diagonal gates fused" where the launch's groups apply them fused: the
+// group shapes that sync a block, with a block table (kern::sv_group_run's rule).
+std::string diagonal_runs(int runs, const LaunchShape& s) {
+  const bool fused = s.strategy == Strategy::block || s.strategy == Strategy::interleaved ||
+                     s.strategy == Strategy::global;
+  if (runs == 0 || !fused || s.table == 0) return "";
+  return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of diagonal gates fused";
+}
+
 std::string describe_sv(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
   const SvResident& res = resident_of(circuit_of(m));
   const LaunchShape s = launch_shape(res.view, batch, real_bytes(m), adjoint, res.props, requested_strategy());
   return "cuda " + std::string(strategy_name(s.strategy)) + ": " + std::to_string(s.group) +
          " threads per circuit, " + std::to_string(s.per_block) + " circuits per block, " +
          std::to_string(s.smem) + " B shared memory, " + std::to_string(s.blocks) + " blocks on " +
-         res.device_name + fused_runs(res.view.n_perm_runs, res.view.dim, kern::kPermPerMember, s.group);
+         res.device_name + fused_runs(res.view.n_perm_runs, res.view.dim, kern::kPermPerMember, s.group) +
+         diagonal_runs(res.view.n_diag_runs, s);
 }
 std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool adjoint) {
   const DmResident& res = static_cast<const DmResident&>(*m.resident);

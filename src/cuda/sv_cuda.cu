@@ -43,6 +43,7 @@ namespace {
 
 template <class R>
 struct WarpGroup {  // `n` (a power of two <= 32) consecutive lanes of one warp
+  static constexpr bool kWarpSync = true;  // kern::warp_synchronous
   int r, n;
   __device__ int rank() const { return r; }
   __device__ int size() const { return n; }

@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/statevector.hpp"
 #include "kernels/sv_params.hpp"
@@ -189,6 +190,126 @@ QFLEET_HD inline void add_param_gradient(const SvPlan& p, const SvCall<R>& c, st
   }
 }
 
+// Whether group type G syncs with a warp's barrier (an optional `static constexpr bool
+// kWarpSync = true` member: the warp shape). A run of diagonal gates saves such a group
+// little, and fusing runs there cost the complex64 warp kernel 30 registers (168 -> 198,
+// 12 -> 10 warps an SM; `scripts/ptxas_report.py`, 2026-11-30), so those groups apply
+// the gates one by one.
+template <class G, class = void>
+struct warp_synchronous {
+  static constexpr bool value = false;
+};
+template <class G>
+struct warp_synchronous<G, std::void_t<decltype(G::kWarpSync)>> {
+  static constexpr bool value = G::kWarpSync;
+};
+
+// A run of diagonal gates (OpDesc::diag_first .. diag_last) scales each amplitude by
+// each gate in turn, so a member applies the whole run to the amplitudes it owns
+// (rank + t size) without waiting for the others, and the run ends at one barrier
+// where its gates take one each. The entries come from the group's block table (the
+// body fuses runs only with one, and not in warp-synchronous groups: sv_group_run),
+// so no block is formed from the angles.
+
+// The local index (target bits, first target most significant) of amplitude i in a
+// gate of D = 2^kt entries on site. The loops run over constants, so d[r] stays in
+// registers rather than a stack array indexed at run time.
+template <int D>
+QFLEET_HD inline int local_index(const GateSite& site, std::uint64_t i) {
+  const std::uint64_t t = i & site.off[D - 1];
+  int r = 0;
+  for (int j = 1; j < D; ++j) r = site.off[j] == t ? j : r;
+  return r;
+}
+template <class R, int D>
+QFLEET_HD inline Cx<R> pick(const Cx<R> (&d)[D], int r) {
+  Cx<R> z = d[0];
+  for (int j = 1; j < D; ++j) z = r == j ? d[j] : z;
+  return z;
+}
+
+// The diagonal of op's block (deriv < 0) or of its derivative by its parameter
+// (deriv = 0), from the table.
+template <class R, int L, int D>
+QFLEET_HD inline void diagonal_of(const SvPlan& p, const OpDesc& op, int deriv, const R* tab, int l, Cx<R> (&d)[D]) {
+  const R* m = deriv < 0 ? sv_table_block<L>(tab, op) : sv_table_dblock<L>(p, tab, op, deriv, D);
+  for (int r = 0; r < D; ++r) d[r] = {m[2 * (r * D + r) * L + l], m[2 * (r * D + r) * L + L + l]};
+}
+
+// Amplitude i of lane l times z (Dag: conj(z)).
+template <class R, int L, bool Dag>
+QFLEET_HD inline void scale_amplitude(R* s, std::uint64_t i, int l, Cx<R> z) {
+  const R zi = Dag ? -z.im : z.im;
+  const R a = s[re_at<L>(i, l)], b = s[im_at<L>(i, l)];
+  s[re_at<L>(i, l)] = z.re * a - zi * b;
+  s[im_at<L>(i, l)] = z.re * b + zi * a;
+}
+
+// One diagonal gate on this member's amplitudes (no barrier).
+template <class R, int L, int D, class G>
+QFLEET_HD inline void diagonal_apply(const SvPlan& p, const OpDesc& op, R* psi, G& g, int l, const R* tab) {
+  Cx<R> d[D];
+  diagonal_of<R, L, D>(p, op, -1, tab, l, d);
+  for (std::uint64_t i = std::uint64_t(g.rank()); i < p.dim; i += std::uint64_t(g.size())) {
+    if ((i & op.site.ctrl) == op.site.ctrl) scale_amplitude<R, L, false>(psi, i, l, pick(d, local_index<D>(op.site, i)));
+  }
+}
+
+// The run starting at op `first` applied to psi; it syncs.
+template <class R, int L, class G>
+QFLEET_HD_NOINLINE void group_diagonal_run(const SvPlan& p, int first, R* psi, G& g, int l, const R* tab) {
+  for (int k = first; k <= p.ops[first].diag_last; ++k) {
+    if (p.ops[k].site.kt == 1) {
+      diagonal_apply<R, L, 2>(p, p.ops[k], psi, g, l, tab);
+    } else {  // 2 (kMaxBlockTargets)
+      diagonal_apply<R, L, 4>(p, p.ops[k], psi, g, l, tab);
+    }
+  }
+  g.sync();
+}
+
+// One diagonal gate in reverse on this member's amplitudes, as group_adjoint_op_table
+// takes a gate (psi <- U^dag psi, 2 Re <lam| dU/dp |psi> summed by part into the table,
+// lam <- U^dag lam), amplitude by amplitude. A diagonal gate has at most one parameter
+// (core/diag_runs.cpp).
+template <class R, int L, int D, class G>
+QFLEET_HD inline void diagonal_adjoint(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, R* psi, R* lam, G& g,
+                                       int l, R* tab) {
+  Cx<R> d[D], dd[D];
+  diagonal_of<R, L, D>(p, op, -1, tab, l, d);
+  const bool want = sv_table_dparams(op) == 1 && param_wanted(p, c, op.first_param);
+  if (want) diagonal_of<R, L, D>(p, op, 0, tab, l, dd);
+  R acc = 0;
+  for (std::uint64_t i = std::uint64_t(g.rank()); i < p.dim; i += std::uint64_t(g.size())) {
+    if ((i & op.site.ctrl) != op.site.ctrl) continue;
+    const int r = local_index<D>(op.site, i);
+    const Cx<R> z = pick(d, r);
+    scale_amplitude<R, L, true>(psi, i, l, z);
+    if (want) {  // Re(conj(lam_i) dd_r psi_i)
+      const Cx<R> y = pick(dd, r) * Cx<R>{psi[re_at<L>(i, l)], psi[im_at<L>(i, l)]};
+      acc += lam[re_at<L>(i, l)] * y.re + lam[im_at<L>(i, l)] * y.im;
+    }
+    scale_amplitude<R, L, true>(lam, i, l, z);
+  }
+  if (!want) return;
+  const R v = g.part_sum(acc);
+  if (g.part_leader()) *sv_table_partial<L>(p, tab, op.first_param, g.part(), g.n_parts(), l) = v;
+}
+
+// The run ending at op `last`, in reverse; it syncs.
+template <class R, int L, class G>
+QFLEET_HD_NOINLINE void group_diagonal_adjoint(const SvPlan& p, const SvCall<R>& c, int last, R* psi, R* lam, G& g,
+                                               int l, R* tab) {
+  for (int k = last; k >= p.ops[last].diag_first; --k) {
+    if (p.ops[k].site.kt == 1) {
+      diagonal_adjoint<R, L, 2>(p, c, p.ops[k], psi, lam, g, l, tab);
+    } else {  // 2 (kMaxBlockTargets)
+      diagonal_adjoint<R, L, 4>(p, c, p.ops[k], psi, lam, g, l, tab);
+    }
+  }
+  g.sync();
+}
+
 // One reverse step of the adjoint method on op: psi <- U^dag psi,
 // g_j += 2 Re <lam| dU/dp_j |psi>, lam <- U^dag lam, fused per amplitude group
 // (all three touch the same 2^k amplitudes), then a sum over the group per parameter.
@@ -316,11 +437,17 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   // Fused runs where the group holds the state in kPermPerMember rounds (sv_plan.hpp: the
   // warp shape's 2^(n-1) threads always, a 256-thread block up to 10 qubits).
   const bool fuse = perm_runs_fused(p.n_perm_runs, p.dim, kPermPerMember, g.size());
+  const bool fuse_diagonal = tab != nullptr && !warp_synchronous<G>::value;
   for (int k = 0; k < p.n_ops; ++k) {
     if (fuse && p.ops[k].run >= 0) {  // the run's gates at once; it syncs
       const PermRun& run = p.perm_runs[p.ops[k].run];
       group_permute<R, L, false>(p, run, psi, static_cast<R*>(nullptr), g, l);
       k = run.last;
+      continue;
+    }
+    if (fuse_diagonal && p.ops[k].diag_first == k) {  // a run of diagonal gates; it syncs
+      group_diagonal_run<R, L>(p, k, psi, g, l, static_cast<const R*>(tab));
+      k = p.ops[k].diag_last;
       continue;
     }
     group_apply_op<R, L, false>(p, c, p.ops[k], b, psi, g, l, static_cast<const R*>(tab));
@@ -386,6 +513,11 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
       const PermRun& run = p.perm_runs[op.run];
       group_permute<R, L, true>(p, run, psi, lam, g, l);
       k = run.first;
+      continue;
+    }
+    if (fuse_diagonal && op.diag_last == k) {  // a run of diagonal gates; it syncs
+      group_diagonal_adjoint<R, L>(p, c, k, psi, lam, g, l, tab);
+      k = op.diag_first;
       continue;
     }
     if (tab != nullptr && op.site.kt == 1) {

@@ -40,6 +40,10 @@ struct OpDesc {
   // parameter) in a buffer holding every op's: the cpu tiles precompute blocks.
   std::size_t mat_entry = 0, dmat_entry = 0;
   int run = -1;  // the PermRun holding this op (CircuitPlan::perm_runs), or -1
+  // The run of consecutive diagonal gates holding this op (ops diag_first..diag_last),
+  // or -1: the circuit group body applies such a run amplitude by amplitude, one
+  // barrier for all of them (kernels/sv_group.hpp's group_diagonal_run).
+  int diag_first = -1, diag_last = -1;
 };
 
 // A run of consecutive constant gates whose blocks have one nonzero per column (CNOT,
@@ -95,12 +99,17 @@ struct CircuitPlan {
 struct SvPlan : CircuitPlan {
   const OpDesc* ops = nullptr;
   const int* probs_sorted = nullptr;  // probs_pos ascending within each block
+  int n_diag_runs = 0;                // runs of diagonal gates (OpDesc::diag_first)
 };
 
 // The planner fuses runs of at least kMinPermRun such gates (the fused run takes two
 // barriers) on at most kMaxPermQubits qubits (its maps take 24 bytes an amplitude).
 constexpr int kMinPermRun = 3;
 constexpr int kMaxPermQubits = 12;
+// A run of diagonal gates (RZ, PhaseShift, CRZ, ControlledPhaseShift, IsingZZ, Z, S, T,
+// CZ, a diagonal QubitUnitary) takes one barrier where its gates take one each: two
+// already save one. Its gates keep their parameters and gradients.
+constexpr int kMinDiagRun = 2;
 // Amplitudes (a density matrix's entries) a group member stages in registers to apply
 // a run: a gather in place needs every read done before any write, so the group bodies
 // apply a run fused only where the group holds the state in that many rounds, and its

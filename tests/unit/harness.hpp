@@ -381,4 +381,29 @@ inline void permutation_runs_circuit(Twin& t, int n) {
   t.probs({n - 1});
 }
 
+// Runs of diagonal gates (kern::OpDesc::diag_first) for n >= 3 qubits: after a layer of
+// RY, a run of nine (ops n .. n + 8: parameterised ones between constant ones, so no three
+// constants in a row make a permutation run instead), a Hadamard, a lone RZ (no run), an
+// RX, then a ring of IsingZZ sharing one weight (ops n + 12 .. 2n + 11, a QAOA cost
+// layer), then RX on every wire.
+inline void diagonal_runs_circuit(Twin& t, int n) {
+  for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w % 3)});
+  t.add("RZ", {0}, {qfleet::Param::weight(0)}).add("S", {2});
+  t.add("PhaseShift", {1}, {qfleet::Param::input(1)}).add("CZ", {0, 1});
+  t.add("CRZ", {0, 2}, {qfleet::Param::weight(1, 0.7)});
+  Mat d = Mat::Zero(4, 4);  // a diagonal QubitUnitary
+  d(0, 0) = std::polar(1.0, 0.3);
+  d(1, 1) = kI;
+  d(2, 2) = std::polar(1.0, -1.1);
+  d(3, 3) = -1.0;
+  t.unitary({2, 0}, d);
+  t.add("ControlledPhaseShift", {n - 1, 1}, {qfleet::Param::input(0)});
+  t.add("RZ", {n - 1}, {0.4}).add("IsingZZ", {1, n - 1}, {qfleet::Param::weight(2)});
+  t.add("Hadamard", {1}).add("RZ", {0}, {qfleet::Param::weight(3)}).add("RX", {0}, {qfleet::Param::input(2)});
+  for (int w = 0; w < n; ++w) t.add("IsingZZ", {w, (w + 1) % n}, {qfleet::Param::weight(4)});
+  for (int w = 0; w < n; ++w) t.add("RX", {w}, {qfleet::Param::weight(5 + w)});
+  t.expval({{0.8, word({{'Z', 0}})}, {-0.5, word({{'X', n - 1}, {'Y', 0}})}});
+  t.probs({n - 1});
+}
+
 }  // namespace ref

@@ -108,27 +108,37 @@ TEST(CudaBackend, EveryPinnedShapeMatchesTheReference) {
 
 // Runs of constant permutation gates fused into one gather (kern::PermRun) in every
 // shape that fuses them: registers, warp and interleaved (n = 5), block and global
-// (n = 10), against the dense reference and finite differences.
-TEST(CudaBackend, FusedPermutationRunsMatchTheReference) {
+// (n = 10); and runs of diagonal gates, applied amplitude by amplitude where the group
+// syncs a block (OpDesc::diag_first); against the dense reference and finite differences.
+TEST(CudaBackend, FusedRunsMatchTheReference) {
   QFLEET_REQUIRE_GPU();
   std::mt19937_64 rng(4343);
-  for (int n : {5, 10}) {
-    ref::Twin t(n);
-    ref::permutation_runs_circuit(t, n);
-    const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
-    for (const char* shape : {"registers", "warp", "block", "interleaved", "global"}) {
-      const std::string s = shape;
-      if ((s == "registers" || s == "warp" || s == "interleaved") != (n == 5)) continue;
-      setenv("QFLEET_CUDA_SHAPE", shape, 1);
-      const ref::Batch b = ref::random_batch(rng, 33, t.r.n_inputs, t.r.n_weights, n == 5);
-      SCOPED_TRACE("n=" + std::to_string(n) + " " + p.execution(b.B, true));
-      EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
-      const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
-      const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
-      const auto got = ref::q_vjp<double>(p, b, cot);
-      EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol);
-      EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol);
-      unsetenv("QFLEET_CUDA_SHAPE");
+  for (const bool diagonal : {false, true}) {
+    for (int n : {5, 10}) {
+      ref::Twin t(n);
+      if (diagonal) {
+        ref::diagonal_runs_circuit(t, n);
+      } else {
+        ref::permutation_runs_circuit(t, n);
+      }
+      const qfleet::Program p = compile_on(t.q, qfleet::Device::cuda);
+      for (const char* shape : {"registers", "warp", "block", "interleaved", "global"}) {
+        const std::string s = shape;
+        if ((s == "registers" || s == "warp" || s == "interleaved") != (n == 5)) continue;
+        setenv("QFLEET_CUDA_SHAPE", shape, 1);
+        const ref::Batch b = ref::random_batch(rng, 33, t.r.n_inputs, t.r.n_weights, n == 5);
+        const std::string how = p.execution(b.B, true);
+        SCOPED_TRACE("n=" + std::to_string(n) + " " + how);
+        const bool block_sync = s == "block" || s == "interleaved" || s == "global";
+        if (diagonal) EXPECT_EQ(how.find("2 runs of diagonal gates fused") != std::string::npos, block_sync);
+        EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
+        const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
+        const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
+        const auto got = ref::q_vjp<double>(p, b, cot);
+        EXPECT_LE(ref::rel_err(got.gi, want.gi, kFloor), kGradTol);
+        EXPECT_LE(ref::rel_err(got.gw, ref::ref_gw(want, b), kFloor), kGradTol);
+        unsetenv("QFLEET_CUDA_SHAPE");
+      }
     }
   }
 }

@@ -9,7 +9,8 @@
 //     runs it where the table fits;
 //   - the same body on interleaved tiles of 4 or 32 samples side by side (the
 //     interleaved shape), each sample a group, the last tiles partly or wholly padding;
-//   - runs of constant permutation gates fused into one gather (kern::PermRun);
+//   - runs of constant permutation gates fused into one gather (kern::PermRun), and
+//     runs of diagonal gates applied amplitude by amplitude (OpDesc::diag_first);
 //   - kernels/sv_lanes.hpp (the registers shape, n <= 5): one amplitude per lane,
 //     shuffles through a slot per lane, warps of 2^n or 32 lanes (several circuits,
 //     whose gradient sums cross circuits), two warps at once, padding circuits.
@@ -22,6 +23,7 @@
 #include <array>
 #include <optional>
 
+#include "core/diag_runs.hpp"
 #include "core/plan.hpp"
 #include "unit/group_emu.hpp"
 #include "unit/harness.hpp"
@@ -151,8 +153,12 @@ TEST(GroupBody, AdjointGradientsMatchFiniteDifferences) {
 
 // The block table changes where each gate's block comes from and when the parameter
 // sums are taken, not one operation of either: the same bits as the per-gate blocks.
+// Where the plan has runs of diagonal gates, the group shapes with a table apply them
+// amplitude by amplitude (another split of each gradient's sum): there the results
+// agree to rounding.
 TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
   std::mt19937_64 rng(2727);
+  int same_bits = 0;
   for (int n = 1; n <= 6; ++n) {
     for (bool per_sample : {false, true}) {
       ref::Twin t(n);
@@ -168,6 +174,13 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
                                            " tile=" + std::to_string(tile), G, warp, tile}));
         const auto plain = Shape{"", G, warp, tile}.runner<double>(plan).vjp(b, cot);
         const auto tab = Shape{"", G, warp, tile, true}.runner<double>(plan).vjp(b, cot);
+        if (plan.view.n_diag_runs > 0 && warp == 0) {
+          EXPECT_LT(ref::max_abs_diff(tab.out, plain.out), 1e-12);
+          EXPECT_LT(ref::max_abs_diff(tab.gi, plain.gi), 1e-12);
+          EXPECT_LT(ref::max_abs_diff(tab.gw, plain.gw), 1e-12);
+          continue;
+        }
+        ++same_bits;
         EXPECT_EQ(tab.out, plain.out);
         EXPECT_EQ(tab.gi, plain.gi);
         if (!per_sample && (tile > 0 || warp > 0)) {
@@ -179,6 +192,7 @@ TEST(GroupBody, BlockTableGivesThePerGateBlocksBits) {
       }
     }
   }
+  EXPECT_GE(same_bits, 20) << "circuits without diagonal runs, checked bit for bit";
 }
 
 // Runs of constant gates with one nonzero per column (kern::PermRun;
@@ -221,6 +235,48 @@ TEST(GroupBody, NoPermutationRunsBeyondTheirQubitLimit) {
     for (int w = 0; w < n; ++w) c.add("CNOT", {w, (w + 1) % n});
     c.expval("Z0");
     EXPECT_EQ(plan_of(c).view.n_perm_runs, n <= qfleet::kern::kMaxPermQubits ? 1 : 0) << n << " qubits";
+  }
+}
+
+// Runs of diagonal gates (ref::diagonal_runs_circuit): the planner marks exactly the
+// two runs, and every shape matches the reference, forward and adjoint (the gradients
+// of parameters inside the runs, one of them shared by a whole ring): the group shapes
+// with a block table apply each run amplitude by amplitude with one barrier, those
+// without one and the register body gate by gate.
+TEST(GroupBody, DiagonalRunsMatchTheReference) {
+  std::mt19937_64 rng(4545);
+  for (int n = 3; n <= 6; ++n) {
+    ref::Twin t(n);
+    ref::diagonal_runs_circuit(t, n);
+    const qfleet::detail::Plan plan = plan_of(t.q);
+    const qfleet::kern::SvPlan& v = plan.view;
+    EXPECT_EQ(v.n_diag_runs, 2);
+    EXPECT_EQ(v.n_perm_runs, 0);
+    for (int k = 0; k < v.n_ops; ++k) {
+      const bool first = k >= n && k <= n + 8, ring = k >= n + 12 && k <= 2 * n + 11;
+      EXPECT_EQ(v.ops[k].diag_first, first ? n : ring ? n + 12 : -1) << "op " << k;
+      EXPECT_EQ(v.ops[k].diag_last, first ? n + 8 : ring ? 2 * n + 11 : -1) << "op " << k;
+    }
+    const ref::Batch b = ref::random_batch(rng, 5, t.r.n_inputs, t.r.n_weights, n % 2 == 1);
+    expect_forward_matches(t, plan, b, shapes(n, {1, 3, 16}, n == 4));
+    expect_vjp_matches(t, plan, b, shapes(n, {1, 3, 16}, n == 4));
+  }
+}
+
+// The gates with a parameter the planner takes as diagonal (gate_is_diagonal) are
+// exactly those whose block, at random angles, is diagonal.
+TEST(GroupBody, DiagonalGatesAreTheDiagonalBlocks) {
+  std::mt19937_64 rng(4646);
+  for (const qfleet::GateInfo& info : qfleet::kGateTable) {
+    if (info.params == 0) continue;  // constant blocks are read as data
+    const int d = 1 << (info.wires - info.controls);
+    double q[qfleet::kMaxGateParams];
+    for (double& x : q) x = std::uniform_real_distribution<double>(0.1, 3.0)(rng);
+    qfleet::kern::Cx<double> blk[64];
+    qfleet::kern::gate_block<double>(info.id, q, blk);
+    bool diagonal = true;
+    for (int e = 0; e < d * d; ++e) diagonal &= e % (d + 1) == 0 || (blk[e].re == 0 && blk[e].im == 0);
+    EXPECT_EQ(qfleet::detail::gate_is_diagonal(info.id), diagonal) << info.name;
   }
 }
 
