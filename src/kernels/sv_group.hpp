@@ -248,7 +248,7 @@ QFLEET_HD inline void scale_amplitude(R* s, std::uint64_t i, int l, Cx<R> z) {
 // One diagonal gate on this member's amplitudes (no barrier).
 template <class R, int L, int D, class G>
 QFLEET_HD inline void diagonal_apply(const SvPlan& p, const OpDesc& op, R* psi, G& g, int l, const R* tab) {
-  Cx<R> d[D];
+  Cx<R> d[D] = {};
   diagonal_of<R, L, D>(p, op, -1, tab, l, d);
   for (std::uint64_t i = std::uint64_t(g.rank()); i < p.dim; i += std::uint64_t(g.size())) {
     if ((i & op.site.ctrl) == op.site.ctrl) scale_amplitude<R, L, false>(psi, i, l, pick(d, local_index<D>(op.site, i)));
@@ -275,7 +275,7 @@ QFLEET_HD_NOINLINE void group_diagonal_run(const SvPlan& p, int first, R* psi, G
 template <class R, int L, int D, class G>
 QFLEET_HD inline void diagonal_adjoint(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, R* psi, R* lam, G& g,
                                        int l, R* tab) {
-  Cx<R> d[D], dd[D];
+  Cx<R> d[D] = {}, dd[D] = {};
   diagonal_of<R, L, D>(p, op, -1, tab, l, d);
   const bool want = sv_table_dparams(op) == 1 && param_wanted(p, c, op.first_param);
   if (want) diagonal_of<R, L, D>(p, op, 0, tab, l, dd);

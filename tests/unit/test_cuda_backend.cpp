@@ -130,7 +130,9 @@ TEST(CudaBackend, FusedRunsMatchTheReference) {
         const std::string how = p.execution(b.B, true);
         SCOPED_TRACE("n=" + std::to_string(n) + " " + how);
         const bool block_sync = s == "block" || s == "interleaved" || s == "global";
-        if (diagonal) EXPECT_EQ(how.find("2 runs of diagonal gates fused") != std::string::npos, block_sync);
+        if (diagonal) {
+          EXPECT_EQ(how.find("2 runs of diagonal gates fused") != std::string::npos, block_sync);
+        }
         EXPECT_LT(ref::max_abs_diff(ref::q_forward<double>(p, b), ref::ref_outputs(t.r, b)), 1e-10);
         const std::vector<double> cot = ref::uniform_vec(rng, b.B * t.r.n_outputs(), -1, 1);
         const ref::RefGrad want = ref::ref_gradient(t.r, b, cot);
