@@ -36,9 +36,8 @@ bool block_is_diagonal(const double* m, int d) {
 
 bool op_is_diagonal(const kern::OpDesc& op, const std::vector<double>& fixed_blocks) {
   if (op.run >= 0) return false;  // applied by its permutation run
-  if (op.n_params > 1) return false;  // the run's reverse step keeps one derivative a gate
   if (op.fixed >= 0) return block_is_diagonal(fixed_blocks.data() + 2 * std::size_t(op.fixed), 1 << op.site.kt);
-  return gate_is_diagonal(op.gate);
+  return op.n_params == 1 && gate_is_diagonal(op.gate);  // the run's reverse step takes one derivative
 }
 
 }  // namespace

@@ -320,12 +320,12 @@ std::string fused_runs(int runs, std::uint64_t entries, int per_member, int thre
   return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of constant permutation gates fused";
 }
 
-// ", 2 runs of diagonal gates fused" where the launch's groups apply them fused: the
-// group shapes that sync a block, with a block table (kern::sv_group_run's rule).
+// ", 2 runs of diagonal gates fused" where the launch's groups apply them fused
+// (kern::diag_runs_fused, the body's own rule): the group shapes that sync a block.
 std::string diagonal_runs(int runs, const LaunchShape& s) {
-  const bool fused = s.strategy == Strategy::block || s.strategy == Strategy::interleaved ||
-                     s.strategy == Strategy::global;
-  if (runs == 0 || !fused || s.table == 0) return "";
+  const bool block_barrier = s.strategy == Strategy::block || s.strategy == Strategy::interleaved ||
+                             s.strategy == Strategy::global;
+  if (!kern::diag_runs_fused(runs, s.table > 0, block_barrier)) return "";
   return ", " + std::to_string(runs) + (runs == 1 ? " run" : " runs") + " of diagonal gates fused";
 }
 

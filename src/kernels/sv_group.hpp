@@ -211,14 +211,17 @@ struct warp_synchronous<G, std::void_t<decltype(G::kWarpSync)>> {
 // body fuses runs only with one, and not in warp-synchronous groups: sv_group_run),
 // so no block is formed from the angles.
 
-// The local index (target bits, first target most significant) of amplitude i in a
-// gate of D = 2^kt entries on site. The loops run over constants, so d[r] stays in
-// registers rather than a stack array indexed at run time.
+// The gate-local index of basis index i (its target bits, first target most
+// significant) in a gate of D = 2^kt entries on site, and whether its control bits
+// are all set (the register body's lanes, the diagonal runs' amplitudes). The loops
+// run over constants, so what they index stays in registers rather than a stack array
+// indexed at run time.
 template <int D>
-QFLEET_HD inline int local_index(const GateSite& site, std::uint64_t i) {
+QFLEET_HD inline int local_index(const GateSite& site, std::uint64_t i, bool& on) {
+  on = (i & site.ctrl) == site.ctrl;
   const std::uint64_t t = i & site.off[D - 1];
   int r = 0;
-  for (int j = 1; j < D; ++j) r = site.off[j] == t ? j : r;
+  for (int q = 1; q < D; ++q) r = (t == site.off[q]) ? q : r;
   return r;
 }
 template <class R, int D>
@@ -251,7 +254,9 @@ QFLEET_HD inline void diagonal_apply(const SvPlan& p, const OpDesc& op, R* psi, 
   Cx<R> d[D] = {};
   diagonal_of<R, L, D>(p, op, -1, tab, l, d);
   for (std::uint64_t i = std::uint64_t(g.rank()); i < p.dim; i += std::uint64_t(g.size())) {
-    if ((i & op.site.ctrl) == op.site.ctrl) scale_amplitude<R, L, false>(psi, i, l, pick(d, local_index<D>(op.site, i)));
+    bool on = false;
+    const int r = local_index<D>(op.site, i, on);
+    if (on) scale_amplitude<R, L, false>(psi, i, l, pick(d, r));
   }
 }
 
@@ -281,8 +286,9 @@ QFLEET_HD inline void diagonal_adjoint(const SvPlan& p, const SvCall<R>& c, cons
   if (want) diagonal_of<R, L, D>(p, op, 0, tab, l, dd);
   R acc = 0;
   for (std::uint64_t i = std::uint64_t(g.rank()); i < p.dim; i += std::uint64_t(g.size())) {
-    if ((i & op.site.ctrl) != op.site.ctrl) continue;
-    const int r = local_index<D>(op.site, i);
+    bool on = false;
+    const int r = local_index<D>(op.site, i, on);
+    if (!on) continue;
     const Cx<R> z = pick(d, r);
     scale_amplitude<R, L, true>(psi, i, l, z);
     if (want) {  // Re(conj(lam_i) dd_r psi_i)
@@ -437,7 +443,7 @@ QFLEET_HD inline void sv_group_run(const SvPlan& p, const SvCall<R>& c, std::siz
   // Fused runs where the group holds the state in kPermPerMember rounds (sv_plan.hpp: the
   // warp shape's 2^(n-1) threads always, a 256-thread block up to 10 qubits).
   const bool fuse = perm_runs_fused(p.n_perm_runs, p.dim, kPermPerMember, g.size());
-  const bool fuse_diagonal = tab != nullptr && !warp_synchronous<G>::value;
+  const bool fuse_diagonal = diag_runs_fused(p.n_diag_runs, tab != nullptr, !warp_synchronous<G>::value);
   for (int k = 0; k < p.n_ops; ++k) {
     if (fuse && p.ops[k].run >= 0) {  // the run's gates at once; it syncs
       const PermRun& run = p.perm_runs[p.ops[k].run];

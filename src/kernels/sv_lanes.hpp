@@ -76,23 +76,12 @@ QFLEET_HD inline void lane_row(const R* m, int r, Cx<R>* row) {
   }
 }
 
-// The gate-local index of basis index i (its target bits, first target most
-// significant) and whether its control bits are all set.
-template <int D>
-QFLEET_HD inline int lane_local(const GateSite& s, std::uint64_t i, bool& on) {
-  on = (i & s.ctrl) == s.ctrl;
-  const std::uint64_t t = i & s.off[D - 1];
-  int r = 0;
-  for (int q = 1; q < D; ++q) r = (t == s.off[q]) ? q : r;
-  return r;
-}
-
 // This lane's row of op's block (Dag: of its adjoint; deriv >= 0: of the derivative
 // by that parameter), with `on` = its control bits are all set.
 template <class R, int D, bool Dag, class L>
 QFLEET_HD inline void lane_block_row(const SvPlan& p, const SvCall<R>& c, const OpDesc& op, std::size_t b, int deriv,
                                      const L& g, bool& on, Cx<R>* row, const R* tab) {
-  const int r = lane_local<D>(op.site, std::uint64_t(g.lane()), on);
+  const int r = local_index<D>(op.site, std::uint64_t(g.lane()), on);
   if (tab != nullptr) {
     lane_row<R, D, Dag>(deriv < 0 ? sv_table_block<1>(tab, op) : sv_table_dblock<1>(p, tab, op, deriv, D), r, row);
     return;

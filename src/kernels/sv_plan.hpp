@@ -110,6 +110,13 @@ constexpr int kMaxPermQubits = 12;
 // CZ, a diagonal QubitUnitary) takes one barrier where its gates take one each: two
 // already save one. Its gates keep their parameters and gradients.
 constexpr int kMinDiagRun = 2;
+// Whether a group applies a plan's `runs` of diagonal gates fused: it reads their entries
+// from its block table (`table`), and its barrier is a block's (`block_barrier`; a warp's
+// saves little: kernels/sv_group.hpp's warp_synchronous). The body's rule, and what
+// Program::execution reports.
+QFLEET_HD inline bool diag_runs_fused(int runs, bool table, bool block_barrier) {
+  return runs > 0 && table && block_barrier;
+}
 // Amplitudes (a density matrix's entries) a group member stages in registers to apply
 // a run: a gather in place needs every read done before any write, so the group bodies
 // apply a run fused only where the group holds the state in that many rounds, and its

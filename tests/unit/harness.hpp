@@ -382,9 +382,9 @@ inline void permutation_runs_circuit(Twin& t, int n) {
 }
 
 // Runs of diagonal gates (kern::OpDesc::diag_first) for n >= 3 qubits: after a layer of
-// RY, a run of nine (ops n .. n + 8: parameterised ones between constant ones, so no three
+// RY, a run of ten (ops n .. n + 9: parameterised ones between constant ones, so no three
 // constants in a row make a permutation run instead), a Hadamard, a lone RZ (no run), an
-// RX, then a ring of IsingZZ sharing one weight (ops n + 12 .. 2n + 11, a QAOA cost
+// RX, then a ring of IsingZZ sharing one weight (ops n + 13 .. 2n + 12, a QAOA cost
 // layer), then RX on every wire.
 inline void diagonal_runs_circuit(Twin& t, int n) {
   for (int w = 0; w < n; ++w) t.add("RY", {w}, {qfleet::Param::input(w % 3)});
@@ -399,6 +399,7 @@ inline void diagonal_runs_circuit(Twin& t, int n) {
   t.unitary({2, 0}, d);
   t.add("ControlledPhaseShift", {n - 1, 1}, {qfleet::Param::input(0)});
   t.add("RZ", {n - 1}, {0.4}).add("IsingZZ", {1, n - 1}, {qfleet::Param::weight(2)});
+  t.add("Rot", {2}, {0.2, 0.0, -0.6});  // constant, three parameters, diagonal at theta = 0
   t.add("Hadamard", {1}).add("RZ", {0}, {qfleet::Param::weight(3)}).add("RX", {0}, {qfleet::Param::input(2)});
   for (int w = 0; w < n; ++w) t.add("IsingZZ", {w, (w + 1) % n}, {qfleet::Param::weight(4)});
   for (int w = 0; w < n; ++w) t.add("RX", {w}, {qfleet::Param::weight(5 + w)});
