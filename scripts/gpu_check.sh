@@ -22,6 +22,13 @@
 #   scripts/gpu_check.sh check apps  check's phases with the apps before the sanitizers: the
 #                                  call that fits check's carried programs when one call
 #                                  must both test and measure the apps
+#   scripts/gpu_check.sh check figures  check's and figures' phases from check's carry, the
+#                                  GPU kept busy while the device build runs: the tests,
+#                                  ncu and the sanitizers beside the build, the benchmark
+#                                  rows after it, then the Python suite, the PyTorch
+#                                  comparison, the training step and the apps as far as the
+#                                  deadline allows (dynamiqs where figures' carry is there);
+#                                  a second call, `apps`, on the same machine finishes them
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
@@ -35,9 +42,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage="usage: scripts/gpu_check.sh [check|figures|apps|check apps]"
+usage="usage: scripts/gpu_check.sh [check|figures|apps|check apps|check figures]"
 mode="${*:-check}"
-case $mode in check | figures | apps | "check apps") ;; *) echo "$usage"; exit 2 ;; esac
+case $mode in check | figures | apps | "check apps" | "check figures") ;; *) echo "$usage"; exit 2 ;; esac
 start=$SECONDS
 deadline=$((start + ${GPU_DEADLINE_S:-420}))
 out=${OUT:-$root/gpu-out}
@@ -96,6 +103,7 @@ if [ "$gpus" -eq 0 ]; then
     check) unavailable gtest device_build python sanitize ;;
     "check apps") unavailable gtest device_build python apps sanitize ;;
     apps) unavailable device_build apps ;;
+    "check figures") unavailable gtest device_build ncu sanitize bench peers python compare train_graph apps ;;
     *) unavailable bench ncu peers compare train_graph apps ;;
   esac
 fi
@@ -190,34 +198,70 @@ py_env() {  # the Python suite's environment on the device build
 }
 
 gtest_phase() {
-  # --- 2. the C++ GPU tests, one family at a time, from the carried programs -------------
-  local t p fam filter log rc counts
+  # --- 2. the C++ GPU tests from the carried programs, as shards run all at once ------------
+  # Their time is mostly the dense CPU reference on one core (207 s one family after another
+  # on the H200 of 2026-11-29, the longest test 44 s): the slow tests are shards of their
+  # own, every shard starts at once with two OpenMP threads that wait passively, so the
+  # phase takes about its slowest test. Each family's line sums its shards; a shard that
+  # runs no test (a renamed test) fails, as does a skip where a GPU is visible.
+  local shards=(
+    circuits:qfleet_tests:'CudaBackend.RandomCircuits*'
+    circuits:qfleet_tests:'CudaBackend.EveryPinnedShape*'
+    circuits:qfleet_tests:'CudaBackend.FusedRuns*'
+    circuits:qfleet_tests:'CudaBackend*:LaunchShape*:DeviceChoice*:-CudaBackend.RandomCircuits*:CudaBackend.EveryPinnedShape*:CudaBackend.FusedRuns*:DeviceChoice.CudaWithoutAGpu*'
+    open:qfleet_tests:'OpenCudaBackend.EveryLaunchShape*'
+    open:qfleet_tests:'OpenCudaBackend*:OpenDevice*:-OpenCudaBackend.EveryLaunchShape*:OpenDevice.WithoutAGpu*'
+    density:qfleet_tests:'DmCuda.EveryPinnedBlockSize*'
+    density:qfleet_tests:'DmCuda*:-DmCuda.EveryPinnedBlockSize*:DmCuda.WithoutAGpu*'
+    matrices:qfleet_tests:'DmMatrix.EveryChannel*'
+    matrices:qfleet_tests:'OpenMatrix*'
+    matrices:qfleet_tests:'BackendMatrix.EveryGate*'
+    matrices:qfleet_tests:'Executors*:BackendMatrix*:DmMatrix*:-BackendMatrix.EveryGate*:DmMatrix.EveryChannel*'
+    graphs:qfleet_cuda_tests:'CudaGraph*')
+  local dir i s name p filter t r rc=0 counts="" fam sums pids=()
   t0=$SECONDS
   : >"$out/gtest.log"
-  rc=0
-  counts=""
-  # (matrices: the executor registry's cuda rows beside every cpu row)
-  for fam in circuits:qfleet_tests:'CudaBackend*:LaunchShape*:DeviceChoice*:-DeviceChoice.CudaWithoutAGpu*' \
-             open:qfleet_tests:'OpenCudaBackend*:OpenDevice*:-OpenDevice.WithoutAGpu*' \
-             density:qfleet_tests:'DmCuda*:-DmCuda.WithoutAGpu*' \
-             matrices:qfleet_tests:'Executors*:BackendMatrix*:DmMatrix*:OpenMatrix*' \
-             graphs:qfleet_cuda_tests:'CudaGraph*'; do
-    IFS=: read -r name p filter <<<"$fam"
-    log=$(mktemp)
+  dir=$(mktemp -d)
+  i=0
+  for s in "${shards[@]}"; do  # (each program unpacked here, once, before any shard starts)
+    IFS=: read -r name p filter <<<"$s"
     if t=$(prog "$p" 2>>"$out/gtest.log"); then
-      echo "== $name: $p --gtest_filter=$filter" | tee -a "$out/gtest.log"
-      timeout "$(cap 240)" "$t" --gtest_filter="$filter" 2>&1 | tee "$log" >>"$out/gtest.log"
-      local r=${PIPESTATUS[0]}
-      counts+="$name:$(gtest_counts "$log") "
-      # a skip where a GPU is visible is a test that did not run
-      if [ "$r" -ne 0 ] || grep -q '^\[  SKIPPED \]' "$log"; then rc=$((r ? r : 1)); fi
+      OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive timeout "$(cap 240)" "$t" --gtest_filter="$filter" >"$dir/$i.log" 2>&1 &
+      pids[i]=$!
     else
-      echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
-      counts+="$name:missing "
-      rc=1
+      echo missing >"$dir/$i.rc"
     fi
-    rm -f "$log"
+    i=$((i + 1))
   done
+  for i in "${!pids[@]}"; do wait "${pids[i]}"; echo $? >"$dir/$i.rc"; done
+  for fam in circuits open density matrices graphs; do
+    sums=0/0/0
+    i=0
+    for s in "${shards[@]}"; do
+      IFS=: read -r name p filter <<<"$s"
+      if [ "$name" = "$fam" ]; then
+        r=$(cat "$dir/$i.rc")
+        if [ "$r" = missing ]; then
+          echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
+          sums=missing
+          rc=1
+        else
+          echo "== $name: $p --gtest_filter=$filter" | tee -a "$out/gtest.log"
+          cat "$dir/$i.log" >>"$out/gtest.log"
+          if [ "$r" -ne 0 ] || grep -q '^\[  SKIPPED \]' "$dir/$i.log"; then rc=$((r ? r : 1)); fi
+          if ! grep -q '^\[==========\] Running [1-9]' "$dir/$i.log"; then
+            echo "== $name: --gtest_filter=$filter ran no test: FAILED" | tee -a "$out/gtest.log"
+            rc=$((rc ? rc : 1))
+          fi
+          [ "$sums" = missing ] || sums=$(echo "$sums $(gtest_counts "$dir/$i.log")" |
+            awk '{split($1, a, "/"); split($2, b, "/"); print a[1] + b[1] "/" a[2] + b[2] "/" a[3] + b[3]}')
+        fi
+      fi
+      i=$((i + 1))
+    done
+    counts+="$fam:$sums "
+  done
+  rm -rf "$dir"
   record gtest "$(status_of $rc)" "$t0" "$counts"
   grep -E '^\[  (FAILED|SKIPPED) \]' "$out/gtest.log" | head -n 20
 }
@@ -285,9 +329,9 @@ sanitize_phase() {
   record sanitize "$(status_of $worst_tool)" "$t0" "$results"
 }
 
-figures() {
-  local p rc
+bench_phase() {
   # --- the benchmark rows of docs/benchmarks.md, medians of 5 ------------------------------
+  local p rc
   t0=$SECONDS
   # issue 50's rows (Target, Shape/n4/B100, Layer/n4/B1000000, Shape/n10/B10000,
   # Open/d2/B100000, OpenShape/d4, Mixed, MixedShape) and the smaller batches beside them, and every */cpu row
@@ -302,10 +346,15 @@ figures() {
   else
     record bench FAILED "$t0" "bench_cuda not carried"
   fi
+}
+
+ncu_phase() {
   # --- ncu: duration, occupancy, stalls, memory throughput, registers of the targets -------
+  # (ncu replays each kernel alone and reads the device's counters: a build on the CPU cores
+  # beside it changes the call's seconds, not the figures)
+  local p row rc_ncu=0
   t0=$SECONDS
-  if [ -n "$p" ] && command -v ncu >/dev/null; then
-    local row rc_ncu=0
+  if p=$(prog bench_cuda 2>/dev/null) && command -v ncu >/dev/null; then
     : >"$out/ncu.txt"
     # the first three kernels of each target row (a forward + adjoint call launches two or more)
     for row in 'Target/n10_g30_B100/fwd\+bwd/c64' 'Open/d2/B100000/fwd\+grad/c64' 'Layer/n4/B10000/fwd\+bwd/c64' \
@@ -319,7 +368,11 @@ figures() {
   else
     record ncu UNAVAILABLE "$t0" "no ncu or no bench_cuda"
   fi
+}
+
+peers_phase() {
   # --- dynamiqs on JAX's GPU beside the open-system rows, checked against qfleet first --------
+  local rc
   t0=$SECONDS
   if [ ! -f "$carry/peers/open_ref.npz" ]; then
     record peers UNAVAILABLE "$t0" "no $carry/peers carried"
@@ -331,7 +384,10 @@ figures() {
     record peers "$(status_of $rc)" "$t0" "$(grep -c '^| Open/' "$out/peers.md") rows"
     [ $rc -eq 0 ] || tail -n 5 "$out/peers.md"
   fi
-  # --- with the device build: PyTorch on the same GPU, and the apps on cuda ----------------
+}
+
+torch_phase() {
+  # --- with the device build: PyTorch on the same GPU, and a training step as a CUDA graph ---
   t0=$SECONDS
   if wait_build; then
     (py_env timeout "$(cap 150)" python3 bench/compare/torch_batched.py --device cuda) >"$out/compare.md" 2>&1
@@ -343,7 +399,6 @@ figures() {
     record compare "$(no_build)" "$t0" "no device build"
     record train_graph "$(no_build)" "$t0" "no device build"
   fi
-  apps_phase
 }
 
 apps_phase() {
@@ -437,7 +492,11 @@ case $mode in
   check) gtest_phase; python_phase; sanitize_phase ;;
   "check apps") gtest_phase; python_phase 200; apps_phase; sanitize_phase ;;
   apps) apps_phase ;;
-  figures) figures ;;
+  figures) bench_phase; ncu_phase; peers_phase; torch_phase; apps_phase ;;
+  "check figures")  # the GPU never waits for the device build: ncu and the sanitizers run beside
+    # it, the timed rows after it (on quiet CPU cores), then the phases that need it
+    gtest_phase; ncu_phase; sanitize_phase; wait_build; bench_phase; peers_phase; python_phase 200; torch_phase
+    apps_phase ;;
 esac
 [ -z "$build_pid" ] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; }
 rm -f "$out/.build_rc" "$out/.build_recorded"

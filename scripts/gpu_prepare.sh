@@ -146,6 +146,8 @@ EOF
 if [ $mode = check ]; then
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers"
   echo "  GPU_DEADLINE_S=570 OUT=\$OUT scripts/gpu_check.sh check apps  # the same and the apps on cuda (~6 min)"
+  echo "  GPU_DEADLINE_S=570 OUT=\$OUT scripts/gpu_check.sh check figures  # tests, ncu, sanitizers, benchmark rows,"
+  echo "      # Python suite, comparison, apps as time allows; then \`gpu_check.sh apps\` on the same machine"
 else
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh figures   # benchmarks, ncu, peers, comparison, apps"
 fi

@@ -19,8 +19,8 @@ expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab"
 expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --tests
 expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --bogus x
 expect_refusal "/nonexistent/bin/bench_cuda.xz was not carried" env QFLEET_GPU_CARRY=/nonexistent OUT="$(mktemp -d)" "$ab" '^Mixed/'
-expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps]" "$check" chek
-expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps]" "$check" figures apps
+expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps|check figures]" "$check" chek
+expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps|check figures]" "$check" figures apps
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" --binaries
 expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" figures --build-dir
 expect_refusal "no build directory '/nonexistent-build'" "$prepare" --build-dir /nonexistent-build
@@ -33,14 +33,14 @@ expect_refusal "$empty/bench/bench_cuda is not built" "$prepare" figures --build
 [ "$(ls -l "$root/.gpu/bin" 2>/dev/null)" = "$before" ] || fail "a refused call changed .gpu/bin"
 
 # The dry run: no GPU visible.
-for mode in check figures apps "check apps"; do
+for mode in check figures apps "check apps" "check figures"; do
   out=$(mktemp -d)
   t0=$SECONDS
   CUDA_VISIBLE_DEVICES=-1 OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty "$check" $mode >"$out.log" 2>&1 ||
     fail "the $mode dry run failed: $(cat "$out.log")"
   [ $((SECONDS - t0)) -lt 60 ] || fail "the $mode dry run took $((SECONDS - t0)) s"
   grep -q '^probe UNAVAILABLE [0-9]* no GPU$' "$out/summary.txt" || fail "$mode: no probe line: $(cat "$out/summary.txt")"
-  case $mode in check) phases=5 ;; apps) phases=3 ;; "check apps") phases=6 ;; *) phases=7 ;; esac
+  case $mode in check) phases=5 ;; apps) phases=3 ;; "check apps") phases=6 ;; "check figures") phases=11 ;; *) phases=7 ;; esac
   [ "$(grep -c ' UNAVAILABLE ' "$out/summary.txt")" -eq $phases ] || fail "$mode: not $phases phases: $(cat "$out/summary.txt")"
   grep -q '^revision: ' "$out/probe.txt" || fail "$mode: the probe names no revision"
   rm -rf "$out" "$out.log"
@@ -75,5 +75,28 @@ for want in '^device_build UNAVAILABLE [0-9]* QFLEET_GPU_DEVICE_BUILD=0$' '^comp
             '^peers UNAVAILABLE [0-9]* no .* carried$'; do
   grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 done
-rm -rf "$out" "$out.log" "$fake" "$empty"
+# The C++ tests' shards: a stand-in test program that takes 2 s and runs one test, or none
+# for one filter (as a renamed test would leave it). Every shard starts at once, each
+# family's line sums its shards, and the shard that ran nothing fails the phase.
+carry=$(mktemp -d)
+mkdir -p "$carry/bin"
+cat >"$carry/bin/stand-in" <<'EOF'
+#!/bin/sh
+sleep 2
+n=1
+[ "$1" = '--gtest_filter=CudaBackend.FusedRuns*' ] && n=0
+echo "[==========] Running $n tests from 1 test suite."
+echo "[  PASSED  ] $n tests."
+EOF
+for p in qfleet_tests qfleet_cuda_tests; do xz -c "$carry/bin/stand-in" >"$carry/bin/$p.xz"; done
+out=$(mktemp -d)
+TMPDIR=$(mktemp -d) env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 \
+  QFLEET_GPU_CARRY=$carry QFLEET_GPU_DEVICE_BUILD=0 "$check" check >"$out.log" 2>&1
+want='^gtest FAILED [0-9]* circuits:3/0/0 open:2/0/0 density:2/0/0 matrices:4/0/0 graphs:1/0/0 $'
+grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
+s=$(sed -n 's/^gtest FAILED \([0-9]*\) .*/\1/p' "$out/summary.txt")
+[ "$s" -lt 10 ] || fail "13 shards of 2 s took $s s: not run at once"
+grep -q "^== circuits: --gtest_filter=CudaBackend.FusedRuns\* ran no test: FAILED$" "$out/gtest.log" ||
+  fail "the shard that ran no test is not named: $(cat "$out/gtest.log")"
+rm -rf "$out" "$out.log" "$fake" "$empty" "$carry"
 echo scripts-checked
