@@ -9,7 +9,8 @@
 # Carried (scripts/gpu_prepare.sh, then the earlier .gpu/bin/bench_cuda.xz copied to
 # .gpu/old/bench_cuda.xz before it): .gpu/bin/bench_cuda.xz (after), .gpu/old/bench_cuda.xz
 # (before), .gpu/debs, and with --tests / --sanitize .gpu/bin/qfleet_tests.xz /
-# qfleet_cuda_tests.xz. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
+# qfleet_cuda_tests.xz. Or `scripts/gpu_prepare.sh ab REV` with QFLEET_GPU_CARRY=.gpu-ab:
+# the same layout with bench_cuda built at REV as the before, and no qfleet_cuda_tests. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
 # ab.json (bench/micro/ab.py: 5 rounds of 0.2 s), ncu.txt. GPU_DEADLINE_S (default 300) bounds
 # each step. Exit status: 1 when a test or a sanitizer failed, else bench/micro/ab.py's.
 set -uo pipefail

@@ -20,23 +20,38 @@
 #                     cmap; ~31 MiB, cached in ~/.cache/qfleet/gpu-wheels), for Python 3.12
 #     .gpu/peers/open_ref.npz  qfleet's results on bench/compare/open_gpu_peer.py's check batch
 #                     (the qfleet CLI of the build, complex128), which dynamiqs must match
-#   both
+#   ab REV (a same-run A/B of a kernel change, scripts/gpu_ab.sh): .gpu-ab/ instead of .gpu/,
+#     beside check's carry (a second call on the same machine carries it alone)
+#     .gpu-ab/bin/{bench_cuda,qfleet_tests}.xz  this tree's, as check's
+#     .gpu-ab/old/bench_cuda.xz, old/REVISION   bench_cuda built at REV (a commit before the
+#                     change) in its own checkout and tree, ${XDG_CACHE_HOME:-~/.cache}/qfleet/ab/REV,
+#                     kept there so that preparing the same REV again builds nothing
+#   every mode
 #     .gpu/debs       GoogleTest, Google Benchmark, nlohmann-json, CLI11, fmt and Eigen
 #                     (Debian 12's, unpacked there into a prefix, never over /): the
 #                     benchmark program's library and the device build of what links that
 #                     machine's PyTorch
 #     .gpu/REVISION   the commit (and whether the tree had changes) the programs come from
-# then checks that the tree and .gpu stay under 62 MiB (of the 64 MiB a call carries: 2 MiB for files
+# then checks that the tree and .gpu (.gpu-ab) stay under 62 MiB (of the 64 MiB a call carries: 2 MiB for files
 # added to the tree after it ran), and prints the command to run.
 #
-#   scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]   (default build-gpu-bin; an
-#                          existing Release build with CUDA for sm_90 is reused as is)
+#   scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]   (default build-gpu-bin;
+#                          an existing Release build with CUDA for sm_90 is reused as is)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]"
+usage="usage: scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]"
 mode=check
 dir=build-gpu-bin
-case "${1:-}" in check | figures) mode=$1; shift ;; esac
+dest=.gpu
+case "${1:-}" in
+  check | figures) mode=$1; shift ;;
+  ab)
+    [ -n "${2:-}" ] && [ "${2#--}" = "$2" ] || { echo "$usage"; exit 2; }
+    mode=ab rev=$2 dest=.gpu-ab
+    shift 2
+    old_rev=$(git rev-parse --verify --quiet "$rev^{commit}") || { echo "gpu_prepare: no commit '$rev' here"; exit 2; }
+    ;;
+esac
 case "${1:-}" in
   "") ;;
   --build-dir) [ -n "${2:-}" ] && [ $# -eq 2 ] || { echo "$usage"; exit 2; }; dir=$2 ;;
@@ -45,6 +60,9 @@ esac
 if [ $mode = check ]; then
   programs=(tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda)
   targets=(qfleet_tests qfleet_cuda_tests bench_cuda)
+elif [ $mode = ab ]; then
+  programs=(tests/qfleet_tests bench/bench_cuda)
+  targets=(qfleet_tests bench_cuda)
 else
   programs=(bench/bench_cuda tools/qfleet)  # the CLI makes the peer's reference here; it stays here
   targets=(bench_cuda qfleet_cli)
@@ -81,12 +99,28 @@ for p in "${programs[@]}"; do  # everything checked before the old .gpu/bin goes
   [ -x "$dir/$p" ] || { echo "gpu_prepare: $dir/$p is not built (cmake --build $dir --target $(basename "$p"))"; exit 2; }
   grep -qa 'sm_90' "$dir/$p" || { echo "gpu_prepare: $dir/$p has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
 done
-rm -rf .gpu/bin .gpu/wheels .gpu/peers .gpu/data && mkdir -p .gpu/bin
+pack() {  # pack PROGRAM DIR: stripped and xz-compressed into DIR
+  strip -o "$2/$(basename "$1")" "$1"
+  xz -9 -T0 "$2/$(basename "$1")"
+}
+if [ $mode = ab ]; then
+  # bench_cuda at REV, in a checkout and build tree of its own (ccache shares the unchanged units)
+  src=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/ab/$old_rev
+  [ -d "$src/.git" ] || [ -f "$src/.git" ] || git worktree add --force --detach "$src" "$old_rev" >/dev/null
+  (cd "$src" && ./scripts/configure.sh gpu-bin >/dev/null && cmake --build build-gpu-bin -j"$(nproc)" --target bench_cuda) ||
+    { echo "gpu_prepare: bench_cuda did not build at $rev (in $src)"; exit 1; }
+  grep -qa 'sm_90' "$src/build-gpu-bin/bench/bench_cuda" || { echo "gpu_prepare: bench_cuda at $rev has no sm_90 code"; exit 1; }
+fi
+rm -rf "$dest/bin" "$dest/wheels" "$dest/peers" "$dest/data" && mkdir -p "$dest/bin"  # (.gpu/old stays: gpu_ab.sh)
 for p in "${programs[@]}"; do
   [ "$p" != tools/qfleet ] || continue
-  strip -o ".gpu/bin/$(basename "$p")" "$dir/$p"
-  xz -9 -T0 ".gpu/bin/$(basename "$p")"
+  pack "$dir/$p" "$dest/bin"
 done
+if [ $mode = ab ]; then
+  rm -rf "$dest/old" && mkdir -p "$dest/old"
+  pack "$src/build-gpu-bin/bench/bench_cuda" "$dest/old"
+  echo "$old_rev" >"$dest/old/REVISION"
+fi
 carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/wheels (cached)
   local cache=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/gpu-wheels w name version
   mkdir -p "$cache" .gpu/wheels
@@ -99,7 +133,9 @@ carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/
       cp "$cache"/"$name"-"$version"-*.whl .gpu/wheels/
   done
 }
-if [ $mode = check ]; then
+if [ $mode = ab ]; then
+  :
+elif [ $mode = check ]; then
   wheels=$(pins "${pl_wheels[@]}") || exit 2
   carry_wheels $wheels
   python3 scripts/idx_subset.py $fm .gpu/data/fashion-mnist 1280 256
@@ -110,40 +146,46 @@ else
   "$(scripts/setup_python.sh)/bin/python" bench/compare/open_gpu_peer.py reference --qfleet "$dir/tools/qfleet" \
     --out .gpu/peers/open_ref.npz
 fi
-{ git rev-parse HEAD; git diff --quiet HEAD || echo "with uncommitted changes"; } >.gpu/REVISION 2>/dev/null ||
-  echo unknown >.gpu/REVISION
+{ git rev-parse HEAD; git diff --quiet HEAD || echo "with uncommitted changes"; } >"$dest/REVISION" 2>/dev/null ||
+  echo unknown >"$dest/REVISION"
 
-if [ ! -d .gpu/debs ] || [ -z "$(ls .gpu/debs)" ]; then
-  mkdir -p .gpu/debs
+if [ $mode = ab ] && [ -n "$(ls .gpu/debs 2>/dev/null)" ]; then
+  rm -rf "$dest/debs" && cp -r .gpu/debs "$dest/debs"
+fi
+if [ ! -d "$dest/debs" ] || [ -z "$(ls "$dest/debs")" ]; then
+  mkdir -p "$dest/debs"
   lists=$(mktemp -d)
   mkdir -p "$lists/partial"
   # apt fetches as its sandbox user (_apt): that user, not everyone, may write there, so
   # nobody else can swap a package between its download and its unpacking on the GPU machine.
   if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
-    chown _apt "$lists" "$lists/partial" .gpu/debs
+    chown _apt "$lists" "$lists/partial" "$dest/debs"
   fi
   apt_opts=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
   apt-get "${apt_opts[@]}" update -qq
-  (cd .gpu/debs && apt-get "${apt_opts[@]}" download -qq libgtest-dev libgmock-dev libbenchmark-dev \
+  (cd "$dest/debs" && apt-get "${apt_opts[@]}" download -qq libgtest-dev libgmock-dev libbenchmark-dev \
      libbenchmark1debian nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libeigen3-dev)
   rm -rf "$lists"
-  chown -R "$(id -u):$(id -g)" .gpu/debs
-  chmod -R go-w .gpu/debs
+  chown -R "$(id -u):$(id -g)" "$dest/debs"
+  chmod -R go-w "$dest/debs"
 fi
 
-# What travels: the tracked and untracked-not-ignored files, and .gpu.
+# What travels: the tracked and untracked-not-ignored files, and .gpu (.gpu-ab).
 tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -n 1 | cut -f1)
-gpu_bytes=$(du -sb .gpu | cut -f1)
+gpu_bytes=$(du -sb "$dest" | cut -f1)
 total_mib=$(((tree_bytes + gpu_bytes) / 1048576))
-echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + .gpu $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
-ls -l .gpu/bin
-[ ! -d .gpu/wheels ] || echo "gpu_prepare: $(ls .gpu/wheels | wc -l) wheels, $(du -sh .gpu/wheels | cut -f1)"
+echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + $dest $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
+ls -l "$dest/bin" "$dest/old" 2>/dev/null
+[ $mode = ab ] || [ ! -d .gpu/wheels ] || echo "gpu_prepare: $(ls .gpu/wheels | wc -l) wheels, $(du -sh .gpu/wheels | cut -f1)"
 [ "$total_mib" -lt "$limit_mib" ] || { echo "gpu_prepare: over $limit_mib MiB: it will not travel"; exit 1; }
 cat <<EOF
-On the GPU machine, in the source tree with .gpu/ beside it (GPU_DEADLINE_S: the seconds
+On the GPU machine, in the source tree with $dest/ beside it (GPU_DEADLINE_S: the seconds
 the call may take; OUT: where the summary and logs go):
 EOF
-if [ $mode = check ]; then
+if [ $mode = ab ]; then
+  echo "  QFLEET_GPU_CARRY=.gpu-ab GPU_DEADLINE_S=240 OUT=\$OUT scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--ncu ROW]"
+  echo "      # bench_cuda at $rev against this tree's, alternated, after the tests of the change"
+elif [ $mode = check ]; then
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers"
   echo "  GPU_DEADLINE_S=570 OUT=\$OUT scripts/gpu_check.sh check apps  # the same and the apps on cuda (~6 min)"
   echo "  GPU_DEADLINE_S=570 OUT=\$OUT scripts/gpu_check.sh check figures  # tests, ncu, sanitizers, benchmark rows,"

@@ -21,9 +21,12 @@ expect_refusal "usage: scripts/gpu_ab.sh BENCH_FILTER" "$ab" '^Mixed/' --bogus x
 expect_refusal "/nonexistent/bin/bench_cuda.xz was not carried" env QFLEET_GPU_CARRY=/nonexistent OUT="$(mktemp -d)" "$ab" '^Mixed/'
 expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps|check figures]" "$check" chek
 expect_refusal "usage: scripts/gpu_check.sh [check|figures|apps|check apps|check figures]" "$check" figures apps
-expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" --binaries
-expect_refusal "usage: scripts/gpu_prepare.sh [check|figures] [--build-dir DIR]" "$prepare" figures --build-dir
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]" "$prepare" --binaries
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]" "$prepare" figures --build-dir
 expect_refusal "no build directory '/nonexistent-build'" "$prepare" --build-dir /nonexistent-build
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]" "$prepare" ab
+expect_refusal "usage: scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]" "$prepare" ab --build-dir x
+expect_refusal "no commit 'no-such-revision' here" "$prepare" ab no-such-revision
 # what an earlier call packed is still there after a refused one
 root=$(cd "$(dirname "$prepare")/.." && pwd)
 before=$(ls -l "$root/.gpu/bin" 2>/dev/null)

@@ -404,7 +404,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (qfleet::cuda_device_count() == 0) {
-    std::printf("bench_cuda: no CUDA device visible; only the */cpu rows run\n");
+    std::fprintf(stderr, "bench_cuda: no CUDA device visible; only the */cpu rows run\n");  // (stdout: the JSON)
   } else {
     register_all();
   }
