@@ -8,9 +8,10 @@
 #
 # Carried (scripts/gpu_prepare.sh, then the earlier .gpu/bin/bench_cuda.xz copied to
 # .gpu/old/bench_cuda.xz before it): .gpu/bin/bench_cuda.xz (after), .gpu/old/bench_cuda.xz
-# (before), .gpu/debs, and with --tests / --sanitize .gpu/bin/qfleet_tests.xz /
-# qfleet_cuda_tests.xz. Or `scripts/gpu_prepare.sh ab REV` with QFLEET_GPU_CARRY=.gpu-ab:
-# the same layout with bench_cuda built at REV as the before, and no qfleet_cuda_tests. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
+# (before), .gpu/debs, and with --tests .gpu/bin/qfleet_tests.xz; or `scripts/gpu_prepare.sh
+# ab REV` with QFLEET_GPU_CARRY=.gpu-ab: the same layout with bench_cuda built at REV as the
+# before. --sanitize runs qfleet_cuda_tests, which gpu_check.sh's device build makes on the
+# machine (build-gpu/tests/), or .gpu/bin/qfleet_cuda_tests.xz where one is carried. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
 # ab.json (bench/micro/ab.py: 5 rounds of 0.2 s), ncu.txt. GPU_DEADLINE_S (default 300) bounds
 # each step. Exit status: 1 when a test or a sanitizer failed, else bench/micro/ab.py's.
 set -uo pipefail
@@ -44,7 +45,17 @@ unpack() {  # unpack FILE.xz NAME
 unpack "$carry/bin/bench_cuda.xz" after
 unpack "$carry/old/bench_cuda.xz" before
 [ -z "$tests" ] || unpack "$carry/bin/qfleet_tests.xz" qfleet_tests
-[ -z "$sanitize" ] || unpack "$carry/bin/qfleet_cuda_tests.xz" qfleet_cuda_tests
+if [ -n "$sanitize" ]; then  # carried, or from gpu_check.sh's device build earlier on this machine
+  if [ -f "$carry/bin/qfleet_cuda_tests.xz" ]; then
+    unpack "$carry/bin/qfleet_cuda_tests.xz" qfleet_cuda_tests
+  elif [ -x build-gpu/tests/qfleet_cuda_tests ]; then
+    cp build-gpu/tests/qfleet_cuda_tests "$bin/qfleet_cuda_tests"
+  else
+    echo "gpu_ab: --sanitize needs qfleet_cuda_tests: $carry/bin/qfleet_cuda_tests.xz, or build-gpu/tests/ from" \
+      "scripts/gpu_check.sh's device build on this machine"
+    exit 2
+  fi
+fi
 deps=$bin/deps
 mkdir -p "$deps"
 for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || exit 2; done

@@ -8,8 +8,9 @@
 #
 #   scripts/gpu_check.sh [check]   1 probe; 2 the C++ GPU tests from the carried
 #                                  programs; 3 meanwhile the device build of what links
-#                                  this machine's PyTorch, then graph mode's tests and the
-#                                  Python CUDA-tensor suite; 4 compute-sanitizer
+#                                  this machine's PyTorch (on the carried library), then
+#                                  graph mode's tests, the CUDA graph cases and the Python
+#                                  CUDA-tensor suite; 4 compute-sanitizer
 #   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json: the GPU rows
 #                                  and the same workloads on every CPU core), an ncu summary
 #                                  of the target kernels (ncu.txt), dynamiqs on JAX's GPU
@@ -152,14 +153,39 @@ unpack_deps() {
 unpack_deps >"$out/deps.log" 2>&1 || echo "gpu_check: the carried dependencies in $carry/debs did not unpack (deps.log)"
 
 # The device build: what must link this machine's PyTorch (the operators, the apps,
-# graph mode's tests).
+# graph mode's tests), and the CUDA graph and sanitizer cases (qfleet_cuda_tests). On the
+# library check's carry brings (.gpu/lib: built for sm_90 from the same commit), it compiles
+# none of the library's kernels, most of a cold build; should that fail, it builds the
+# library here as well.
 device_build() {
   [ -f "$deps/.done" ] || { echo "no unpacked dependencies"; return 1; }
+  local lib=""
+  if [ -f "$carry/lib/libqfleet.a.xz" ]; then  # (unpacked once: a second call finds it)
+    lib=$deps/libqfleet.a
+    if [ ! -f "$lib" ]; then
+      if { xz -dc "$carry/lib/libqfleet.a.xz" 2>/dev/null ||
+           python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
+             "$carry/lib/libqfleet.a.xz"; } >"$lib.part"; then
+        mv "$lib.part" "$lib"
+      else
+        echo "== $carry/lib/libqfleet.a.xz did not unpack"
+        lib=""
+      fi
+    fi
+  fi
+  if [ -n "$lib" ]; then
+    echo "== the device build on the carried library ($carry/lib/libqfleet.a.xz)"
+    device_build_with "$lib" && return 0
+    echo "== the device build on the carried library failed: the library is built here too"
+  fi
+  device_build_with ""
+}
+device_build_with() {  # device_build_with LIBRARY: on that prebuilt library, or none ("")
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=ON -DQFLEET_BUILD_BENCH=ON \
-    -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
+    -DQFLEET_BUILD_TORCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DQFLEET_PREBUILT_LIBRARY="$1" \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DPython3_EXECUTABLE="$(command -v python3)" || return 1
   cmake --build build-gpu -j"$(nproc)" --target qfleet_torch qfleet_graph_tests qfleet_meta qfleet_meta_cli qfleet_cli \
-    qfleet_qgan_cli qfleet_classify_cli qfleet_rl_cli qfleet_rl_tests train_graph_step
+    qfleet_qgan_cli qfleet_classify_cli qfleet_rl_cli qfleet_rl_tests train_graph_step qfleet_cuda_tests
 }
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build_pid=""
@@ -169,7 +195,7 @@ no_build() {  # the status of a phase that needs the device build when there is 
   [ "$want_build" = 0 ] && echo UNAVAILABLE || echo FAILED
 }
 if [ "$want_build" != 0 ] && [ -d "$carry/debs" ]; then
-  (timeout "$(cap 400)" bash -c "$(declare -f device_build); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
+  (timeout "$(cap 400)" bash -c "$(declare -f device_build device_build_with); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
    echo $? >"$out/.build_rc") &
   build_pid=$!
 fi
@@ -199,6 +225,7 @@ py_env() {  # the Python suite's environment on the device build
 
 gtest_phase() {
   # --- 2. the C++ GPU tests from the carried programs, as shards run all at once ------------
+  # (the CUDA graph cases, qfleet_cuda_tests, come from the device build: the Python phase)
   # Their time is mostly the dense CPU reference on one core (207 s one family after another
   # on the H200 of 2026-11-29, the longest test 44 s): the slow tests are shards of their
   # own, every shard starts at once with two OpenMP threads that wait passively, so the
@@ -216,8 +243,7 @@ gtest_phase() {
     matrices:qfleet_tests:'DmMatrix.EveryChannel*'
     matrices:qfleet_tests:'OpenMatrix*'
     matrices:qfleet_tests:'BackendMatrix.EveryGate*'
-    matrices:qfleet_tests:'Executors*:BackendMatrix*:DmMatrix*:-BackendMatrix.EveryGate*:DmMatrix.EveryChannel*'
-    graphs:qfleet_cuda_tests:'CudaGraph*')
+    matrices:qfleet_tests:'Executors*:BackendMatrix*:DmMatrix*:-BackendMatrix.EveryGate*:DmMatrix.EveryChannel*')
   local dir i s name p filter t r rc=0 counts="" fam sums pids=()
   t0=$SECONDS
   : >"$out/gtest.log"
@@ -234,7 +260,7 @@ gtest_phase() {
     i=$((i + 1))
   done
   for i in "${!pids[@]}"; do wait "${pids[i]}"; echo $? >"$dir/$i.rc"; done
-  for fam in circuits open density matrices graphs; do
+  for fam in circuits open density matrices; do
     sums=0/0/0
     i=0
     for s in "${shards[@]}"; do
@@ -268,7 +294,7 @@ gtest_phase() {
 
 python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (default 300)
   # --- 3. graph mode and the Python CUDA-tensor suite on the device build ------------------
-  local log rc
+  local log rc t
   t0=$SECONDS
   if wait_build; then
     log=$(mktemp)
@@ -277,6 +303,13 @@ python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (defaul
       timeout "$(cap 120)" build-gpu/tests/qfleet_graph_tests >"$log.graph" 2>&1
       rc=$?
       cat "$log.graph"
+      echo "rc $rc"
+      # The engine's calls on device buffers captured in CUDA graphs (a skip fails here).
+      echo "== CudaGraph: qfleet_cuda_tests"
+      { t=$(prog qfleet_cuda_tests) && timeout "$(cap 120)" "$t" --gtest_filter='CudaGraph*'; } >"$log.cg" 2>&1
+      rc=$?
+      cat "$log.cg"
+      grep -q '^\[  SKIPPED \]' "$log.cg" && rc=1
       echo "rc $rc"
       # The RL environments stepped as tensors on cuda against the same tensors on the CPU
       # (a skip here means no GPU was seen: a failure on this machine).
@@ -296,8 +329,8 @@ python_phase() {  # python_phase [CAP]: the pytest run's seconds at most (defaul
     rc=0
     grep -q '^rc [1-9]' "$log" && rc=1
     grep -q '^rc 12[4-9]\|^rc 137' "$log" && rc=124
-    record python "$(status_of $rc)" "$t0" "graph:$(gtest_counts "$log.graph") rl:$(gtest_counts "$log.rl") pytest:$(sed -n 's/^=* *\(.*passed.*\) in .*/\1/p' "$log" | tail -n 1 | tr ' ,' '_')"
-    rm -f "$log" "$log.graph" "$log.rl"
+    record python "$(status_of $rc)" "$t0" "graph:$(gtest_counts "$log.graph") cuda_graph:$(gtest_counts "$log.cg") rl:$(gtest_counts "$log.rl") pytest:$(sed -n 's/^=* *\(.*passed.*\) in .*/\1/p' "$log" | tail -n 1 | tr ' ,' '_')"
+    rm -f "$log" "$log.graph" "$log.cg" "$log.rl"
   else
     record python "$(no_build)" "$t0" "no device build"
   fi
@@ -307,8 +340,9 @@ sanitize_phase() {
   # --- 4. compute-sanitizer on the small dedicated cases ---------------------------------
   local p rc
   t0=$SECONDS
+  [ -f "$carry/bin/qfleet_cuda_tests.xz" ] || wait_build >/dev/null  # (else the device build makes it)
   if ! p=$(prog qfleet_cuda_tests 2>/dev/null); then
-    record sanitize FAILED "$t0" "qfleet_cuda_tests not carried"
+    record sanitize FAILED "$t0" "qfleet_cuda_tests neither carried nor built"
     return
   fi
   if ! command -v compute-sanitizer >/dev/null; then

@@ -5,9 +5,12 @@
 # source tree. Writes .gpu/ (ignored by git; it travels beside the tree), for one of
 # gpu_check.sh's two modes (both do not fit in one call's 64 MiB):
 #   check (default)
-#     .gpu/bin/*.xz   qfleet_tests, qfleet_cuda_tests and bench_cuda, Release, sm_90 code
-#                     only (the H100 and H200), stripped and xz-compressed: the C++ GPU
-#                     tests, the sanitizers and the benchmarks then need no build there
+#     .gpu/bin/*.xz   qfleet_tests and bench_cuda, Release, sm_90 code only (the H100 and
+#                     H200), stripped and xz-compressed: the C++ GPU tests and the
+#                     benchmarks then need no build there
+#     .gpu/lib/libqfleet.a.xz  the library they link (14 MiB): the device build there links
+#                     it (QFLEET_PREBUILT_LIBRARY) and compiles none of its kernels; it
+#                     builds qfleet_cuda_tests (the CUDA graph and sanitizer cases) too
 #     .gpu/wheels     PennyLane and what it needs beyond that machine's packages (~9 MiB; not
 #                     lightning.qubit, which `import pennylane` does not load), for the PennyLane
 #                     devices' test and comparison on cuda
@@ -58,8 +61,8 @@ case "${1:-}" in
   *) echo "$usage"; exit 2 ;;
 esac
 if [ $mode = check ]; then
-  programs=(tests/qfleet_tests tests/qfleet_cuda_tests bench/bench_cuda)
-  targets=(qfleet_tests qfleet_cuda_tests bench_cuda)
+  programs=(tests/qfleet_tests bench/bench_cuda)
+  targets=(qfleet_tests bench_cuda)
 elif [ $mode = ab ]; then
   programs=(tests/qfleet_tests bench/bench_cuda)
   targets=(qfleet_tests bench_cuda)
@@ -99,6 +102,7 @@ for p in "${programs[@]}"; do  # everything checked before the old .gpu/bin goes
   [ -x "$dir/$p" ] || { echo "gpu_prepare: $dir/$p is not built (cmake --build $dir --target $(basename "$p"))"; exit 2; }
   grep -qa 'sm_90' "$dir/$p" || { echo "gpu_prepare: $dir/$p has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"; exit 2; }
 done
+[ $mode != check ] || [ -f "$dir/libqfleet.a" ] || { echo "gpu_prepare: no $dir/libqfleet.a (cmake --build $dir --target qfleet)"; exit 2; }
 pack() {  # pack PROGRAM DIR: stripped and xz-compressed into DIR
   strip -o "$2/$(basename "$1")" "$1"
   xz -9 -T0 "$2/$(basename "$1")"
@@ -111,11 +115,15 @@ if [ $mode = ab ]; then
     { echo "gpu_prepare: bench_cuda did not build at $rev (in $src)"; exit 1; }
   grep -qa 'sm_90' "$src/build-gpu-bin/bench/bench_cuda" || { echo "gpu_prepare: bench_cuda at $rev has no sm_90 code"; exit 1; }
 fi
-rm -rf "$dest/bin" "$dest/wheels" "$dest/peers" "$dest/data" && mkdir -p "$dest/bin"  # (.gpu/old stays: gpu_ab.sh)
+rm -rf "$dest/bin" "$dest/lib" "$dest/wheels" "$dest/peers" "$dest/data" && mkdir -p "$dest/bin"  # (.gpu/old stays: gpu_ab.sh)
 for p in "${programs[@]}"; do
   [ "$p" != tools/qfleet ] || continue
   pack "$dir/$p" "$dest/bin"
 done
+if [ $mode = check ]; then
+  mkdir -p "$dest/lib"
+  xz -9 -T0 -c "$dir/libqfleet.a" >"$dest/lib/libqfleet.a.xz"
+fi
 if [ $mode = ab ]; then
   rm -rf "$dest/old" && mkdir -p "$dest/old"
   pack "$src/build-gpu-bin/bench/bench_cuda" "$dest/old"
@@ -175,7 +183,7 @@ tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r 
 gpu_bytes=$(du -sb "$dest" | cut -f1)
 total_mib=$(((tree_bytes + gpu_bytes) / 1048576))
 echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + $dest $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
-ls -l "$dest/bin" "$dest/old" 2>/dev/null
+for d in "$dest/bin" "$dest/lib" "$dest/old"; do [ ! -d "$d" ] || ls -l "$d"; done
 [ $mode = ab ] || [ ! -d .gpu/wheels ] || echo "gpu_prepare: $(ls .gpu/wheels | wc -l) wheels, $(du -sh .gpu/wheels | cut -f1)"
 [ "$total_mib" -lt "$limit_mib" ] || { echo "gpu_prepare: over $limit_mib MiB: it will not travel"; exit 1; }
 cat <<EOF

@@ -44,6 +44,16 @@ if grep -q '^QFLEET_ENABLE_CUDA:BOOL=OFF' build/CMakeCache.txt && [ -n "$nvcc" ]
   fi
 fi
 
+# A tree on the Release library, linked as it is (QFLEET_PREBUILT_LIBRARY), as a GPU machine's
+# device build links the library scripts/gpu_prepare.sh carries there: it configures, the
+# command-line tool links, and it runs.
+echo "== the library linked prebuilt (QFLEET_PREBUILT_LIBRARY; $((SECONDS - start)) s)"
+./scripts/configure.sh build-prebuilt -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF \
+  -DQFLEET_BUILD_TORCH=OFF -DQFLEET_ENABLE_CUDA="$(sed -n 's/^QFLEET_ENABLE_CUDA:BOOL=//p' build/CMakeCache.txt)" \
+  -DQFLEET_PREBUILT_LIBRARY="$root/build/libqfleet.a" >/dev/null
+cmake --build build-prebuilt -j"$jobs" --target qfleet_cli
+build-prebuilt/tools/qfleet info >/dev/null
+
 echo "== pip install . and the Python tests against the installed package ($((SECONDS - start)) s)"
 # The wheel is built in the Release build's tree (same generator and compiler
 # flags), so pip compiles nothing again; a user's plain `pip install .` builds in

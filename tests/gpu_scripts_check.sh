@@ -62,9 +62,9 @@ if env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFL
   fail "nothing carried, yet the check passed: $(cat "$out.log")"
 fi
 for want in '^probe ok [0-9]* 1 GPU$' \
-            '^gtest FAILED [0-9]* circuits:missing open:missing density:missing matrices:missing graphs:missing $' \
+            '^gtest FAILED [0-9]* circuits:missing open:missing density:missing matrices:missing $' \
             '^device_build FAILED [0-9]* no .* carried$' '^python FAILED [0-9]* no device build$' \
-            '^sanitize FAILED [0-9]* qfleet_cuda_tests not carried$'; do
+            '^sanitize FAILED [0-9]* qfleet_cuda_tests neither carried nor built$'; do
   grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 done
 [ "$(ls "$out" | wc -l)" -le 8 ] || fail "more than 8 result files: $(ls "$out")"
@@ -91,15 +91,42 @@ n=1
 echo "[==========] Running $n tests from 1 test suite."
 echo "[  PASSED  ] $n tests."
 EOF
-for p in qfleet_tests qfleet_cuda_tests; do xz -c "$carry/bin/stand-in" >"$carry/bin/$p.xz"; done
+xz -c "$carry/bin/stand-in" >"$carry/bin/qfleet_tests.xz"
 out=$(mktemp -d)
 TMPDIR=$(mktemp -d) env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 \
   QFLEET_GPU_CARRY=$carry QFLEET_GPU_DEVICE_BUILD=0 "$check" check >"$out.log" 2>&1
-want='^gtest FAILED [0-9]* circuits:3/0/0 open:2/0/0 density:2/0/0 matrices:4/0/0 graphs:1/0/0 $'
+want='^gtest FAILED [0-9]* circuits:3/0/0 open:2/0/0 density:2/0/0 matrices:4/0/0 $'
 grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 s=$(sed -n 's/^gtest FAILED \([0-9]*\) .*/\1/p' "$out/summary.txt")
-[ "$s" -lt 10 ] || fail "13 shards of 2 s took $s s: not run at once"
+[ "$s" -lt 10 ] || fail "12 shards of 2 s took $s s: not run at once"
 grep -q "^== circuits: --gtest_filter=CudaBackend.FusedRuns\* ran no test: FAILED$" "$out/gtest.log" ||
   fail "the shard that ran no test is not named: $(cat "$out/gtest.log")"
-rm -rf "$out" "$out.log" "$fake" "$empty" "$carry"
+rm -rf "$out" "$out.log"
+# The device build on the carried library, and again without it where that fails (a
+# stand-in cmake that fails whenever it is given a prebuilt library, and records its calls).
+mkdir -p "$carry/lib" "$carry/debs" "$carry/pkg/DEBIAN"
+printf 'Package: qfleet-stand-in\nVersion: 1\nArchitecture: all\nMaintainer: qfleet\nDescription: empty\n' \
+  >"$carry/pkg/DEBIAN/control"
+dpkg-deb -b "$carry/pkg" "$carry/debs/stand-in.deb" >/dev/null || fail "dpkg-deb could not build the stand-in package"
+echo library | xz -c >"$carry/lib/libqfleet.a.xz"
+cat >"$fake/cmake" <<'EOF'
+#!/bin/sh
+echo "cmake $*" >>"$CMAKE_CALLS"
+case "$*" in *QFLEET_PREBUILT_LIBRARY=/*) exit 1 ;; esac
+EOF
+chmod +x "$fake/cmake"
+out=$(mktemp -d)
+tmp=$(mktemp -d)
+for call in 1 2; do  # (the second as on a machine still warm: the library found unpacked)
+  TMPDIR=$tmp CMAKE_CALLS=$out.calls env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out \
+    GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$carry "$check" apps >"$out.log" 2>&1
+  grep -q '^device_build ok ' "$out/summary.txt" || fail "the device build did not fall back: $(cat "$out/summary.txt" "$out.log")"
+  [ "$(grep -c -- '-DQFLEET_PREBUILT_LIBRARY=/.*/libqfleet.a ' "$out.calls")" = $call ] &&
+    [ "$(grep -c -- '-DQFLEET_PREBUILT_LIBRARY= ' "$out.calls")" = $call ] &&
+    [ "$(grep -c -- '--build build-gpu' "$out.calls")" = $call ] ||
+    fail "call $call: not one configure on the carried library, then one configure and one build without: $(cat "$out.calls")"
+  { cat "$out/build.log" || tar xzf "$out/results.tgz" -O; } 2>/dev/null | grep -q 'the device build on the carried library failed' ||
+    fail "the build log does not say it fell back"
+done
+rm -rf "$out" "$out.log" "$out.calls" "$tmp" "$fake" "$empty" "$carry"
 echo scripts-checked
