@@ -24,9 +24,10 @@
 #                                  call that fits check's carried programs when one call
 #                                  must both test and measure the apps
 #   scripts/gpu_check.sh check figures  check's and figures' phases from check's carry, the
-#                                  GPU kept busy while the device build runs: the tests,
-#                                  ncu and the sanitizers beside the build, the benchmark
-#                                  rows after it, then the Python suite, the PyTorch
+#                                  GPU kept busy while the device build runs: the tests and
+#                                  ncu beside the build, the sanitizers (on its
+#                                  qfleet_cuda_tests) and the benchmark rows after it, on
+#                                  quiet CPU cores, then the Python suite, the PyTorch
 #                                  comparison, the training step and the apps as far as the
 #                                  deadline allows (dynamiqs where figures' carry is there);
 #                                  a second call, `apps`, on the same machine finishes them
@@ -527,8 +528,8 @@ case $mode in
   "check apps") gtest_phase; python_phase 200; apps_phase; sanitize_phase ;;
   apps) apps_phase ;;
   figures) bench_phase; ncu_phase; peers_phase; torch_phase; apps_phase ;;
-  "check figures")  # the GPU never waits for the device build: ncu and the sanitizers run beside
-    # it, the timed rows after it (on quiet CPU cores), then the phases that need it
+  "check figures")  # the tests and ncu beside the device build; the sanitizers (on what it
+    # builds) and the timed rows (on quiet CPU cores) after it, then the phases that need it
     gtest_phase; ncu_phase; sanitize_phase; wait_build; bench_phase; peers_phase; python_phase 200; torch_phase
     apps_phase ;;
 esac
