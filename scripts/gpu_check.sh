@@ -111,17 +111,18 @@ if [ "$gpus" -eq 0 ]; then
 fi
 
 # --- what the phases share -------------------------------------------------------------
+unxz_once() {  # unxz_once FILE.xz OUT: unpacked to OUT unless it is there already
+  [ -f "$2" ] && return 0
+  mkdir -p "$(dirname "$2")"
+  { xz -dc "$1" 2>/dev/null ||  # (Python's lzma where xz itself is not installed)
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
+  } >"$2.part" && mv "$2.part" "$2"
+}
 prog() {  # prog NAME: a carried program (.gpu/bin/NAME.xz, unpacked once) or build-gpu's
   local name=$1 built
   case $name in bench_cuda) built=build-gpu/bench/$name ;; *) built=build-gpu/tests/$name ;; esac
   if [ -f "$carry/bin/$name.xz" ]; then
-    mkdir -p "$bin"
-    if [ ! -x "$bin/$name" ]; then  # (Python's lzma where xz itself is not installed)
-      { xz -dc "$carry/bin/$name.xz" 2>/dev/null ||
-        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
-          "$carry/bin/$name.xz"; } >"$bin/$name.part" && mv "$bin/$name.part" "$bin/$name" && chmod +x "$bin/$name" ||
-        return 1
-    fi
+    unxz_once "$carry/bin/$name.xz" "$bin/$name" && chmod +x "$bin/$name" || return 1
     echo "$bin/$name"
   elif [ -x "$built" ]; then
     echo "$built"
@@ -163,16 +164,7 @@ device_build() {
   local lib=""
   if [ -f "$carry/lib/libqfleet.a.xz" ]; then  # (unpacked once: a second call finds it)
     lib=$deps/libqfleet.a
-    if [ ! -f "$lib" ]; then
-      if { xz -dc "$carry/lib/libqfleet.a.xz" 2>/dev/null ||
-           python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
-             "$carry/lib/libqfleet.a.xz"; } >"$lib.part"; then
-        mv "$lib.part" "$lib"
-      else
-        echo "== $carry/lib/libqfleet.a.xz did not unpack"
-        lib=""
-      fi
-    fi
+    unxz_once "$carry/lib/libqfleet.a.xz" "$lib" || { echo "== $carry/lib/libqfleet.a.xz did not unpack"; lib=""; }
   fi
   if [ -n "$lib" ]; then
     echo "== the device build on the carried library ($carry/lib/libqfleet.a.xz)"
@@ -196,7 +188,7 @@ no_build() {  # the status of a phase that needs the device build when there is 
   [ "$want_build" = 0 ] && echo UNAVAILABLE || echo FAILED
 }
 if [ "$want_build" != 0 ] && [ -d "$carry/debs" ]; then
-  (timeout "$(cap 400)" bash -c "$(declare -f device_build device_build_with); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
+  (timeout "$(cap 400)" bash -c "$(declare -f device_build device_build_with unxz_once); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
    echo $? >"$out/.build_rc") &
   build_pid=$!
 fi
@@ -245,7 +237,8 @@ gtest_phase() {
     matrices:qfleet_tests:'OpenMatrix*'
     matrices:qfleet_tests:'BackendMatrix.EveryGate*'
     matrices:qfleet_tests:'Executors*:BackendMatrix*:DmMatrix*:-BackendMatrix.EveryGate*:DmMatrix.EveryChannel*')
-  local dir i s name p filter t r rc=0 counts="" fam sums pids=()
+  local dir i s name p filter t r rc=0 counts="" pids=() fams=()
+  local -A sums=()
   t0=$SECONDS
   : >"$out/gtest.log"
   dir=$(mktemp -d)
@@ -261,33 +254,29 @@ gtest_phase() {
     i=$((i + 1))
   done
   for i in "${!pids[@]}"; do wait "${pids[i]}"; echo $? >"$dir/$i.rc"; done
-  for fam in circuits open density matrices; do
-    sums=0/0/0
-    i=0
-    for s in "${shards[@]}"; do
-      IFS=: read -r name p filter <<<"$s"
-      if [ "$name" = "$fam" ]; then
-        r=$(cat "$dir/$i.rc")
-        if [ "$r" = missing ]; then
-          echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
-          sums=missing
-          rc=1
-        else
-          echo "== $name: $p --gtest_filter=$filter" | tee -a "$out/gtest.log"
-          cat "$dir/$i.log" >>"$out/gtest.log"
-          if [ "$r" -ne 0 ] || grep -q '^\[  SKIPPED \]' "$dir/$i.log"; then rc=$((r ? r : 1)); fi
-          if ! grep -q '^\[==========\] Running [1-9]' "$dir/$i.log"; then
-            echo "== $name: --gtest_filter=$filter ran no test: FAILED" | tee -a "$out/gtest.log"
-            rc=$((rc ? rc : 1))
-          fi
-          [ "$sums" = missing ] || sums=$(echo "$sums $(gtest_counts "$dir/$i.log")" |
-            awk '{split($1, a, "/"); split($2, b, "/"); print a[1] + b[1] "/" a[2] + b[2] "/" a[3] + b[3]}')
-        fi
+  i=0
+  for s in "${shards[@]}"; do  # (in order: a family's shards stand together)
+    IFS=: read -r name p filter <<<"$s"
+    [ -n "${sums[$name]+set}" ] || { fams+=("$name"); sums[$name]=0/0/0; }
+    r=$(cat "$dir/$i.rc")
+    if [ "$r" = missing ]; then
+      echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
+      sums[$name]=missing
+      rc=1
+    else
+      echo "== $name: $p --gtest_filter=$filter" | tee -a "$out/gtest.log"
+      cat "$dir/$i.log" >>"$out/gtest.log"
+      if [ "$r" -ne 0 ] || grep -q '^\[  SKIPPED \]' "$dir/$i.log"; then rc=$((r ? r : 1)); fi
+      if ! grep -q '^\[==========\] Running [1-9]' "$dir/$i.log"; then
+        echo "== $name: --gtest_filter=$filter ran no test: FAILED" | tee -a "$out/gtest.log"
+        rc=$((rc ? rc : 1))
       fi
-      i=$((i + 1))
-    done
-    counts+="$fam:$sums "
+      [ "${sums[$name]}" = missing ] || sums[$name]=$(echo "${sums[$name]} $(gtest_counts "$dir/$i.log")" |
+        awk '{split($1, a, "/"); split($2, b, "/"); print a[1] + b[1] "/" a[2] + b[2] "/" a[3] + b[3]}')
+    fi
+    i=$((i + 1))
   done
+  for name in "${fams[@]}"; do counts+="$name:${sums[$name]} "; done
   rm -rf "$dir"
   record gtest "$(status_of $rc)" "$t0" "$counts"
   grep -E '^\[  (FAILED|SKIPPED) \]' "$out/gtest.log" | head -n 20
@@ -341,9 +330,9 @@ sanitize_phase() {
   # --- 4. compute-sanitizer on the small dedicated cases ---------------------------------
   local p rc
   t0=$SECONDS
-  [ -f "$carry/bin/qfleet_cuda_tests.xz" ] || wait_build >/dev/null  # (else the device build makes it)
+  wait_build >/dev/null  # (the device build makes qfleet_cuda_tests where it was not carried)
   if ! p=$(prog qfleet_cuda_tests 2>/dev/null); then
-    record sanitize FAILED "$t0" "qfleet_cuda_tests neither carried nor built"
+    record sanitize "$(no_build)" "$t0" "qfleet_cuda_tests neither carried nor built"
     return
   fi
   if ! command -v compute-sanitizer >/dev/null; then

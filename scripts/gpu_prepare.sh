@@ -184,7 +184,7 @@ gpu_bytes=$(du -sb "$dest" | cut -f1)
 total_mib=$(((tree_bytes + gpu_bytes) / 1048576))
 echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + $dest $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
 for d in "$dest/bin" "$dest/lib" "$dest/old"; do [ ! -d "$d" ] || ls -l "$d"; done
-[ $mode = ab ] || [ ! -d .gpu/wheels ] || echo "gpu_prepare: $(ls .gpu/wheels | wc -l) wheels, $(du -sh .gpu/wheels | cut -f1)"
+[ ! -d "$dest/wheels" ] || echo "gpu_prepare: $(ls "$dest/wheels" | wc -l) wheels, $(du -sh "$dest/wheels" | cut -f1)"
 [ "$total_mib" -lt "$limit_mib" ] || { echo "gpu_prepare: over $limit_mib MiB: it will not travel"; exit 1; }
 cat <<EOF
 On the GPU machine, in the source tree with $dest/ beside it (GPU_DEADLINE_S: the seconds

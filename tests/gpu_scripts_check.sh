@@ -72,10 +72,11 @@ rm -rf "$out" "$out.log"
 # Without the device build (QFLEET_GPU_DEVICE_BUILD=0) its phases are UNAVAILABLE, not failures.
 out=$(mktemp -d)
 env -u CUDA_VISIBLE_DEVICES PATH="$fake:$PATH" OUT=$out GPU_DEADLINE_S=60 QFLEET_GPU_CARRY=$empty \
-  QFLEET_GPU_DEVICE_BUILD=0 "$check" figures >"$out.log" 2>&1
+  QFLEET_GPU_DEVICE_BUILD=0 "$check" check figures >"$out.log" 2>&1
 for want in '^device_build UNAVAILABLE [0-9]* QFLEET_GPU_DEVICE_BUILD=0$' '^compare UNAVAILABLE [0-9]* no device build$' \
             '^apps UNAVAILABLE [0-9]* no device build$' '^bench FAILED [0-9]* bench_cuda not carried$' \
-            '^peers UNAVAILABLE [0-9]* no .* carried$'; do
+            '^peers UNAVAILABLE [0-9]* no .* carried$' \
+            '^sanitize UNAVAILABLE [0-9]* qfleet_cuda_tests neither carried nor built$'; do
   grep -q "$want" "$out/summary.txt" || fail "no line '$want' in: $(cat "$out/summary.txt")"
 done
 # The C++ tests' shards: a stand-in test program that takes 2 s and runs one test, or none
