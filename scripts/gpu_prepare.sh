@@ -60,15 +60,12 @@ case "${1:-}" in
   --build-dir) [ -n "${2:-}" ] && [ $# -eq 2 ] || { echo "$usage"; exit 2; }; dir=$2 ;;
   *) echo "$usage"; exit 2 ;;
 esac
-if [ $mode = check ]; then
-  programs=(tests/qfleet_tests bench/bench_cuda)
-  targets=(qfleet_tests bench_cuda)
-elif [ $mode = ab ]; then
-  programs=(tests/qfleet_tests bench/bench_cuda)
-  targets=(qfleet_tests bench_cuda)
-else
+if [ $mode = figures ]; then
   programs=(bench/bench_cuda tools/qfleet)  # the CLI makes the peer's reference here; it stays here
   targets=(bench_cuda qfleet_cli)
+else
+  programs=(tests/qfleet_tests bench/bench_cuda)
+  targets=(qfleet_tests bench_cuda)
 fi
 limit_mib=62
 fm=/usr/share/datasets/fashion-mnist  # (check: its first records travel)
@@ -141,13 +138,11 @@ carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/
       cp "$cache"/"$name"-"$version"-*.whl .gpu/wheels/
   done
 }
-if [ $mode = ab ]; then
-  :
-elif [ $mode = check ]; then
+if [ $mode = check ]; then
   wheels=$(pins "${pl_wheels[@]}") || exit 2
   carry_wheels $wheels
   python3 scripts/idx_subset.py $fm .gpu/data/fashion-mnist 1280 256
-else
+elif [ $mode = figures ]; then
   wheels=$(pins "${peer_wheels[@]}") || exit 2
   carry_wheels $wheels
   mkdir -p .gpu/peers
@@ -157,9 +152,6 @@ fi
 { git rev-parse HEAD; git diff --quiet HEAD || echo "with uncommitted changes"; } >"$dest/REVISION" 2>/dev/null ||
   echo unknown >"$dest/REVISION"
 
-if [ $mode = ab ] && [ -n "$(ls .gpu/debs 2>/dev/null)" ]; then
-  rm -rf "$dest/debs" && cp -r .gpu/debs "$dest/debs"
-fi
 if [ ! -d "$dest/debs" ] || [ -z "$(ls "$dest/debs")" ]; then
   mkdir -p "$dest/debs"
   lists=$(mktemp -d)
