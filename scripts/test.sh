@@ -53,6 +53,14 @@ echo "== the library linked prebuilt (QFLEET_PREBUILT_LIBRARY; $((SECONDS - star
   -DQFLEET_PREBUILT_LIBRARY="$root/build/libqfleet.a" >/dev/null
 cmake --build build-prebuilt -j"$jobs" --target qfleet_cli
 build-prebuilt/tools/qfleet info >/dev/null
+# (and a library that is not there is refused at configure time, naming it)
+if out=$(cmake -S "$root" -B build-prebuilt-missing -DQFLEET_BUILD_TORCH=OFF -DQFLEET_BUILD_TESTS=OFF \
+           -DQFLEET_BUILD_BENCH=OFF -DQFLEET_PREBUILT_LIBRARY=/nonexistent/libqfleet.a 2>&1) ||
+   ! grep -q 'QFLEET_PREBUILT_LIBRARY: no file /nonexistent/libqfleet.a' <<<"$out"; then
+  echo "QFLEET_PREBUILT_LIBRARY=/nonexistent/libqfleet.a was not refused with its name: $out"
+  exit 1
+fi
+rm -rf build-prebuilt-missing
 
 echo "== pip install . and the Python tests against the installed package ($((SECONDS - start)) s)"
 # The wheel is built in the Release build's tree (same generator and compiler
