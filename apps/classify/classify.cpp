@@ -307,9 +307,7 @@ void ClassifyRun::checkpoint(int64_t done) {
 }
 
 json ClassifyRun::finish(const app::Loop& loop) {  // (the report times the whole run)
-  std::ostringstream backbone;
-  torch::save(net_->backbone_module().shared_from_this(), backbone);
-  train::write_file_atomic((fs::path(cfg_.out) / "backbone.pt").string(), backbone.str());
+  save_backbone(net_->backbone_module(), (fs::path(cfg_.out) / "backbone.pt").string());
   ReportInputs in{cfg_, data_, train_split_, test_split_, mean_, stdev_, device_, device_why_ + "; " + precision_.rule,
                   cache_info_, history_, timing_, run_clock_, loop.first};
   json report = make_report(*net_, in);

@@ -5,21 +5,32 @@
 #include <filesystem>
 
 #include "data.hpp"
+#include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::classify {
 namespace fs = std::filesystem;
 
+namespace {
+constexpr const char* kBackboneFormat = "qfleet-classify-backbone/1";
+constexpr const char* kFeaturesFormat = "qfleet-classify-features/1";
+}  // namespace
+
 void load_backbone(torch::nn::Module& backbone, const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw DataError(path + ": no such backbone file (a run writes <out>/backbone.pt)");
   try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    backbone.load(archive);
-  } catch (const c10::Error& e) {
-    throw DataError(path + ": not a backbone of this architecture, or damaged: " + e.what_without_backtrace());
+    train::get_module(train::read_tensor_file(path, kBackboneFormat), "backbone", backbone, path);
+  } catch (const train::TensorFileError& e) {
+    throw DataError(e.what());  // names the file and what is wrong: damaged, another format, another architecture
   }
+}
+
+void save_backbone(torch::nn::Module& backbone, const std::string& path) {
+  train::TensorFile file;
+  file.format = kBackboneFormat;
+  train::put_module(file, "backbone", backbone);
+  train::write_tensor_file(path, file);
 }
 
 namespace {
@@ -60,36 +71,27 @@ std::pair<torch::Tensor, torch::Tensor> cached_features(HybridNetImpl& net, cons
   info.path = (fs::path(dir) / ("features-" + backbone + "-" + shape + "-" + info.key + ".pt")).string();
   std::error_code ec;
   if (fs::exists(info.path, ec)) {
+    // A tensor file: data only, its digest checked before anything is decoded.
     try {
-      torch::serialize::InputArchive a;
-      a.load_from(info.path);
-      torch::Tensor tr, te, sum;
-      a.read("train", tr);
-      a.read("test", te);
-      a.read("checksum", sum);
-      const std::string want(static_cast<const char*>(sum.data_ptr()), std::size_t(sum.numel()));
-      const std::string got = tensor_checksum(torch::cat({tr.flatten(), te.flatten()}));
-      if (got == want && tr.size(0) == train_inputs.size(0) && te.size(0) == test_inputs.size(0)) {
-        info.hit = true;
-        info.checksum = got;
-        info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return {tr.to(device), te.to(device)};
-      }
-      info.note = info.path + " failed its checksum (" + got + ", stored " + want + "): recomputed";
-    } catch (const c10::Error& e) {
-      info.note = info.path + " could not be read (" + std::string(e.what_without_backtrace()) + "): recomputed";
+      const train::TensorFile f = train::read_tensor_file(info.path, kFeaturesFormat);
+      const auto tr = f.tensors.find("train"), te = f.tensors.find("test");
+      if (tr == f.tensors.end() || te == f.tensors.end() || tr->second.dim() < 1 || te->second.dim() < 1 ||
+          tr->second.size(0) != train_inputs.size(0) || te->second.size(0) != test_inputs.size(0))
+        throw train::TensorFileError(info.path + ": not the features of these inputs");
+      info.hit = true;
+      info.checksum = tensor_checksum(torch::cat({tr->second.flatten(), te->second.flatten()}));
+      info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return {tr->second.to(device), te->second.to(device)};
+    } catch (const train::TensorFileError& e) {
+      info.note = std::string(e.what()) + ": recomputed";
     }
   }
   torch::Tensor tr = compute(net, train_inputs, device), te = compute(net, test_inputs, device);
   info.checksum = tensor_checksum(torch::cat({tr.flatten(), te.flatten()}));
-  torch::serialize::OutputArchive a;
-  a.write("train", tr);
-  a.write("test", te);
-  a.write("checksum", torch::from_blob(info.checksum.data(), {int64_t(info.checksum.size())}, torch::kUInt8).clone());
-  fs::create_directories(dir);
-  const std::string tmp = info.path + ".tmp";
-  a.save_to(tmp);
-  fs::rename(tmp, info.path);
+  train::TensorFile f;
+  f.format = kFeaturesFormat;
+  f.tensors = {{"train", tr}, {"test", te}};
+  train::write_tensor_file(info.path, f);  // write_file_atomic: whole or not at all, no planted link followed
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {tr.to(device), te.to(device)};
 }

@@ -3,8 +3,6 @@
 // beside each.
 #include "classifier.hpp"
 
-#include <torch/csrc/jit/serialization/pickle.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +15,7 @@
 #include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 #include "qfleet/json_problem.hpp"
+#include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::qgan {
@@ -33,23 +32,22 @@ torch::Tensor frequencies(const torch::Tensor& counts, int64_t shots, const torc
   return (counts.to(torch::kFloat32) / float(shots)).to(device);
 }
 
-// The records and the initial network as one pickle (torch.load(path, weights_only=True)
-// reads it): the same data and weights for a comparison outside the app.
+// The records and the initial network as one tensor file (qfleet/tensor_file.hpp: data
+// only; python -m qfleet reads it with qfleet.read_tensor_file, safetensors too): the same
+// data and weights for a comparison outside the app.
 void save_records(const std::string& path, const Records& train_set, const Records& test_set,
                   const ClassifierData& data, torch::nn::Sequential& net, int64_t shots, const torch::Tensor& check_logits) {
-  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-  d.insert("shots", shots);
-  d.insert("train_counts", train_set.counts);
-  d.insert("train_labels", train_set.labels);
-  d.insert("test_counts", test_set.counts);
-  d.insert("test_labels", test_set.labels);
-  d.insert("probabilities", distributions_tensor(data.probabilities));
-  c10::Dict<std::string, at::Tensor> state;
-  for (const auto& item : net->named_parameters()) state.insert(item.key(), item.value().detach().to(torch::kCPU).clone());
-  d.insert("initial_state", state);
-  d.insert("check_logits", check_logits.to(torch::kCPU));
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(d));
-  train::write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  train::TensorFile f;
+  f.format = "qfleet-qgan-records/1";
+  f.texts["shots"] = std::to_string(shots);
+  f.tensors = {{"train_counts", train_set.counts},
+               {"train_labels", train_set.labels},
+               {"test_counts", test_set.counts},
+               {"test_labels", test_set.labels},
+               {"probabilities", distributions_tensor(data.probabilities)},
+               {"check_logits", check_logits}};
+  for (const auto& item : net->named_parameters()) f.tensors["initial_state." + item.key()] = item.value().detach();
+  train::write_tensor_file(path, f);
 }
 
 struct Evaluation {

@@ -18,6 +18,7 @@
 #include "common/lifecycle.hpp"
 #include "common/report_header.hpp"
 #include "evaluation.hpp"
+#include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::rl {
@@ -603,9 +604,10 @@ json PpoRun::finish(const app::Loop& loop) {
     const auto problems = eval_problems(cfg_.env, ev.amplitudes, val_tasks_);
     for (std::size_t b = 0; b < problems.size(); ++b)
       train::write_file_atomic((dir / "eval" / ("task_" + std::to_string(b) + ".json")).string(), problems[b].dump());
-    std::ostringstream policy;
-    torch::save(agent_, policy);
-    train::write_file_atomic((dir / "policy.pt").string(), policy.str());
+    train::TensorFile policy;  // data only (qfleet/tensor_file.hpp): what a reader loads cannot run code
+    policy.format = "qfleet-rl-policy/1";
+    train::put_module(policy, "agent", *agent_);
+    train::write_tensor_file((dir / "policy.pt").string(), policy);
     train::write_file_atomic((dir / "report.json").string(), report.dump(1));
   }
   if (!opt_.quiet && rank_ == 0)

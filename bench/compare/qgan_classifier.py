@@ -9,7 +9,7 @@ qfleet::train) beside the same network on the same records trained in plain PyTo
 1. runs `python -m qfleet.qgan classify --shots S --epochs E --set save_records=true` in a child
    process (the app's records, network and timing: docs/qgan.md);
 2. reads the records and the initial network it wrote (shots_S/records.pt, with
-   torch.load(weights_only=True): load_records below), builds the same nn.Sequential (Linear + ReLU layers, one
+   qfleet.read_tensor_file: load_records below), builds the same nn.Sequential (Linear + ReLU layers, one
    logit per device) with those weights, and checks its logits on the app's fixed batch (the
    first 64 test records) equal the app's (to 1e-5 of their largest value; exit status 1 if not);
 3. trains it the way the suite qfleet replaces trained its networks: a DataLoader over a
@@ -47,13 +47,16 @@ def run_app(args, out):
 
 
 def load_records(torch, path):
-    """The app's records.pt: tensors, numbers and strings only (weights_only: nothing in it can run code).
-    LibTorch's pickler tags its dictionaries' types with torch.jit._pickle.restore_type_tag, which
-    returns its argument unchanged; it is the one global allowed besides the defaults."""
-    import torch.jit._pickle
+    """The app's records.pt, a qfleet tensor file (data only: nothing in it can run code), as a dict:
+    shots, the records' counts and labels, the class distributions, the check logits and the initial
+    network's parameters (initial_state, keyed as a state_dict)."""
+    from qfleet.tensor_file import read_tensor_file
 
-    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
-        return torch.load(path, weights_only=True)
+    f = read_tensor_file(path, "qfleet-qgan-records/1")
+    data = {k: v for k, v in f.tensors.items() if not k.startswith("initial_state.")}
+    data["initial_state"] = {k[len("initial_state."):]: v for k, v in f.tensors.items() if k.startswith("initial_state.")}
+    data["shots"] = int(f.texts["shots"])
+    return data
 
 
 def plain_network(torch, state):

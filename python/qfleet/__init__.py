@@ -20,6 +20,7 @@ from .circuit import Circuit, Param, input, weight  # noqa: E402,A004
 from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity, open_final_state  # noqa: E402
 from .open_system import OpenSystem, Operator, local, pauli  # noqa: E402
 from .problem import evaluate, load_problem  # noqa: E402
+from .tensor_file import TensorFile, TensorFileError, read_tensor_file  # noqa: E402
 
 
 def cuda_device_count() -> int:
@@ -35,4 +36,4 @@ def built_with_cuda() -> bool:
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "Operator", "local", "pauli", "QuantumLayer",
            "OpenSystemLayer", "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem",
-           "cuda_device_count", "built_with_cuda", "__version__"]
+           "TensorFile", "TensorFileError", "read_tensor_file", "cuda_device_count", "built_with_cuda", "__version__"]

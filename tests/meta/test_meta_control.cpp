@@ -365,7 +365,7 @@ TEST(MetaRun, ResumeRefusesADamagedOrOldCheckpoint) {
   std::string edited = bytes;
   edited[at] = char(edited[at] ^ 1);  // the lowest bit of the first parameter
   std::ofstream(ck_path, std::ios::binary) << edited;
-  refused("is damaged: its content's SHA-1");
+  refused("is damaged: its SHA-1");
   fs::remove(ck_path);
   std::ofstream(dir + "/checkpoint.json") << "{\"format\": \"qfleet-meta-checkpoint/2\"}";
   refused("written by an older qfleet (a JSON checkpoint");

@@ -111,13 +111,13 @@ TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) 
   {
     std::ofstream(dir / "junk.pt") << "not a checkpoint";
   }
-  expect_error((dir / "junk.pt").string(), run.state(0), "cannot be read");
+  expect_error((dir / "junk.pt").string(), run.state(0), "is not a qfleet tensor file");
   {
     std::ifstream in(ck, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(dir / "cut.pt", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  expect_error((dir / "cut.pt").string(), run.state(0), "cannot be read");
+  expect_error((dir / "cut.pt").string(), run.state(0), "is damaged");
 
   HybridRun other(4);
   const auto before = other.model.parameters()[0].clone();
@@ -143,8 +143,8 @@ TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) 
 }
 
 TEST(TrainCheckpoint, FlippedBytesInsideATensorAreRefusedAndChangeNothing) {
-  // PyTorch's archives check no data: without the checksum, bytes changed inside a saved
-  // tensor resume a different run silently.
+  // Without the digest, bytes changed inside a saved tensor would resume a different run
+  // silently (as PyTorch's archives, which check no data, did).
   const fs::path dir = temp_dir("flips");
   HybridRun run(3);
   const std::string ck = (dir / "ck.pt").string();
@@ -167,7 +167,7 @@ TEST(TrainCheckpoint, FlippedBytesInsideATensorAreRefusedAndChangeNothing) {
       tr::load_checkpoint((dir / "damaged.pt").string(), st);
       ADD_FAILURE() << "flipped bytes at " << offset << " were accepted";
     } catch (const tr::CheckpointError& e) {
-      EXPECT_NE(std::string(e.what()).find("is damaged: its content's SHA-1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is damaged: its SHA-1"), std::string::npos) << e.what();
     }
   }
   EXPECT_TRUE(torch::equal(other.model.parameters()[0], before)) << "a refused checkpoint changed the model";

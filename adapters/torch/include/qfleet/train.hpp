@@ -285,12 +285,12 @@ struct TrainState {
 
 // FNV-1a 64 of the text, as 16 hex digits.
 std::string config_hash(const std::string& config);
-// One file (torch's archive format) with the SHA-1 of its content, written atomically
-// (write_file_atomic).
+// One tensor file (qfleet/tensor_file.hpp: data only, nothing in it runs when it is read,
+// with the SHA-1 of the whole file), written atomically (write_file_atomic).
 void save_checkpoint(const std::string& path, const TrainState& state);
 // Restores everything `state` names and sets state.step; CheckpointError with the path
-// and the reason for a missing, damaged (content not matching its SHA-1) or foreign
-// file, or an entry that is missing or does not fit; CheckpointConfigError for a
+// and the reason for a missing, damaged (not matching its SHA-1) or foreign file (a
+// LibTorch archive, as qfleet wrote before, is refused unread), or an entry that is missing or does not fit; CheckpointConfigError for a
 // configuration hash that differs (naming the keys that differ when both texts are JSON
 // objects). Nothing is restored unless the whole file checks.
 void load_checkpoint(const std::string& path, TrainState& state);

@@ -1,11 +1,11 @@
 // Checkpoints of a training run: model, optimizer, loss scaler, RNG states, step and
-// configuration hash in one file of torch's archive format with the SHA-1 of its
-// content, written atomically (qfleet/train.hpp). A resume restores every generator the run draws from, so it
+// configuration hash in one tensor file (qfleet/tensor_file.hpp: data only, with the SHA-1
+// of the whole file), written atomically (qfleet/train.hpp). A resume restores every generator the run draws from, so it
 // continues bit for bit where an uninterrupted run would be (tests/torch/test_train_state.cpp).
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
-#include <c10/util/hash.h>
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
 #include "first_line.hpp"
 
@@ -20,13 +21,10 @@ namespace qfleet::train {
 
 namespace {
 
-constexpr const char* kFormat = "qfleet-train-checkpoint/1";  // the content's archive
-// The file: the content's archive as one byte tensor beside its SHA-1. PyTorch's archives
-// check no data on reading (bytes flipped inside a tensor load silently), so the digest
-// is checked before anything is restored. It catches damage (a disk, a copy, a partial
-// transfer), not forgery: whoever can rewrite the file can rewrite its digest too.
-// SHA-1 because LibTorch ships it (c10/util/hash.h); any digest of this width would do.
-constexpr const char* kSealedFormat = "qfleet-train-checkpoint/2";
+// A tensor file (qfleet/tensor_file.hpp): data only, its SHA-1 checked before anything is
+// parsed. The earlier formats (/1, /2) were LibTorch archives, which can carry code that
+// runs as they load; they are refused unread.
+constexpr const char* kFormat = "qfleet-train-checkpoint/3";
 
 // The default generators saved besides the user's: the CPU's, and each CUDA device's.
 std::vector<std::pair<std::string, at::Generator>> default_generators() {
@@ -59,47 +57,30 @@ std::string config_hash(const std::string& config) {
 }
 
 void save_checkpoint(const std::string& path, const TrainState& state) {
-  torch::serialize::OutputArchive ar;
-  ar.write("qfleet.format", c10::IValue(std::string(kFormat)));
-  ar.write("qfleet.step", c10::IValue(state.step));
-  ar.write("qfleet.config_hash", c10::IValue(config_hash(state.config)));
-  ar.write("qfleet.config", c10::IValue(state.config));  // to name what differs on a refused resume
-  for (const auto& [name, m] : state.modules) {
-    torch::serialize::OutputArchive sub;
-    m->save(sub);
-    ar.write("module." + name, sub);
+  TensorFile file;
+  file.format = kFormat;
+  file.texts["step"] = std::to_string(state.step);
+  file.texts["config_hash"] = config_hash(state.config);
+  file.texts["config"] = state.config;  // to name what differs on a refused resume
+  try {
+    for (const auto& [name, m] : state.modules) put_module(file, "module." + name, *m);
+    auto put = [&](const std::string& name, auto& saver) {
+      torch::serialize::OutputArchive sub;
+      saver.save(sub);
+      put_archive(file, name, sub);
+    };
+    for (const auto& [name, o] : state.optimizers) put("optimizer." + name, *o);
+    for (const auto& [name, s] : state.scalers) put("scaler." + name, *s);
+    for (const auto& [name, o] : state.device_optimizers) put("device_optimizer." + name, *o);
+    auto gens = default_generators();
+    for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
+    for (auto& [name, g] : gens) file.tensors["rng." + name] = generator_state(g);
+    for (const auto& [name, t] : state.tensors) file.tensors["tensor." + name] = t.detach().cpu();
+    for (const auto& [name, text] : state.texts) file.texts["text." + name] = *text;
+  } catch (const TensorFileError& e) {
+    throw CheckpointError("checkpoint " + path + ": " + e.what());
   }
-  for (const auto& [name, o] : state.optimizers) {
-    torch::serialize::OutputArchive sub;
-    o->save(sub);
-    ar.write("optimizer." + name, sub);
-  }
-  for (const auto& [name, s] : state.scalers) {
-    torch::serialize::OutputArchive sub;
-    s->save(sub);
-    ar.write("scaler." + name, sub);
-  }
-  for (const auto& [name, o] : state.device_optimizers) {
-    torch::serialize::OutputArchive sub;
-    o->save(sub);
-    ar.write("device_optimizer." + name, sub);
-  }
-  auto gens = default_generators();
-  for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
-  for (auto& [name, g] : gens) ar.write("rng." + name, generator_state(g));
-  for (const auto& [name, t] : state.tensors) ar.write("tensor." + name, t.detach().cpu());
-  for (const auto& [name, text] : state.texts) ar.write("text." + name, c10::IValue(*text));
-  std::ostringstream content;
-  ar.save_to(content);
-  const std::string payload = content.str();
-  torch::serialize::OutputArchive sealed;
-  sealed.write("qfleet.format", c10::IValue(std::string(kSealedFormat)));
-  sealed.write("qfleet.sha1", c10::IValue(c10::sha1(payload).str()));
-  sealed.write("qfleet.content", torch::from_blob(const_cast<char*>(payload.data()), {int64_t(payload.size())},
-                                                  torch::kUInt8));
-  std::ostringstream os;
-  sealed.save_to(os);
-  write_file_atomic(path, os.str());
+  write_tensor_file(path, file);
 }
 
 namespace {
@@ -108,63 +89,28 @@ CheckpointError failure(const std::string& path, const std::string& why) {
   return CheckpointError("checkpoint " + path + ": " + why);
 }
 
-// The content archive of a sealed checkpoint, its SHA-1 checked and its format entry read.
-// Returns the content's bytes, kept by the caller as long as `ar` is read.
-std::string open_checkpoint(const std::string& path, torch::serialize::InputArchive& ar) {
-  auto fail = [&](const std::string& why) { return failure(path, why); };
+// The checkpoint's entries, its digest and format checked.
+TensorFile open_checkpoint(const std::string& path) {
   if (!std::filesystem::exists(path)) throw CheckpointError("no checkpoint at " + path);
-  torch::serialize::InputArchive sealed;
-  torch::Tensor content;
   try {
-    sealed.load_from(path);
-  } catch (const c10::Error& e) {
-    throw fail("cannot be read: not a checkpoint or damaged (" + first_line(e.what()) + ")");
+    return read_tensor_file(path, kFormat);
+  } catch (const TensorFileError& e) {
+    throw CheckpointError("checkpoint " + std::string(e.what()));
   }
-  c10::IValue format, digest;
-  if (!sealed.try_read("qfleet.format", format) || !format.isString())
-    throw fail("is not a qfleet training checkpoint (format entry)");
-  if (format.toStringRef() == kFormat)
-    throw fail("was written by an older qfleet, without a checksum of its content; start the run again");
-  if (format.toStringRef() != kSealedFormat) throw fail("is not a qfleet training checkpoint (format entry)");
-  try {
-    if (!sealed.try_read("qfleet.sha1", digest) || !digest.isString() || !sealed.try_read("qfleet.content", content) ||
-        content.scalar_type() != torch::kUInt8 || content.dim() != 1)
-      throw fail("is damaged: its content or checksum entry is missing");
-  } catch (const c10::Error& e) {
-    throw fail("is damaged: " + first_line(e.what()));
-  }
-  content = content.contiguous();
-  std::string bytes(reinterpret_cast<const char*>(content.data_ptr<uint8_t>()), std::size_t(content.numel()));
-  const std::string actual = c10::sha1(bytes).str();
-  if (actual != digest.toStringRef())
-    throw fail("is damaged: its content's SHA-1 is " + actual + ", the checkpoint says " + digest.toStringRef());
-  try {
-    ar.load_from(bytes.data(), bytes.size());
-  } catch (const c10::Error& e) {
-    throw fail("cannot be read: " + first_line(e.what()));
-  }
-  c10::IValue inner;
-  if (!ar.try_read("qfleet.format", inner) || !inner.isString() || inner.toStringRef() != kFormat)
-    throw fail("is not a qfleet training checkpoint (format entry)");
-  return bytes;
 }
 
-c10::IValue entry(torch::serialize::InputArchive& ar, const std::string& path, const std::string& key) {
-  c10::IValue v;
-  if (!ar.try_read(key, v)) throw failure(path, "has no entry '" + key + "'");
-  return v;
+const std::string& text(const TensorFile& file, const std::string& path, const std::string& key) {
+  const auto it = file.texts.find(key);
+  if (it == file.texts.end()) throw failure(path, "has no entry '" + key + "'");
+  return it->second;
 }
 
-int64_t read_step(torch::serialize::InputArchive& ar, const std::string& path) {
-  const c10::IValue step = entry(ar, path, "qfleet.step");
-  if (!step.isInt() || step.toInt() < 0) throw failure(path, "has no valid step");
-  return step.toInt();
-}
-
-// The configuration text the checkpoint kept ("" if written before it was kept).
-std::string saved_config(torch::serialize::InputArchive& ar) {
-  c10::IValue v;
-  return ar.try_read("qfleet.config", v) && v.isString() ? v.toStringRef() : std::string();
+int64_t read_step(const TensorFile& file, const std::string& path) {
+  const std::string& s = text(file, path, "step");
+  int64_t step = -1;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), step);
+  if (ec != std::errc() || end != s.data() + s.size() || step < 0) throw failure(path, "has no valid step");
+  return step;
 }
 
 // "key (checkpoint A, now B), ..." when both texts are JSON objects; "" otherwise.
@@ -183,44 +129,38 @@ std::string differing_keys(const std::string& saved, const std::string& now) {
   return out;
 }
 
-void check_config(torch::serialize::InputArchive& ar, const std::string& path, const std::string& config) {
-  const c10::IValue hash = entry(ar, path, "qfleet.config_hash");
+void check_config(const TensorFile& file, const std::string& path, const std::string& config) {
+  const std::string& hash = text(file, path, "config_hash");
   const std::string now = config_hash(config);
-  if (hash.isString() && hash.toStringRef() == now) return;
-  const std::string keys = differing_keys(saved_config(ar), config);
-  throw CheckpointConfigError(
-      "checkpoint " + path + ": was written by another configuration (" +
-      (keys.empty() ? "hash " + (hash.isString() ? hash.toStringRef() : std::string("?")) + ", this run's " + now
-                    : "it differs in " + keys) +
-      "); resume with the configuration that wrote it");
+  if (hash == now) return;
+  const auto saved = file.texts.find("config");
+  const std::string keys = differing_keys(saved == file.texts.end() ? "" : saved->second, config);
+  throw CheckpointConfigError("checkpoint " + path + ": was written by another configuration (" +
+                              (keys.empty() ? "hash " + hash + ", this run's " + now : "it differs in " + keys) +
+                              "); resume with the configuration that wrote it");
 }
 
 }  // namespace
 
 void load_checkpoint(const std::string& path, TrainState& state) {
   auto fail = [&](const std::string& why) { return failure(path, why); };
-  torch::serialize::InputArchive ar;
-  const std::string bytes = open_checkpoint(path, ar);
-  const int64_t step = read_step(ar, path);
-  check_config(ar, path, state.config);
+  const TensorFile file = open_checkpoint(path);
+  const int64_t step = read_step(file, path);
+  check_config(file, path, state.config);
 
   // Read every entry before changing anything, so a bad file leaves the run as it was.
   auto read_tensor = [&](const std::string& key) {
-    torch::Tensor t;
-    if (!ar.try_read(key, t)) throw fail("has no entry '" + key + "'");
-    return t;
+    const auto it = file.tensors.find(key);
+    if (it == file.tensors.end()) throw fail("has no entry '" + key + "'");
+    return it->second;
   };
   auto gens = default_generators();
   for (const auto& g : state.generators) gens.emplace_back("user." + g.first, g.second);
   std::vector<torch::Tensor> gen_states, tensors;
   for (auto& [name, g] : gens) {
     // A checkpoint from a machine with fewer CUDA devices: their generators stay as they are.
-    if (name.rfind("default.cuda", 0) == 0) {
-      torch::Tensor t;
-      gen_states.push_back(ar.try_read("rng." + name, t) ? t : torch::Tensor());
-    } else {
-      gen_states.push_back(read_tensor("rng." + name));
-    }
+    const bool optional = name.rfind("default.cuda", 0) == 0 && !file.tensors.count("rng." + name);
+    gen_states.push_back(optional ? torch::Tensor() : read_tensor("rng." + name));
   }
   for (const auto& [name, live] : state.tensors) {
     torch::Tensor t = read_tensor("tensor." + name);
@@ -230,28 +170,25 @@ void load_checkpoint(const std::string& path, TrainState& state) {
     tensors.push_back(t);
   }
   std::vector<std::string> texts;
-  for (const auto& [name, text] : state.texts) {
-    const c10::IValue v = entry(ar, path, "text." + name);
-    if (!v.isString()) throw fail("entry 'text." + name + "' is not a text");
-    texts.push_back(v.toStringRef());
-  }
+  for (const auto& [name, t] : state.texts) texts.push_back(text(file, path, "text." + name));
   auto sub_archive = [&](const std::string& key) {
     torch::serialize::InputArchive sub;
-    if (!ar.try_read(key, sub)) throw fail("has no entry '" + key + "'");
+    try {
+      if (!get_archive(file, key, sub, path)) throw fail("has no entry '" + key + "'");
+    } catch (const TensorFileError& e) {
+      throw CheckpointError("checkpoint " + std::string(e.what()));
+    }
     return sub;
   };
-  std::vector<torch::serialize::InputArchive> mods, opts, scalers, dopts;
-  for (const auto& m : state.modules) mods.push_back(sub_archive("module." + m.first));
+  std::vector<torch::serialize::InputArchive> opts, scalers, dopts;
   for (const auto& o : state.optimizers) opts.push_back(sub_archive("optimizer." + o.first));
   for (const auto& s : state.scalers) scalers.push_back(sub_archive("scaler." + s.first));
   for (const auto& o : state.device_optimizers) dopts.push_back(sub_archive("device_optimizer." + o.first));
 
   std::string what;
   try {
-    for (std::size_t i = 0; i < state.modules.size(); ++i) {
-      what = "module '" + state.modules[i].first + "'";
-      state.modules[i].second->load(mods[i]);
-    }
+    // (get_module checks every shape before it changes a parameter.)
+    for (const auto& [name, m] : state.modules) get_module(file, "module." + name, *m, path);
     for (std::size_t i = 0; i < state.optimizers.size(); ++i) {
       what = "optimizer '" + state.optimizers[i].first + "'";
       state.optimizers[i].second->load(opts[i]);
@@ -270,6 +207,8 @@ void load_checkpoint(const std::string& path, TrainState& state) {
       std::lock_guard<std::mutex> lock(gens[i].second.mutex());
       gens[i].second.set_state(gen_states[i]);
     }
+  } catch (const TensorFileError& e) {
+    throw CheckpointError("checkpoint " + std::string(e.what()));
   } catch (const std::exception& e) {
     throw fail(what + " does not fit this run: " + first_line(e.what()));
   }
@@ -280,20 +219,15 @@ void load_checkpoint(const std::string& path, TrainState& state) {
 }
 
 CheckpointContents read_checkpoint(const std::string& path) {
-  torch::serialize::InputArchive ar;
-  const std::string bytes = open_checkpoint(path, ar);
+  const TensorFile file = open_checkpoint(path);
   CheckpointContents c;
-  c.step = read_step(ar, path);
-  c.config = saved_config(ar);
-  for (const std::string& key : ar.keys()) {
-    if (key.rfind("text.", 0) == 0) {
-      const c10::IValue v = entry(ar, path, key);
-      if (v.isString()) c.texts[key.substr(5)] = v.toStringRef();
-    } else if (key.rfind("tensor.", 0) == 0) {
-      torch::Tensor t;
-      if (ar.try_read(key, t)) c.tensors[key.substr(7)] = t;
-    }
-  }
+  c.step = read_step(file, path);
+  const auto config = file.texts.find("config");
+  if (config != file.texts.end()) c.config = config->second;
+  for (const auto& [key, value] : file.texts)
+    if (key.rfind("text.", 0) == 0) c.texts[key.substr(5)] = value;
+  for (const auto& [key, t] : file.tensors)
+    if (key.rfind("tensor.", 0) == 0) c.tensors[key.substr(7)] = t;
   return c;
 }
 
