@@ -105,6 +105,15 @@ def test_a_planted_feature_cache_never_runs_and_is_recomputed(planted, tmp_path)
     assert "LibTorch archive" in note and "recomputed" in note, note
     again = qfleet.read_tensor_file(cache, "qfleet-classify-features/1")  # written anew, the same features
     assert all(torch.equal(again.tensors[k], first.tensors[k]) for k in ("train", "test"))
+    # A link planted at the temporary's name an earlier version used (the cache's name + ".tmp")
+    # is not written through: the cache is written by qfleet's one writer (a fresh mkstemp name).
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    cache.unlink()
+    (tmp_path / "cache" / (cache.name + ".tmp")).symlink_to(victim)
+    r = run(tmp_path / "third")
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "keep" and cache.is_file() and not cache.is_symlink()
 
 
 def test_the_python_reader_refuses_what_is_not_a_tensor_file(planted, tmp_path):
