@@ -231,3 +231,25 @@ def test_an_output_folder_that_cannot_be_made_is_one_line_naming_it(variable, na
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stderr
     assert r.stderr == f"{name}: error: cannot create directories {out}: Not a directory\n", r.stderr
+
+
+def test_no_room_for_the_feature_cache_is_one_line_and_leaves_no_part(tmp_path):
+    # qfleet-classify --mode features writes its feature cache before training: with no room
+    # (RLIMIT_FSIZE, as above) the write fails as one line, status 1, and leaves neither a
+    # cache nor a temporary; before, LibTorch's own writer aborted the run (status 134) and
+    # left a partial file that the next run found.
+    binary = app_binary("QFLEET_CLASSIFY", "qfleet-classify")
+    args = [binary, "--mode", "features", "--epochs", "1", "--train-subset", "64", "--test-subset", "32", "--quiet",
+            "--threads", "1", "--out", str(tmp_path / "run")]
+
+    def no_room():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600, preexec_fn=no_room)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.startswith("qfleet-classify: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "File too large" in r.stderr and "features-" in r.stderr, r.stderr
+    assert not list((tmp_path / "run" / "cache").iterdir()), "a cache or a temporary was left"
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
