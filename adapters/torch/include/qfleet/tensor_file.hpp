@@ -7,7 +7,8 @@
 // checked. A tensor file is data only: the layout of safetensors
 // (https://huggingface.co/docs/safetensors: an 8-byte little-endian header length, a JSON
 // header naming each tensor's dtype, shape and byte range, then the raw bytes), so
-// `safetensors.torch.load_file` opens it too. qfleet adds, as the header's first
+// `safetensors.torch.load_file` opens it too (safetensors 0.8.0 gave the tensors of a
+// qfleet-classify checkpoint and backbone equal to qfleet.read_tensor_file's). qfleet adds, as the header's first
 // metadata entries, the SHA-1 of the whole file (its own 40 digits read as zeros) and the
 // file's format ("qfleet-train-checkpoint/3", ...). A reader checks the digest before it
 // parses anything, then the header's every offset and shape against the bytes present,
