@@ -17,6 +17,7 @@
 
 #include "qfleet/error.hpp"
 #include "qfleet/json_problem.hpp"
+#include "qfleet/message.hpp"
 #include "qfleet/torch.hpp"
 
 namespace qfleet::nn::op_support {
@@ -32,7 +33,7 @@ auto guarded(F&& f) -> decltype(f()) {
   } catch (const c10::Error&) {
     throw;
   } catch (const qfleet::Error& e) {
-    TORCH_CHECK(false, e.what());
+    TORCH_CHECK(false, qfleet::capped_message(e.what()));
   }
 }
 
