@@ -15,7 +15,8 @@ inline constexpr std::size_t kMessageLimit = 1000;
 inline std::string capped_message(std::string m) {
   if (m.size() <= kMessageLimit) return m;
   constexpr std::size_t kHead = 600, kTail = 300;
-  return m.substr(0, kHead) + "... (" + std::to_string(m.size()) + " bytes in all) ..." + m.substr(m.size() - kTail);
+  return m.substr(0, kHead) + "... (" + std::to_string(m.size()) + " bytes in all) ..." +
+         m.substr(m.size() - kTail);
 }
 
 }  // namespace qfleet

@@ -10,10 +10,10 @@
 // run's O(steps * n^2) per task, outside the kernels.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <string>
 #include <complex>
+#include <cstdio>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/open_plan.hpp"
@@ -71,7 +71,8 @@ double generator_bound(const OpenPlan& p, const TaskArgs<R>& a, std::size_t b, i
   const OpenSystem& s = p.sys;
   const int d = p.d, nc = s.n_controls(), nd = s.n_drift_terms(), nj = s.n_jumps();
   double h = norm1(d, s.h0());
-  for (int m = 0; m < nd; ++m) h += std::abs(arg(a.drift_coeffs, b, nd, m)) * norm1(d, s.drift_terms()[m]);
+  for (int m = 0; m < nd; ++m)
+    h += std::abs(arg(a.drift_coeffs, b, nd, m)) * norm1(d, s.drift_terms()[m]);
   for (int c = 0; c < nc; ++c) {
     h += std::abs(arg(a.amplitudes, b, std::size_t(s.n_segments()) * nc, std::size_t(k) * nc + c)) *
          norm1(d, s.controls()[c]);
@@ -83,7 +84,9 @@ double generator_bound(const OpenPlan& p, const TaskArgs<R>& a, std::size_t b, i
     ComplexMatrix ldl(std::size_t(d) * d, Complex(0));
     for (int r = 0; r < d; ++r)
       for (int q = 0; q < d; ++q)
-        for (int c = 0; c < d; ++c) ldl[std::size_t(r) * d + c] += std::conj(l[std::size_t(q) * d + r]) * l[std::size_t(q) * d + c];
+        for (int c = 0; c < d; ++c)
+          ldl[std::size_t(r) * d + c] +=
+              std::conj(l[std::size_t(q) * d + r]) * l[std::size_t(q) * d + c];
     const double gamma = arg(a.rates, b, nj, j), ln = norm1(d, l);
     g += 0.5 * gamma * norm1(d, ldl);
     jumps += gamma * ln * ln;
@@ -94,21 +97,24 @@ double generator_bound(const OpenPlan& p, const TaskArgs<R>& a, std::size_t b, i
 // The refusal: what was out of range, the step against the stability region, and a dt
 // the bound says is small enough (or another solver).
 template <class R>
-[[noreturn]] void refuse(const OpenPlan& p, const TaskArgs<R>& a, std::size_t b, const std::string& what) {
+[[noreturn]] void refuse(const OpenPlan& p, const TaskArgs<R>& a, std::size_t b,
+                         const std::string& what) {
   const OpenSystem& s = p.sys;
   const bool rk4 = p.options.solver == Solver::rk4;
   const char* name = solver_info(p.options.solver).name;
   double worst = 0, bound = 0, total = 0;  // max_k h_k ||A_k||, max_k ||A_k||, the duration
   for (int k = 0; k < s.n_segments(); ++k) {
-    const double dur = s.segment_durations()[k], h = dur / double(kern::open_fixed_steps(dur, p.options.dt));
+    const double dur = s.segment_durations()[k],
+                 h = dur / double(kern::open_fixed_steps(dur, p.options.dt));
     const double nrm = generator_bound(p, a, b, k);
     worst = std::max(worst, h * nrm);
     bound = std::max(bound, nrm);
     total += dur;
   }
-  std::string msg = "the " + std::string(name) + " step dt = " + num(p.options.dt) + " is too large for task " +
-                    std::to_string(b) + ": " + what + ", outside the physical range; dt * ||A|| reaches " +
-                    num(worst) + " (||A|| the generator's norm bound, largest over the segments)";
+  std::string msg = "the " + std::string(name) + " step dt = " + num(p.options.dt) +
+                    " is too large for task " + std::to_string(b) + ": " + what +
+                    ", outside the physical range; dt * ||A|| reaches " + num(worst) +
+                    " (||A|| the generator's norm bound, largest over the segments)";
   // A dt the bound says is stable and accurate: dt ||A|| <= 0.1 keeps RK4's error per step
   // near (dt ||A||)^5 / 120 ~ 1e-7 (stable alone, up to the half-disk radius, can still
   // damp the state to nothing); Euler's error grows as exp(T dt ||A||^2 / 2) on an
@@ -116,17 +122,19 @@ template <class R>
   // eigenvalue), which stays under 1e-3 for dt <= 2e-3 / (T ||A||^2).
   const double accurate_rk4 = 0.1 / bound;
   if (rk4) {
-    msg += ", and rk4 is stable only below " + num(kRk4HalfDisk) + " and accurate well below it: use dt <= " +
-           num(accurate_rk4) + " or solver exact";
+    msg += ", and rk4 is stable only below " + num(kRk4HalfDisk) +
+           " and accurate well below it: use dt <= " + num(accurate_rk4) + " or solver exact";
   } else {
     const double dt = std::min(accurate_rk4, 2e-3 / (total * bound * bound));
-    msg += ", and euler is unstable at any dt on an oscillating (imaginary) spectrum: use dt <= " + num(dt) +
-           ", solver rk4 with dt <= " + num(accurate_rk4) + ", or solver exact";
+    msg += ", and euler is unstable at any dt on an oscillating (imaginary) spectrum: use dt <= " +
+           num(dt) + ", solver rk4 with dt <= " + num(accurate_rk4) + ", or solver exact";
   }
   throw Error(msg, ErrorSubject::solver);
 }
 
-bool outside(double v, double lo, double hi, double tol) { return !(v >= lo - tol && v <= hi + tol); }
+bool outside(double v, double lo, double hi, double tol) {
+  return !(v >= lo - tol && v <= hi + tol);
+}
 
 }  // namespace
 
@@ -159,13 +167,16 @@ void check_fixed_step_results(const OpenPlan& p, const TaskArgs<R>& a, const Tas
     bound = std::sqrt(bound);
     for (std::size_t i = j; i < o.expvals.size(); i += n_obs) {
       if (outside(o.expvals[i], -bound, bound, tol * std::max(bound, 1.0))) {
-        refuse(p, a, i / per_task, "an expectation value is " + num(o.expvals[i]) + " (|<O>| <= " + num(bound) + ")");
+        refuse(p, a, i / per_task,
+               "an expectation value is " + num(o.expvals[i]) + " (|<O>| <= " + num(bound) + ")");
       }
     }
   }
 }
 
-template void check_fixed_step_results<float>(const OpenPlan&, const TaskArgs<float>&, const TaskOutputs<float>&);
-template void check_fixed_step_results<double>(const OpenPlan&, const TaskArgs<double>&, const TaskOutputs<double>&);
+template void check_fixed_step_results<float>(const OpenPlan&, const TaskArgs<float>&,
+                                              const TaskOutputs<float>&);
+template void check_fixed_step_results<double>(const OpenPlan&, const TaskArgs<double>&,
+                                               const TaskOutputs<double>&);
 
 }  // namespace qfleet::detail

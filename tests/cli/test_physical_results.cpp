@@ -24,9 +24,10 @@ void expect_one_line(const CliResult& r, const std::string& needle, const std::s
   EXPECT_EQ(r.status, 2) << what << "\nstderr: " << r.err.substr(0, 2000);
   EXPECT_EQ(r.out, "") << what;
   EXPECT_EQ(r.err.rfind("qfleet: error: ", 0), 0u) << what << "\nstderr: " << r.err.substr(0, 2000);
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": not exactly one line\nstderr: " << r.err.substr(0, 2000);
-  EXPECT_NE(r.err.find(needle), std::string::npos) << what << "\nexpected: " << needle << "\nstderr:   "
-                                                   << r.err.substr(0, 2000);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1)
+      << what << ": not exactly one line\nstderr: " << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find(needle), std::string::npos)
+      << what << "\nexpected: " << needle << "\nstderr:   " << r.err.substr(0, 2000);
 }
 
 CliResult eval_text(const std::string& text) {
@@ -46,7 +47,8 @@ json rabi(double u) {
               {"target", {{"state", json::parse("[0, 1]")}}},
               {"n_segments", 4},
               {"segment_duration", 1.0},
-              {"amplitudes", json::array({json::array({u}), json::array({u}), json::array({u}), json::array({u})})}};
+              {"amplitudes", json::array({json::array({u}), json::array({u}), json::array({u}),
+                                          json::array({u})})}};
 }
 
 TEST(PhysicalResults, AnUnstableFixedStepIsRefusedNamingTheSolverAndDt) {
@@ -54,7 +56,8 @@ TEST(PhysicalResults, AnUnstableFixedStepIsRefusedNamingTheSolverAndDt) {
   json p = rabi(100);
   p["solver"] = "rk4";
   p["dt"] = 0.5;
-  expect_one_line(eval_text(p.dump()), "the rk4 step dt = 0.5 is too large for task 0: its fidelity is", "rk4");
+  expect_one_line(eval_text(p.dump()),
+                  "the rk4 step dt = 0.5 is too large for task 0: its fidelity is", "rk4");
   p = rabi(1e5);
   p["solver"] = "euler";
   p["dt"] = 0.5;
@@ -71,15 +74,16 @@ TEST(PhysicalResults, AnUnstableFixedStepIsRefusedNamingTheSolverAndDt) {
 
 // A float64 .npy file of shape [rows, cols].
 std::string npy_file(int rows, int cols, double value) {
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                       std::to_string(cols) + "), }";
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
   bytes += static_cast<char>(header.size() & 0xff);
   bytes += static_cast<char>(header.size() >> 8);
   bytes += header;
-  for (int i = 0; i < rows * cols; ++i) bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+  for (int i = 0; i < rows * cols; ++i)
+    bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
   return qfleet_test::write_temp(bytes, ".npy");
 }
 
@@ -89,7 +93,8 @@ TEST(PhysicalResults, NpyInputsThatOverflowTheSolverAreNamed) {
   const std::string a = npy_file(4, 1, 1e300);
   json p = rabi(0);
   p["amplitudes"] = {{"npy", a}};
-  expect_one_line(eval_text(p.dump()), "the largest magnitudes: amplitudes 1e+300", "npy amplitudes");
+  expect_one_line(eval_text(p.dump()), "the largest magnitudes: amplitudes 1e+300",
+                  "npy amplitudes");
   std::remove(a.c_str());
 }
 
@@ -98,10 +103,12 @@ TEST(Messages, ANulInAFileNameIsShownEscaped) {
   // reached the system was cut there too.
   json p = rabi(1);
   p["output_npy"] = std::string("file\0a", 6);
-  expect_one_line(eval_text(p.dump()), "output_npy: \"file\\u0000a\" holds a NUL character", "output_npy");
+  expect_one_line(eval_text(p.dump()), "output_npy: \"file\\u0000a\" holds a NUL character",
+                  "output_npy");
   p = rabi(1);
   p["amplitudes"] = {{"npy", std::string("in\0x.npy", 8)}};
-  expect_one_line(eval_text(p.dump()), "amplitudes.npy: \"in\\u0000x.npy\" holds a NUL character", "npy name");
+  expect_one_line(eval_text(p.dump()), "amplitudes.npy: \"in\\u0000x.npy\" holds a NUL character",
+                  "npy name");
 }
 
 TEST(Messages, EchoedInputIsCappedAtAFewHundredBytes) {
@@ -117,7 +124,11 @@ TEST(Messages, EchoedInputIsCappedAtAFewHundredBytes) {
       // Echoes the readers do not cap themselves: the whole line is cut in its middle.
       {json{{"kind", "circuit"}, {"qubits", 1}, {"ops", {{{"gate", big}, {"wires", {0}}}}}}.dump(),
        "bytes in all) ...", "a gate name"},
-      {json{{"kind", "circuit"}, {"qubits", 1}, {"ops", json::array()}, {"observables", {{{1.0, big}}}}}.dump(),
+      {json{{"kind", "circuit"},
+            {"qubits", 1},
+            {"ops", json::array()},
+            {"observables", {{{1.0, big}}}}}
+           .dump(),
        "bytes in all) ...", "a Pauli word"},
   };
   for (const auto& [text, needle, what] : cases) {

@@ -24,7 +24,10 @@ constexpr double kRabiTime = 4.0;  // 4 segments of 1
 // Closed (a pure state) or open (a density matrix: a decay jump, given rate 0 below).
 qfleet::OpenSystem rabi_system(bool open) {
   qfleet::OpenSystem s(2);
-  s.control(row_major(pauli('X'))).segments(4, kRabiTime).initial_state(stdvec(basis(2, 0))).target_state(stdvec(basis(2, 1)));
+  s.control(row_major(pauli('X')))
+      .segments(4, kRabiTime)
+      .initial_state(stdvec(basis(2, 0)))
+      .target_state(stdvec(basis(2, 1)));
   s.observable(row_major(pauli('Z')));
   if (open) s.jump(row_major(ket_bra(2, 0, 1)));
   return s;
@@ -50,7 +53,8 @@ TEST(OpenStability, AnUnstableStepIsRefusedWhicheverOutputIsAsked) {
       fid.fidelity = f;
       state.final_state = x;
       expvals.expvals = e;
-      EXPECT_QFLEET_ERROR(prog.forward(a, fid), name.c_str(), "its fidelity is", "use dt <=", "solver exact");
+      EXPECT_QFLEET_ERROR(prog.forward(a, fid), name.c_str(), "its fidelity is",
+                          "use dt <=", "solver exact");
       EXPECT_QFLEET_ERROR(prog.forward(a, state), name.c_str(), "final-state entry");
       EXPECT_QFLEET_ERROR(prog.forward(a, expvals), name.c_str(), "expectation value");
       EXPECT_QFLEET_ERROR(prog.vjp<double>(a, cot, {}, {g, {}, {}}, fid), name.c_str());
@@ -62,7 +66,9 @@ TEST(OpenStability, AnUnstableStepIsRefusedWhicheverOutputIsAsked) {
 double stability_suggested_dt(const std::string& message, const char* after) {
   const auto at = message.find(after);
   EXPECT_NE(at, std::string::npos) << message;
-  return at == std::string::npos ? 0.0 : std::strtod(message.c_str() + at + std::string(after).size(), nullptr);
+  return at == std::string::npos
+             ? 0.0
+             : std::strtod(message.c_str() + at + std::string(after).size(), nullptr);
 }
 
 TEST(OpenStability, TheSuggestedStepRunsAndAgreesWithTheClosedForm) {
@@ -73,13 +79,17 @@ TEST(OpenStability, TheSuggestedStepRunsAndAgreesWithTheClosedForm) {
     std::vector<double> f(1);
     qfleet::TaskOutputs<double> out;
     out.fidelity = f;
-    const std::string m = qfleet_test::error_of([&] { qfleet::compile(rabi_system(open), fixed_step_options(Solver::rk4, 0.5)).forward(a, out); });
+    const std::string m = qfleet_test::error_of([&] {
+      qfleet::compile(rabi_system(open), fixed_step_options(Solver::rk4, 0.5)).forward(a, out);
+    });
     const double dt = stability_suggested_dt(m, "use dt <= ");
     ASSERT_GT(dt, 0.0) << m;
     qfleet::compile(rabi_system(open), fixed_step_options(Solver::rk4, dt)).forward(a, out);
     EXPECT_NEAR(f[0], want, 2e-3) << (open ? "open" : "closed") << ", dt " << dt;
     // Euler's suggestion is rk4 or a dt of its own: the run at the rk4 dt it names agrees too.
-    const std::string me = qfleet_test::error_of([&] { qfleet::compile(rabi_system(open), fixed_step_options(Solver::euler, 0.5)).forward(a, out); });
+    const std::string me = qfleet_test::error_of([&] {
+      qfleet::compile(rabi_system(open), fixed_step_options(Solver::euler, 0.5)).forward(a, out);
+    });
     EXPECT_NEAR(stability_suggested_dt(me, "solver rk4 with dt <= "), dt, 1e-12 * dt) << me;
   }
 }
@@ -88,11 +98,13 @@ TEST(OpenStability, StableStepsOfTheTestsAndAppsAreNotRefused) {
   // u = 1: rk4 at dt = 0.05 (the meta-control app's original_rk4 step) and euler at
   // 1e-3 stay within range and near sin^2(u T).
   const std::vector<double> amp(4, 1.0);
-  for (auto [s, dt, tol] : {std::tuple{Solver::rk4, 0.05, 1e-6}, std::tuple{Solver::euler, 1e-3, 1e-2}}) {
+  for (auto [s, dt, tol] :
+       {std::tuple{Solver::rk4, 0.05, 1e-6}, std::tuple{Solver::euler, 1e-3, 1e-2}}) {
     std::vector<double> f(1);
     qfleet::TaskOutputs<double> out;
     out.fidelity = f;
-    qfleet::compile(rabi_system(false), fixed_step_options(s, dt)).forward(qfleet::TaskArgs<double>{1, amp, {}, {}, {}}, out);
+    qfleet::compile(rabi_system(false), fixed_step_options(s, dt))
+        .forward(qfleet::TaskArgs<double>{1, amp, {}, {}, {}}, out);
     EXPECT_NEAR(f[0], std::pow(std::sin(kRabiTime), 2), tol);
   }
 }
