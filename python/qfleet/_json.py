@@ -62,6 +62,21 @@ def cap(text: str) -> str:
     return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}... ({len(text)} characters)"
 
 
+# A whole message from the C++ libraries, cut in its middle past this many characters (as
+# qfleet::capped_message cuts qfleet's own, include/qfleet/message.hpp): the apps' messages
+# echo a configuration's keys and values whole.
+MESSAGE_LIMIT = 1000
+
+
+def capped_message(text: str) -> str:
+    """text of at most about MESSAGE_LIMIT characters: its start (what and where) and its
+    end (what to do) kept, the middle replaced by the full length."""
+    text = str(text)
+    if len(text) <= MESSAGE_LIMIT:
+        return text
+    return f"{text[:600]}... ({len(text)} characters in all) ...{text[-300:]}"
+
+
 def _non_finite(value, path=""):
     """The JSON path of the first NaN or infinity in a document of dicts, lists and numbers."""
     if isinstance(value, float) and not math.isfinite(value):

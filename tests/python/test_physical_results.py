@@ -121,3 +121,18 @@ def test_pennylane_shots_too_many_for_the_memory_are_refused_before_allocating(q
     with pytest.raises(ValueError, match=r"qfleet.qubit: shots = 1000000000000 needs about .* GiB for the samples "
                                          r".* more than the .* GiB of memory available; lower shots"):
         circuit()
+
+
+def test_the_apps_configuration_messages_are_capped_in_python(qfleet):
+    # The apps' messages echo a key or a value whole (before: 3 MB on the line of a ValueError).
+    rl = pytest.importorskip("qfleet.rl")
+    from qfleet import meta_control
+
+    big = "z" * 3_000_000
+    for call in (lambda: rl.QfleetVectorEnv("qubit_x", num_envs=2, **{big: 1}),
+                 lambda: rl.QfleetVectorEnv("qubit_x", num_envs=2, reward=big),
+                 lambda: meta_control.resolve_config({big: 1})):
+        with pytest.raises(ValueError) as e:
+            call()
+        text = str(e.value)
+        assert len(text) < 1100 and "characters in all) ..." in text, text[:300]
