@@ -20,6 +20,7 @@ add_library(qfleet
   src/core/open_compile.cpp
   src/core/open_lindblad.cpp
   src/core/open_program.cpp
+  src/core/open_stability.cpp
   src/core/sv_pack.cpp
   src/core/perm_runs.cpp
   src/core/diag_runs.cpp

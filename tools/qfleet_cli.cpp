@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qfleet/json_problem.hpp"
+#include "qfleet/message.hpp"
 #include "qfleet/qfleet.hpp"
 #include "thread_placement.hpp"
 
@@ -53,10 +54,10 @@ inline constexpr int kExitError = 2;  // any rejected input, library error or us
 
 namespace {
 
-// One line on stderr, whatever the message holds.
+// One line on stderr, whatever the message holds, of at most about a thousand bytes.
 int report_error(std::string_view message) {
   std::string line;
-  for (const char ch : message) {
+  for (const char ch : qfleet::capped_message(std::string(message))) {
     const auto u = static_cast<unsigned char>(ch);
     if (ch == '\n') {
       line += "\\n";

@@ -4,9 +4,11 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
+#include "env_config.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::rl {
@@ -148,8 +150,21 @@ torch::Tensor VecEnv::reset(std::optional<uint64_t> seed, const torch::Tensor& t
     fixed.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
     for (std::size_t k = 0; k < fixed.size(); ++k) {
       if (!std::isfinite(fixed[k])) throw std::invalid_argument("reset: tasks has a non-finite value");
-      const bool is_rate = task_.param_names[k % std::size_t(n_params())].rfind("gamma", 0) == 0;
+      const std::string& name = task_.param_names[k % std::size_t(n_params())];
+      const bool is_rate = name.rfind("gamma", 0) == 0;
       if (is_rate && fixed[k] < 0) throw std::invalid_argument("reset: tasks has a negative rate");
+      // The bounds the configuration's env.<name> range has (config.json): a rate of 1e200
+      // is finite but overflows the simulation into NaN rewards some steps later.
+      const nlohmann::json& key = schema().keys().at("env." + name);
+      const double lo = key.at("min").get<double>(), hi = key.at("max").get<double>();
+      if (fixed[k] < lo || fixed[k] > hi) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", fixed[k]);
+        throw std::invalid_argument("reset: tasks[" + std::to_string(k / std::size_t(n_params())) + "][" +
+                                    std::to_string(k % std::size_t(n_params())) + "] (" + name + ") is " + buf +
+                                    ", outside [" + key.at("min").dump() + ", " + key.at("max").dump() +
+                                    "], the range env." + name + " allows");
+      }
     }
   }
   if (tensors_) return tensors_->reset(seed, tasks.defined() ? tasks.detach().to(torch::kFloat64) : tasks);

@@ -36,6 +36,10 @@ template <class Names>
 std::string nearest_name(std::string_view key, const Names& names, std::size_t below) {
   std::string best;
   for (const auto& name : names) {
+    // The distance is at least the difference of the lengths: a key of megabytes is near
+    // no name, and is not compared letter by letter (seconds per name).
+    const std::size_t n = std::string_view(name).size();
+    if ((key.size() > n ? key.size() - n : n - key.size()) >= below) continue;
     const std::size_t d = edit_distance(key, name);
     if (d < below) {
       below = d;

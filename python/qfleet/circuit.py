@@ -30,12 +30,12 @@ class Param:
 
 def input(i: int, scale: float = 1.0) -> Param:  # noqa: A001 - the C++ name (Param::input)
     """Parameter = scale * inputs[b, i]."""
-    return Param("input", int(i), float(scale))
+    return Param("input", int(i), _json.real(float(scale), "input scale"))
 
 
 def weight(j: int, scale: float = 1.0) -> Param:
     """Parameter = scale * weights[j] (or weights[b, j] for per-sample weights)."""
-    return Param("weight", int(j), float(scale))
+    return Param("weight", int(j), _json.real(float(scale), "weight scale"))
 
 
 def _param(p, where):
@@ -197,4 +197,4 @@ class Circuit:
         "automatic" (the GPU when one is visible and the cost model expects it to be
         faster for the call's batch, else the CPU)."""
         _lib.load()
-        return torch.classes.qfleet.CircuitProgram(json.dumps(self.to_json(precision, num_threads, device, simulator)))
+        return torch.classes.qfleet.CircuitProgram(_json.dumps(self.to_json(precision, num_threads, device, simulator)))

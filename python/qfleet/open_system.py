@@ -166,11 +166,11 @@ class OpenSystem:
             doc["exact"] = exact
         # Options a solver does not use are left out unless given (the contract rejects them).
         if rtol is not None:
-            doc["rtol"] = float(rtol)
+            doc["rtol"] = _json.real(rtol, "rtol")
         if atol is not None:
-            doc["atol"] = float(atol)
+            doc["atol"] = _json.real(atol, "atol")
         if dt:
-            doc["dt"] = float(dt)
+            doc["dt"] = _json.real(dt, "dt")
         return doc
 
     def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0,
@@ -180,4 +180,4 @@ class OpenSystem:
         form, exact: see to_json."""
         _lib.load()
         return torch.classes.qfleet.OpenSystemProgram(
-            json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads, device, form, exact)))
+            _json.dumps(self.to_json(solver, dt, rtol, atol, precision, num_threads, device, form, exact)))

@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from . import _lib
+from . import _json, _lib
 
 
 def evaluate(problem) -> dict:
@@ -13,16 +13,37 @@ def evaluate(problem) -> dict:
     _lib.load()
     base_dir = ""  # relative .npy names: relative to a problem file's directory, as `qfleet eval FILE`
     if isinstance(problem, dict):
-        text = json.dumps(problem)
-    elif isinstance(problem, (str, os.PathLike)) and os.path.exists(problem):
+        text = _json.dumps(problem, "qfleet.evaluate")
+    elif isinstance(problem, (str, os.PathLike)) and _is_file(problem):
         with open(problem, encoding="utf-8") as f:
             text = f.read()
         base_dir = os.path.dirname(os.fspath(problem))
-    elif isinstance(problem, str):
+    elif isinstance(problem, str) and problem.lstrip().startswith("{"):
         text = problem
+    elif isinstance(problem, (str, os.PathLike)):
+        # A problem is a JSON object: anything else is a path, and this one is not a file.
+        raise FileNotFoundError(f"qfleet.evaluate: no such file: {_json.echo(os.fspath(problem))} "
+                                "(a problem is a dict, JSON text of an object, or the path of a .json file)")
     else:
         raise TypeError(f"qfleet.evaluate: expected a dict, JSON text or a file path, got {type(problem).__name__}")
     return json.loads(torch.ops.qfleet.evaluate_json(text, base_dir))
+
+
+def _is_file(path) -> bool:
+    try:
+        return os.path.isfile(path)
+    except (ValueError, OSError):  # a NUL in the text, or a name too long: not a path
+        return False
+
+
+def _unique_keys(pairs):
+    """json.load's object hook: a key given twice is an error, as in `qfleet eval`, not the last one silently."""
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"invalid JSON: key {_json.echo(key)} appears twice in one object")
+        seen[key] = value
+    return seen
 
 
 def load_problem(path) -> dict:
@@ -31,11 +52,14 @@ def load_problem(path) -> dict:
     amplitudes, rates, drift_coeffs) are left in "problem" for the caller to turn into tensors."""
     _lib.load()
     with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
+        try:
+            doc = json.load(f, object_pairs_hook=_unique_keys)
+        except ValueError as e:  # json.JSONDecodeError included
+            raise ValueError(f"qfleet.load_problem: {_json.echo(os.fspath(path))}: {e}") from None
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if kind == "circuit":
         model = {k: v for k, v in doc.items() if k not in ("inputs", "weights", "gradients", "states", "shots", "seed")}
-        program = torch.classes.qfleet.CircuitProgram(json.dumps(model))
+        program = torch.classes.qfleet.CircuitProgram(_json.dumps(model, "qfleet.load_problem"))
     elif kind == "lindblad":
         model = {k: v for k, v in doc.items() if k not in ("amplitudes", "rates", "drift_coeffs", "gradients")}
         if "n_segments" not in model and "segment_duration" in model and "amplitudes" in doc:
@@ -47,7 +71,7 @@ def load_problem(path) -> dict:
             else:
                 per_task = len(a) > 0 and isinstance(a[0], list) and len(a[0]) > 0 and isinstance(a[0][0], list)
                 model["n_segments"] = len(a[0]) if per_task else len(a)
-        program = torch.classes.qfleet.OpenSystemProgram(json.dumps(model))
+        program = torch.classes.qfleet.OpenSystemProgram(_json.dumps(model, "qfleet.load_problem"))
     else:
-        raise ValueError(f"qfleet.load_problem: {path}: \"kind\" must be \"circuit\" or \"lindblad\", got {kind!r}")
+        raise ValueError(f"qfleet.load_problem: {_json.echo(os.fspath(path))}: \"kind\" must be \"circuit\" or \"lindblad\", got {_json.cap(repr(kind))}")
     return {"program": program, "problem": doc}

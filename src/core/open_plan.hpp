@@ -106,6 +106,12 @@ struct ExactChoice {
 ExactChoice choose_exact_method(const OpenSystem& s, const OpenCompileOptions& o, bool gate);
 void plan_lindblad_form(OpenPlan& p);
 void finish_open_plan(OpenPlan& p);
+// After a call of a fixed-step solver (rk4, euler) whose outputs are host memory:
+// throws qfleet::Error naming the solver and dt where a fidelity, leakage, state entry
+// or expectation value lies outside its physical range (an unstable step;
+// core/open_stability.cpp). Other solvers: nothing.
+template <class R>
+void check_fixed_step_results(const OpenPlan& p, const TaskArgs<R>& a, const TaskOutputs<R>& o);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.
 void check_density(const CVec& rho, int d, const std::string& what, double tol,
                    ErrorSubject subject = ErrorSubject::unspecified);

@@ -246,6 +246,8 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
   const Route r = route_of(*plan_, c);
   if (r != Route::device_buffers) check_values(*plan_, args);
   run(*plan_, c, r);
+  // Device buffers are not read back: that would wait for the GPU on every call.
+  if (r != Route::device_buffers) detail::check_fixed_step_results(*plan_, args, outputs);
 }
 
 namespace {
@@ -294,6 +296,7 @@ void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, std::span<c
   expect_grad("drift_coeffs", grads.drift_coeffs.size(), sh.drift, std::size_t(s.n_drift_terms()));
   expect_grad("rates", grads.rates.size(), sh.rates, std::size_t(s.n_jumps()));
   run(plan, c, r);
+  if (r != Route::device_buffers) detail::check_fixed_step_results(plan, args, outputs);
 }
 
 // The saved buffer's header: a tag, and how many runs the forward call kept (1 when
@@ -341,6 +344,7 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
   kern::OpenTaskCall<R> c = make_call(args, sh, outputs);
   c.save = saved.data() + saved_header<R>();
   run(*plan_, c, Route::cpu);
+  detail::check_fixed_step_results(*plan_, args, outputs);
   const std::uint64_t header[2] = {kSavedTag, saved_runs(args.batch, kern::identical_tasks(c))};
   std::memcpy(saved.data(), header, kSavedHeaderBytes);
 }

@@ -22,9 +22,31 @@ namespace qfleet::json_problem::internal {
 
 using nlohmann::json;
 
-// A string as a JSON literal, escaped to ASCII so a message stays on one line.
+// How many bytes of a user's string a message echoes: a message is one line, and a
+// key, a name or a value of megabytes would make it megabytes long.
+inline constexpr std::size_t kEchoLimit = 200;
+
+// A string as a JSON literal, escaped to ASCII so a message stays on one line (a NUL
+// shows as \u0000 instead of ending the C string the message is printed from), cut
+// to kEchoLimit bytes with an ellipsis and the full length.
 inline std::string quote(std::string_view s) {
-  return json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+  auto literal = [](std::string_view t) {
+    return json(std::string(t)).dump(-1, ' ', true, json::error_handler_t::replace);
+  };
+  if (s.size() <= kEchoLimit) return literal(s);
+  std::string q = literal(s.substr(0, kEchoLimit));
+  q.insert(q.size() - 1, "...");
+  return q + " (" + std::to_string(s.size()) + " bytes)";
+}
+
+// A message of a library that echoes input itself (nlohmann's "last read: '...'"), cut
+// where it passes a few hundred bytes.
+inline std::string capped(std::string m) {
+  constexpr std::size_t kLimit = 2 * kEchoLimit;
+  if (m.size() <= kLimit) return m;
+  const std::size_t n = m.size();
+  m.resize(kLimit);
+  return m + "... (" + std::to_string(n) + " bytes)";
 }
 
 // qfleet::Error messages start with "qfleet: "; drop it when nesting a message.

@@ -327,7 +327,7 @@ json parse_text(std::string_view text, std::string_view source) {
   } catch (const json::exception& e) {  // parse_error; out_of_range for numbers like 1e999
     std::string msg = e.what();
     if (const auto p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);
-    throw ProblemError(std::string(source) + ": invalid JSON: " + msg);
+    throw ProblemError(std::string(source) + ": invalid JSON: " + capped(std::move(msg)));
   }
 }
 
@@ -548,12 +548,21 @@ void resolve_npy_paths(json& problem, const std::string& base_dir, const std::st
   // A problem file does not choose where its results are written: inside the output
   // folder only (an absolute path or a ".." would let a file from elsewhere overwrite
   // any file its user can write).
+  // A NUL ends a file name where the system reads it: "a\0b" would name the file "a".
+  auto no_nul = [](const json& name, const std::string& key) {
+    if (name.is_string() && name.get_ref<const std::string&>().find('\0') != std::string::npos)
+      fail(key, quote(name.get_ref<const std::string&>()) + " holds a NUL character, which no file name can hold");
+  };
+  for (const char* key : kNpyArrayKeys) {
+    if (names_npy_file(problem, key)) no_nul(problem[key]["npy"], std::string(key) + ".npy");
+  }
   if (const auto it = problem.find("output_npy"); it != problem.end() && it->is_string()) {
+    no_nul(*it, "output_npy");
     const std::filesystem::path f(it->get<std::string>());
     bool escapes = f.is_absolute();
     for (const auto& part : f) escapes = escapes || part == "..";
     if (escapes)
-      fail("output_npy", "\"" + f.string() + "\" leaves the output folder: give a relative path without \"..\" "
+      fail("output_npy", quote(f.string()) + " leaves the output folder: give a relative path without \"..\" "
                          "(the files go under the problem file's folder, or qfleet eval --output-dir DIR)");
     resolve(*it, output_dir.empty() ? base_dir : output_dir);
   }
@@ -595,8 +604,18 @@ double largest_magnitude(const json& v) {
 // (or NaN in a .npy file) with success.
 [[noreturn]] void refuse_non_finite(const json& problem, const std::string& at) {
   std::vector<std::pair<double, std::string>> sizes;
-  for (const auto& [k, x] : problem.items())
-    if (const double m = largest_magnitude(x); m > 0 && k != "qubits" && k != "dim") sizes.emplace_back(m, k);
+  for (const auto& [k, x] : problem.items()) {
+    double m = largest_magnitude(x);
+    // An array in a .npy file: its values, not the {"npy": name} that stands for them in the
+    // problem (read again only here, on the way to the error).
+    if (names_npy_file(problem, k.c_str())) {
+      try {
+        for (double v : npy::read_ref(x, k).values) m = std::max(m, std::abs(v));
+      } catch (const std::exception&) {  // read once already; a file changed since is left out
+      }
+    }
+    if (m > 0 && k != "qubits" && k != "dim") sizes.emplace_back(m, k);
+  }
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
   std::string largest;
   for (std::size_t i = 0; i < std::min<std::size_t>(3, sizes.size()); ++i) {

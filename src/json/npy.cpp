@@ -15,6 +15,8 @@
 #include "qfleet/json_problem.hpp"
 
 namespace qfleet::json_problem::npy {
+
+using internal::quote;
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
@@ -239,7 +241,7 @@ Array parse(std::string_view b, const std::string& path, const std::string& what
 }
 
 Array read(const std::string& file, const std::string& path) {
-  const std::string what = "file " + file;
+  const std::string what = "file " + quote(file);
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) fail(path, what, "cannot be opened (no such file)");
   if (!std::filesystem::is_regular_file(file, ec)) fail(path, what, "is not a regular file");
@@ -273,7 +275,7 @@ void write(const std::string& file, const std::string& path, std::string_view de
   const std::filesystem::path parent = std::filesystem::path(file).parent_path();
   std::error_code ec;
   if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-    fail(path, "file " + file, "cannot be written (no folder " + parent.string() + ")");
+    fail(path, "file " + quote(file), "cannot be written (no folder " + quote(parent.string()) + ")");
   std::string out(kMagic);
   out += {char(1), char(0)};  // version 1.0
   const auto hlen = static_cast<std::uint16_t>(header.size());
@@ -283,7 +285,7 @@ void write(const std::string& file, const std::string& path, std::string_view de
   try {
     write_file_atomic(file, out);  // never through a planted link; the old file or the whole new one
   } catch (const std::runtime_error& e) {
-    fail(path, "file " + file, std::string("cannot be written (") + e.what() + ")");
+    fail(path, "file " + quote(file), std::string("cannot be written (") + e.what() + ")");
   }
 }
 

@@ -256,6 +256,34 @@ def test_paper_checkpoint_never_runs_code_from_the_file(tmp_path):
     assert out["dims"] == [3, 2] and out["meta"] == {"loss": 0.25}
 
 
+def test_a_malformed_paper_checkpoint_is_one_line(qfleet, tmp_path):
+    # Each malformed state dict: status 1 and one line naming the entry; before, a bias of the
+    # wrong length was converted into a vector of the wrong size, a complex weight lost its
+    # imaginary part with only a warning, and the others ended in a traceback.
+    import torch
+
+    good = {"network.0.weight": torch.zeros(2, 3), "network.0.bias": torch.zeros(2)}
+    cases = {
+        "bias_length": (dict(good, **{"network.0.bias": torch.zeros(3)}), "network.0.bias has 3 entries"),
+        "complex": (dict(good, **{"network.0.weight": torch.zeros(2, 3, dtype=torch.complex64)}),
+                    "network.0.weight is complex"),
+        "no_bias": ({"network.0.weight": torch.zeros(2, 3)}, "no network.0.bias entry"),
+        "vector_weight": (dict(good, **{"network.0.weight": torch.zeros(3)}), "network.0.weight has shape [3]"),
+        "not_a_tensor": (dict(good, **{"network.0.bias": [0.0, 0.0]}), "network.0.bias is a list"),
+        "index": ({"network.x.weight": torch.zeros(2, 3)}, "is not network.<i>.weight"),
+        "nan": (dict(good, **{"network.0.bias": torch.tensor([0.0, float("nan")])}), "NaN or infinite"),
+    }
+    env = python_env(qfleet)
+    for name, (state, needle) in cases.items():
+        torch.save({"policy_state_dict": state, "epoch": 1}, tmp_path / f"{name}.pt")
+        r = subprocess.run([sys.executable, "-m", "qfleet.meta_control.paper_checkpoint",
+                            str(tmp_path / f"{name}.pt"), str(tmp_path / f"{name}.json")],
+                           env=env, capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and needle in lines[0], (name, r.stderr)
+        assert not (tmp_path / f"{name}.json").exists()
+
+
 # ---- plot.py's gap_vs_k.png from a report's "adaptation" -----------------------------------------------
 
 

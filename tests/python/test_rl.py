@@ -503,3 +503,21 @@ def test_python_module_entry_reports_bad_options():
     r = subprocess.run([sys.executable, "-m", "qfleet.rl", "bench-env", "--env", "num_envs=0"], capture_output=True,
                        text=True, timeout=120, env=env)
     assert r.returncode == 2 and "num_envs" in r.stderr, r.stderr
+
+
+def test_task_rates_beyond_the_configurations_bounds_are_refused():
+    # A rate of 1e200 is finite, and was accepted; 60 steps later the rewards and
+    # observations were NaN. The bounds are those of the env.gamma_* keys (config.json:
+    # +-1e6), which the app's --env settings have: refused at reset, naming the entry.
+    env = rl.QfleetVectorEnv("qubit_x", num_envs=2, threads=2)
+    for tasks, name in (([[1e200, 0.01], [0.01, 0.01]], r"tasks\[0\]\[0\] \(gamma_deph\) is 1e\+200"),
+                        ([[0.01, 0.01], [0.01, 2e6]], r"tasks\[1\]\[1\] \(gamma_relax\) is 2e\+06")):
+        with pytest.raises(ValueError, match=name + r", outside \[-1000000, 1000000\], the range env\.gamma_"):
+            env.reset(options={"tasks": np.array(tasks)})
+    with pytest.raises(ValueError, match="gamma_deph"):
+        rl.QfleetVectorEnv("qubit_x", num_envs=2, gamma_deph=[1e200, 1e200])
+    # At the bound itself: 60 steps of finite rewards and observations.
+    env.reset(seed=0, options={"tasks": np.array([[1e6, 1e6], [0.0, 0.0]])})
+    for a in actions_for(60, 2, seed=2):
+        obs, reward, *_ = env.step(torch.from_numpy(a))
+        assert torch.isfinite(obs).all() and torch.isfinite(torch.as_tensor(reward)).all()

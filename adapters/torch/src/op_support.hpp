@@ -17,6 +17,7 @@
 
 #include "qfleet/error.hpp"
 #include "qfleet/json_problem.hpp"
+#include "qfleet/message.hpp"
 #include "qfleet/torch.hpp"
 
 namespace qfleet::nn::op_support {
@@ -32,7 +33,7 @@ auto guarded(F&& f) -> decltype(f()) {
   } catch (const c10::Error&) {
     throw;
   } catch (const qfleet::Error& e) {
-    TORCH_CHECK(false, e.what());
+    TORCH_CHECK(false, qfleet::capped_message(e.what()));
   }
 }
 
@@ -149,19 +150,31 @@ inline CircuitShapes check_circuit(const CircuitProgram& p, const char* op, cons
 // does (src/json/json_problem.cpp). On a GPU the check would cost a host transfer per
 // call, so the fidelities come back as computed there.
 // (A loop over the B values, no tensor operation: it runs on every call.)
-inline void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
-  if (!fid.device().is_cpu()) return;
+inline void refuse_non_finite(const char* op, const char* what, const Tensor& out, const Tensor& a, const Tensor& c,
+                              const Tensor& r) {
+  if (!out.device().is_cpu() || out.numel() == 0) return;
+  // Complex outputs (final states) as (re, im) pairs; a task's values are numel / B in a row.
+  const Tensor v = (out.is_complex() ? at::view_as_real(out) : out).contiguous();
+  const int64_t per = v.numel() / out.size(0);
   int64_t task = -1;
-  AT_DISPATCH_FLOATING_TYPES(fid.scalar_type(), "qfleet_refuse_non_finite", [&] {
-    const scalar_t* f = fid.const_data_ptr<scalar_t>();
-    for (int64_t b = 0, n = fid.numel(); b < n && task < 0; ++b)
-      if (!std::isfinite(f[b])) task = b;
+  AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "qfleet_refuse_non_finite", [&] {
+    const scalar_t* f = v.const_data_ptr<scalar_t>();
+    for (int64_t i = 0, n = v.numel(); i < n; ++i) {
+      if (!std::isfinite(f[i])) {
+        task = i / per;
+        break;
+      }
+    }
   });
   if (task < 0) return;
   auto largest = [](const Tensor& t) { return t.defined() && t.numel() ? t.abs().max().item<double>() : 0.0; };
-  TORCH_CHECK_VALUE(false, "qfleet.", op, ": the fidelity of task ", task,
+  TORCH_CHECK_VALUE(false, "qfleet.", op, ": the ", what, " of task ", task,
                     " is not finite: the inputs overflow the solver (the largest magnitudes: amplitudes ", largest(a),
                     ", drift_coeffs ", largest(c), ", rates ", largest(r), "); scale them down");
+}
+
+inline void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
+  refuse_non_finite(op, "fidelity", fid, a, c, r);
 }
 
 }  // namespace qfleet::nn::op_support

@@ -152,6 +152,7 @@ Tensor open_final_state_kernel(const c10::intrusive_ptr<OpenSystemProgram>& p, c
           TaskArgs<scalar_t>{std::size_t(B), cspan<scalar_t>(a), cspan<scalar_t>(c), cspan<scalar_t>(r), {}}, o);
     });
   });
+  refuse_non_finite("open_final_state", "final state", out, a, c, r);
   return out;
 }
 
@@ -519,30 +520,36 @@ enum OpenMode : int64_t {
   kRecompute = 0,  // nothing kept: the backward is the fused vjp (and create_graph's way)
   kSaveStates = 1,  // the states at the segment boundaries (OpenProgram::vjp_saved)
   kRows = 2,        // every task's gradient row (open_forward_rows)
+  kModeMask = 3,
+  kGivenDrift = 4,  // flags beside the mode: drift_coeffs / rates were given
+  kGivenRates = 8,
 };
 
 class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
  public:
   static Tensor forward(::torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<OpenSystemProgram>& p,
-                        const Tensor& amplitudes, const Tensor& drift, const Tensor& rates, int64_t mode) {
+                        const Tensor& amplitudes, const Tensor& drift_arg, const Tensor& rates_arg, int64_t flags) {
+    const int64_t mode = flags & kModeMask;
     ctx->saved_data["program"] = p;
     ctx->saved_data["mode"] = mode;
+    ctx->saved_data["given"] = flags & ~kModeMask;
+    const std::optional<Tensor> drift = given(drift_arg, flags & kGivenDrift), rates = given(rates_arg, flags & kGivenRates);
     at::AutoDispatchBelowADInplaceOrView guard;
     if (mode == kRows) {
-      auto [fid, ja, jc, jr] = open_forward_rows(p, amplitudes, opt(drift), opt(rates), amplitudes.requires_grad(),
-                                                 drift.requires_grad(), rates.requires_grad());
+      auto [fid, ja, jc, jr] = open_forward_rows(p, amplitudes, drift, rates, amplitudes.requires_grad(),
+                                                 drift_arg.requires_grad(), rates_arg.requires_grad());
       auto none = [&](const Tensor& t) { return t.defined() ? t : ::torch::empty({0}, amplitudes.options()); };
-      ctx->save_for_backward({amplitudes, drift, rates, none(ja), none(jc), none(jr)});
+      ctx->save_for_backward({amplitudes, drift_arg, rates_arg, none(ja), none(jc), none(jr)});
       return fid;
     }
     if (mode == kSaveStates) {
-      auto [fid, saved] = open_forward_saving(p, amplitudes, opt(drift), opt(rates));
-      ctx->save_for_backward({amplitudes, drift, rates, saved});
+      auto [fid, saved] = open_forward_saving(p, amplitudes, drift, rates);
+      ctx->save_for_backward({amplitudes, drift_arg, rates_arg, saved});
       return fid;
     }
-    ctx->save_for_backward({amplitudes, drift, rates});
+    ctx->save_for_backward({amplitudes, drift_arg, rates_arg});
     static const auto op = op_handle("qfleet::open_forward").typed<decltype(open_forward_kernel)>();
-    return op.call(p, amplitudes, opt(drift), opt(rates));
+    return op.call(p, amplitudes, drift, rates);
   }
   static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
                                                    ::torch::autograd::variable_list grads) {
@@ -550,26 +557,28 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
     const auto p = ctx->saved_data["program"].toCustomClass<OpenSystemProgram>();
     // needs_input_grad counts tensor arguments only (the program is not one).
     const bool need_a = ctx->needs_input_grad(0), need_c = ctx->needs_input_grad(1), need_r = ctx->needs_input_grad(2);
-    const int64_t mode = ctx->saved_data["mode"].toInt();
+    const int64_t mode = ctx->saved_data["mode"].toInt(), flags = ctx->saved_data["given"].toInt();
+    const std::optional<Tensor> drift = given(saved[1], flags & kGivenDrift), rates = given(saved[2], flags & kGivenRates);
     Tensor ga, gc, gr;
     if (mode == kRows && !::torch::GradMode::is_enabled()) {  // create_graph goes the recording way
       const Tensor& g = grads[0];
       auto scaled = [&](const Tensor& rows, bool need) { return need ? scale_rows(rows, g) : Tensor(); };
       ga = scaled(saved[3], need_a), gc = scaled(saved[4], need_c), gr = scaled(saved[5], need_r);
     } else if (mode == kSaveStates && !::torch::GradMode::is_enabled()) {
-      std::tie(ga, gc, gr) = open_backward_saved(p, saved[0], opt(saved[1]), opt(saved[2]), saved[3], grads[0], need_a,
-                                                 need_c, need_r);
+      std::tie(ga, gc, gr) = open_backward_saved(p, saved[0], drift, rates, saved[3], grads[0], need_a, need_c, need_r);
     } else {
-      std::tie(ga, gc, gr) = open_backward_autograd(p, saved[0], opt(saved[1]), opt(saved[2]), grads[0]);
+      std::tie(ga, gc, gr) = open_backward_autograd(p, saved[0], drift, rates, grads[0]);
     }
     return {Tensor(), need_a ? ga : Tensor(), need_c ? gc : Tensor(), need_r ? gr : Tensor(), Tensor()};
   }
 
  private:
-  // An absent drift_coeffs / rates argument travels through autograd as an empty
-  // [0] tensor (autograd::Function cannot carry undefined tensors).
-  static std::optional<Tensor> opt(const Tensor& t) {
-    return t.defined() && t.numel() > 0 ? std::optional<Tensor>(t) : std::nullopt;
+  // An absent drift_coeffs / rates argument travels through autograd as an empty [0]
+  // placeholder (autograd::Function cannot carry undefined tensors), and whether it was
+  // given as a flag beside the mode: a given one may be empty too (rates [0, n_jumps] of
+  // an empty batch), which an emptiness test took for absent ("rates is required").
+  static std::optional<Tensor> given(const Tensor& t, bool was_given) {
+    return was_given ? std::optional<Tensor>(t) : std::nullopt;
   }
 };
 
@@ -589,7 +598,9 @@ Tensor open_forward_autograd(const c10::intrusive_ptr<OpenSystemProgram>& p, con
                     (!amplitudes.requires_grad() || amplitudes.dim() == 3) && (!c.requires_grad() || c.dim() == 2) &&
                     (!r.requires_grad() || r.dim() == 2);
   const bool save = grad && amplitudes.device().is_cpu() && B > 0 && p->program.saved_size(std::size_t(B)) > 0;
-  return OpenFunction::apply(p, amplitudes, c, r, rows ? kRows : save ? kSaveStates : kRecompute);
+  const int64_t given = (drift.has_value() && drift->defined() ? int64_t(kGivenDrift) : 0) |
+                        (rates.has_value() && rates->defined() ? int64_t(kGivenRates) : 0);
+  return OpenFunction::apply(p, amplitudes, c, r, (rows ? kRows : save ? kSaveStates : kRecompute) | given);
 }
 
 // base_dir: the problem file's directory, for its relative .npy names ("" = the working directory).

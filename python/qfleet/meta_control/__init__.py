@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._json import capped_message
 from .._lib import load_app
 
 
@@ -37,7 +38,7 @@ def _config_call(op, *args):
     try:
         return op(*args)
     except ValueError as e:  # the library's ConfigError arrives as ValueError (torch_ops.cpp)
-        raise ConfigError(str(e)) from None
+        raise ConfigError(capped_message(e)) from None
 
 
 def schema() -> dict:

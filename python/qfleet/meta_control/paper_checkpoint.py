@@ -46,21 +46,55 @@ def load_state(path):
         raise SystemExit(f"paper_checkpoint: cannot read {path}: {e}") from None
 
 
+def _parameter(state, key, path, ndim):
+    """state[key] as a real float64 tensor of ndim dimensions (SystemExit with one line otherwise:
+    a complex parameter is refused, not cast, which would drop its imaginary part)."""
+    if key not in state:
+        raise SystemExit(f"paper_checkpoint: {path} has no {key} entry")
+    t = state[key]
+    if not isinstance(t, torch.Tensor):
+        raise SystemExit(f"paper_checkpoint: {path}: {key} is a {type(t).__name__}, not a tensor")
+    if t.is_complex():
+        raise SystemExit(f"paper_checkpoint: {path}: {key} is complex ({t.dtype}); the policy's parameters are real")
+    if t.dim() != ndim:
+        raise SystemExit(f"paper_checkpoint: {path}: {key} has shape {list(t.shape)}, expected {ndim} dimension(s)")
+    t = t.double()
+    if not bool(torch.isfinite(t).all()):
+        raise SystemExit(f"paper_checkpoint: {path}: {key} has a NaN or infinite entry")
+    return t
+
+
+def _layer_index(key, path):
+    try:
+        return int(key.split(".")[1])
+    except ValueError:
+        raise SystemExit(f"paper_checkpoint: {path}: {key[:200]!r} is not network.<i>.weight with an integer i") from None
+
+
 def convert(path):
     state = load_state(path)
     meta = {}
     if isinstance(state, dict) and "policy_state_dict" in state:
-        meta = {k: float(v) for k, v in state.items() if isinstance(v, (int, float)) or hasattr(v, "__float__")
-                and not hasattr(v, "shape")}
+        for k, v in state.items():
+            if isinstance(v, (bool, int, float)) or (hasattr(v, "__float__") and not hasattr(v, "shape")):
+                try:
+                    meta[str(k)] = float(v)
+                except (TypeError, ValueError):  # a number-like entry that is not one: not metadata
+                    pass
         state = state["policy_state_dict"]
     if not isinstance(state, dict):
         raise SystemExit(f"paper_checkpoint: {path} holds no state dict")
-    layers = sorted({int(k.split(".")[1]) for k in state if k.startswith("network.") and k.endswith(".weight")})
+    keys = [k for k in state if isinstance(k, str) and k.startswith("network.") and k.endswith(".weight")]
+    layers = sorted({_layer_index(k, path) for k in keys})
     if not layers:
         raise SystemExit(f"paper_checkpoint: {path} has no network.<i>.weight entries")
     theta, dims = [], []
     for i in layers:
-        w, b = state[f"network.{i}.weight"].double(), state[f"network.{i}.bias"].double()  # torch: [out, in]
+        w = _parameter(state, f"network.{i}.weight", path, 2)  # torch: [out, in]
+        b = _parameter(state, f"network.{i}.bias", path, 1)
+        if b.shape[0] != w.shape[0]:
+            raise SystemExit(f"paper_checkpoint: {path}: network.{i}.bias has {b.shape[0]} entries, but "
+                             f"network.{i}.weight has {w.shape[0]} outputs")
         if not dims:
             dims.append(w.shape[1])
         elif w.shape[1] != dims[-1]:
@@ -73,7 +107,12 @@ def convert(path):
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         raise SystemExit("usage: python -m qfleet.meta_control.paper_checkpoint CHECKPOINT.pt OUT.json")
-    out = convert(sys.argv[1])
+    try:
+        out = convert(sys.argv[1])
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever else a malformed file trips: one line, not a traceback
+        raise SystemExit(f"paper_checkpoint: {sys.argv[1]}: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
     with open(sys.argv[2], "w") as f:
         json.dump(out, f)
     print(f"{sys.argv[2]}: dims {out['dims']}, {len(out['theta'])} parameters")

@@ -6,6 +6,8 @@ results are cut back per tape in PennyLane's result format.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pennylane as qml
 import torch
@@ -140,12 +142,38 @@ def _shot_results(job, bits):
     return tuple(per_bin) if tape.shots.has_partitioned_shots else per_bin[0]
 
 
-def run_shots(jobs, idx, seed_source, results):
+def _available_memory() -> int:
+    """Bytes of memory free for new allocations: Linux's MemAvailable, else the free pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _check_shot_memory(name, shots, rows, n):
+    """Refuses, before anything is allocated, shots whose samples would not fit: per shot and
+    row the engine's int64 outcome, then _bits' int64 bit per wire and its intermediate of the
+    same size (2 n + 1 numbers of 8 bytes); LibTorch's allocator would otherwise fail with its
+    own text, or the machine start swapping."""
+    need = 8.0 * shots * rows * (2 * n + 1)
+    free = _available_memory()
+    if need > 0.8 * free:
+        raise ValueError(f"{name}: shots = {shots} needs about {need / 2**30:.3g} GiB for the samples "
+                         f"({rows} row(s) of {n} wire(s), {8 * (2 * n + 1)} bytes per shot and row), "
+                         f"more than the {free / 2**30:.3g} GiB of memory available; lower shots")
+
+
+def run_shots(jobs, idx, seed_source, results, name="qfleet"):
     plan = jobs[idx[0]].plan
     program = plan.compile()
     n = len(jobs[idx[0]].wire_order)
     for i in idx:  # each tape has its own shot count: one sampling call per tape
         job = jobs[i]
+        _check_shot_memory(name, int(job.tape.shots.total_shots), job.rows, max(n, plan.n_qubits))
         inputs, weights, _ = _stack(jobs, [i])
         seed = int(seed_source.integers(0, 2**62))
         samples = program.sample(inputs, weights, [], int(job.tape.shots.total_shots), seed).numpy()
@@ -160,7 +188,7 @@ def execute(device, tapes, mixed):
     for idx in groups(jobs):
         idx = list(idx)
         if jobs[idx[0]].tape.shots:
-            run_shots(jobs, idx, device._rng, results)
+            run_shots(jobs, idx, device._rng, results, device.name)
         else:
             run_analytic(jobs, idx, mixed, results)
     return tuple(results)

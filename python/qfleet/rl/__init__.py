@@ -45,6 +45,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from .._json import capped_message
 from .._lib import load_app
 
 __all__ = ["QfleetVectorEnv", "QfleetEnv", "ENV_IDS", "main"]
@@ -90,16 +91,16 @@ def _native(config: dict):
         raise ValueError(f"qfleet.rl: the environment configuration is not JSON: {e}") from None
     try:
         return torch.classes.qfleet_rl.VecEnv(text)
-    except RuntimeError as e:
-        raise ValueError(str(e)) from None
+    except (RuntimeError, ValueError) as e:  # the library's messages, capped
+        raise ValueError(capped_message(e)) from None
 
 
 def _call(fn, *args):
     """A call into the library: its std::invalid_argument (a RuntimeError here) as ValueError."""
     try:
         return fn(*args)
-    except RuntimeError as e:
-        raise ValueError(str(e)) from None
+    except (RuntimeError, ValueError) as e:  # the library's messages, capped
+        raise ValueError(capped_message(e)) from None
 
 
 def _seed(seed) -> int:
