@@ -26,9 +26,23 @@ std::string holder_of(int fd) {
   return pid.empty() ? "?" : pid;
 }
 
+// Whether the folder's one entry is the lock file (nothing written besides).
+bool holds_only_the_lock(const std::string& dir) {
+  std::error_code ec;
+  std::size_t entries = 0;
+  bool lock = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    ++entries;
+    lock = lock || it->path().filename() == OutputFolder::kLockName;
+  }
+  return !ec && entries == 1 && lock;
+}
+
 }  // namespace
 
-OutputFolder::OutputFolder(const std::string& dir) {
+OutputFolder::OutputFolder(const std::string& dir) : dir_(dir) {
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(fs::symlink_status(p, ec)); p = p.parent_path()) made_ = p.string();
   fs::create_directories(dir);  // (throws filesystem_error naming the path and the reason)
   const std::string lock = (fs::path(dir) / kLockName).string();
   fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -53,7 +67,15 @@ OutputFolder::OutputFolder(const std::string& dir) {
 }
 
 OutputFolder::~OutputFolder() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  if (!made_.empty() && holds_only_the_lock(dir_)) {
+    // Removed while still held: a run that opened it meanwhile has already been refused.
+    std::error_code ec;
+    fs::remove(fs::path(dir_) / kLockName, ec);
+    for (fs::path p = dir_; !ec && fs::remove(p, ec); p = p.parent_path())
+      if (p == fs::path(made_)) break;
+  }
+  ::close(fd_);
 }
 
 }  // namespace qfleet::app

@@ -31,6 +31,9 @@ class OutputFolder {
   // takes its lock (OutputFolderInUse), then removes stale temporaries in it
   // (qfleet::remove_stale_temporaries: only qfleet's own pattern, only regular files).
   explicit OutputFolder(const std::string& dir);
+  // Releases the lock. A folder this hold made that holds nothing but the lock file (a run
+  // refused before it wrote, e.g. by its memory check) is removed, with the folders made
+  // for it: such a run leaves nothing behind.
   ~OutputFolder();
   OutputFolder(const OutputFolder&) = delete;
   OutputFolder& operator=(const OutputFolder&) = delete;
@@ -38,6 +41,8 @@ class OutputFolder {
   static constexpr const char* kLockName = ".qfleet.lock";
 
  private:
+  std::string dir_;
+  std::string made_;  // the outermost folder the constructor made ("" when dir existed)
   int fd_ = -1;
 };
 
