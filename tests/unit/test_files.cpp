@@ -1,7 +1,8 @@
 // qfleet::write_file_atomic and append_to_file (qfleet/files.hpp): a planted symbolic link
 // never redirects a write (at the target, or as a folder below the output folder), a failed
 // write leaves no temporary behind, the old file or the whole new one is there; the bounded
-// reader refuses devices, pipes and long files; stale temporaries are found by their name.
+// reader refuses devices, folders and long files, and reads a pipe up to its limit; stale
+// temporaries are found by their name.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
