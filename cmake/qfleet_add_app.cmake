@@ -23,7 +23,8 @@ add_library(qfleet_app_common STATIC ${PROJECT_SOURCE_DIR}/apps/common/config.cp
                                      ${PROJECT_SOURCE_DIR}/apps/common/shell.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/report_header.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/other_app.cpp
-                                     ${PROJECT_SOURCE_DIR}/apps/common/memory_check.cpp)
+                                     ${PROJECT_SOURCE_DIR}/apps/common/memory_check.cpp
+                                     ${PROJECT_SOURCE_DIR}/apps/common/output_folder.cpp)
 target_include_directories(qfleet_app_common PUBLIC ${PROJECT_SOURCE_DIR}/apps)
 target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11 PRIVATE qfleet::json)
 target_compile_options(qfleet_app_common PRIVATE ${QFLEET_WARNINGS} ${TORCH_CXX_FLAGS})

@@ -12,22 +12,25 @@
 // the list below, add it to kSubcommands, and list its file in
 // tools/CMakeLists.txt. Whatever the action throws is reported by main():
 // qfleet::Error (input and library errors) -> "qfleet: error: ...", exit 2.
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <new>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/message.hpp"
 #include "qfleet/qfleet.hpp"
@@ -81,9 +84,14 @@ std::string without_prefix(const char* what) {
 
 int print_json(const nlohmann::json& value, int indent) {
   const std::string text = qfleet::json_problem::dump(value, indent);
+  errno = 0;
   std::cout << text << '\n';
   std::cout.flush();
-  if (!std::cout) return report_error("cannot write the result to stdout");
+  if (!std::cout) {
+    const int e = errno;  // (EFBIG past a file-size limit, ENOSPC on a full disk)
+    return report_error(e == 0 ? "cannot write the result to stdout"
+                               : fmt::format("cannot write the result to stdout: {}", std::strerror(e)));
+  }
   return 0;
 }
 
@@ -94,28 +102,16 @@ void add_indent_option(CLI::App* sub, int& indent) {
       ->check(CLI::Range(0, 16));
 }
 
-// The whole text of FILE, or of stdin for "-".
+// The whole text of FILE, or of stdin for "-": at most qfleet::kMaxTextFileBytes, from a
+// regular file (a device such as /dev/zero or a pipe named as FILE is refused at once).
 std::string read_input(const std::string& file, std::string& source) {
-  std::ostringstream text;
-  if (file == "-") {
-    source = "<stdin>";
-    text << std::cin.rdbuf();
-    if (std::cin.bad()) throw qfleet::json_problem::ProblemError("cannot read stdin");
-    return text.str();
+  source = file == "-" ? "<stdin>" : file;
+  try {
+    if (file == "-") return qfleet::read_stream_bounded(STDIN_FILENO, source);
+    return qfleet::read_file_bounded(file);
+  } catch (const std::runtime_error& e) {
+    throw qfleet::json_problem::ProblemError(e.what());
   }
-  source = file;
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) {
-    throw qfleet::json_problem::ProblemError(
-        fmt::format("cannot read {}: it is a directory", file));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw qfleet::json_problem::ProblemError(
-        fmt::format("cannot open {}: {}", file, std::strerror(errno)));
-  text << in.rdbuf();
-  if (in.bad()) throw qfleet::json_problem::ProblemError(fmt::format("cannot read {}", file));
-  return text.str();
 }
 
 }  // namespace
@@ -200,6 +196,9 @@ void register_info(CLI::App& app, Action& action) {
 
 int main(int argc, char** argv) {
   using namespace qfleet::cli;
+  // Past a file-size limit (ulimit -f) a write then fails with EFBIG and is reported as one
+  // line, instead of SIGXFSZ ending the program without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   remember_command_line(argv);  // for run_again_with_threads_bound (`eval` of .npy arrays)
   try {
     CLI::App app{"qfleet: batched simulation of parameterized quantum circuits", "qfleet"};

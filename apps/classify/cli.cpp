@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "classify_config.hpp"  // generated: kConfigJson, the text of config.json
 #include "common/cli_errors.hpp"
+#include "common/output_folder.hpp"
 #include "common/shell.hpp"
 #include "qfleet/train.hpp"
 
@@ -78,6 +79,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     if (const auto status = shell.answer_printing()) return *status;
     const Config c = make_config(shell.config(), shell.resume(), !shell.quiet());
     validate(c);
+    const app::OutputFolder held(c.out);
     print_summary(run(c));
     std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt, backbone.pt); plots: python -m qfleet.classify.plot %s\n",
                 c.out.c_str(), c.out.c_str());

@@ -1,13 +1,13 @@
 // The apps' configuration schema (config.hpp): checking values, resolving defaults,
 // presets, files and command-line values, and the docs' key table.
 #include "common/config.hpp"
+#include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -329,13 +329,15 @@ std::string Schema::markdown_table() const {
 }
 
 json load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("config: cannot open " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  try {  // a regular file of at most 64 MiB: /dev/zero or a pipe is refused, not read forever
+    text = read_file_bounded(path);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(std::string("config: ") + e.what());
+  }
   json j;
   try {  // the problem files' reader: a key given twice is an error, not the last one silently
-    j = json_problem::parse_text(ss.str(), path);
+    j = json_problem::parse_text(text, path);
   } catch (const std::exception& e) {
     std::string why = e.what();
     if (why.rfind("qfleet: ", 0) == 0) why.erase(0, 8);  // the engine's prefix; the app names itself

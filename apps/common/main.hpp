@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ using CliMain = int (*)(const std::string& prog, const std::vector<std::string>&
 // `wait_policy`: OMP_WAIT_POLICY for the run unless the user set one (nullptr: the
 // runtime's default).
 inline int main(int argc, char** argv, const char* prog, CliMain cli_main, const char* wait_policy) {
+  // Past a file-size limit (ulimit -f) a write then fails with EFBIG and ends the run with
+  // the writer's one line ("cannot write out/checkpoint.pt: File too large", status 1),
+  // as a full disk does, instead of SIGXFSZ killing the process without a word. (Kept
+  // across the execv below: an ignored signal stays ignored.)
+  std::signal(SIGXFSZ, SIG_IGN);
   if (wait_policy != nullptr && std::getenv("OMP_WAIT_POLICY") == nullptr &&
       setenv("OMP_WAIT_POLICY", wait_policy, 1) == 0)
     execv("/proc/self/exe", argv);  // returns only on failure: then run as we are

@@ -9,17 +9,18 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <fstream>
-#include <sstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/output_folder.hpp"
 #include "common/shell.hpp"
 #include "experiments.hpp"
 #include "meta_control.hpp"
+#include "qfleet/files.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::meta {
@@ -69,14 +70,12 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
       std::printf("%s\n", settings.dump(2).c_str());
       return 0;
     }
+    const app::OutputFolder held(o.out_dir);
     if (name == "all") {
       const auto r = reproduce_all(o);
       const std::string md = o.out_dir + "/reproduction.md";
       if (!docs.empty()) {
-        std::ifstream in(md);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        write_file_atomic(docs, ss.str());
+        write_file_atomic(docs, qfleet::read_file_bounded(md));
       }
       std::printf("reproduce all: %.1f min; %s%s%s\n", r["seconds"].get<double>() / 60, md.c_str(),
                   docs.empty() ? "" : ", ", docs.c_str());
@@ -130,6 +129,8 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       return rc;
     }
     const bool lead = !dist || dist->rank == 0;
+    std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
+    if (lead) held.emplace(cfg.output_dir);
     const bool quiet = shell.quiet() || !lead;
     Bar bar;
     RunOptions opt;

@@ -12,11 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <optional>
 
 #include "fit.hpp"
 #include "meta_control.hpp"
+#include "qfleet/files.hpp"
 #include "repro_support.hpp"
 #include "trainer.hpp"
 
@@ -105,9 +106,13 @@ Model trained(const std::string& key, const std::string& preset, std::vector<std
       const fs::path from = fs::path(o.out_dir) / "models" / continue_from;
       const auto prev = read((from / kCheckpointFile).string());
       if (prev && prev->step <= m.cfg.iterations) {
-        fs::create_directories(dir);
+        // Copied by qfleet's writer under the output folder: a link planted at the copy's
+        // name or as one of its folders is replaced or refused, never written through.
         for (const char* f : {kCheckpointFile, "train_log.jsonl"})
-          if (fs::exists(from / f)) fs::copy_file(from / f, fs::path(dir) / f, fs::copy_options::overwrite_existing);
+          if (fs::exists(from / f))
+            qfleet::write_file_atomic((fs::path(dir) / f).string(),
+                                      qfleet::read_file_bounded((from / f).string(), std::numeric_limits<std::size_t>::max()),
+                                      o.out_dir);
         ro.resume = true;
         continued = continue_from;
       }
@@ -159,9 +164,15 @@ json read_paper_file(const std::string& path) {
     return ConfigError("--paper-checkpoint: " + path + ": " + why + " (python -m qfleet.meta_control.paper_checkpoint "
                        "converts the paper's .pt file)");
   };
-  std::ifstream f(path);
-  if (!f) throw bad("cannot be opened (no such file, or not readable)");
-  const json j = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  std::string text;
+  try {  // a regular file of at most 64 MiB: /dev/zero or a pipe is refused, not read forever
+    text = read_file_bounded(path);
+  } catch (const std::runtime_error& e) {
+    const std::string why = e.what();  // "cannot open|read PATH: why": the path is named once, by `bad`
+    if (why.rfind("cannot open", 0) == 0) throw bad("cannot be opened (no such file, or not readable)");
+    throw bad(why.substr(why.find(": ") + 2));
+  }
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw bad("is not JSON");
   if (!j.is_object() || !j.contains("dims") || !j.contains("theta")) throw bad("needs \"dims\" and \"theta\"");
   const json& dims = j["dims"];

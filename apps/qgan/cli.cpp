@@ -1,6 +1,7 @@
 // The command line of qfleet-qgan and python -m qfleet.qgan (cli.hpp).
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/output_folder.hpp"
 #include "common/shell.hpp"
 #include "qgan_config.hpp"  // generated: the schemas config.json, tournament.json, classifier.json, suite.json
 
@@ -167,6 +168,7 @@ void print_tournament(const json& t) {
 int train_main(const app::Shell& shell) {
   const TrainConfig tc = train_config(shell.config(), shell.resume(), !shell.quiet());
   validate(tc);
+  const app::OutputFolder held(tc.out);
   print_train(train(tc));
   std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt); figures: python -m qfleet.qgan.plot %s\n",
               tc.out.c_str(), tc.out.c_str());
@@ -176,6 +178,7 @@ int train_main(const app::Shell& shell) {
 int tournament_main(const app::Shell& shell) {
   const TournamentConfig tt = tournament_config(shell.config(), !shell.quiet());
   validate(tt);
+  const app::OutputFolder held(tt.out);
   print_tournament(run_tournament(tt));
   std::printf("outputs in %s/tournament.json; figures: python -m qfleet.qgan.plot %s\n", tt.out.c_str(), tt.out.c_str());
   return 0;
@@ -199,6 +202,7 @@ void print_classifier(const json& r) {
 int classify_main(const app::Shell& shell) {
   const ClassifierConfig cc = classifier_config(shell.config(), shell.resume(), !shell.quiet());
   validate(cc);
+  const app::OutputFolder held(cc.out);
   print_classifier(run_classifier(cc));
   std::printf("outputs in %s/classifier.json; figures: python -m qfleet.qgan.plot %s\n", cc.out.c_str(), cc.out.c_str());
   return 0;
@@ -263,6 +267,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     if (class_cmd->parsed()) return classify_main(shell);
     if (suite_cmd->parsed()) {
       const SuiteConfig sc = suite_config(shell.config(), !shell.quiet());
+      const app::OutputFolder held(sc.out);
       print_suite(run_suite(sc), sc);
       return 0;
     }

@@ -2,10 +2,9 @@
 #include "json_io.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
 
 namespace qfleet::qgan {
@@ -44,12 +43,14 @@ json target_json(const Target& t) {
 }
 
 json read_json_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::invalid_argument(path + ": cannot open the file");
-  std::ostringstream s;
-  s << f.rdbuf();
+  std::string text;
+  try {  // a regular file of at most 64 MiB: /dev/zero or a pipe is refused, not read forever
+    text = read_file_bounded(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
   try {
-    return json_problem::parse_text(s.str(), path);
+    return json_problem::parse_text(text, path);
   } catch (const qfleet::Error& e) {
     throw std::invalid_argument(e.what());
   }

@@ -3,9 +3,11 @@
 
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "qfleet/files.hpp"
 
 namespace qfleet::qgan {
 
@@ -218,11 +220,13 @@ GreyImage parse_pgm(const std::string& bytes, const std::string& name) {
 }
 
 GreyImage read_pgm(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw TargetError(path + ": cannot open the image file");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return parse_pgm(s.str(), path);
+  std::string bytes;
+  try {  // a regular file of at most 64 MiB (an 8192 x 8192 image): /dev/zero is refused, not read forever
+    bytes = read_file_bounded(path);
+  } catch (const std::runtime_error& e) {
+    throw TargetError(std::string(e.what()) + " (the image file)");
+  }
+  return parse_pgm(bytes, path);
 }
 
 }  // namespace qfleet::qgan

@@ -5,6 +5,7 @@
 //              the same validation tasks, with the `qfleet eval` check of PPO's pulses
 #include "cli.hpp"
 #include "common/cli_errors.hpp"
+#include "common/output_folder.hpp"
 #include "common/shell.hpp"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "compare.hpp"
 #include "ppo.hpp"
@@ -123,6 +125,8 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
       o.nproc_rank = d->rank;
       o.nproc_world = d->world_size;
     }
+    std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
+    if (o.nproc_rank == 0) held.emplace(cfg.output_dir);
     if (cmp_cmd->parsed()) return compare_main(cfg, ppo_dir, meta_iterations, o) ? 0 : 1;
     train_ppo(cfg, o);
     return 0;

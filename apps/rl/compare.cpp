@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "common/other_app.hpp"
 #include "evaluation.hpp"
+#include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/train.hpp"
 
@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error(p.string() + ": cannot open");
-  json j = json::parse(in, nullptr, false);
+  json j = json::parse(read_file_bounded(p.string()), nullptr, false);  // (a regular file of at most 64 MiB)
   if (j.is_discarded()) throw std::runtime_error(p.string() + ": not valid JSON");
   return j;
 }

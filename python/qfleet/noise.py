@@ -24,6 +24,8 @@ import math
 import pathlib
 import sys
 
+from ._files import write_text
+
 # IBM basis-gate names -> qfleet's catalogue (include/qfleet/gates.hpp).
 GATE_NAMES = {"id": "Identity", "x": "PauliX", "sx": "SX", "rz": "RZ", "cx": "CNOT", "cz": "CZ",
               "y": "PauliY", "z": "PauliZ", "h": "Hadamard", "s": "S", "sdg": "Adjoint(S)", "t": "T",
@@ -197,7 +199,7 @@ def main(argv=None) -> int:
     if a.out == "-":
         print(text)
     else:
-        pathlib.Path(a.out).write_text(text + "\n")
+        write_text(a.out, text + "\n")
     return 0
 
 

@@ -536,6 +536,22 @@ bool names_npy_file(const json& problem, const char* key) {
   const auto it = problem.find(key);
   return it != problem.end() && it->is_object() && it->contains("npy");
 }
+
+// Refuses an "output_npy" prefix whose folders below the output folder `dir` ("" = the
+// working directory) include a symbolic link: "linkdir/r" with linkdir a link would write
+// wherever it points. Checked with lstat before anything runs; the folders must exist
+// (the writer makes none), and the files themselves replace a link rather than follow it.
+void refuse_linked_folders(const std::filesystem::path& prefix, const std::string& dir) {
+  std::filesystem::path at = dir.empty() ? std::filesystem::path() : std::filesystem::path(dir);
+  for (const auto& part : prefix.parent_path()) {
+    if (part == "." || part.empty()) continue;
+    at /= part;
+    std::error_code ec;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(at, ec)))
+      fail("output_npy", "\"" + prefix.string() + "\" passes through the symbolic link " + at.string() +
+                             ": the files go under the output folder through no link");
+  }
+}
 }  // namespace
 
 void resolve_npy_paths(json& problem, const std::string& base_dir, const std::string& output_dir) {
@@ -564,6 +580,7 @@ void resolve_npy_paths(json& problem, const std::string& base_dir, const std::st
     if (escapes)
       fail("output_npy", quote(f.string()) + " leaves the output folder: give a relative path without \"..\" "
                          "(the files go under the problem file's folder, or qfleet eval --output-dir DIR)");
+    refuse_linked_folders(f, output_dir.empty() ? base_dir : output_dir);
     resolve(*it, output_dir.empty() ? base_dir : output_dir);
   }
   for (const char* key : kNpyArrayKeys) {

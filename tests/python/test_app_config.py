@@ -161,3 +161,20 @@ def test_help_lists_every_preset_and_subcommand(module, variable, name, sub, out
         top = run([binary, "--help"]).stdout
         for command in (["train", "tournament", "classify", "suite"] if name == "qfleet-qgan" else ["train", "bench-env", "compare"]):
             assert f"\n  {command}" in top, (command, top)
+
+
+@pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS[:3], ids=IDS[:3])
+def test_a_config_that_is_a_device_is_refused(module, variable, name, sub, out_key, docs, tmp_path):
+    # qfleet::read_file_bounded: a device is refused without reading, a file over 64 MiB before it
+    # is read; before, `--config /dev/zero --print-config` read until the memory ran out.
+    binary = app_binary(variable, name)
+    r = subprocess.run([binary, *sub, "--config", "/dev/zero", "--print-config"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr == f"{name}: error: config: cannot read /dev/zero: it is a character device, not a regular file\n"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)
+    r = subprocess.run([binary, *sub, "--config", str(big), "--print-config"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 2 and "more than 64 MiB" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr

@@ -257,3 +257,73 @@ def test_an_npy_eval_binds_its_threads_when_they_fill_the_cpus(tmp_path):
     out = json.loads(r.stdout)
     assert out["openmp"]["proc_bind"] == "false"
     np.testing.assert_array_equal(np.load(out["expvals"]["npy"]), bound_values)
+
+
+@pytest.mark.parametrize("linked", ["linkdir/r", "real/linkdir/r"])
+def test_output_npy_refuses_a_linked_folder_below_the_output_folder(tmp_path, linked):
+    # A link planted as a folder of output_npy would carry the files out of the output folder:
+    # one line naming it, status 2, nothing written there.
+    (tmp_path / "in" / "real").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "in" / linked.rsplit("/", 1)[0]
+    link.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    doc = dict(BASE, inputs=[[0.1, 0.2]], weights=[0, 0, 0], output_npy=linked)
+    r = run(doc, tmp_path / "in" / "p.json")
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr == (f'qfleet: error: output_npy: "{linked}" passes through the symbolic link {link}: the files go '
+                        "under the output folder through no link\n"), r.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_eval_refuses_devices_and_long_files_at_once(tmp_path):
+    # A problem is read from a regular file of at most 64 MiB (qfleet::read_file_bounded); before,
+    # /dev/zero was read until the memory ran out.
+    def refused(args, **kw):
+        r = subprocess.run([CLI, "eval", *args], capture_output=True, text=True, timeout=20, **kw)
+        assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
+        return r.stderr
+    assert refused(["/dev/zero"]) == "qfleet: error: cannot read /dev/zero: it is a character device, not a regular file\n"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)  # (sparse: nothing is written)
+    assert refused([str(big)]) == (f"qfleet: error: cannot read {big}: it holds {(64 << 20) + 1} bytes, more than "
+                                   "64 MiB, the most qfleet reads from such a file\n")
+    with open("/dev/zero", "rb") as zero:  # a stream is read up to the limit only
+        assert refused(["-"], stdin=zero) == ("qfleet: error: cannot read <stdin>: it holds more than 64 MiB, the most "
+                                              "qfleet reads from such a file\n")
+    with subprocess.Popen(["yes"], stdout=subprocess.PIPE) as endless:  # and so is a pipe named as a file
+        assert refused(["/dev/stdin"], stdin=endless.stdout) == (
+            "qfleet: error: cannot read /dev/stdin: it holds more than 64 MiB, the most qfleet reads from such a file\n")
+        endless.kill()
+
+
+def _file_size_limit(limit):
+    """The child as a shell's `ulimit -f` leaves it: SIGXFSZ at its default (end the process), the
+    limit set. (Python ignores SIGXFSZ; subprocess restores the default in the child already.)"""
+    def child():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return child
+
+
+def test_a_file_size_limit_is_one_line_not_a_silent_death(tmp_path):
+    # Past the limit a write fails with EFBIG (the program ignores SIGXFSZ) and is reported as one
+    # line naming the file; before, SIGXFSZ ended `qfleet eval` with no word (status -25).
+    doc = dict(BASE, inputs=np.full((64, 2), 0.1).tolist(), weights=[0, 0, 0], states=True, output_npy="r")
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    r = subprocess.run([CLI, "eval", str(tmp_path / "p.json")], capture_output=True, text=True, timeout=60,
+                       preexec_fn=_file_size_limit(1024))
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+    assert r.stderr.startswith("qfleet: error: output_npy: file ") and "File too large" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], "a temporary was left"
+    # The result on stdout, into a file past the limit.
+    doc = dict(BASE, inputs=np.full((64, 2), 0.1).tolist(), weights=[0, 0, 0], states=True)
+    (tmp_path / "q.json").write_text(json.dumps(doc))
+    with open(tmp_path / "out.json", "w") as out:
+        r = subprocess.run([CLI, "eval", str(tmp_path / "q.json")], stdout=out, stderr=subprocess.PIPE, text=True,
+                           timeout=60, preexec_fn=_file_size_limit(1024))
+    assert r.returncode == 2 and r.stderr == "qfleet: error: cannot write the result to stdout: File too large\n", \
+        (r.returncode, r.stderr)

@@ -3,6 +3,7 @@ instead of resuming a different run (8 bytes flipped in the middle of checkpoint
 is tested byte for byte in tests/torch/test_train_state.cpp); a run out of disk space or killed resumes
 to the uninterrupted result; a batch too large for the memory is refused before the run starts."""
 import json
+import os
 import random
 import resource
 import signal
@@ -205,7 +206,7 @@ def test_a_killed_or_starved_run_resumes_to_the_uninterrupted_result(variable, n
     assert r.stderr.startswith(f"{name}: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "File too large" in r.stderr, r.stderr
     assert (cut / ckpt).read_bytes() == good, "the failed write changed the last checkpoint"
-    assert not [p.name for p in cut.rglob(".*")], "a temporary file was left"
+    assert not [p.name for p in cut.rglob(".*") if p.name != ".qfleet.lock"], "a temporary file was left"
 
     before = (cut / ckpt).stat().st_mtime_ns
     p = subprocess.Popen([binary, *again, "--quiet", "--threads", "1", "--out", str(cut), "--resume"],
@@ -253,3 +254,75 @@ def test_no_room_for_the_feature_cache_is_one_line_and_leaves_no_part(tmp_path):
     assert not list((tmp_path / "run" / "cache").iterdir()), "a cache or a temporary was left"
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
+
+
+# Runs long enough to be stopped while they hold their output folder.
+LONG = {"qfleet-qgan": ["train", "--epochs", "100000"],
+        "qfleet-classify": ["--epochs", "1000", "--train-subset", "64", "--test-subset", "32"],
+        "qfleet-rl": ["--set", "total_steps=23040000", "--set", "env.num_envs=32", "--set", "num_minibatches=4",
+                      "--set", "validation_tasks=8"],
+        "qfleet-meta": ["--set", "iterations=1000000", "--set", "meta_batch=4", "--set", "hidden_width=8",
+                        "--set", "validation_tasks=2", "--set", "robust_iterations=2", "--set", "grape_iterations=2"]}
+ONE_PER_APP = [a for i, a in enumerate(APPS) if i != 1]
+
+
+def _listing(folder):
+    return sorted((str(p.relative_to(folder)), p.lstat().st_size, p.lstat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("variable,name,first,again,ckpt", ONE_PER_APP, ids=[a[1] for a in ONE_PER_APP])
+def test_a_second_run_into_a_held_folder_is_refused_and_stale_temporaries_go(variable, name, first, again, ckpt,
+                                                                            tmp_path):
+    # A run holds its output folder (flock on <out>/.qfleet.lock) and, once it holds it, removes the
+    # temporaries killed writers left there (regular files named .<name>.qfleet-XXXXXX only). A
+    # second run into the folder meanwhile is one line naming the holder, status 2, and writes nothing.
+    # Before, both ran and interleaved train_log.jsonl, and temporaries stayed forever.
+    binary = app_binary(variable, name)
+    out = tmp_path / "run"
+    (out / "eval").mkdir(parents=True)
+    stale = [out / ".checkpoint.pt.qfleet-AbC123", out / "eval" / ".task_0.json.qfleet-x_9abcde"]
+    for p in stale:
+        p.write_bytes(b"cut short")
+    (tmp_path / "victim").write_text("keep me")
+    (out / ".report.json.qfleet-Zz9Zz9").symlink_to(tmp_path / "victim")
+    (out / ".notes.md.backup").write_text("the user's")
+    common = ["--quiet", "--threads", "1", "--out", str(out)]
+    holder = subprocess.Popen([binary, *LONG[name], *common], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        lock = out / ".qfleet.lock"
+        deadline = time.monotonic() + 120
+        while holder.poll() is None and time.monotonic() < deadline and \
+                not (lock.exists() and lock.read_text() == f"{holder.pid}\n" and not any(p.exists() for p in stale)):
+            time.sleep(0.01)
+        holder.send_signal(signal.SIGSTOP)  # holding the folder, writing nothing while the second run tries
+        assert holder.poll() is None, holder.stderr.read()
+        assert not any(p.exists() for p in stale), "the stale temporaries were left"
+        assert os.path.islink(out / ".report.json.qfleet-Zz9Zz9") and (out / ".notes.md.backup").exists()
+        before = _listing(out)
+        r = subprocess.run([binary, *first, *common], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == f"{name}: error: {out} is in use by another run (pid {holder.pid})\n", r.stderr
+        assert _listing(out) == before, "the refused run wrote into the folder"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (tmp_path / "victim").read_text() == "keep me"
+    r = subprocess.run([binary, *first, *common], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr  # the lock went with the killed holder
+
+
+@pytest.mark.parametrize("variable,name,first,again,ckpt", ONE_PER_APP, ids=[a[1] for a in ONE_PER_APP])
+def test_a_file_size_limit_ends_a_run_with_one_line(variable, name, first, again, ckpt, tmp_path):
+    # `ulimit -f` as a shell sets it: SIGXFSZ at its default. Each app ignores the signal, so the
+    # first write past the limit fails with EFBIG and ends the run with the writer's one line,
+    # status 1; before, SIGXFSZ killed the process without a word (status -25).
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+
+    out = tmp_path / "run"
+    r = subprocess.run([app_binary(variable, name), *first, "--quiet", "--threads", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, preexec_fn=limited)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith(f"{name}: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "File too large" in r.stderr and str(out) in r.stderr, r.stderr

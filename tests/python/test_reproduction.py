@@ -5,6 +5,7 @@ import json
 import math
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -126,6 +127,37 @@ def test_reproduce_tiny_and_its_figures(qfleet, mc, meta_binary, tmp_path):
     for name in ("gap-vs-k", "lemmas"):
         assert is_png(out / name / "figure.png"), name
         assert str(out / name / "figure.png") in r.stdout
+
+
+def test_reproduce_copies_through_the_writer(meta_binary, tmp_path):
+    # `reproduce` continues a shorter run from a copy of its checkpoint and log. The copies go
+    # through qfleet's writer: a link planted at a copy's name is replaced, not written through,
+    # and a linked model folder below --out is refused; before, std::filesystem::copy_file
+    # overwrote the links' targets.
+    out = tmp_path / "repro"
+    command = [meta_binary, "reproduce", "lemmas", "--tiny", "--quiet", "--threads", "1", "--out", str(out)]
+    r = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    models = out / "models"
+    (models / "original_200").rename(models / "original_150")  # the shorter run lemmas' model continues
+    (models / "original_200").mkdir()
+    for name in ("checkpoint.pt", "train_log.jsonl"):
+        (tmp_path / f"victim_{name}").write_text("keep me")
+        (models / "original_200" / name).symlink_to(tmp_path / f"victim_{name}")
+    r = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for name in ("checkpoint.pt", "train_log.jsonl"):
+        assert (tmp_path / f"victim_{name}").read_text() == "keep me", name
+        assert not (models / "original_200" / name).is_symlink(), name
+    assert json.loads((out / "lemmas" / "result.json").read_text())["ours"]["model"]["continued_from"] == "original_150"
+    # The model's folder itself a link to elsewhere: refused, nothing written there.
+    shutil.rmtree(models / "original_200")
+    (tmp_path / "elsewhere").mkdir()
+    (models / "original_200").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    r = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{models / 'original_200'} is a symbolic link" in r.stderr, r.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_reproduction_plots_refuse_missing_and_corrupt_results(mc, tmp_path, capsys):

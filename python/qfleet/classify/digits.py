@@ -13,13 +13,14 @@ import sys
 
 import numpy as np
 
+from .._files import write_bytes
+
 
 def write_idx(path, array):
     array = np.ascontiguousarray(array, dtype=np.uint8)
     header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + b"".join(struct.pack(">I", n) for n in array.shape)
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "wb") as f:
-        f.write(header + array.tobytes())
+    data = header + array.tobytes()
+    write_bytes(path, gzip.compress(data) if path.endswith(".gz") else data)
 
 
 def convert(out_dir, test_fraction=0.25, seed=0):

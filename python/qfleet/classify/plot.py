@@ -19,6 +19,7 @@ import os
 import sys
 import textwrap
 
+from .._files import save_figure
 from .._plotting import pyplot
 
 PROG = "qfleet.classify.plot"
@@ -158,7 +159,7 @@ def curves(plt, runs, labels, path):
     fig.legend(*ax_loss.get_legend_handles_labels(), fontsize=8, loc="outside lower center", ncol=min(2 * len(runs), 4))
     final = ", ".join(f"{lab} {100 * r['test_accuracy']:.2f}%" for r, lab in zip(runs, labels))
     _title(fig, f"Training curves (final test accuracy: {final})", runs, labels)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -189,7 +190,7 @@ def confusion(plt, run, label, path):
     fig.colorbar(image, ax=ax, shrink=0.8, label="fraction of the true class's test images")
     _title(fig, f"Confusion matrix after epoch {last['epoch']}: test accuracy "
                 f"{100 * last['test_accuracy']:.2f}% ({label})", [run], [label])
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -221,7 +222,7 @@ def per_class(plt, runs, labels, path):
     ax.grid(axis="y", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncol=min(len(runs), 3))
     _title(fig, "Test accuracy per class", runs, labels)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -266,7 +267,7 @@ def timing(plt, runs, labels, path):
     share = ", ".join(f"{lab}: {100 * r['timing']['quantum_layer_share']:.2f}%" for r, lab in zip(runs, labels))
     _title(fig, f"Training step by component; {middle} (forward + backward) share of the step: {share}",
            runs, labels)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 

@@ -21,6 +21,7 @@ import os
 import sys
 import textwrap
 
+from .._files import save_figure
 from .._plotting import pyplot
 
 PROG = "qfleet.meta_control.plot"
@@ -52,7 +53,7 @@ def _title(fig, title, report):
 
 def training_curve(plt, report, path):
     fig = training_curve_figure(plt, report)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -128,7 +129,7 @@ def pulses(plt, report, pj, path):
         axes[r][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), title=f"task {b}",
                            title_fontsize=7)
     _title(fig, "Control pulses (piecewise constant)", report)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -147,7 +148,7 @@ def fidelity_vs_noise(plt, report, path):
     axes[0].set_ylabel("fidelity F of the validation task")
     axes[0].legend(fontsize=8)
     _title(fig, "Fidelity vs noise (validation tasks)", report)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -170,7 +171,7 @@ def adaptation_gap(plt, report, path):
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     _title(fig, "Optimality gap per task (smaller is better)", report)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 
@@ -202,7 +203,7 @@ def gap_vs_k(plt, report, path):
     if report.get("conclusion"):  # supxlabel: the caption constrained layout makes room for
         fig.supxlabel(textwrap.fill(report["conclusion"], width=int(15 * width)), x=0.01, ha="left", fontsize=7.5)
     _title(fig, "Adaptation: mean fidelity vs adaptation step", report)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 

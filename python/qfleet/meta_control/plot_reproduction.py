@@ -19,6 +19,7 @@ import math
 import os
 import sys
 
+from .._files import save_figure
 from .._plotting import pyplot
 
 PROG = "qfleet.meta_control.plot_reproduction"
@@ -56,7 +57,7 @@ def _adapt_text(a) -> str:
 def _finish(plt, fig, r, title, path):
     note = "   (tiny budget: checks the outputs, not the paper's numbers)" if r.get("tiny") else ""
     fig.suptitle(f"{title}\n{r['command']}{note}", fontsize=10)
-    fig.savefig(path, dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 

@@ -14,6 +14,8 @@ import sys
 
 import numpy as np
 
+from .._files import write_bytes
+
 PROG = "qfleet.qgan.image"
 NAMES = ("china.jpg", "flower.jpg")
 LUMA = np.array([0.299, 0.587, 0.114])  # ITU-R BT.601
@@ -78,9 +80,8 @@ def write_pgm(path, array):
                              f"{a.min()}..{a.max()})")
         a = a.astype(np.uint8)
     rows, cols = a.shape
-    with open(path, "wb") as f:
-        f.write(b"P5\n%d %d\n255\n" % (cols, rows))  # the header gives the width first
-        f.write(np.ascontiguousarray(a).tobytes())
+    # (the header gives the width first)
+    write_bytes(path, b"P5\n%d %d\n255\n" % (cols, rows) + np.ascontiguousarray(a).tobytes())
 
 
 class _Parser(argparse.ArgumentParser):

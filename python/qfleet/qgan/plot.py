@@ -29,6 +29,7 @@ import textwrap
 
 import numpy as np
 
+from .._files import save_figure
 from .._plotting import pyplot
 
 PROG = "qfleet.qgan.plot"
@@ -97,7 +98,7 @@ def _wrap(text, fig):
 
 def _save(plt, fig, out_dir, name):
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
     return path
 

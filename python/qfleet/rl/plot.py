@@ -17,6 +17,7 @@ import math
 import os
 import sys
 
+from .._files import save_figure
 from .._plotting import pyplot
 
 PROG = "qfleet.rl.plot"
@@ -99,7 +100,7 @@ def load_compare(path):
 
 def plot_learning_curve(plt, report, compare, out_path):
     fig = learning_curve_figure(plt, report, compare)
-    fig.savefig(out_path, dpi=DPI)
+    save_figure(fig, out_path, dpi=DPI)
     plt.close(fig)
     return out_path
 
@@ -154,7 +155,7 @@ def plot_phases(plt, report, out_path):
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out_path, dpi=DPI)
+    save_figure(fig, out_path, dpi=DPI)
     plt.close(fig)
     return out_path
 
