@@ -14,6 +14,7 @@
 #include "common/memory_check.hpp"
 #include "common/lifecycle.hpp"
 #include "features.hpp"
+#include "qfleet/files.hpp"
 #include "qfleet/train.hpp"
 #include "report.hpp"
 
@@ -136,9 +137,11 @@ ClassifyRun::ClassifyRun(const Config& cfg_in) : cfg_(cfg_in) {
   validate(cfg_);
   if (cfg_.threads > 0) torch::set_num_threads(cfg_.threads);
   if (!cfg_.circuit_file.empty()) {
-    std::ifstream f(cfg_.circuit_file);
-    if (!f) throw DataError(cfg_.circuit_file + ": cannot open the circuit file");
-    cfg_.model.circuit_json.assign(std::istreambuf_iterator<char>(f), {});
+    try {
+      cfg_.model.circuit_json = qfleet::read_file_bounded(cfg_.circuit_file);  // no device, no file of gigabytes
+    } catch (const std::runtime_error& e) {
+      throw DataError(std::string("the circuit file: ") + e.what());
+    }
   }
   device_ = train::device_from_setting(cfg_.device, &device_why_);
   cfg_.model.cuda = device_.is_cuda();

@@ -8,6 +8,7 @@ the target with os.replace, which replaces a symbolic link planted at the target
 writing through it. A reader sees the old file or the whole new one; on any failure the
 temporary is removed and the old file is left."""
 import os
+import stat
 import tempfile
 
 
@@ -44,3 +45,30 @@ def save_figure(fig, path, **kwargs):
     ext = os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png"
     kwargs.setdefault("format", ext)
     write_atomic(path, lambda f: fig.savefig(f, **kwargs))
+
+
+MAX_TEXT_BYTES = 64 << 20  # as the C++ reader's kMaxTextFileBytes (qfleet/files.hpp)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_text(path, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The whole of a text file, as the C++ reader read_file_bounded reads it (the same messages): a
+    regular file or a pipe (read to its end) of at most `max_bytes`; a device (/dev/zero) or a folder is
+    refused without reading. Raises OSError for what cannot be opened, ValueError otherwise."""
+    path = os.fspath(path)
+    mode = os.stat(path).st_mode  # before opening: opening some devices has effects
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise ValueError(f"cannot read {path}: it is {_kind(mode)}, not a regular file")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"cannot read {path}: it holds more than {max_bytes >> 20} MiB, the most qfleet reads "
+                         "from such a file")
+    return data.decode("utf-8")

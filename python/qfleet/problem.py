@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from . import _json, _lib
+from . import _files, _json, _lib
 
 
 def evaluate(problem) -> dict:
@@ -15,8 +15,7 @@ def evaluate(problem) -> dict:
     if isinstance(problem, dict):
         text = _json.dumps(problem, "qfleet.evaluate")
     elif isinstance(problem, (str, os.PathLike)) and _is_file(problem):
-        with open(problem, encoding="utf-8") as f:
-            text = f.read()
+        text = _files.read_text(problem)  # bounded: a file of gigabytes is refused, not read
         base_dir = os.path.dirname(os.fspath(problem))
     elif isinstance(problem, str) and problem.lstrip().startswith("{"):
         text = problem
@@ -51,11 +50,10 @@ def load_problem(path) -> dict:
     OpenSystemProgram, "problem": the parsed JSON}. The data keys (inputs, weights,
     amplitudes, rates, drift_coeffs) are left in "problem" for the caller to turn into tensors."""
     _lib.load()
-    with open(path, encoding="utf-8") as f:
-        try:
-            doc = json.load(f, object_pairs_hook=_unique_keys)
-        except ValueError as e:  # json.JSONDecodeError included
-            raise ValueError(f"qfleet.load_problem: {_json.echo(os.fspath(path))}: {e}") from None
+    try:
+        doc = json.loads(_files.read_text(path), object_pairs_hook=_unique_keys)
+    except ValueError as e:  # json.JSONDecodeError, a device or a file too large included
+        raise ValueError(f"qfleet.load_problem: {_json.echo(os.fspath(path))}: {e}") from None
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if kind == "circuit":
         model = {k: v for k, v in doc.items() if k not in ("inputs", "weights", "gradients", "states", "shots", "seed")}

@@ -178,3 +178,12 @@ def test_a_config_that_is_a_device_is_refused(module, variable, name, sub, out_k
     r = subprocess.run([binary, *sub, "--config", str(big), "--print-config"], capture_output=True, text=True,
                        timeout=20)
     assert r.returncode == 2 and "more than 64 MiB" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_a_circuit_file_that_is_a_device_is_refused(tmp_path):
+    # qfleet-classify's `circuit` file goes through the bounded reader too (before: read whole).
+    r = subprocess.run([app_binary("QFLEET_CLASSIFY", "qfleet-classify"), "--set", "circuit=/dev/zero", "--epochs", "1",
+                        "--train-subset", "64", "--test-subset", "32", "--quiet", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "the circuit file: cannot read /dev/zero: it is a character device, not a regular file" in r.stderr, r.stderr

@@ -297,6 +297,20 @@ def test_eval_refuses_devices_and_long_files_at_once(tmp_path):
         endless.kill()
 
 
+def test_the_python_readers_refuse_devices_and_long_files_at_once(tmp_path):
+    # qfleet.evaluate(path) and qfleet.load_problem(path) read as `qfleet eval` does (qfleet/_files.py's
+    # read_text, the same limit and messages); before, both read a file of any size whole.
+    import qfleet
+    with pytest.raises(ValueError, match="cannot read /dev/zero: it is a character device, not a regular file"):
+        qfleet.load_problem("/dev/zero")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)
+    for read in (qfleet.evaluate, qfleet.load_problem):
+        with pytest.raises(ValueError, match="it holds more than 64 MiB, the most qfleet reads from such a file"):
+            read(str(big))
+
+
 def _file_size_limit(limit):
     """The child as a shell's `ulimit -f` leaves it: SIGXFSZ at its default (end the process), the
     limit set. (Python ignores SIGXFSZ; subprocess restores the default in the child already.)"""

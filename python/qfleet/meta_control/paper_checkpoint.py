@@ -18,6 +18,8 @@ import sys
 
 import torch
 
+from .. import _files
+
 
 def _numpy_scalars():
     """The globals a numpy scalar or dtype in a checkpoint pickles to (e.g. a float64 metric): they
@@ -113,6 +115,5 @@ if __name__ == "__main__":
         raise
     except Exception as e:  # noqa: BLE001 - whatever else a malformed file trips: one line, not a traceback
         raise SystemExit(f"paper_checkpoint: {sys.argv[1]}: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
-    with open(sys.argv[2], "w") as f:
-        json.dump(out, f)
+    _files.write_text(sys.argv[2], json.dumps(out))  # a fresh temporary, then a rename: no planted link followed
     print(f"{sys.argv[2]}: dims {out['dims']}, {len(out['theta'])} parameters")
