@@ -139,16 +139,6 @@ bool superoperators_fit(const OpenSystem& s) {
   return 16.0 * matrices * d * d * d * d < 0.25 * double(physical_memory_bytes());
 }
 
-double norm1(int d, const CVec& m) {
-  double best = 0;
-  for (int j = 0; j < d; ++j) {
-    double col = 0;
-    for (int i = 0; i < d; ++i) col += std::abs(m[std::size_t(i) * d + j]);
-    best = std::max(best, col);
-  }
-  return best;
-}
-
 // A bound on ||A||_1 with every amplitude, drift coefficient and rate of magnitude one
 // (the coefficients are only known per call): the Hamiltonian terms' 1-norms, and for
 // an open system the Lindbladian's bound of kernels/expm_action.hpp,
@@ -166,6 +156,16 @@ double generator_norm_estimate(const OpenSystem& s) {
 }
 
 }  // namespace
+
+double norm1(int d, const CVec& m) {
+  double best = 0;
+  for (int j = 0; j < d; ++j) {
+    double col = 0;
+    for (int i = 0; i < d; ++i) col += std::abs(m[std::size_t(i) * d + j]);
+    best = std::max(best, col);
+  }
+  return best;
+}
 
 bool choose_lindblad_form(const OpenSystem& s, const OpenCompileOptions& o, bool action) {
   const bool applies = !s.closed() && (solver_info(o.solver).stages > 0 || action);

@@ -112,6 +112,8 @@ void finish_open_plan(OpenPlan& p);
 // core/open_stability.cpp). Other solvers: nothing.
 template <class R>
 void check_fixed_step_results(const OpenPlan& p, const TaskArgs<R>& a, const TaskOutputs<R>& o);
+// The 1-norm (largest column sum of moduli) of a d x d row-major matrix.
+double norm1(int d, const CVec& m);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.
 void check_density(const CVec& rho, int d, const std::string& what, double tol,
                    ErrorSubject subject = ErrorSubject::unspecified);

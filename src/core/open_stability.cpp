@@ -46,16 +46,6 @@ std::string num(double x) {
   return b;
 }
 
-double norm1(int d, const ComplexMatrix& m) {
-  double best = 0;
-  for (int j = 0; j < d; ++j) {
-    double col = 0;
-    for (int i = 0; i < d; ++i) col += std::abs(m[std::size_t(i) * d + j]);
-    best = std::max(best, col);
-  }
-  return best;
-}
-
 // A value of a per-task-or-shared argument (the length decides, as the call's checks).
 template <class R>
 double arg(std::span<const R> v, std::size_t b, std::size_t len, std::size_t i) {
