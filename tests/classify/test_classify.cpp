@@ -310,7 +310,7 @@ TEST(Train, TheAblationAndBadSettings) {
            {[](Config& x) { x.mode = "fast"; }, "end_to_end or features"},
            {[](Config& x) { x.device = "tpu"; }, "cpu, cuda or auto"},
            {[](Config& x) { x.backbone_from = "b.pt"; }, "backbone_from is for mode = features"},
-           {[](Config& x) { x.circuit_file = "/nonexistent.json"; }, "cannot open the circuit file"}}) {
+           {[](Config& x) { x.circuit_file = "/nonexistent.json"; }, "the circuit file: cannot open /nonexistent.json"}}) {
     Config b = c;
     edit(b);
     EXPECT_NE(error_of([&] { run(b); }).find(needle), std::string::npos) << needle;
