@@ -28,14 +28,16 @@
 #include <vector>
 
 #include "doing.hpp"
+#include "qfleet/message.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::app {
 
 namespace cli_detail {
 
+// (The message capped: a configuration key or value of megabytes is echoed in part.)
 inline int report(const std::string& prog, const char* what, int status) {
-  std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), what);
+  std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), capped_message(what).c_str());
   return status;
 }
 
@@ -144,7 +146,8 @@ inline std::optional<int> parse_command_line(CLI::App& cli, const std::string& p
     cli.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // (CLI11 takes them last first)
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return cli.exit(e);
-    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), e.what(), prog.c_str());
+    std::fprintf(stderr, "%s: error: %s (%s --help lists the options)\n", prog.c_str(), capped_message(e.what()).c_str(),
+                 prog.c_str());
     return 2;
   }
   return std::nullopt;

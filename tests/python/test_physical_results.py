@@ -136,3 +136,19 @@ def test_the_apps_configuration_messages_are_capped_in_python(qfleet):
             call()
         text = str(e.value)
         assert len(text) < 1100 and "characters in all) ..." in text, text[:300]
+
+
+def test_the_apps_command_lines_cap_what_they_echo(tmp_path):
+    # A configuration file with a key of a megabyte: one line of under 1,100 bytes from the app's
+    # command line (apps/common/cli_errors.hpp), its start and end kept; before, the key whole.
+    import subprocess
+
+    from conftest import app_binary
+
+    config = tmp_path / "c.json"
+    config.write_text('{"' + "k" * 1_000_000 + '": 1}')
+    r = subprocess.run([app_binary("QFLEET_QGAN", "qfleet-qgan"), "train", "--config", str(config), "--print-config"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr[:300]
+    assert r.stderr.startswith("qfleet-qgan: error: config: ") and len(r.stderr) < 1100, r.stderr[:300]
+    assert "bytes in all) ..." in r.stderr, r.stderr
