@@ -51,24 +51,31 @@ MAX_TEXT_BYTES = 64 << 20  # as the C++ reader's kMaxTextFileBytes (qfleet/files
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
     return "not a regular file"
 
 
-def read_text(path, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The whole of a text file, as the C++ reader read_file_bounded reads it (the same messages): a
-    regular file or a pipe (read to its end) of at most `max_bytes`; a device (/dev/zero) or a folder is
-    refused without reading. Raises OSError for what cannot be opened, ValueError otherwise."""
+def read_bytes(path, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
+    """The whole of a file, as the C++ reader read_file_bounded reads it (the same messages): a regular
+    file or a pipe (read to its end) of at most `max_bytes`; a device (/dev/zero) or a folder is refused
+    without reading. Raises OSError for what cannot be opened, ValueError otherwise."""
     path = os.fspath(path)
     mode = os.stat(path).st_mode  # before opening: opening some devices has effects
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"cannot read {path}: it is a directory")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise ValueError(f"cannot read {path}: it is {_kind(mode)}, not a regular file")
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise ValueError(f"cannot read {path}: it holds more than {max_bytes >> 20} MiB, the most qfleet reads "
-                         "from such a file")
-    return data.decode("utf-8")
+        size = f"{max_bytes >> 20} MiB" if max_bytes % (1 << 20) == 0 else f"{max_bytes} bytes"
+        raise ValueError(f"cannot read {path}: it holds more than {size}, the most qfleet reads from such a file")
+    return data
+
+
+def read_text(path, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """read_bytes, decoded as UTF-8 (problems, configurations)."""
+    return read_bytes(path, max_bytes).decode("utf-8")

@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import struct
 from dataclasses import dataclass, field
 
 import torch
+
+from . import _files
 
 __all__ = ["TensorFile", "TensorFileError", "read_tensor_file"]
 
@@ -134,13 +135,9 @@ def read_tensor_file(path: str | os.PathLike, format: str | None = None) -> Tens
     another format."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise _fail(path, "is not a regular file")
-            if st.st_size > _MAX_BYTES:
-                raise _fail(path, f"is {st.st_size} bytes, more than a tensor file may be ({_MAX_BYTES})")
-            data = bytearray(f.read(st.st_size))
+        data = bytearray(_files.read_bytes(path, _MAX_BYTES))  # no device or folder; a longer file unread
+    except ValueError as e:
+        raise TensorFileError(str(e)) from None
     except OSError as e:
         raise _fail(path, e.strerror or str(e)) from None
     out = _decode(data, path)

@@ -54,7 +54,8 @@ TensorFile decode_tensor_file(std::string bytes, const std::string& name, const 
 
 // Written through qfleet::write_file_atomic (a whole file or none, no planted link followed).
 void write_tensor_file(const std::string& path, const TensorFile& file);
-// Reads a regular file of at most kTensorFileMaxBytes and decodes it.
+// Reads a file of at most kTensorFileMaxBytes (qfleet::read_file_bounded: no device or
+// folder) and decodes it.
 TensorFile read_tensor_file(const std::string& path, const std::string& format);
 
 // LibTorch's archives (what nn::Module::save and the optimizers write) inside a tensor

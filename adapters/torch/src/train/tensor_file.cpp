@@ -2,15 +2,10 @@
 #include "qfleet/tensor_file.hpp"
 
 #include <c10/util/hash.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cctype>
-#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -219,29 +214,12 @@ void write_tensor_file(const std::string& path, const TensorFile& file) {
 }
 
 TensorFile read_tensor_file(const std::string& path, const std::string& format) {
-  auto fail = [&](const std::string& why) { return TensorFileError(path + ": " + why); };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw fail(errno == ENOENT ? "no such file" : std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) throw fail(std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw fail("is not a regular file");
-  if (std::uint64_t(st.st_size) > kTensorFileMaxBytes)
-    throw fail("is " + std::to_string(st.st_size) + " bytes, more than a tensor file may be (" +
-               std::to_string(kTensorFileMaxBytes) + ")");
-  std::string bytes(std::size_t(st.st_size), '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw fail(std::strerror(errno));
-    if (r == 0) break;
-    got += std::size_t(r);
+  std::string bytes;
+  try {
+    bytes = qfleet::read_file_bounded(path, kTensorFileMaxBytes);  // no device or folder; a longer file unread
+  } catch (const std::runtime_error& e) {
+    throw TensorFileError(e.what());  // ("cannot read PATH: ...")
   }
-  bytes.resize(got);  // a file cut short meanwhile fails its digest
   return decode_tensor_file(std::move(bytes), path, format);
 }
 
