@@ -8,7 +8,6 @@
 // checkpoint of a small model with its optimizer, a tensor and a text, as it is and with 'S'.
 #include <unistd.h>
 
-#include <c10/util/hash.h>
 #include <torch/torch.h>
 
 #include <cstddef>
@@ -19,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "../torch/reseal.hpp"
 #include "qfleet/train.hpp"
 
 namespace {
@@ -57,15 +57,6 @@ struct Run {
   }
 };
 
-// The digest of a tensor file recomputed over the file with its 40 digits read as zeros.
-std::string sealed(std::string bytes) {
-  const std::size_t at = 8 + std::strlen(R"({"__metadata__":{"qfleet.sha1":")");
-  if (bytes.size() < at + 40) return bytes;
-  bytes.replace(at, 40, 40, '0');
-  const std::string digest = c10::sha1(bytes).str();
-  return bytes.replace(at, 40, digest);
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
@@ -86,7 +77,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  if (!bytes.empty() && bytes[0] == 'S') bytes = sealed(bytes.substr(1));
+  if (!bytes.empty() && bytes[0] == 'S') bytes = qfleet_test::reseal(bytes.substr(1));
   write(scratch(), bytes);
   try {
     const train::CheckpointContents c = train::read_checkpoint(scratch());

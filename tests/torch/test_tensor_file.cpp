@@ -5,8 +5,6 @@
 // References: the tensors written (torch::equal), an optimizer never saved (its next step).
 #include <gtest/gtest.h>
 
-#include <c10/util/hash.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +13,7 @@
 #include <sstream>
 
 #include "qfleet/tensor_file.hpp"
+#include "reseal.hpp"
 
 namespace {
 
@@ -37,22 +36,13 @@ tr::TensorFile every_dtype() {
   return f;
 }
 
-// The file's digest recomputed, as whoever edits a file can do: what is then checked is
-// the header's entries themselves.
-std::string reseal(std::string bytes) {
-  const std::size_t at = 8 + std::strlen(R"({"__metadata__":{"qfleet.sha1":")");
-  bytes.replace(at, 40, 40, '0');
-  const std::string digest = c10::sha1(bytes).str();
-  return bytes.replace(at, 40, digest);
-}
-
 // A file whose header is `header` (then `data`), sealed.
 std::string crafted(const std::string& header, const std::string& data) {
   std::string h = R"({"__metadata__":{"qfleet.sha1":")" + std::string(40, '0') + R"(","qfleet.format":"qfleet-test/1")" + header;
   std::string out(8, '\0');
   const std::uint64_t n = h.size();
   std::memcpy(out.data(), &n, 8);
-  return reseal(out + h + data);
+  return qfleet_test::reseal(out + h + data);
 }
 
 void expect_refused(const std::string& bytes, const std::string& part) {
