@@ -145,6 +145,9 @@ struct TaskArgs {
   std::span<const R> rates;         // [batch, n_jumps] or [n_jumps]
   // Optional per-task initial states: [batch, d, d] densities or [batch, d] pure states.
   std::span<const std::complex<R>> initial;
+  // Optional segment durations (> 0): [batch, n_seg] or [n_seg]; empty: the compiled grid.
+  // rk4/euler take ceil(duration/dt) steps per segment, as with the compiled grid.
+  std::span<const R> durations = {};
 };
 
 template <class R>
@@ -156,11 +159,30 @@ struct TaskOutputs {
                                             // [batch, d^2, d^2] superoperator / [batch, d, d] unitary
 };
 
+// Cotangents of a reverse-mode call, one per output (any may be empty: zero). The
+// gradients are those of the real scalar
+//   L = sum_b (fidelity[b] F_b + leakage[b] leak_b + sum_{k,o} expvals[b,k,o] <O_o>_{b,k})
+//       + Re sum conj(final_state) * final state,
+// so a complex cotangent is dL/dRe + i dL/dIm (PyTorch's convention for complex
+// tensors). Expectation values' cotangents enter at their segment boundaries; an open
+// system's final-state cotangent counts by its Hermitian part (the states are Hermitian).
+template <class R>
+struct TaskCotangents {
+  std::span<const R> fidelity;                    // [batch] (needs a target)
+  std::span<const R> leakage;                     // [batch] (needs a computational subspace)
+  std::span<const R> expvals;                     // [batch, n_seg + 1, n_observables]
+  std::span<const std::complex<R>> final_state;   // like TaskOutputs::final_state
+};
+
 template <class R>
 struct TaskGradients {
   std::span<R> amplitudes;    // like the amplitudes argument (summed over tasks when shared)
   std::span<R> drift_coeffs;  // like drift_coeffs
   std::span<R> rates;         // like rates
+  // Like the durations argument; [n_seg] (summed over tasks) when it is shared or empty.
+  std::span<R> durations = {};
+  // Like the initial argument (needs per-task initial states), as a complex cotangent.
+  std::span<std::complex<R>> initial = {};
 };
 
 namespace detail {
@@ -201,12 +223,19 @@ class OpenProgram {
   // synchronisation; shapes are checked, values are not read on the host, and a task
   // whose dopri5 controller fails gets NaN fidelity and leakage).
   //
-  // Reverse mode: gradients of sum_b (cot_fidelity[b] F_b + cot_leakage[b] leak_b)
-  // with respect to amplitudes, drift coefficients and rates. Either cotangent
-  // span may be empty (zero). Forward outputs may be requested in the same pass.
+  // Reverse mode: gradients of the scalar TaskCotangents defines with respect to
+  // amplitudes, drift coefficients, rates, segment durations and per-task initial
+  // states (each gradient span may be empty: not computed), in one forward and one
+  // reverse sweep. Forward outputs may be requested in the same pass.
+  template <class R>
+  void vjp(const TaskArgs<R>& args, const TaskCotangents<R>& cot, const TaskGradients<R>& grads,
+           const TaskOutputs<R>& outputs = {}) const;
+  // The fidelity and leakage cotangents alone.
   template <class R>
   void vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
-           const TaskGradients<R>& grads, const TaskOutputs<R>& outputs = {}) const;
+           const TaskGradients<R>& grads, const TaskOutputs<R>& outputs = {}) const {
+    vjp(args, TaskCotangents<R>{cot_fidelity, cot_leakage, {}, {}}, grads, outputs);
+  }
 
   // Saved-state adjoint, for callers that run the forward and the backward pass as
   // two calls (autograd): forward() with `saved` also keeps, per simulated task, the
@@ -220,8 +249,13 @@ class OpenProgram {
   template <class R>
   void forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs, std::span<R> saved) const;
   template <class R>
+  void vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, const TaskCotangents<R>& cot,
+                 const TaskGradients<R>& grads) const;
+  template <class R>
   void vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, std::span<const R> cot_fidelity,
-                 std::span<const R> cot_leakage, const TaskGradients<R>& grads) const;
+                 std::span<const R> cot_leakage, const TaskGradients<R>& grads) const {
+    vjp_saved(args, saved, TaskCotangents<R>{cot_fidelity, cot_leakage, {}, {}}, grads);
+  }
 
   explicit OpenProgram(std::shared_ptr<detail::OpenPlan> plan);
 

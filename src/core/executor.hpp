@@ -54,7 +54,7 @@ struct Model {
 // extra_probs; kern::OpenTaskCall: open_program.cpp's kBuffers order): a device row
 // stages them by index. Absent buffers are null with 0 bytes.
 struct CallBuffers {
-  static constexpr int kMax = 16;
+  static constexpr int kMax = 20;
   int n = 0;
   const void* ptr[kMax] = {};
   std::size_t bytes[kMax] = {};

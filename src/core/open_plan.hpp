@@ -112,6 +112,11 @@ void finish_open_plan(OpenPlan& p);
 // core/open_stability.cpp). Other solvers: nothing.
 template <class R>
 void check_fixed_step_results(const OpenPlan& p, const TaskArgs<R>& a, const TaskOutputs<R>& o);
+// The view a call runs with: `v`, where a fixed-step solver (rk4, euler) takes as many
+// steps per segment as the call's longest segment needs (durations given per call in
+// host memory; the workspace is sized by it).
+template <class R>
+kern::OpenView open_call_view(const kern::OpenView& v, const kern::OpenTaskCall<R>& c);
 // The 1-norm (largest column sum of moduli) of a d x d row-major matrix.
 double norm1(int d, const CVec& m);
 // Throws qfleet::Error unless rho (d x d, row-major) is Hermitian, of trace 1 and PSD.

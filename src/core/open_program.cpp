@@ -1,6 +1,7 @@
 // The OpenProgram API: per-call checks (shapes, finiteness, rates >= 0, per-task
 // initial states), then the cpu executor or the cuda backend. Nothing is written
 // before every check passes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -35,7 +36,7 @@ bool per_task_or_shared(std::string_view what, std::span<const T> v, std::size_t
 }
 
 struct Shape {
-  bool amp = false, drift = false, rates = false;
+  bool amp = false, drift = false, rates = false, durations = false;
 };
 
 // Shapes of the arguments (every call; device data gets only these).
@@ -52,6 +53,10 @@ Shape check_shapes(const detail::OpenPlan& p, const TaskArgs<R>& a) {
                                 [&] { return "n_drift_terms=" + std::to_string(s.n_drift_terms()); });
   sh.rates = per_task_or_shared("rates", a.rates, a.batch, std::size_t(s.n_jumps()),
                                 [&] { return "n_jumps=" + std::to_string(s.n_jumps()); });
+  if (!a.durations.empty()) {
+    sh.durations = per_task_or_shared("durations", a.durations, a.batch, std::size_t(s.n_segments()),
+                                      [&] { return "n_seg=" + std::to_string(s.n_segments()); });
+  }
   if (!a.initial.empty()) {
     if (p.gate) throw Error("a gate problem starts from the identity; per-task initial states do not apply");
     const std::size_t per = p.closed ? std::size_t(p.d) : std::size_t(p.d) * p.d;
@@ -61,6 +66,22 @@ Shape check_shapes(const detail::OpenPlan& p, const TaskArgs<R>& a) {
     }
   }
   return sh;
+}
+
+// Per-call durations: finite, > 0, and for rk4/euler at most 10^6 steps a segment.
+template <class R>
+void check_durations(const detail::OpenPlan& p, std::span<const R> durations) {
+  const bool fixed = solver_info(p.options.solver).fixed_step;
+  for (std::size_t i = 0; i < durations.size(); ++i) {
+    const double t = double(durations[i]);
+    if (!(std::isfinite(t) && t > 0)) {
+      throw Error("durations must be finite and > 0, got " + std::to_string(t) + " at index " + std::to_string(i));
+    }
+    if (fixed && t / p.options.dt > 1e6) {
+      throw Error("durations[" + std::to_string(i) + "] = " + std::to_string(t) + " needs more than 10^6 " +
+                  solver_info(p.options.solver).name + " steps of dt = " + std::to_string(p.options.dt));
+    }
+  }
 }
 
 // Values of the arguments (host data only): finite, rates >= 0, valid initial states.
@@ -75,6 +96,7 @@ void check_values(const detail::OpenPlan& p, const TaskArgs<R>& a) {
       throw Error("rates must be >= 0, got " + std::to_string(a.rates[i]) + " at index " + std::to_string(i));
     }
   }
+  check_durations(p, a.durations);
   if (a.initial.empty()) return;
   const std::size_t d = p.d, per = p.closed ? d : d * d;
   const double tol = std::is_same_v<R, float> ? 1e-4 : 1e-8;
@@ -137,6 +159,8 @@ kern::OpenTaskCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const Tas
   c.rates = a.rates.data();
   c.rates_per_task = sh.rates;
   c.initial = a.initial.empty() ? nullptr : reinterpret_cast<const R*>(a.initial.data());  // (re, im) pairs
+  c.durations = a.durations.empty() ? nullptr : a.durations.data();
+  c.durations_per_task = sh.durations;
   c.fidelity = o.fidelity.empty() ? nullptr : o.fidelity.data();
   c.leakage = o.leakage.empty() ? nullptr : o.leakage.data();
   c.expvals = o.expvals.empty() ? nullptr : o.expvals.data();
@@ -147,8 +171,9 @@ kern::OpenTaskCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const Tas
 
 using detail::Route;
 
-// A call's buffers and their lengths in reals; inputs first, then outputs.
-constexpr int kBuffers = 13, kFirstOutput = 6;
+// A call's buffers and their lengths in reals; inputs first, then outputs (the order
+// the cuda backend's run_open_call stages them in).
+constexpr int kBuffers = 18, kFirstOutput = 9;
 struct Buffers {
   const void* ptr[kBuffers];
   std::size_t len[kBuffers];
@@ -160,12 +185,15 @@ Buffers buffers_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
   const std::size_t nd = p.a_drift.size(), nr = p.a_rate.size(), d = std::size_t(p.d);
   const std::size_t per_init = p.closed ? d : d * d;
   const std::size_t per_final = (!p.closed && !p.gate) ? d * d : std::size_t(p.n) * p.c;
+  const std::size_t nseg = std::size_t(p.sys.n_segments());
   const std::size_t amps = c.amplitudes_per_task ? B * n_amp : n_amp, drift = c.drift_per_task ? B * nd : nd,
-                    rates = c.rates_per_task ? B * nr : nr;
-  Buffers b{{c.amplitudes, c.drift, c.rates, c.initial, c.cot_fidelity, c.cot_leakage, c.fidelity, c.leakage,
-             c.expvals, c.final_state, c.grad_amplitudes, c.grad_drift, c.grad_rates},
-            {amps, drift, rates, 2 * B * per_init, B, B, B, B, B * (p.sys.n_segments() + 1) * p.observables.size(),
-             2 * B * per_final, amps, drift, rates}};
+                    rates = c.rates_per_task ? B * nr : nr, durs = c.durations_per_task ? B * nseg : nseg;
+  const std::size_t exps = B * (nseg + 1) * p.observables.size();
+  Buffers b{{c.amplitudes, c.drift, c.rates, c.initial, c.cot_fidelity, c.cot_leakage, c.durations, c.cot_expvals,
+             c.cot_final, c.fidelity, c.leakage, c.expvals, c.final_state, c.grad_amplitudes, c.grad_drift,
+             c.grad_rates, c.grad_durations, c.grad_initial},
+            {amps, drift, rates, 2 * B * per_init, B, B, durs, exps, 2 * B * per_final, B, B, exps, 2 * B * per_final,
+             amps, drift, rates, durs, 2 * B * per_init}};
   for (int i = 0; i < kBuffers; ++i) {
     if (b.len[i] == 0) b.ptr[i] = nullptr;
   }
@@ -254,35 +282,71 @@ namespace {
 
 // vjp() and vjp_saved(): the checks, then one adjoint call; resume (vjp_saved) points
 // past the saved buffer's header, and the call then runs on the cpu.
+// The cotangents' shapes: each needs its output and has that output's shape.
 template <class R>
-void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, std::span<const R> cot_fidelity,
-              std::span<const R> cot_leakage, const TaskGradients<R>& grads, const TaskOutputs<R>& outputs,
-              const R* resume) {
+void check_cotangents(const detail::OpenPlan& plan, std::size_t B, const TaskCotangents<R>& cot) {
+  const OpenSystem& s = plan.sys;
+  auto expect = [](std::string_view what, std::size_t got, std::size_t want, const std::string& shape) {
+    if (got != want) {
+      throw Error("the " + std::string(what) + " cotangent has " + std::to_string(got) + " values, expected " +
+                  std::to_string(want) + " " + shape);
+    }
+  };
+  if (!cot.fidelity.empty()) {
+    if (s.target_kind() == OpenSystem::Target::None) throw Error("a fidelity cotangent needs a target");
+    expect("fidelity", cot.fidelity.size(), B, "([batch])");
+  }
+  if (!cot.leakage.empty()) {
+    if (plan.subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
+    expect("leakage", cot.leakage.size(), B, "([batch])");
+  }
+  if (!cot.expvals.empty()) {
+    if (plan.observables.empty()) throw Error("an expectation-value cotangent needs observables (observable(O))");
+    expect("expvals", cot.expvals.size(), B * (s.n_segments() + 1) * plan.observables.size(),
+           "([batch, n_seg + 1, n_observables])");
+  }
+  if (!cot.final_state.empty()) {
+    const std::size_t per = (!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c;
+    expect("final_state", cot.final_state.size(), B * per, "([batch, " + std::to_string(per) + "] complex)");
+  }
+}
+
+template <class R>
+void expect_finite_complex(std::string_view what, std::span<const std::complex<R>> v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i].real()) || !std::isfinite(v[i].imag())) {
+      throw Error(std::string(what) + " contains a non-finite value at index " + std::to_string(i));
+    }
+  }
+}
+
+template <class R>
+void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, const TaskCotangents<R>& cot,
+              const TaskGradients<R>& grads, const TaskOutputs<R>& outputs, const R* resume) {
   const Shape sh = check_shapes(plan, args);
   check_outputs(plan, args.batch, outputs);
   const std::size_t B = args.batch;
   const OpenSystem& s = plan.sys;
-  if (!cot_fidelity.empty()) {
-    if (s.target_kind() == OpenSystem::Target::None) throw Error("a fidelity cotangent needs a target");
-    if (cot_fidelity.size() != B) throw Error("cot_fidelity has " + std::to_string(cot_fidelity.size()) + " values, expected " + std::to_string(B) + " ([batch])");
-  }
-  if (!cot_leakage.empty()) {
-    if (plan.subspace.empty()) throw Error("a leakage cotangent needs a computational subspace");
-    if (cot_leakage.size() != B) throw Error("cot_leakage has " + std::to_string(cot_leakage.size()) + " values, expected " + std::to_string(B) + " ([batch])");
-  }
+  check_cotangents(plan, B, cot);
   kern::OpenTaskCall<R> c = make_call(args, sh, outputs);
   c.adjoint = true;
-  c.cot_fidelity = cot_fidelity.empty() ? nullptr : cot_fidelity.data();
-  c.cot_leakage = cot_leakage.empty() ? nullptr : cot_leakage.data();
+  c.cot_fidelity = cot.fidelity.empty() ? nullptr : cot.fidelity.data();
+  c.cot_leakage = cot.leakage.empty() ? nullptr : cot.leakage.data();
+  c.cot_expvals = cot.expvals.empty() ? nullptr : cot.expvals.data();
+  c.cot_final = cot.final_state.empty() ? nullptr : reinterpret_cast<const R*>(cot.final_state.data());
   c.grad_amplitudes = grads.amplitudes.empty() ? nullptr : grads.amplitudes.data();
   c.grad_drift = grads.drift_coeffs.empty() ? nullptr : grads.drift_coeffs.data();
   c.grad_rates = grads.rates.empty() ? nullptr : grads.rates.data();
+  c.grad_durations = grads.durations.empty() ? nullptr : grads.durations.data();
+  c.grad_initial = grads.initial.empty() ? nullptr : reinterpret_cast<R*>(grads.initial.data());
   c.resume = resume;
   const Route r = resume ? Route::cpu : route_of(plan, c);
   if (r != Route::device_buffers) {
     check_values(plan, args);
-    expect_finite("cot_fidelity", cot_fidelity, 1);
-    expect_finite("cot_leakage", cot_leakage, 1);
+    expect_finite("the fidelity cotangent", cot.fidelity, 1);
+    expect_finite("the leakage cotangent", cot.leakage, 1);
+    expect_finite("the expvals cotangent", cot.expvals, 1);
+    expect_finite_complex("the final_state cotangent", cot.final_state);
   }
   auto expect_grad = [&](std::string_view what, std::size_t got, bool per_task, std::size_t len) {
     if (got == 0) return;
@@ -295,6 +359,17 @@ void vjp_call(const detail::OpenPlan& plan, const TaskArgs<R>& args, std::span<c
   expect_grad("amplitudes", grads.amplitudes.size(), sh.amp, std::size_t(s.n_segments()) * s.n_controls());
   expect_grad("drift_coeffs", grads.drift_coeffs.size(), sh.drift, std::size_t(s.n_drift_terms()));
   expect_grad("rates", grads.rates.size(), sh.rates, std::size_t(s.n_jumps()));
+  expect_grad("durations", grads.durations.size(), sh.durations, std::size_t(s.n_segments()));
+  if (!grads.initial.empty()) {
+    if (args.initial.empty()) {
+      throw Error("gradient initial needs per-task initial states (TaskArgs::initial); the compiled initial state "
+                  "is a constant");
+    }
+    if (grads.initial.size() != args.initial.size()) {
+      throw Error("gradient initial has " + std::to_string(grads.initial.size()) + " values, expected " +
+                  std::to_string(args.initial.size()) + " (like the initial argument)");
+    }
+  }
   run(plan, c, r);
   if (r != Route::device_buffers) detail::check_fixed_step_results(plan, args, outputs);
 }
@@ -315,9 +390,9 @@ std::uint64_t saved_runs(std::size_t batch, bool identical) { return identical ?
 }  // namespace
 
 template <class R>
-void OpenProgram::vjp(const TaskArgs<R>& args, std::span<const R> cot_fidelity, std::span<const R> cot_leakage,
-                      const TaskGradients<R>& grads, const TaskOutputs<R>& outputs) const {
-  vjp_call(*plan_, args, cot_fidelity, cot_leakage, grads, outputs, static_cast<const R*>(nullptr));
+void OpenProgram::vjp(const TaskArgs<R>& args, const TaskCotangents<R>& cot, const TaskGradients<R>& grads,
+                      const TaskOutputs<R>& outputs) const {
+  vjp_call(*plan_, args, cot, grads, outputs, static_cast<const R*>(nullptr));
 }
 
 std::size_t OpenProgram::saved_size(std::size_t batch) const {
@@ -350,9 +425,9 @@ void OpenProgram::forward(const TaskArgs<R>& args, const TaskOutputs<R>& outputs
 }
 
 template <class R>
-void OpenProgram::vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, std::span<const R> cot_fidelity,
-                            std::span<const R> cot_leakage, const TaskGradients<R>& grads) const {
-  if (saved_size(args.batch) == 0) return vjp(args, cot_fidelity, cot_leakage, grads);
+void OpenProgram::vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, const TaskCotangents<R>& cot,
+                            const TaskGradients<R>& grads) const {
+  if (saved_size(args.batch) == 0) return vjp(args, cot, grads);
   const Shape sh = check_shapes(*plan_, args);
   detail::expect_size("saved", saved.size(), saved_size(args.batch),
                       [] { return "(saved_size(batch), written by forward() for these arguments)"; });
@@ -365,16 +440,29 @@ void OpenProgram::vjp_saved(const TaskArgs<R>& args, std::span<const R> saved, s
                 (identical ? "these share every parameter (one simulation stands for all tasks), that call's did not"
                            : "that call's shared every parameter (one simulation stood for all tasks), these do not"));
   }
-  vjp_call(*plan_, args, cot_fidelity, cot_leakage, grads, TaskOutputs<R>{}, saved.data() + saved_header<R>());
+  vjp_call(*plan_, args, cot, grads, TaskOutputs<R>{}, saved.data() + saved_header<R>());
 }
+
+template <class R>
+kern::OpenView detail::open_call_view(const kern::OpenView& v, const kern::OpenTaskCall<R>& c) {
+  kern::OpenView out = v;
+  if (!c.durations || v.fixed_steps == 0) return out;  // (fixed_steps: rk4/euler only)
+  const std::size_t n = (c.durations_per_task ? c.batch : 1) * std::size_t(v.nseg);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.fixed_steps = std::max(out.fixed_steps, static_cast<int>(kern::open_fixed_steps(double(c.durations[i]), v.dt)));
+  }
+  return out;
+}
+template kern::OpenView detail::open_call_view<float>(const kern::OpenView&, const kern::OpenTaskCall<float>&);
+template kern::OpenView detail::open_call_view<double>(const kern::OpenView&, const kern::OpenTaskCall<double>&);
 
 #define QFLEET_OPEN_INSTANTIATE(R)                                                                       \
   template void OpenProgram::forward<R>(const TaskArgs<R>&, const TaskOutputs<R>&) const;              \
-  template void OpenProgram::vjp<R>(const TaskArgs<R>&, std::span<const R>, std::span<const R>,        \
-                                    const TaskGradients<R>&, const TaskOutputs<R>&) const;              \
+  template void OpenProgram::vjp<R>(const TaskArgs<R>&, const TaskCotangents<R>&, const TaskGradients<R>&, \
+                                    const TaskOutputs<R>&) const;                                        \
   template void OpenProgram::forward<R>(const TaskArgs<R>&, const TaskOutputs<R>&, std::span<R>) const; \
-  template void OpenProgram::vjp_saved<R>(const TaskArgs<R>&, std::span<const R>, std::span<const R>,  \
-                                          std::span<const R>, const TaskGradients<R>&) const;
+  template void OpenProgram::vjp_saved<R>(const TaskArgs<R>&, std::span<const R>, const TaskCotangents<R>&, \
+                                          const TaskGradients<R>&) const;
 QFLEET_OPEN_INSTANTIATE(float)
 QFLEET_OPEN_INSTANTIATE(double)
 #undef QFLEET_OPEN_INSTANTIATE

@@ -13,24 +13,48 @@
 
 namespace qfleet::cpu {
 
+namespace {
+
+// One simulation stands for identical tasks: their expectation-value and final-state
+// cotangents summed into one row (`sums`), in task order.
 template <class R>
-void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCall<R>& c) {
-  const std::size_t B = c.batch;
+const R* summed_rows(const R* cot, std::size_t batch, std::size_t per, std::vector<R>& sums) {
+  if (!cot || batch == 1) return cot;
+  sums.assign(per, R(0));
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < per; ++i) sums[i] += cot[b * per + i];
+  return sums.data();
+}
+
+}  // namespace
+
+template <class R>
+void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCall<R>& call) {
+  const std::size_t B = call.batch;
   const int nseg = plan.sys.n_segments(), nctrl = plan.sys.n_controls();
   const std::size_t n_amp = std::size_t(nseg) * nctrl, n_drift = plan.a_drift.size(), n_rate = plan.a_rate.size();
-  const bool identical = kern::identical_tasks(c);
+  const bool identical = kern::identical_tasks(call);
   const std::size_t runs = identical ? 1 : B;
+  OpenCall<R> c = call;
+  thread_local std::vector<R> exp_sums, final_sums;
+  if (identical && c.adjoint) {
+    const std::size_t per_final =
+        2 * ((!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c);
+    c.cot_expvals = summed_rows(c.cot_expvals, B, std::size_t(nseg + 1) * plan.observables.size(), exp_sums);
+    c.cot_final = summed_rows(c.cot_final, B, per_final, final_sums);
+  }
   // Per-task gradient rows, reduced in task order afterwards when a parameter is shared.
   thread_local std::vector<R> rows;
-  const std::size_t row = n_amp + n_drift + n_rate;
+  const std::size_t row = n_amp + n_drift + n_rate + std::size_t(nseg);
   if (c.adjoint && rows.size() < runs * row) rows.resize(runs * row);
   std::uint64_t computed = 0, reused = 0;
   const OpenIsaKernels& k = *isa.open;
+  const kern::OpenView view = detail::open_call_view(plan.view, c);
   int failed;
   if constexpr (std::is_same_v<R, float>) {
-    failed = k.run_f32(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
+    failed = k.run_f32(view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   } else {
-    failed = k.run_f64(plan.view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
+    failed = k.run_f64(view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
   }
   if (failed) {
     const SolverInfo& solver = solver_info(plan.options.solver);
@@ -72,6 +96,7 @@ void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCal
   scatter(c.grad_amplitudes, c.amplitudes_per_task, 0, n_amp);
   scatter(c.grad_drift, c.drift_per_task, n_amp, n_drift);
   scatter(c.grad_rates, c.rates_per_task, n_amp + n_drift, n_rate);
+  scatter(c.grad_durations, c.durations_per_task, n_amp + n_drift + n_rate, std::size_t(nseg));
 }
 
 template void execute_open<float>(const CpuIsa&, const detail::OpenPlan&, const OpenCall<float>&);

@@ -76,7 +76,8 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
               int num_threads, std::uint64_t* computed_out, std::uint64_t* reused_out) {
   const std::size_t B = c.batch;
   const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl, n_drift = std::size_t(v.ndrift);
-  const std::size_t row = n_amp + n_drift + std::size_t(v.nrate);
+  const std::size_t n_rate = std::size_t(v.nrate);
+  const std::size_t row = n_amp + n_drift + n_rate + std::size_t(v.nseg);
   const int max_threads = num_threads > 0 ? num_threads : omp_get_max_threads();
   const int threads = static_cast<int>(runs < std::size_t(max_threads) ? runs : std::size_t(max_threads));
   std::uint64_t computed = 0, reused = 0;
@@ -117,7 +118,8 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
           if (ws.work.size() < need) ws.work.resize(need);
           std::uint64_t cp = 0, ru = 0;
           kern::OpenTask<R, N> task(tv, c, ws.work.data(), ws.cap);
-          const int st = task.run(b, b, cf, cl, r, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, cp, ru);
+          R* gd = r && c.grad_durations ? r + n_amp + n_drift + n_rate : nullptr;  // (only when asked: an inner product a segment)
+          const int st = task.run(b, b, cf, cl, r, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, gd, cp, ru);
           if (st == kern::kOpenStepCapacity) {
             ws.cap *= 2;
             tv = thread_view<R>(v, c.adjoint, fused, ws.cap);

@@ -190,8 +190,8 @@ OpenShape requested_open_shape() {
   return env == nullptr || *env == 0 ? OpenShape::automatic : parse_open_shape(env);
 }
 
-OpenLaunch open_shape(const OpenResident& res, std::size_t batch, int real, int cap) {
-  return open_launch_shape(res.view, batch, real, cap, res.props, requested_open_shape());
+OpenLaunch open_shape(const OpenResident& res, const kern::OpenView& view, std::size_t batch, int real, int cap) {
+  return open_launch_shape(view, batch, real, cap, res.props, requested_open_shape());
 }
 
 [[noreturn]] void throw_status(int status, int cap) {
@@ -210,14 +210,15 @@ void run_open_call(const OpenPlan& p, const kern::OpenTaskCall<R>& c, const Call
   const OpenResident& res = resident_of(p);
   DeviceGuard guard(res.device);
   const int real = int(sizeof(R));
-  if (!staged) {
-    run_open_tasks(res.view, c, open_shape(res, c.batch, real, kFirstCap), nullptr, stream);
+  if (!staged) {  // (device durations are not read: rk4/euler take the compiled grid's most steps)
+    run_open_tasks(res.view, c, open_shape(res, res.view, c.batch, real, kFirstCap), nullptr, stream);
     return;
   }
+  const kern::OpenView view = detail::open_call_view(res.view, c);
   // Host buffers: one stream-ordered arena, copies in, the launch, copies out, one sync;
   // re-run with a larger dopri5 step store if a task needed one.
   for (int cap = kFirstCap;; cap *= 4) {
-    const OpenLaunch shape = open_shape(res, c.batch, real, cap);
+    const OpenLaunch shape = open_shape(res, view, c.batch, real, cap);
     expect_fits(shape.work_bytes + buffers.total_bytes(), res);
     StagedCall staged_call(stream, buffers, sizeof(int));
     kern::OpenTaskCall<R> k = c;
@@ -227,14 +228,19 @@ void run_open_call(const OpenPlan& p, const kern::OpenTaskCall<R>& c, const Call
     k.initial = static_cast<const R*>(staged_call.device(3));
     k.cot_fidelity = static_cast<const R*>(staged_call.device(4));
     k.cot_leakage = static_cast<const R*>(staged_call.device(5));
-    k.fidelity = static_cast<R*>(staged_call.device(6));
-    k.leakage = static_cast<R*>(staged_call.device(7));
-    k.expvals = static_cast<R*>(staged_call.device(8));
-    k.final_state = static_cast<R*>(staged_call.device(9));
-    k.grad_amplitudes = static_cast<R*>(staged_call.device(10));
-    k.grad_drift = static_cast<R*>(staged_call.device(11));
-    k.grad_rates = static_cast<R*>(staged_call.device(12));
-    run_open_tasks(res.view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
+    k.durations = static_cast<const R*>(staged_call.device(6));
+    k.cot_expvals = static_cast<const R*>(staged_call.device(7));
+    k.cot_final = static_cast<const R*>(staged_call.device(8));
+    k.fidelity = static_cast<R*>(staged_call.device(9));
+    k.leakage = static_cast<R*>(staged_call.device(10));
+    k.expvals = static_cast<R*>(staged_call.device(11));
+    k.final_state = static_cast<R*>(staged_call.device(12));
+    k.grad_amplitudes = static_cast<R*>(staged_call.device(13));
+    k.grad_drift = static_cast<R*>(staged_call.device(14));
+    k.grad_rates = static_cast<R*>(staged_call.device(15));
+    k.grad_durations = static_cast<R*>(staged_call.device(16));
+    k.grad_initial = static_cast<R*>(staged_call.device(17));
+    run_open_tasks(view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
     int status = 0;
     staged_call.finish(&status, sizeof(int));
     if (status == 0) return;
@@ -350,7 +356,7 @@ std::string describe_dm(const Executor&, const Model& m, std::size_t batch, bool
 }
 std::string describe_open(const Executor&, const Model& m, std::size_t batch, bool /*adjoint*/) {
   const OpenResident& res = resident_of(open_of(m));
-  const OpenLaunch s = open_shape(res, batch, real_bytes(m), kFirstCap);
+  const OpenLaunch s = open_shape(res, res.view, batch, real_bytes(m), kFirstCap);
   const std::string where = s.smem > 0 ? std::to_string(s.smem >> 10) + " KiB shared memory per block"
                                        : std::to_string(s.work_bytes >> 20) + " MiB global workspace";
   return "cuda " + std::string(open_shape_name(s.shape)) +

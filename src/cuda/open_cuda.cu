@@ -107,6 +107,7 @@ void run_open_tasks(const kern::OpenView& v, const kern::OpenTaskCall<R>& c, con
     if (c.grad_amplitudes && !c.amplitudes_per_task) memset_async(c.grad_amplitudes, n_amp * sizeof(R), stream);
     if (c.grad_drift && !c.drift_per_task) memset_async(c.grad_drift, std::size_t(v.ndrift) * sizeof(R), stream);
     if (c.grad_rates && !c.rates_per_task) memset_async(c.grad_rates, std::size_t(v.nrate) * sizeof(R), stream);
+    if (c.grad_durations && !c.durations_per_task) memset_async(c.grad_durations, std::size_t(v.nseg) * sizeof(R), stream);
   }
   // No global workspace when a group's is in shared memory (work_bytes 0).
   auto* work = s.work_bytes > 0 ? static_cast<kern::Cx<R>*>(malloc_async(s.work_bytes, stream)) : nullptr;

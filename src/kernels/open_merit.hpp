@@ -195,6 +195,73 @@ struct OpenMerit {
     }
   }
 
+  // lam += sum_o cot[b, boundary, o] d<O_o>/dX in the Re <lam, dX> convention:
+  // open, <O> = Re sum_ij O_ji X[i + d j], so lam[i + d j] += c O_ij (O Hermitian);
+  // closed, <psi|O|psi>, so lam += 2 c O psi.
+  QFLEET_HD void add_expval_cotangent(const R* cot, std::size_t b, int boundary, const Cx<R>* x, Cx<R>* lam) const {
+    using open_detail::at;
+    const int d = view.d;
+    const std::size_t no = std::size_t(view.nobs);
+    const R* c = cot + (b * (std::size_t(view.nseg) + 1) + std::size_t(boundary)) * no;
+    for (std::size_t o = 0; o < no; ++o) {
+      if (c[o] == R(0)) continue;
+      const double w = double(c[o]);
+      const double* om = view.observables + 2 * std::size_t(d) * d * o;
+      for (int i = 0; i < d; ++i) {
+        if (view.closed) {
+          Cx<double> s{0, 0};
+          for (int j = 0; j < d; ++j) s = s + at(om, std::size_t(i) * d + j) * Cx<double>{x[j].re, x[j].im};
+          lam[i].re += R(2 * w * s.re);
+          lam[i].im += R(2 * w * s.im);
+        } else {
+          for (int j = 0; j < d; ++j) {
+            const Cx<double> z = at(om, std::size_t(i) * d + j);
+            lam[i + std::size_t(d) * j].re += R(w * z.re);
+            lam[i + std::size_t(d) * j].im += R(w * z.im);
+          }
+        }
+      }
+    }
+  }
+
+  // lam += the final state's cotangent of task b (laid out as write_final writes the state).
+  QFLEET_HD void add_final_cotangent(const R* cot, std::size_t b, Cx<R>* lam) const {
+    const int d = view.d;
+    const bool density = !view.closed && !view.gate;
+    const R* in = cot + 2 * b * (density ? std::size_t(d) * d : nc);
+    if (density) {
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) {
+          lam[i + std::size_t(d) * j].re += in[2 * (std::size_t(i) * d + j)];
+          lam[i + std::size_t(d) * j].im += in[2 * (std::size_t(i) * d + j) + 1];
+        }
+    } else {
+      for (std::size_t i = 0; i < nc; ++i) {
+        lam[i].re += in[2 * i];
+        lam[i].im += in[2 * i + 1];
+      }
+    }
+  }
+
+  // The gradient with respect to task b's initial state, lam = dL/dX_0, laid out as the
+  // initial argument ([d] pure states, [d, d] densities).
+  QFLEET_HD void write_initial_gradient(R* grad, std::size_t b, const Cx<R>* lam) const {
+    const int d = view.d;
+    if (view.closed) {
+      for (int i = 0; i < d; ++i) {
+        grad[2 * (b * d + i)] = lam[i].re;
+        grad[2 * (b * d + i) + 1] = lam[i].im;
+      }
+      return;
+    }
+    R* out = grad + 2 * b * std::size_t(d) * d;
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) {
+        out[2 * (std::size_t(i) * d + j)] = lam[i + std::size_t(d) * j].re;
+        out[2 * (std::size_t(i) * d + j) + 1] = lam[i + std::size_t(d) * j].im;
+      }
+  }
+
   QFLEET_HD void write_final(R* final_state, std::size_t b, const Cx<R>* x) const {
     const int d = view.d;
     const bool density = !view.closed && !view.gate;

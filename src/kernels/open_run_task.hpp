@@ -18,7 +18,7 @@ inline namespace QFLEET_KERN_ISA {
 // Extra workspace open_run_task needs beyond open_task_work: one gradient row.
 template <class R>
 QFLEET_HD inline std::size_t open_row_work(const OpenView& v) {
-  const std::size_t row = std::size_t(v.nseg) * v.nctrl + v.ndrift + v.nrate;
+  const std::size_t row = std::size_t(v.nseg) * v.nctrl + v.ndrift + v.nrate + v.nseg;
   return (row * sizeof(R) + sizeof(Cx<R>) - 1) / sizeof(Cx<R>);
 }
 
@@ -40,14 +40,17 @@ QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::si
   R* ga = nullptr;
   R* gd = nullptr;
   R* gr = nullptr;
+  R* gt = nullptr;
+  const std::size_t at_dur = n_amp + v.ndrift + v.nrate;
   if (c.adjoint) {
+    if (c.grad_durations) gt = c.durations_per_task ? c.grad_durations + b * v.nseg : row + at_dur;
     ga = c.amplitudes_per_task ? (c.grad_amplitudes ? c.grad_amplitudes + b * n_amp : nullptr) : row;
     gd = c.drift_per_task ? (c.grad_drift ? c.grad_drift + b * v.ndrift : nullptr) : row + n_amp;
     gr = c.rates_per_task ? (c.grad_rates ? c.grad_rates + b * v.nrate : nullptr) : row + n_amp + v.ndrift;
   }
   std::uint64_t computed = 0, reused = 0;
   OpenTask<R, N, G> task(v, c, work, cap, g);
-  const int status = task.run(b, b, cf, cl, ga, gd, gr, computed, reused);
+  const int status = task.run(b, b, cf, cl, ga, gd, gr, gt, computed, reused);
   if (g.rank() != 0) return status;
   if (status != kOpenOk) {
     const R nan = R(0) / R(0);
@@ -64,6 +67,9 @@ QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::si
     }
     if (!c.rates_per_task && c.grad_rates) {
       for (int i = 0; i < v.nrate; ++i) add(c.grad_rates + i, row[n_amp + v.ndrift + i]);
+    }
+    if (!c.durations_per_task && c.grad_durations) {
+      for (int i = 0; i < v.nseg; ++i) add(c.grad_durations + i, row[at_dur + i]);
     }
   }
   return kOpenOk;

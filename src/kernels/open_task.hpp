@@ -115,10 +115,11 @@ class OpenTask {
   }
 
   // Runs task b (reading its parameters from sample `src`); cot_f/cot_l are its
-  // cotangents. grad_amp receives [nseg, nctrl] and grad_drift/grad_rates their
-  // vectors (overwritten; any may be null). computed/reused count propagators.
+  // cotangents (those of its expectation values and final state are row b of the
+  // call's). grad_amp receives [nseg, nctrl], grad_drift/grad_rates their vectors and
+  // grad_dur [nseg] (overwritten; any may be null). computed/reused count propagators.
   QFLEET_HD int run(std::size_t b, std::size_t src, R cot_f, R cot_l, R* grad_amp, R* grad_drift, R* grad_rates,
-                    std::uint64_t& computed, std::uint64_t& reused) {
+                    R* grad_dur, std::uint64_t& computed, std::uint64_t& reused) {
     using open_detail::at;
     using open_detail::cx;
     const bool lead = grp_.rank() == 0;
@@ -166,12 +167,13 @@ class OpenTask {
     }
     if (!c_.adjoint) return kOpenOk;
 
-    seed_adjoint(x, cot_f, cot_l);
+    seed_adjoint(b, x, cot_f, cot_l);
 
     for (int k = v_.nseg - 1; k >= 0; --k) {
       const Cx<R>* xprev = hist_ + nc_ * k;
-      const double dur = v_.durations[k];
+      const double dur = duration(src, k);
       generator(amps(src, k), a_);
+      const double jump_before = grad_dur && v_.lindblad ? weighted_jump_gradient() : 0.0;
       if (v_.action) {
         for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
@@ -192,30 +194,50 @@ class OpenTask {
           if (lead) grad_amp[std::size_t(k) * v_.nctrl + i] = gi;
         }
       }
+      if (grad_dur) {
+        // The segment's map depends on (dur, A) through dur A alone (its step counts held
+        // fixed), so dL/d dur = Re <dL/dA, A> / dur; in Lindblad form A's jump parts are
+        // the rates' L rho L^dag terms, whose share of this segment is the change of
+        // sum_j gamma_j jump_grad_j.
+        grp_.sync();
+        double s = re_inner_state(g_, a_);
+        if (v_.lindblad) s += weighted_jump_gradient() - jump_before;
+        if (lead) grad_dur[k] = R(s / dur);
+      }
       for (std::size_t i = r0(); i < ng_; i += gs()) {
         g_sum_[i].re += g_[i].re;
         g_sum_[i].im += g_[i].im;
       }
       grp_.sync();
+      if (c_.cot_expvals) {  // boundary k's expectation values (X_k = xprev)
+        if (lead) merit().add_expval_cotangent(c_.cot_expvals, b, k, xprev, lam_);
+        grp_.sync();
+      }
     }
     static_gradients(grad_drift, grad_rates);
+    if (c_.grad_initial && lead) merit().write_initial_gradient(c_.grad_initial, b, lam_);
     return kOpenOk;
   }
 
  private:
-  // lam = dF/dX_N (Re <lam, dX> convention), scaled by the cotangents; the sums of
-  // the segments' generator gradients zeroed.
-  QFLEET_HD void seed_adjoint(const Cx<R>* x, R cot_f, R cot_l) {
+  // lam = dL/dX_N (Re <lam, dX> convention) of task b's cotangents at X_N: fidelity,
+  // leakage, final state and the last boundary's expectation values; the sums of the
+  // segments' generator gradients zeroed.
+  QFLEET_HD void seed_adjoint(std::size_t b, const Cx<R>* x, R cot_f, R cot_l) {
     const bool lead = grp_.rank() == 0;
     for (std::size_t i = r0(); i < nc_; i += gs()) lam_[i] = {0, 0};
     grp_.sync();
     if (lead) {
       if (v_.target != kTargetNone && cot_f != 0) merit().fidelity(x, lam_, cot_f, true);
       if (v_.nsub > 0 && cot_l != 0) merit().leakage(x, lam_, cot_l, true);
+      if (c_.cot_final) merit().add_final_cotangent(c_.cot_final, b, lam_);
+      if (c_.cot_expvals) merit().add_expval_cotangent(c_.cot_expvals, b, v_.nseg, x, lam_);
     }
     // Only lam's Hermitian part pairs with the Hermitian states (Re <i A, X> = 0 for
-    // Hermitian A and X), and the Lindblad form's adjoint products assume it.
-    if (v_.lindblad && ops_.hermitian) make_hermitian(lam_);
+    // Hermitian A and X), and the Lindblad form's adjoint products assume it. A final
+    // state's cotangent may have any part; its Hermitian part is taken in every form, so
+    // the initial state's gradient is the same whichever form runs.
+    if ((v_.lindblad && ops_.hermitian) || (c_.cot_final && !v_.closed && !v_.gate)) make_hermitian(lam_);
     for (std::size_t i = r0(); i < ng_; i += gs()) g_sum_[i] = {0, 0};
     if (v_.lindblad && lead)
       for (int j = 0; j < v_.nrate; ++j) jump_grad_[j] = 0;
@@ -292,7 +314,7 @@ class OpenTask {
     for (int k = 0; k < v_.nseg; ++k) {
       Cx<R>* xk = hist_ + nc_ * (k + 1);
       const R* u = amps(src, k);
-      const double dur = v_.durations[k];
+      const double dur = duration(src, k);
       generator(u, a_);
       if (v_.action) {
         ++computed;
@@ -300,7 +322,7 @@ class OpenTask {
         if (tp.s == 0) return kOpenUnderflow;
         taylor_forward<R>(Gen{this}, nc_, tp, dur, x, xk, nullptr, rk_, grp_);
       } else if (v_.solver == Solver::exact) {
-        const bool same = k > 0 && dur == v_.durations[k - 1] && same_values(u, amps(src, k - 1));
+        const bool same = k > 0 && dur == duration(src, k - 1) && same_values(u, amps(src, k - 1));
         if (same) {
           ++reused;
         } else {
@@ -331,6 +353,11 @@ class OpenTask {
   QFLEET_HD static R coef(const R* v, bool per_task, std::size_t b, int i, int len) {
     return per_task ? v[b * len + i] : v[i];
   }
+  // Segment k's duration for task b: the call's, or the compiled grid's.
+  QFLEET_HD double duration(std::size_t b, int k) const {
+    if (!c_.durations) return v_.durations[k];
+    return double(c_.durations[(c_.durations_per_task ? b * std::size_t(v_.nseg) : 0) + std::size_t(k)]);
+  }
   QFLEET_HD const R* amps(std::size_t b, int k) const {
     if (v_.nctrl == 0) return nullptr;
     const std::size_t per = std::size_t(v_.nseg) * v_.nctrl;
@@ -360,6 +387,19 @@ class OpenTask {
     double s = 0;
     for (std::size_t i = r0(); i < ng_; i += gs()) s += double(a[i].re) * m[2 * i] + double(a[i].im) * m[2 * i + 1];
     return grp_.sum(s);
+  }
+
+  // Re <a, b> over the generator's entries of two working matrices, summed over the group.
+  QFLEET_HD double re_inner_state(const Cx<R>* a, const Cx<R>* b) const {
+    double s = 0;
+    for (std::size_t i = r0(); i < ng_; i += gs()) s += double(a[i].re) * b[i].re + double(a[i].im) * b[i].im;
+    return grp_.sum(s);
+  }
+  // Lindblad form: sum_j gamma_j jump_grad_j (jump_grad_ written by rank 0 before a sync).
+  QFLEET_HD double weighted_jump_gradient() const {
+    double s = 0;
+    for (int j = 0; j < v_.nrate; ++j) s += double(ops_.gamma[j]) * jump_grad_[j];
+    return s;
   }
 
   // Products with the state's c columns (c = n for gate problems, else 1).

@@ -88,12 +88,19 @@ struct OpenTaskCall {
   R* leakage = nullptr;        // [B]
   R* expvals = nullptr;        // [B, nseg + 1, nobs]
   R* final_state = nullptr;    // [B, final size], pairs
+  // Segment durations of this call: [B?, nseg]; null: the compiled grid (OpenView::durations).
+  const R* durations = nullptr;
+  bool durations_per_task = false;
   const R* cot_fidelity = nullptr;  // [B]
   const R* cot_leakage = nullptr;   // [B]
+  const R* cot_expvals = nullptr;   // [B, nseg + 1, nobs]: each enters at its segment boundary
+  const R* cot_final = nullptr;     // [B, final size], pairs (laid out as final_state)
   bool adjoint = false;
   R* grad_amplitudes = nullptr;  // like amplitudes (summed over tasks when shared)
   R* grad_drift = nullptr;
   R* grad_rates = nullptr;
+  R* grad_durations = nullptr;  // like durations; [nseg] summed over tasks when shared or absent
+  R* grad_initial = nullptr;    // like initial (per-task initial states only), pairs
   // Saved-state adjoint (cpu only): run r keeps what its backward sweep needs at
   // save + r * open_saved_per_run<R>(view) (a forward call), or a backward call starts
   // its reverse sweep from what a forward call kept there (resume), without the
@@ -106,7 +113,7 @@ struct OpenTaskCall {
 // simulation stands for the whole batch (its cotangents summed, its outputs broadcast).
 template <class R>
 bool identical_tasks(const OpenTaskCall<R>& c) {
-  return !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.initial;
+  return !c.amplitudes_per_task && !c.drift_per_task && !c.rates_per_task && !c.durations_per_task && !c.initial;
 }
 
 // What one task's run returns.

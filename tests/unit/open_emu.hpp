@@ -45,12 +45,13 @@ template <class R>
 int run_like_gpu(const qfleet::detail::OpenPlan& p, const qfleet::kern::OpenTaskCall<R>& c, int threads, int cap,
                  int group = 0) {
   namespace kern = qfleet::kern;
-  const kern::OpenView& v = p.view;
+  const kern::OpenView v = qfleet::detail::open_call_view(p.view, c);  // (as the staged call's)
   if (c.adjoint) {
     const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl;
     if (c.grad_amplitudes && !c.amplitudes_per_task) std::fill_n(c.grad_amplitudes, n_amp, R(0));
     if (c.grad_drift && !c.drift_per_task) std::fill_n(c.grad_drift, v.ndrift, R(0));
     if (c.grad_rates && !c.rates_per_task) std::fill_n(c.grad_rates, v.nrate, R(0));
+    if (c.grad_durations && !c.durations_per_task) std::fill_n(c.grad_durations, v.nseg, R(0));
   }
   const std::size_t per = kern::open_task_work<R>(v, cap) + kern::open_row_work<R>(v);
   if (group > 0) {

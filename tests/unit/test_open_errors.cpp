@@ -374,10 +374,10 @@ TEST(OpenErrors, CallRejectsBadOutputsGradientsAndPrecision) {
   };
   using G = qfleet::TaskGradients<double>;
   auto none = [](G&) {};
-  bwd({1.0}, {}, none, {"cot_fidelity", "[batch]"});
-  bwd({}, {1, 2, 3}, none, {"cot_leakage"});
-  bwd({kNaN, 1.0}, {}, none, {"cot_fidelity", "non-finite"});
-  bwd({}, {1.0, kInf}, none, {"cot_leakage", "non-finite"});
+  bwd({1.0}, {}, none, {"fidelity cotangent", "[batch]"});
+  bwd({}, {1, 2, 3}, none, {"leakage cotangent"});
+  bwd({kNaN, 1.0}, {}, none, {"fidelity cotangent", "non-finite"});
+  bwd({}, {1.0, kInf}, none, {"leakage cotangent", "non-finite"});
   bwd(cot, cot, [](G& g) { g.amplitudes = g.amplitudes.first(6); }, {"gradient amplitudes", "per task"});
   bwd(cot, cot, [](G& g) { g.drift_coeffs = std::span<double>(g.amplitudes).first(2); }, {"gradient drift_coeffs", "shared"});
   bwd(cot, cot, [](G& g) { g.rates = std::span<double>(g.amplitudes).first(2); }, {"gradient rates", "shared"});

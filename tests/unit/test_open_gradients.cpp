@@ -20,22 +20,6 @@ namespace {
 using namespace ref;
 using qfleet::Solver;
 
-const char* solver_name(Solver s) {
-  switch (s) {
-    case Solver::exact:
-      return "exact";
-    case Solver::rk4:
-      return "rk4";
-    case Solver::euler:
-      return "euler";
-    case Solver::dopri5:
-      return "dopri5";
-    case Solver::tsit5:
-      return "tsit5";
-  }
-  return "?";
-}
-
 // The engine's options and the reference scheme its gradients are compared with.
 struct SolverSetup {
   qfleet::OpenCompileOptions options;
@@ -120,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(OpenEverySolver, OpenGradients,
                                                               Solver::tsit5),
                                             ::testing::Range(0, 6), ::testing::Values(2, 3, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<Solver, int, int>>& pinfo) {
-                           return std::string(solver_name(std::get<0>(pinfo.param))) + "_" +
+                           return std::string(qfleet::solver_info(std::get<0>(pinfo.param)).name) + "_" +
                                   kProblemKinds[std::get<1>(pinfo.param)].name + "_d" +
                                   std::to_string(std::get<2>(pinfo.param));
                          });
@@ -206,7 +190,7 @@ TEST(OpenGradientsMore, Complex64GradientsFollowComplex128) {
       u.options.atol = 1e-7;
       const auto prog = qfleet::compile(build(m), u.options);
       const auto q = qvjp<float>(prog, m, b, cf, cl);
-      const std::string what = std::string(kProblemKinds[ci].name) + " complex64 " + solver_name(s);
+      const std::string what = std::string(kProblemKinds[ci].name) + " complex64 " + qfleet::solver_info(s).name;
       EXPECT_TRUE(all_close(q.g_amp, fd.amps, 2e-4, 1e-3)) << what;
       EXPECT_TRUE(all_close(q.g_drift, fd.drift, 2e-4, 1e-3)) << what;
       EXPECT_TRUE(all_close(q.g_rates, fd.rates, 2e-4, 1e-3)) << what;
