@@ -38,17 +38,26 @@ struct LindbladProblem {
   std::vector<double> rates;
   bool per_task_rates = false;
 
-  // With "gradients": true, what is differentiated: the fidelity when there is a
-  // target, otherwise the leakage (a subspace is then required).
-  enum class GradientOf : std::uint8_t { none, fidelity, leakage };
+  // What is differentiated. "gradients": true alone: the fidelity when there is a
+  // target, otherwise the leakage (a subspace is then required). "cotangents": the
+  // scalar L = sum of cotangent * output that OpenProgram::vjp's TaskCotangents defines.
+  enum class GradientOf : std::uint8_t { none, fidelity, leakage, cotangents };
   GradientOf gradient_of = GradientOf::none;
+  // The "cotangents", row-major like the outputs (each empty where not given: zero):
+  // fidelity and leakage [B], expvals [B, n_seg + 1, n_obs], final_state [B, final state size].
+  struct Cotangents {
+    std::vector<double> fidelity, leakage, expvals;
+    std::vector<Complex> final_state;
+  };
+  Cotangents cotangents;
   // When set, the array results are written to "<output_npy>.<key>.npy" (docs/cli.md).
   std::string output_npy;
 };
 
 // Checks and converts a "kind": "lindblad" problem. Throws ProblemError / qfleet::Error.
 // With model_only, "amplitudes", "drift_coeffs" and "rates" may be absent (the
-// system alone is wanted; give "n_segments" with "segment_duration").
+// system alone is wanted; give "n_segments" with "segment_duration"), and
+// "cotangents", data of a call as they are, is not read.
 LindbladProblem parse_lindblad_problem(const nlohmann::json& problem, bool model_only = false);
 
 // Compiles and runs a parsed problem; returns the result object of docs/cli.md.

@@ -361,12 +361,9 @@ void read_time_grid(const Object& top, OpenSystem& s, Agreement& agree) {
 // What is propagated: "psi0", "rho0" or the gate ("gate": true, returned).
 bool read_initial_state(const Object& top, OpenSystem& s, int d, std::size_t n_jump) {
   const bool gate = top.has("gate") && read_bool(*top.get("gate"), "gate");
+  // None given: the pure state |0>, as the C++ and Python builders start from.
   const int n_initial = int(top.has("rho0")) + int(top.has("psi0")) + int(gate);
-  if (n_initial != 1) {
-    fail("", n_initial == 0
-                 ? "missing the initial state: give \"psi0\", \"rho0\" or \"gate\": true"
-                 : "give exactly one of \"psi0\", \"rho0\" and \"gate\": true");
-  }
+  if (n_initial > 1) fail("", "give at most one of \"psi0\", \"rho0\" and \"gate\": true (none: |0>)");
   if (const json* v = top.get("psi0")) {
     const ComplexVector psi = read_cvector(*v, "psi0", d);
     at("psi0", [&] { s.initial_state(psi); });
@@ -427,9 +424,8 @@ void read_subspace(const Object& top, OpenSystem& s) {
 }
 
 // The options (solver and its step or tolerances, form, exact method, precision,
-// threads, device), the output prefix and which gradients to return.
+// threads, device) and the output prefix.
 void read_lindblad_options(const Object& top, LindbladProblem& p) {
-  const OpenSystem& s = p.system;
   if (const json* v = top.get("device")) p.options.device = read_device(*v, "device");
   if (const json* v = top.get("solver")) {
     const std::string name = read_string(*v, "solver");
@@ -485,14 +481,133 @@ void read_lindblad_options(const Object& top, LindbladProblem& p) {
     p.output_npy = read_string(*v, "output_npy");
     if (p.output_npy.empty()) fail("output_npy", "must name a file prefix, e.g. \"out/run1\"");
   }
-  if (const json* v = top.get("gradients"); v != nullptr && read_bool(*v, "gradients")) {
+}
+
+// ------------------------------------------------------------ cotangents ---
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string t;
+  for (const std::size_t n : shape) t += (t.empty() ? "" : ", ") + std::to_string(n);
+  return "(" + t + (shape.size() == 1 ? ",)" : ")");
+}
+
+// A nested list of exactly `shape` (outermost first; names[l]: what level l holds),
+// its leaves read by `leaf` into `out`, row-major.
+template <class T, class Leaf>
+void read_exact(const json& v, const std::string& path, std::span<const std::size_t> shape,
+                std::span<const std::string_view> names, const Leaf& leaf, std::vector<T>& out) {
+  if (shape.empty()) {
+    out.push_back(leaf(v, path));
+    return;
+  }
+  const std::string want = fmt::format("expected a list of {} {}", shape[0], names[0]);
+  if (!v.is_array()) fail(path, want + ", got " + describe(v));
+  if (v.size() != shape[0]) fail(path, fmt::format("{}, got {}", want, v.size()));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    read_exact(v[i], index_path(path, i), shape.subspan(1), names.subspan(1), leaf, out);
+}
+
+// {"npy": FILE} holding an array of exactly `shape`, or (complex values) `shape` with
+// a last axis of 2, [re, im]; returns whether it has that axis.
+bool read_npy_exact(const json& v, const std::string& path, const std::vector<std::size_t>& shape,
+                    bool complex, std::vector<double>& values) {
+  npy::Array a = npy::read_ref(v, path);
+  std::vector<std::size_t> pairs = shape;
+  pairs.push_back(2);
+  const bool as_pairs = complex && a.shape == pairs;
+  if (a.shape != shape && !as_pairs) {
+    fail(path, "the .npy array has shape " + shape_text(a.shape) + "; expected " + shape_text(shape) +
+                   (complex ? " or, as [re, im] pairs, " + shape_text(pairs) : ""));
+  }
+  values = std::move(a.values);
+  return as_pairs;
+}
+
+// Real cotangents shaped like an output: a nested list, or {"npy": FILE}.
+std::vector<double> read_real_cotangent(const json& v, const std::string& path, const std::vector<std::size_t>& shape,
+                                        std::initializer_list<std::string_view> names) {
+  std::vector<double> out;
+  if (v.is_object()) {
+    read_npy_exact(v, path, shape, false, out);
+  } else {
+    read_exact(v, path, shape, std::span<const std::string_view>(names.begin(), names.size()), read_number, out);
+  }
+  return out;
+}
+
+// The final state's shape per task, as the result holds it: [d] (a closed system's
+// state), [d^2, d^2] (an open channel's superoperator) or [d, d].
+std::vector<std::size_t> final_state_shape(const OpenSystem& s) {
+  const std::size_t d = static_cast<std::size_t>(s.dim());
+  const bool gate = s.initial_kind() == OpenSystem::Initial::Gate;
+  if (s.closed() && !gate) return {d};
+  const std::size_t n = gate && !s.closed() ? d * d : d;
+  return {n, n};
+}
+
+// The "cotangents" of the outputs (OpenProgram::vjp's TaskCotangents), each shaped
+// exactly like its output, with the batch dimension: cotangents are per task.
+void read_cotangents(const json& v, LindbladProblem& p) {
+  const OpenSystem& s = p.system;
+  const Object c(v, "cotangents", {"fidelity", "leakage", "expvals", "final_state"},
+                 "an object of the outputs' cotangents, e.g. {\"fidelity\": [1]}");
+  if (!c.has("fidelity") && !c.has("leakage") && !c.has("expvals") && !c.has("final_state")) {
+    fail("cotangents", "is empty; give at least one of \"fidelity\", \"leakage\", \"expvals\" and \"final_state\"");
+  }
+  auto needs = [&](std::string_view key, bool has_output, std::string_view what) {
+    if (c.has(key) && !has_output) fail(c.path(key), std::string(what));
+  };
+  needs("fidelity", s.target_kind() != OpenSystem::Target::None, "needs a \"target\" (it gives the fidelity)");
+  needs("leakage", !s.subspace().empty(), "needs a \"subspace\" (it gives the leakage)");
+  needs("expvals", s.n_observables() > 0, "needs \"observables\" (they give the expvals)");
+  const std::size_t B = p.batch;
+  LindbladProblem::Cotangents& out = p.cotangents;
+  constexpr std::string_view kPerTask = "values, one per task";
+  if (const json* f = c.get("fidelity")) out.fidelity = read_real_cotangent(*f, c.path("fidelity"), {B}, {kPerTask});
+  if (const json* l = c.get("leakage")) out.leakage = read_real_cotangent(*l, c.path("leakage"), {B}, {kPerTask});
+  if (const json* e = c.get("expvals")) {
+    const std::vector<std::size_t> shape = {B, std::size_t(s.n_segments()) + 1, std::size_t(s.n_observables())};
+    out.expvals = read_real_cotangent(*e, c.path("expvals"), shape,
+                                      {"tasks", "segment boundaries (n_seg + 1)", "values, one per observable"});
+  }
+  if (const json* x = c.get("final_state")) {
+    const std::string path = c.path("final_state");
+    std::vector<std::size_t> shape = final_state_shape(s);
+    shape.insert(shape.begin(), B);
+    if (x->is_object()) {
+      std::vector<double> values;
+      const bool pairs = read_npy_exact(*x, path, shape, true, values);
+      for (std::size_t i = 0; i < values.size(); i += pairs ? 2 : 1)
+        out.final_state.emplace_back(values[i], pairs ? values[i + 1] : 0.0);
+    } else {
+      const std::array<std::string_view, 3> names = {"tasks", shape.size() == 2 ? "entries" : "rows", "entries"};
+      read_exact(*x, path, shape, names, read_entry, out.final_state);
+    }
+  }
+}
+
+// What is differentiated: the outputs' "cotangents" (which imply gradients), or with
+// "gradients": true alone the fidelity, else the leakage. A model_only reader leaves
+// the cotangents, data of a call like the amplitudes, unread.
+void read_gradients(const Object& top, LindbladProblem& p, bool model_only) {
+  const OpenSystem& s = p.system;
+  const json* g = top.get("gradients");
+  const bool gradients = g != nullptr && read_bool(*g, "gradients");
+  if (const json* c = top.get("cotangents")) {
+    if (g != nullptr && !gradients) {
+      fail("cotangents", "asks for gradients, but \"gradients\" is false (leave it out or set it to true)");
+    }
+    if (model_only) return;
+    read_cotangents(*c, p);
+    p.gradient_of = LindbladProblem::GradientOf::cotangents;
+  } else if (gradients) {
     if (s.target_kind() != OpenSystem::Target::None) {
       p.gradient_of = LindbladProblem::GradientOf::fidelity;
     } else if (!s.subspace().empty()) {
       p.gradient_of = LindbladProblem::GradientOf::leakage;
     } else {
-      fail("gradients", "needs a \"target\" (gradients of the fidelity) or a \"subspace\" "
-                        "(gradients of the leakage)");
+      fail("gradients", "needs a \"target\" (gradients of the fidelity), a \"subspace\" (gradients of the "
+                        "leakage) or \"cotangents\"");
     }
   }
 }
@@ -510,7 +625,8 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
                    {"kind", "dim", "H0", "drift_terms", "drift_coeffs", "controls", "amplitudes",
                     "durations", "segment_duration", "n_segments", "jumps", "rates", "rho0",
                     "psi0", "gate", "target", "observables", "subspace", "solver", "dt", "rtol",
-                    "atol", "form", "exact", "precision", "threads", "isa", "device", "gradients", "output_npy", "subsystems"});
+                    "atol", "form", "exact", "precision", "threads", "isa", "device", "gradients", "cotangents",
+                    "output_npy", "subsystems"});
 
   LindbladProblem p;
   const int d = static_cast<int>(read_int(top.require("dim"), "dim", std::numeric_limits<int>::min(),
@@ -600,6 +716,7 @@ LindbladProblem parse_lindblad_problem(const json& doc, bool model_only) {
   }
   read_subspace(top, s);
   read_lindblad_options(top, p);
+  read_gradients(top, p, model_only);
   return p;
 }
 

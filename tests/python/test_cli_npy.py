@@ -181,7 +181,7 @@ def test_lindblad_npy_results_equal_json_results(tmp_path):
     doc.update(amplitudes={"npy": "a.npy"}, rates={"npy": "r.npy"}, output_npy="lb")
     got = evaluate(doc, tmp_path / "n.json")
     assert got["batch"] == 3
-    for key in ("fidelity", "expvals", "grad_amplitudes", "grad_drift_coeffs", "grad_rates"):
+    for key in ("fidelity", "expvals", "grad_amplitudes", "grad_drift_coeffs", "grad_rates", "grad_durations"):
         a = np.load(got[key]["npy"])
         assert list(a.shape) == got[key]["shape"], key
         np.testing.assert_array_equal(a, np.array(want[key]), err_msg=key)
