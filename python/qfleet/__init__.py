@@ -17,7 +17,8 @@ _lib.load()
 
 from . import _fake  # noqa: E402,F401  (registers the fake classes for torch.compile)
 from .circuit import Circuit, Param, input, weight  # noqa: E402,A004
-from .layers import OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity, open_final_state  # noqa: E402
+from .layers import (OpenOutputs, OpenSystemLayer, QuantumLayer, circuit_forward, open_fidelity,  # noqa: E402
+                     open_final_state, open_outputs)
 from .open_system import OpenSystem, Operator, local, pauli  # noqa: E402
 from .problem import evaluate, load_problem  # noqa: E402
 from .tensor_file import TensorFile, TensorFileError, read_tensor_file  # noqa: E402
@@ -35,5 +36,6 @@ def built_with_cuda() -> bool:
 
 __version__ = "0.1.0"
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "Operator", "local", "pauli", "QuantumLayer",
-           "OpenSystemLayer", "circuit_forward", "open_fidelity", "open_final_state", "evaluate", "load_problem",
+           "OpenSystemLayer", "circuit_forward", "open_fidelity", "open_final_state", "open_outputs", "OpenOutputs",
+           "evaluate", "load_problem",
            "TensorFile", "TensorFileError", "read_tensor_file", "cuda_device_count", "built_with_cuda", "__version__"]

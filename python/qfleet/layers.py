@@ -5,6 +5,7 @@ adapters/torch/include/qfleet/torch.hpp) take the same arguments, name their
 parameter the same ("weight") and initialise it identically from the same seed.
 """
 import math
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -63,10 +64,41 @@ def open_fidelity(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
     return program.layer(amplitudes, drift_coeffs, rates)
 
 
+class OpenOutputs(NamedTuple):
+    """Every output of an open system (None where the system has none): fidelity [B] (a
+    target), leakage [B] (a computational subspace), expvals [B, n_seg + 1, n_observables]
+    (observables, at every segment boundary) and final_state (complex: [B, d, d] densities,
+    [B, d] pure states, [B, d^2, d^2] superoperators or [B, d, d] unitaries)."""
+    fidelity: Optional[torch.Tensor]
+    leakage: Optional[torch.Tensor]
+    expvals: Optional[torch.Tensor]
+    final_state: torch.Tensor
+
+
+def _open_outputs_eager(program, amplitudes, drift_coeffs, rates, durations, initial):
+    return program.outputs(amplitudes, drift_coeffs, rates, durations, initial)
+
+
+def open_outputs(program, amplitudes: torch.Tensor, rates: torch.Tensor = None, drift_coeffs: torch.Tensor = None,
+                 durations: torch.Tensor = None, initial: torch.Tensor = None) -> OpenOutputs:
+    """Every output of a compiled open system, each differentiable w.r.t. every tensor argument:
+    amplitudes [B, n_seg, n_ctrl], rates [B, n_jumps], drift_coeffs [B, n_drift_terms],
+    durations [B, n_seg] (segment lengths > 0; default the compiled grid) -- each also shared,
+    without B -- and initial, per task: [B, d] pure states (closed systems) or [B, d, d]
+    densities, in the program's complex dtype. One engine pass forward; one reverse sweep with
+    every output's cotangent backward, so any loss of the outputs costs one backward()."""
+    if torch.compiler.is_compiling():
+        out = _eager_only(_open_outputs_eager)(program, amplitudes, drift_coeffs, rates, durations, initial)
+    else:
+        out = program.outputs(amplitudes, drift_coeffs, rates, durations, initial)
+    return OpenOutputs(*out)
+
+
 def open_final_state(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
                      drift_coeffs: torch.Tensor = None) -> torch.Tensor:
     """Final states per task (complex): [B, d, d] densities, [B, d] pure states, [B, d^2, d^2]
-    superoperators (propagate_gate) or [B, d, d] unitaries (closed gate problems). Not differentiable."""
+    superoperators (propagate_gate) or [B, d, d] unitaries (closed gate problems). Not differentiable
+    (open_outputs differentiates them)."""
     if torch.compiler.is_compiling():
         return _eager_only(_open_final_state_eager)(program, amplitudes, drift_coeffs, rates)
     return torch.ops.qfleet.open_final_state(program, amplitudes, drift_coeffs, rates)
@@ -154,6 +186,9 @@ class OpenSystemLayer(torch.nn.Module):
                  atol: float = None, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
                  form: str = "automatic", exact: str = "automatic"):
         super().__init__()
+        if "target" not in system._doc:
+            raise ValueError("qfleet.OpenSystemLayer: the system needs a target (target_state, target_density or "
+                             "target_unitary): the layer returns fidelities; qfleet.open_outputs returns the others")
         self._real = _dtype(precision)
         self._describe = f"solver={solver}, precision={precision}"
         self.program = system.compile(solver, dt, rtol, atol, precision, num_threads, device, form, exact)

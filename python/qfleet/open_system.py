@@ -134,6 +134,16 @@ class OpenSystem:
         self._doc["target"] = {"unitary": _json.cmatrix(u, "target unitary", self.dim)}
         return self
 
+    def observable(self, o):
+        """<O> at every segment boundary (Hermitian: a d x d matrix or an Operator); the
+        outputs' expvals [B, n_seg + 1, n_observables], in the order they were added."""
+        return self._append("observables", o, "observable")
+
+    def computational_subspace(self, levels: Sequence[int]):
+        """Leakage out of these levels: 1 - their population (gate problems: 1 - tr(P E(P)) / d_c)."""
+        self._doc["subspace"] = [int(k) for k in levels]
+        return self
+
     @property
     def n_controls(self):
         return len(self._doc.get("controls", []))
@@ -175,7 +185,7 @@ class OpenSystem:
 
     def compile(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128", num_threads=0,
                 device="cpu", form="automatic", exact="automatic"):
-        """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (needs a target).
+        """Compiles the system once: a torch.classes.qfleet.OpenSystemProgram (fidelities need a target).
         device: "cpu", "cuda" (CPU tensors are staged through the GPU) or "automatic";
         form, exact: see to_json."""
         _lib.load()

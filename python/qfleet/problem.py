@@ -59,7 +59,7 @@ def load_problem(path) -> dict:
         model = {k: v for k, v in doc.items() if k not in ("inputs", "weights", "gradients", "states", "shots", "seed")}
         program = torch.classes.qfleet.CircuitProgram(_json.dumps(model, "qfleet.load_problem"))
     elif kind == "lindblad":
-        model = {k: v for k, v in doc.items() if k not in ("amplitudes", "rates", "drift_coeffs", "gradients")}
+        model = {k: v for k, v in doc.items() if k not in ("amplitudes", "rates", "drift_coeffs", "gradients", "cotangents")}
         if "n_segments" not in model and "segment_duration" in model and "amplitudes" in doc:
             a = doc["amplitudes"]
             if isinstance(a, dict):  # {"npy": FILE}: [n_seg, n_ctrl] or [B, n_seg, n_ctrl]; only its header is read

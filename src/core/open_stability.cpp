@@ -94,7 +94,8 @@ template <class R>
   const char* name = solver_info(p.options.solver).name;
   double worst = 0, bound = 0, total = 0;  // max_k h_k ||A_k||, max_k ||A_k||, the duration
   for (int k = 0; k < s.n_segments(); ++k) {
-    const double dur = s.segment_durations()[k],
+    const std::size_t at = (a.durations.size() > std::size_t(s.n_segments()) ? b * s.n_segments() : 0) + std::size_t(k);
+    const double dur = a.durations.empty() ? s.segment_durations()[k] : double(a.durations[at]),
                  h = dur / double(kern::open_fixed_steps(dur, p.options.dt));
     const double nrm = generator_bound(p, a, b, k);
     worst = std::max(worst, h * nrm);

@@ -346,8 +346,11 @@ def test_bad_input_is_a_clear_error(qfleet):
         layer(big.requires_grad_(), g, c)  # (the forward that keeps its backward's rows)
     with pytest.raises(RuntimeError, match="Hermitian"):
         qfleet.OpenSystem(2).control(np.array([[0, 1], [0, 0]])).segments(2, 1.0).target_state([0, 1]).compile()
-    with pytest.raises(RuntimeError, match="needs a target"):
-        qfleet.OpenSystem(2).control(np.eye(2)).segments(2, 1.0).initial_state([1, 0]).compile()
+    with pytest.raises(ValueError, match="needs a target"):
+        qfleet.OpenSystemLayer(qfleet.OpenSystem(2).control(np.eye(2)).segments(2, 1.0).initial_state([1, 0]))
+    no_target = qfleet.OpenSystem(2).control(np.eye(2)).segments(2, 1.0).initial_state([1, 0]).compile()
+    with pytest.raises(RuntimeError, match="fidelity needs a target"):
+        qfleet.open_fidelity(no_target, torch.zeros(2, 1, dtype=torch.float64))
     with pytest.raises(ValueError, match="unknown solver"):
         qfleet.OpenSystemLayer(build(qfleet, p, 2).target_state([0, 1]), solver="rk45")
 

@@ -198,6 +198,34 @@ TEST(TorchOpen, CotangentsInAnyLayout) {
   }
 }
 
+// qfleet::nn::open_outputs from C++: a loss on the expectation values, the leakage and the
+// final state, one backward, against central differences in the amplitudes, the rates and
+// the segment durations.
+TEST(TorchOpen, EveryOutputDifferentiableFromCpp) {
+  const qfleet::ComplexMatrix hx = {0, 0.5, 0.5, 0}, lower = {0, 1, 0, 0}, z = {1, 0, 0, -1};
+  qfleet::OpenSystem s(2);
+  s.control(hx).drift_term(z).jump(lower).segments(3, 0.9).observable(z).computational_subspace({0});
+  const auto p = c10::make_intrusive<OpenSystemProgram>(s);
+  const auto c = torch::tensor({0.3}, torch::kFloat64);
+  const auto w_exp = torch::rand({2, 4, 1}, torch::kFloat64), w_fin = torch::rand({2, 2, 2}, torch::kFloat64);
+  auto loss_of = [&](const torch::Tensor& a, const torch::Tensor& r, const torch::Tensor& t) {
+    const qfleet::nn::OpenOutputs o = qfleet::nn::open_outputs(p, {a, c, r, t, {}});
+    EXPECT_FALSE(o.fidelity.defined());
+    return (o.expvals * w_exp).sum() + o.leakage.sum() + (torch::real(o.final_state) * w_fin).sum();
+  };
+  const auto a = (torch::rand({2, 3, 1}, torch::kFloat64) * 2 - 1).requires_grad_();
+  const auto r = torch::tensor({0.4}, torch::kFloat64).requires_grad_();
+  const auto t = (torch::rand({2, 3}, torch::kFloat64) * 0.3 + 0.2).requires_grad_();
+  loss_of(a, r, t).backward();
+  const auto one = torch::ones({}, torch::kFloat64);
+  const auto ga = fd_grad([&](const torch::Tensor& x) { return loss_of(x, r.detach(), t.detach()); }, a.detach().clone(), one);
+  const auto gr = fd_grad([&](const torch::Tensor& x) { return loss_of(a.detach(), x, t.detach()); }, r.detach().clone(), one);
+  const auto gt = fd_grad([&](const torch::Tensor& x) { return loss_of(a.detach(), r.detach(), x); }, t.detach().clone(), one);
+  EXPECT_LT((a.grad() - ga).abs().max().item<double>(), 1e-8);
+  EXPECT_LT((r.grad() - gr).abs().max().item<double>(), 1e-8);
+  EXPECT_LT((t.grad() - gt).abs().max().item<double>(), 1e-8);
+}
+
 TEST(TorchErrors, BadInputGetsAClearError) {
   qfleet::nn::QuantumLayer layer(classifier(2, 1));
   auto msg = [](auto f) {

@@ -32,11 +32,21 @@ QuantumLayerImpl::QuantumLayerImpl(c10::intrusive_ptr<CircuitProgram> program, u
   return circuit_forward(program_, inputs, weight);
 }
 
+namespace {
+// The layer returns fidelities (every other output: open_outputs).
+const c10::intrusive_ptr<OpenSystemProgram>& with_target(const c10::intrusive_ptr<OpenSystemProgram>& p) {
+  TORCH_CHECK_VALUE(p->program.system().target_kind() != OpenSystem::Target::None,
+                    "qfleet.OpenSystemLayer: the system needs a target (target_state, target_density or "
+                    "target_unitary): the layer returns fidelities; qfleet::nn::open_outputs returns the others");
+  return p;
+}
+}  // namespace
+
 OpenSystemLayerImpl::OpenSystemLayerImpl(const OpenSystem& system, const OpenCompileOptions& options)
-    : program_(c10::make_intrusive<OpenSystemProgram>(system, options)) {}
+    : program_(with_target(c10::make_intrusive<OpenSystemProgram>(system, options))) {}
 
 OpenSystemLayerImpl::OpenSystemLayerImpl(c10::intrusive_ptr<OpenSystemProgram> program)
-    : program_(std::move(program)) {}
+    : program_(with_target(program)) {}
 
 ::torch::Tensor OpenSystemLayerImpl::forward(const ::torch::Tensor& amplitudes, const ::torch::Tensor& rates,
                                              const ::torch::Tensor& drift_coeffs) {

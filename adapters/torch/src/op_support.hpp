@@ -1,12 +1,18 @@
 // Argument checks and small helpers shared by the operator library's sources
-// (ops.cpp: the operators and their autograd; program_calls.cpp: the programs' other
-// methods). Internal to adapters/torch.
+// (ops.cpp: the operators and their autograd; open_outputs.cpp: every open-system
+// output, differentiable; program_calls.cpp: the programs' other methods). Internal
+// to adapters/torch.
 #pragma once
 
 #include <cmath>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
+
+#include <algorithm>
 
 #include <initializer_list>
 #include <optional>
@@ -175,6 +181,94 @@ inline void refuse_non_finite(const char* op, const char* what, const Tensor& ou
 
 inline void refuse_non_finite(const char* op, const Tensor& fid, const Tensor& a, const Tensor& c, const Tensor& r) {
   refuse_non_finite(op, "fidelity", fid, a, c, r);
+}
+
+// The open-system arguments' shapes, dtypes and device; returns the batch size.
+inline int64_t check_open(const OpenSystemProgram& p, const char* op, const Tensor& amplitudes,
+                   const std::optional<Tensor>& drift, const std::optional<Tensor>& rates) {
+  const auto dt = p.dtype();
+  check_tensor(amplitudes, op, "amplitudes", dt, {2, 3});
+  int64_t B = -1;
+  const char* from = "";
+  auto agree = [&](int64_t b, const char* name) {
+    if (B < 0) {
+      B = b;
+      from = name;
+    } else {
+      TORCH_CHECK_VALUE(B == b, "qfleet.", op, ": ", name, " has ", b, " task(s) but ", from, " has ", B,
+                        "; per-task arguments must agree on the batch size");
+    }
+  };
+  const int64_t ns = p.n_segments(), nc = p.n_controls();
+  const bool amp_ok = amplitudes.size(-2) == ns && amplitudes.size(-1) == nc;
+  TORCH_CHECK_VALUE(amp_ok, "qfleet.", op, ": amplitudes has shape ", amplitudes.sizes(), "; expected [B, ", ns,
+                    ", ", nc, "] (per task) or [", ns, ", ", nc, "] (shared): ", ns, " segments, ", nc, " controls");
+  if (amplitudes.dim() == 3) agree(amplitudes.size(0), "amplitudes");
+  auto vec_arg = [&](const std::optional<Tensor>& t, const char* name, int64_t n, const char* what) {
+    if (!t.has_value() || !t->defined()) {
+      TORCH_CHECK_VALUE(n == 0, "qfleet.", op, ": ", name, " is required: the system has ", n, " ", what);
+      return;
+    }
+    check_tensor(*t, op, name, dt, {1, 2});
+    TORCH_CHECK_VALUE(t->size(-1) == n, "qfleet.", op, ": ", name, " has shape ", t->sizes(), "; expected [B, ", n,
+                      "] (per task) or [", n, "] (shared): the system has ", n, " ", what);
+    if (t->dim() == 2) agree(t->size(0), name);
+  };
+  vec_arg(drift, "drift_coeffs", p.n_drift_terms(), "drift term(s)");
+  vec_arg(rates, "rates", p.n_jumps(), "jump operator(s)");
+  check_same_device(op, {&amplitudes, opt_ptr(drift), opt_ptr(rates)});
+  return B < 0 ? 1 : B;
+}
+
+inline Tensor contig(const std::optional<Tensor>& t) { return t.has_value() && t->defined() ? t->contiguous() : Tensor(); }
+
+// CUDA tensors:
+// The same kernels as for CPU tensors: the program's GPU copy reads and writes the
+// tensors in place, enqueued on PyTorch's current stream of their device (no host
+// synchronisation, no allocation outside torch's caching allocator and the stream-
+// ordered pool, so torch.cuda.graph can capture it). The stream comes through
+// c10's device-generic guard interface, so this library links only the CPU half of
+// LibTorch and still loads where no CUDA runtime is installed.
+
+class StreamScope {  // qfleet::cuda_stream() for the call, the caller's restored after
+ public:
+  explicit StreamScope(void* stream) : prev_(qfleet::cuda_stream()) { qfleet::set_cuda_stream(stream); }
+  ~StreamScope() { qfleet::set_cuda_stream(prev_); }
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  void* prev_;
+};
+
+// Runs `kernel` on the tensors' device and its current stream, after checking they
+// share one device (the CUDA kernel is chosen when any of them is a CUDA tensor) and
+// the program has a copy there (program_device: Program::cuda_device()).
+template <class F>
+auto on_torch_stream(int program_device, const char* op, std::initializer_list<const Tensor*> ts, F&& kernel)
+    -> decltype(kernel()) {
+  check_same_device(op, ts);
+  const Tensor& t = **std::find_if(ts.begin(), ts.end(), [](const Tensor* x) { return x->defined(); });
+  TORCH_CHECK_VALUE(program_device >= 0, "qfleet.", op, ": the tensors are on ", t.device(),
+                    " but the program has no GPU copy (it was compiled for device 'cpu', or 'automatic' where no "
+                    "GPU was visible); compile it with device='cuda', or move the tensors to the CPU with .cpu()");
+  TORCH_CHECK_VALUE(t.device().index() == program_device, "qfleet.", op, ": the tensors are on ", t.device(),
+                    " but the program's copy is on cuda:", program_device,
+                    "; compile the program with that device current (with torch.cuda.device(...)), or move the "
+                    "tensors to cuda:", program_device);
+  const c10::DeviceGuard device_guard(t.device());
+  const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+  const StreamScope stream(cuda.getStream(t.device()).native_handle());
+  return kernel();
+}
+
+// Final states (forward only): [B, d, d] densities, [B, d] pure states,
+// [B, d^2, d^2] superoperators or [B, d, d] unitaries, complex.
+inline std::vector<int64_t> final_state_shape(const OpenSystemProgram& p, int64_t B) {
+  const int64_t d = p.dim(), n = static_cast<int64_t>(p.program.final_state_size());
+  if (n == d) return {B, d};
+  if (n == d * d) return {B, d, d};
+  return {B, d * d, d * d};
 }
 
 }  // namespace qfleet::nn::op_support

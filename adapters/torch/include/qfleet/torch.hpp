@@ -31,7 +31,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "qfleet/circuit.hpp"
 #include "qfleet/open_system.hpp"
@@ -56,7 +58,7 @@ struct CircuitProgram : ::torch::CustomClassHolder {
   ::torch::ScalarType dtype() const;  // float64 (complex128) or float32 (complex64)
 };
 
-// A compiled open system (torch.classes.qfleet.OpenSystemProgram); it must have a target.
+// A compiled open system (torch.classes.qfleet.OpenSystemProgram). Fidelities need a target.
 struct OpenSystemProgram : ::torch::CustomClassHolder {
   OpenSystemProgram(const OpenSystem& system, const OpenCompileOptions& options = {});
   explicit OpenSystemProgram(const std::string& json_text);
@@ -69,6 +71,9 @@ struct OpenSystemProgram : ::torch::CustomClassHolder {
   int64_t n_controls() const { return program.system().n_controls(); }
   int64_t n_drift_terms() const { return program.system().n_drift_terms(); }
   int64_t n_jumps() const { return program.system().n_jumps(); }
+  int64_t n_observables() const { return program.system().n_observables(); }
+  bool has_target() const { return program.system().target_kind() != OpenSystem::Target::None; }
+  bool has_leakage() const { return !program.system().subspace().empty(); }
   ::torch::ScalarType dtype() const;
 };
 
@@ -100,7 +105,34 @@ std::tuple<::torch::Tensor, ::torch::Tensor> circuit_jacobian(const c10::intrusi
                                                               const ::torch::Tensor& inputs,
                                                               const ::torch::Tensor& weights);
 
-// Final states per task (not differentiable; see the op list above).
+// Every output of an open system, differentiable (autograd, complex states through
+// torch's complex autograd) w.r.t. every defined input: one engine pass forward, one
+// reverse sweep with all the outputs' cotangents backward. Inputs in the program's real
+// dtype (initial states in its complex dtype), each per task (leading batch dimension)
+// or shared; undefined where absent:
+//   amplitudes [B, n_seg, n_ctrl] | [n_seg, n_ctrl]; drift_coeffs [B, m] | [m];
+//   rates [B, n_jumps] | [n_jumps]; durations [B, n_seg] | [n_seg] (> 0; default: the
+//   compiled grid); initial [B, d] pure states (closed) | [B, d, d] densities (open).
+struct OpenInputs {
+  ::torch::Tensor amplitudes, drift_coeffs, rates, durations, initial;
+};
+// Undefined where the system has none: fidelity [B] (a target), leakage [B] (a
+// computational subspace), expvals [B, n_seg + 1, n_observables] (observables, at every
+// segment boundary); final_state complex, as open_final_state's.
+struct OpenOutputs {
+  ::torch::Tensor fidelity, leakage, expvals, final_state;
+};
+OpenOutputs open_outputs(const c10::intrusive_ptr<OpenSystemProgram>& program, const OpenInputs& inputs);
+// The same as a list (the TorchScript method OpenSystemProgram.outputs).
+std::vector<::torch::Tensor> open_outputs_list(const c10::intrusive_ptr<OpenSystemProgram>& program,
+                                               const ::torch::Tensor& amplitudes,
+                                               const std::optional<::torch::Tensor>& drift_coeffs,
+                                               const std::optional<::torch::Tensor>& rates,
+                                               const std::optional<::torch::Tensor>& durations,
+                                               const std::optional<::torch::Tensor>& initial);
+
+// Final states per task (not differentiable; see the op list above; open_outputs
+// differentiates them).
 ::torch::Tensor open_final_state(const c10::intrusive_ptr<OpenSystemProgram>& program,
                                  const ::torch::Tensor& amplitudes, const ::torch::Tensor& drift_coeffs,
                                  const ::torch::Tensor& rates);
