@@ -42,7 +42,7 @@ import harness
 
 N_SEG, T, RATE = 60, 3.0, 0.05
 CHECK_BATCH = 256
-# (d, B): bench_cuda's Open/d2/B100000 (issue 50's target) and Open/d4/B10000 (OpenShape/d4)
+# (d, B): bench_cuda's Open/d2/B100000 (the GPU target) and Open/d4/B10000 (OpenShape/d4)
 ROWS = [(2, 100000), (4, 10000)]
 # complex128 agrees to rounding; complex64 to single precision over 60 segments
 TOLERANCE = {"complex128": 1e-9, "complex64": 2e-3}

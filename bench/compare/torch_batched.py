@@ -9,11 +9,11 @@ outputs and gradients of both checked to agree before anything is timed.
 
 Workloads:
   target  10 qubits, 30 gates (RY(input) on every wire, a CNOT ring, RZ(weight) on every
-          wire), <Z_0>, batch 100: issue 4's reference pass (bench_cuda's Target/*)
+          wire), <Z_0>, batch 100: the reference pass (bench_cuda's Target/*)
   layer   AngleEmbedding + 3 StronglyEntanglingLayers, <Z_i> on every wire, n = 4 and 10
   open    a driven, damped d-level ladder (bench_cuda's Open/*): H0 = sum_k 0.1 k |k><k|,
           controls a + a^dag and i(a - a^dag), decay a at a shared rate, 60 segments over
-          T = 3, |0> -> |1>, exact solver; issue 5's target is d = 2, B = 100,000, fwd+grad, c64
+          T = 3, |0> -> |1>, exact solver; the GPU target is d = 2, B = 100,000, fwd+grad, c64
 "fwd" is one forward call; "fwd+bwd" is forward + backward of the outputs' sum with
 respect to every input (circuits: inputs and weights; open: amplitudes). Times are
 medians (ms) over repeats of a few calls each, the device synchronised around them.

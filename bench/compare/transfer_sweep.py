@@ -1,4 +1,4 @@
-"""Workload 5 (issue 27): open-system state transfer on n local qubits, d = 2..64.
+"""Workload 5: open-system state transfer on n local qubits, d = 2..64.
 
 bench/micro/bench_open.cpp's local_qubits (open_models.local_qubits_model), 32 tasks, 60
 segments, forward + gradient of sum_b (1 - F_b) w.r.t. every amplitude and rate, on

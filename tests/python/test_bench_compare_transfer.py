@@ -1,4 +1,4 @@
-"""bench/compare's state-transfer sweep (issue 27): its sparse reference (transfer_ref.py) against
+"""bench/compare's state-transfer sweep: its sparse reference (transfer_ref.py) against
 independent routes at d = 2 and 4 — a dense scipy.linalg.expm of the superoperator for the
 fidelity, central finite differences for the amplitude and rate gradients — and qfleet's tsit5
 at tight tolerances against it. Needs numpy and scipy only (not bench/compare's venv); ~2 s."""

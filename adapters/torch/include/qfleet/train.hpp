@@ -1,4 +1,4 @@
-// qfleet::train — the training runtime every app runs on (issue 20), first part: a
+// qfleet::train — the training runtime every app runs on, first part: a
 // step's metrics kept on their device and copied to the host once every
 // `sync_every` steps (one transfer for all of them), JSON-lines logging, a progress
 // bar with ETA, atomic file writes for checkpoints, and a step runner that drives a

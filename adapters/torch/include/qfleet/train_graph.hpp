@@ -1,6 +1,6 @@
 // qfleet::train graph mode: a whole training step (forward, loss, backward, optimizer,
 // qfleet engine calls included) captured once into a CUDA graph and replayed, so a
-// step costs one launch instead of hundreds (issue 20). In libqfleet_train_cuda, which
+// step costs one launch instead of hundreds. In libqfleet_train_cuda, which
 // links LibTorch's CUDA half; libqfleet_torch stays loadable without a CUDA runtime.
 //
 // The contract, as for torch.cuda.graphs: the step reads its inputs from static
