@@ -184,7 +184,50 @@ void ladder_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Ladder)->Apply(ladder_args);
 
-// The issue-27 workload: n qubits with local terms (frequencies and a ZZ chain in
+// Expectation values along the pulse, as system identification fits them: the forward
+// pass with <O> at every segment boundary, against one reverse sweep with a cotangent on
+// every one of them (the forward outputs in the same pass), for B tasks with their own
+// pulses and rates. d = 2: the noisy qubit from |0>, 60 segments, <X>, <Y>, <Z>;
+// d = 16: the ladder from |0>, 12 segments, the level populations' mean <n>.
+// args: d, B, gradient (0/1)
+void BM_Expvals(benchmark::State& st) {
+  const int d = int(st.range(0));
+  const std::size_t B = std::size_t(st.range(1));
+  const bool gradient = st.range(2) != 0;
+  qfleet::OpenSystem sys = d == 2 ? qfleet::OpenSystem(2) : ladder(d, 12);
+  if (d == 2) {
+    sys.control(scaled(kX, 0.5)).control(scaled(kY, 0.5)).jump(kLower).jump(scaled(kZ, std::sqrt(0.5)));
+    sys.segments(60, 1.0).observable(kX).observable(kY).observable(kZ);
+  } else {
+    ComplexMatrix n_op(std::size_t(d) * d);
+    for (int i = 0; i < d; ++i) n_op[std::size_t(i) * d + i] = double(i);
+    sys.observable(n_op);
+  }
+  const auto prog = qfleet::compile(sys);
+  const int n_seg = sys.n_segments(), K = sys.n_observables();
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> amp(-2, 2), rate(0.01, 0.1), cot(-1, 1);
+  std::vector<double> u(B * n_seg * 2), rates(B * 2), ex(B * (n_seg + 1) * K), cex(ex.size()), gu(u.size()),
+      gr(rates.size());
+  for (auto& v : u) v = amp(rng);
+  for (auto& v : rates) v = rate(rng);
+  for (auto& v : cex) v = cot(rng);
+  const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
+  qfleet::TaskOutputs<double> out;
+  out.expvals = ex;
+  for (auto _ : st) {
+    if (gradient) {
+      prog.vjp(args, qfleet::TaskCotangents<double>{{}, {}, cex, {}}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
+    } else {
+      prog.forward(args, out);
+    }
+    benchmark::DoNotOptimize(ex.data());
+  }
+  st.SetLabel(std::string(qfleet::to_string(prog.exact_method())) + (gradient ? " fwd+grad" : " fwd"));
+}
+BENCHMARK(BM_Expvals)->ArgsProduct({{2, 16}, {32, 1024}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The local-qubits workload: n qubits with local terms (frequencies and a ZZ chain in
 // H0, X and Y drives on every qubit, relaxation and dephasing on every qubit), state
 // transfer |0...0> -> |1...1>, 32 tasks, 60 segments over T = 2, forward + gradient.
 ComplexMatrix on_qubit(const ComplexMatrix& op, int q, int qubits) {
@@ -286,7 +329,7 @@ void local_qubit_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_LocalQubits)->Apply(local_qubit_args);
 
-// Gate problems by the exact solver (issue 27): the same local qubits without the
+// Gate problems by the exact solver: the same local qubits without the
 // initial state, the propagator of every basis column (propagate_gate, target X on
 // every qubit; with the jumps, or closed: no jumps), the exact solver's propagator
 // against its action on the basis columns, and the automatic choice beside them.
