@@ -182,6 +182,9 @@ def test_bad_arguments_are_one_line_errors(qfleet):
     with pytest.raises(ValueError, match="initial has 3 task"):
         qfleet.open_outputs(p, u, rates=r, drift_coeffs=c,
                             initial=torch.eye(2, dtype=torch.complex128).expand(3, 2, 2) / 2)
+    with pytest.raises(ValueError, match="fidelity of task 1 is not finite: the inputs overflow"):
+        qfleet.open_outputs(p, torch.tensor([[[0.0, 0.0]] * 3, [[1e300, 0.0]] * 3], dtype=torch.float64),
+                            rates=r, drift_coeffs=c)
     with pytest.raises(RuntimeError, match="Hermitian"):
         qfleet.OpenSystem(2).control(X).observable(LOWER).segments(2, 1.0).compile()
     with pytest.raises(RuntimeError, match="level 2 out of range"):

@@ -113,6 +113,11 @@ Results run_forward(const c10::intrusive_ptr<OpenSystemProgram>& p, const Tensor
       }
     });
   });
+  // Overflowing inputs (non-finite results) are refused by name, as open_forward refuses them.
+  refuse_non_finite("open_outputs", "fidelity", o.fid, a, c, r);
+  refuse_non_finite("open_outputs", "leakage", o.leak, a, c, r);
+  refuse_non_finite("open_outputs", "expectation values", o.exp, a, c, r);
+  refuse_non_finite("open_outputs", "final state", o.fin, a, c, r);
   return o;
 }
 
