@@ -15,8 +15,8 @@ namespace qfleet::cpu {
 
 namespace {
 
-// One simulation stands for identical tasks: their expectation-value and final-state
-// cotangents summed into one row (`sums`), in task order.
+// One simulation stands for identical tasks: their cotangents summed into one row
+// (`sums`), in task order.
 template <class R>
 const R* summed_rows(const R* cot, std::size_t batch, std::size_t per, std::vector<R>& sums) {
   if (!cot || batch == 1) return cot;
@@ -36,10 +36,12 @@ void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCal
   const bool identical = kern::identical_tasks(call);
   const std::size_t runs = identical ? 1 : B;
   OpenCall<R> c = call;
-  thread_local std::vector<R> exp_sums, final_sums;
+  thread_local std::vector<R> fid_sums, leak_sums, exp_sums, final_sums;
   if (identical && c.adjoint) {
     const std::size_t per_final =
         2 * ((!plan.closed && !plan.gate) ? std::size_t(plan.d) * plan.d : std::size_t(plan.n) * plan.c);
+    c.cot_fidelity = summed_rows(c.cot_fidelity, B, 1, fid_sums);
+    c.cot_leakage = summed_rows(c.cot_leakage, B, 1, leak_sums);
     c.cot_expvals = summed_rows(c.cot_expvals, B, std::size_t(nseg + 1) * plan.observables.size(), exp_sums);
     c.cot_final = summed_rows(c.cot_final, B, per_final, final_sums);
   }
@@ -52,9 +54,9 @@ void execute_open(const CpuIsa& isa, const detail::OpenPlan& plan, const OpenCal
   const kern::OpenView view = detail::open_call_view(plan.view, c);
   int failed;
   if constexpr (std::is_same_v<R, float>) {
-    failed = k.run_f32(view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
+    failed = k.run_f32(view, c, runs, rows.data(), plan.options.num_threads, &computed, &reused);
   } else {
-    failed = k.run_f64(view, c, runs, identical, rows.data(), plan.options.num_threads, &computed, &reused);
+    failed = k.run_f64(view, c, runs, rows.data(), plan.options.num_threads, &computed, &reused);
   }
   if (failed) {
     const SolverInfo& solver = solver_info(plan.options.solver);

@@ -17,9 +17,9 @@ using OpenCall = kern::OpenTaskCall<R>;
 // One instruction set's open-system kernels (a part of its cpu::CpuIsa row): run
 // `runs` tasks, return 0 or 1 on failure.
 struct OpenIsaKernels {
-  int (*run_f32)(const kern::OpenView&, const OpenCall<float>&, std::size_t, bool, float*, int, std::uint64_t*,
+  int (*run_f32)(const kern::OpenView&, const OpenCall<float>&, std::size_t, float*, int, std::uint64_t*,
                  std::uint64_t*);
-  int (*run_f64)(const kern::OpenView&, const OpenCall<double>&, std::size_t, bool, double*, int, std::uint64_t*,
+  int (*run_f64)(const kern::OpenView&, const OpenCall<double>&, std::size_t, double*, int, std::uint64_t*,
                  std::uint64_t*);
 };
 

@@ -72,9 +72,8 @@ kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, bool fused, in
 // Runs `runs` tasks across threads. rows: per-task gradient rows (adjoint only).
 // Returns 0, or 1 when a task failed (dopri5 step-size underflow, out of memory).
 template <class R, class N>
-int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, bool identical, R* rows,
+int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, R* rows,
               int num_threads, std::uint64_t* computed_out, std::uint64_t* reused_out) {
-  const std::size_t B = c.batch;
   const std::size_t n_amp = std::size_t(v.nseg) * v.nctrl, n_drift = std::size_t(v.ndrift);
   const std::size_t n_rate = std::size_t(v.nrate);
   const std::size_t row = n_amp + n_drift + n_rate + std::size_t(v.nseg);
@@ -99,18 +98,9 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
 #pragma omp for schedule(dynamic, 1)
     for (long long t = 0; t < static_cast<long long>(runs); ++t) {
       const std::size_t b = std::size_t(t);
-      R cf = 0, cl = 0;
-      if (c.adjoint) {
-        if (identical) {  // one simulation stands for every task: sum their cotangents
-          for (std::size_t i = 0; i < B; ++i) {
-            cf += c.cot_fidelity ? c.cot_fidelity[i] : R(0);
-            cl += c.cot_leakage ? c.cot_leakage[i] : R(0);
-          }
-        } else {
-          cf = c.cot_fidelity ? c.cot_fidelity[b] : R(0);
-          cl = c.cot_leakage ? c.cot_leakage[b] : R(0);
-        }
-      }
+      // (Identical tasks: one run, whose cotangents execute_open summed into row 0.)
+      const R cf = c.adjoint && c.cot_fidelity ? c.cot_fidelity[b] : R(0);
+      const R cl = c.adjoint && c.cot_leakage ? c.cot_leakage[b] : R(0);
       R* r = c.adjoint ? rows + b * row : nullptr;
       try {
         for (;;) {  // retried with a larger step store when dopri5 accepts more steps than it holds
@@ -141,17 +131,17 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, b
 }
 
 template <class R>
-int run_open(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, bool identical, R* rows,
+int run_open(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, R* rows,
              int num_threads, std::uint64_t* computed, std::uint64_t* reused) {
   switch (v.n) {
     case 2:
-      return run_tasks<R, kern::FixedDim<2>>(v, c, runs, identical, rows, num_threads, computed, reused);
+      return run_tasks<R, kern::FixedDim<2>>(v, c, runs, rows, num_threads, computed, reused);
     case 4:
-      return run_tasks<R, kern::FixedDim<4>>(v, c, runs, identical, rows, num_threads, computed, reused);
+      return run_tasks<R, kern::FixedDim<4>>(v, c, runs, rows, num_threads, computed, reused);
     case 16:
-      return run_tasks<R, kern::FixedDim<16>>(v, c, runs, identical, rows, num_threads, computed, reused);
+      return run_tasks<R, kern::FixedDim<16>>(v, c, runs, rows, num_threads, computed, reused);
     default:
-      return run_tasks<R, int>(v, c, runs, identical, rows, num_threads, computed, reused);
+      return run_tasks<R, int>(v, c, runs, rows, num_threads, computed, reused);
   }
 }
 
