@@ -67,6 +67,21 @@ inline std::string write_temp(const std::string& content, const std::string& suf
   return path;
 }
 
+// A float64 .npy file of any shape, C order.
+inline std::string npy_file(const std::vector<std::size_t>& shape, const std::vector<double>& values) {
+  std::string dims;
+  for (const std::size_t n : shape) dims += std::to_string(n) + ", ";
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  for (const double v : values) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  return write_temp(bytes, ".npy");
+}
+
 // Runs `BINARY ARGS...`; stdin is `stdin_text` when given, else /dev/null.
 inline CliResult run_program(const std::string& binary, const std::vector<std::string>& args,
                              const std::optional<std::string>& stdin_text = std::nullopt) {

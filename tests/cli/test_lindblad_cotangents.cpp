@@ -241,21 +241,6 @@ TEST(LindbladCotangents, InitialStateDefaultsToZero) {
 
 // ------------------------------------------------------------- .npy files ---
 
-// A float64 .npy file of any shape, C order.
-std::string npy_file(const std::vector<std::size_t>& shape, const std::vector<double>& values) {
-  std::string dims;
-  for (const std::size_t n : shape) dims += std::to_string(n) + ", ";
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + dims + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  bytes += header;
-  for (const double v : values) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
-  return qfleet_test::write_temp(bytes, ".npy");
-}
-
 // The numbers of a nested list in C order.
 void flatten_into(const json& j, std::vector<double>& out) {
   if (!j.is_array()) {
@@ -278,6 +263,7 @@ TEST(LindbladCotangents, NpyCotangentsEqualJsonCotangents) {
   p["cotangents"] = all_cotangents(3, 0);
   const json want = qj::evaluate(p);
   const json& c = p["cotangents"];
+  using qfleet_test::npy_file;
   std::vector<std::string> files = {npy_file({2}, flat(c["fidelity"])), npy_file({2}, flat(c["leakage"])),
                                     npy_file({2, 4, 2}, flat(c["expvals"])),
                                     npy_file({2, 3, 2}, flat(c["final_state"]))};  // [re, im] pairs
@@ -291,7 +277,7 @@ TEST(LindbladCotangents, NpyCotangentsEqualJsonCotangents) {
   std::vector<double> re;
   for (const json& task : c["final_state"])
     for (const json& z : task) re.push_back(z[0].get<double>());
-  files.push_back(npy_file({2, 3}, re));
+  files.push_back(qfleet_test::npy_file({2, 3}, re));
   n["cotangents"]["final_state"] = {{"npy", files.back()}};
   json pairs = p;
   for (json& task : pairs["cotangents"]["final_state"])
@@ -345,7 +331,7 @@ TEST(LindbladCotangents, BadCotangentsExitWithStatus2AndOneLine) {
   base["cotangents"] = all_cotangents(3, 0);
   std::vector<std::string> files;  // .npy files the cases write
   auto npy = [&files](const std::vector<std::size_t>& shape, const std::vector<double>& values) {
-    files.push_back(npy_file(shape, values));
+    files.push_back(qfleet_test::npy_file(shape, values));
     return json{{"npy", files.back()}};
   };
   const std::vector<Case> cases = {

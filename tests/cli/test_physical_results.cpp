@@ -72,25 +72,10 @@ TEST(PhysicalResults, AnUnstableFixedStepIsRefusedNamingTheSolverAndDt) {
   EXPECT_NEAR(json::parse(r.out)["fidelity"][0].get<double>(), std::pow(std::sin(400.0), 2), 2e-3);
 }
 
-// A float64 .npy file of shape [rows, cols].
-std::string npy_file(int rows, int cols, double value) {
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
-                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  bytes += header;
-  for (int i = 0; i < rows * cols; ++i)
-    bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
-  return qfleet_test::write_temp(bytes, ".npy");
-}
-
 TEST(PhysicalResults, NpyInputsThatOverflowTheSolverAreNamed) {
   // Before: the message named the largest numbers written in the problem (here the
   // segment duration), not the amplitudes of the .npy file that overflowed.
-  const std::string a = npy_file(4, 1, 1e300);
+  const std::string a = qfleet_test::npy_file({4, 1}, std::vector<double>(4, 1e300));
   json p = rabi(0);
   p["amplitudes"] = {{"npy", a}};
   expect_one_line(eval_text(p.dump()), "the largest magnitudes: amplitudes 1e+300",
