@@ -64,12 +64,26 @@ function(qfleet_cpu_isa isa lanes_f32 lanes_f64 flags)
                                         -fno-math-errno)
   target_sources(qfleet PRIVATE $<TARGET_OBJECTS:${lib}>)
 endfunction()
+# QFLEET_CPU_ISAS names the wider sets compiled beside baseline (all by default): a tree
+# that only ever runs on the machine that builds it, such as scripts/test.sh's sanitizer
+# trees, compiles that machine's alone rather than kernels nothing there can run.
+set(QFLEET_CPU_ISAS "avx2;avx512" CACHE STRING "Instruction sets compiled beside baseline (x86-64: avx2, avx512)")
+foreach(_isa IN LISTS QFLEET_CPU_ISAS)
+  if(NOT _isa MATCHES "^(avx2|avx512)$")
+    message(FATAL_ERROR "QFLEET_CPU_ISAS: unknown instruction set '${_isa}' (known: avx2, avx512)")
+  endif()
+endforeach()
 qfleet_cpu_isa(baseline 8 4 "")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
-  target_compile_definitions(qfleet PRIVATE QFLEET_HAVE_AVX2 QFLEET_HAVE_AVX512)
-  qfleet_cpu_isa(avx2 8 4 "-mavx2;-mfma")
-  qfleet_cpu_isa(avx512 16 8
-                 "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma;-mprefer-vector-width=512")
+  if("avx2" IN_LIST QFLEET_CPU_ISAS)
+    target_compile_definitions(qfleet PRIVATE QFLEET_HAVE_AVX2)
+    qfleet_cpu_isa(avx2 8 4 "-mavx2;-mfma")
+  endif()
+  if("avx512" IN_LIST QFLEET_CPU_ISAS)
+    target_compile_definitions(qfleet PRIVATE QFLEET_HAVE_AVX512)
+    qfleet_cpu_isa(avx512 16 8
+                   "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma;-mprefer-vector-width=512")
+  endif()
 endif()
 
 if(QFLEET_ENABLE_CUDA)

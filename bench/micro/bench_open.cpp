@@ -9,6 +9,7 @@
 #include <complex>
 #include <string>
 #include <random>
+#include <span>
 #include <qfleet/qfleet.hpp>
 
 namespace {
@@ -189,11 +190,12 @@ BENCHMARK(BM_Ladder)->Apply(ladder_args);
 // every one of them (the forward outputs in the same pass), for B tasks with their own
 // pulses and rates. d = 2: the noisy qubit from |0>, 60 segments, <X>, <Y>, <Z>;
 // d = 16: the ladder from |0>, 12 segments, the level populations' mean <n>.
-// args: d, B, gradient (0/1)
+// args: d, B, mode: 0 forward; 1 fused forward + gradient (vjp); 2 the backward call
+// alone from a forward's saved states (vjp_saved: what autograd's backward runs).
 void BM_Expvals(benchmark::State& st) {
   const int d = int(st.range(0));
   const std::size_t B = std::size_t(st.range(1));
-  const bool gradient = st.range(2) != 0;
+  const int mode = int(st.range(2));
   qfleet::OpenSystem sys = d == 2 ? qfleet::OpenSystem(2) : ladder(d, 12);
   if (d == 2) {
     sys.control(scaled(kX, 0.5)).control(scaled(kY, 0.5)).jump(kLower).jump(scaled(kZ, std::sqrt(0.5)));
@@ -215,17 +217,25 @@ void BM_Expvals(benchmark::State& st) {
   const qfleet::TaskArgs<double> args{B, u, {}, rates, {}};
   qfleet::TaskOutputs<double> out;
   out.expvals = ex;
+  const qfleet::TaskCotangents<double> cots{{}, {}, cex, {}};
+  const qfleet::TaskGradients<double> grads{gu, {}, gr};
+  std::vector<double> saved(mode == 2 ? prog.saved_size(B) : 0);
+  if (mode == 2) prog.forward(args, out, std::span<double>(saved));
   for (auto _ : st) {
-    if (gradient) {
-      prog.vjp(args, qfleet::TaskCotangents<double>{{}, {}, cex, {}}, qfleet::TaskGradients<double>{gu, {}, gr}, out);
+    if (mode == 1) {
+      prog.vjp(args, cots, grads, out);
+    } else if (mode == 2) {
+      prog.vjp_saved(args, std::span<const double>(saved), cots, grads);
     } else {
       prog.forward(args, out);
     }
     benchmark::DoNotOptimize(ex.data());
+    benchmark::DoNotOptimize(gu.data());
   }
-  st.SetLabel(std::string(qfleet::to_string(prog.exact_method())) + (gradient ? " fwd+grad" : " fwd"));
+  static const char* const kModes[] = {" fwd", " fwd+grad", " backward from saved"};
+  st.SetLabel(std::string(qfleet::to_string(prog.exact_method())) + kModes[mode]);
 }
-BENCHMARK(BM_Expvals)->ArgsProduct({{2, 16}, {32, 1024}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Expvals)->ArgsProduct({{2, 16}, {32, 1024}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The local-qubits workload: n qubits with local terms (frequencies and a ZZ chain in
 // H0, X and Y drives on every qubit, relaxation and dephasing on every qubit), state

@@ -108,8 +108,11 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, R
           if (ws.work.size() < need) ws.work.resize(need);
           std::uint64_t cp = 0, ru = 0;
           kern::OpenTask<R, N> task(tv, c, ws.work.data(), ws.cap);
-          R* gd = r && c.grad_durations ? r + n_amp + n_drift + n_rate : nullptr;  // (only when asked: an inner product a segment)
-          const int st = task.run(b, b, cf, cl, r, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, gd, cp, ru);
+          // Per-segment gradients only when asked: each costs the exact propagator its runs of
+          // identical segments (kernels/open_task.hpp) and an inner product a segment.
+          R* ga = r && c.grad_amplitudes ? r : nullptr;
+          R* gd = r && c.grad_durations ? r + n_amp + n_drift + n_rate : nullptr;
+          const int st = task.run(b, b, cf, cl, ga, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, gd, cp, ru);
           if (st == kern::kOpenStepCapacity) {
             ws.cap *= 2;
             tv = thread_view<R>(v, c.adjoint, fused, ws.cap);

@@ -44,7 +44,7 @@ QFLEET_HD int open_run_task(const OpenView& v, const OpenTaskCall<R>& c, std::si
   const std::size_t at_dur = n_amp + v.ndrift + v.nrate;
   if (c.adjoint) {
     if (c.grad_durations) gt = c.durations_per_task ? c.grad_durations + b * v.nseg : row + at_dur;
-    ga = c.amplitudes_per_task ? (c.grad_amplitudes ? c.grad_amplitudes + b * n_amp : nullptr) : row;
+    if (c.grad_amplitudes) ga = c.amplitudes_per_task ? c.grad_amplitudes + b * n_amp : row;
     gd = c.drift_per_task ? (c.grad_drift ? c.grad_drift + b * v.ndrift : nullptr) : row + n_amp;
     gr = c.rates_per_task ? (c.grad_rates ? c.grad_rates + b * v.nrate : nullptr) : row + n_amp + v.ndrift;
   }

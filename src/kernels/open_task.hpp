@@ -169,6 +169,10 @@ class OpenTask {
 
     seed_adjoint(b, x, cot_f, cot_l);
 
+    // Runs of identical segments (exact propagator) share one adjoint Frechet derivative
+    // when no per-segment gradient is asked (exact_segment_backward).
+    const bool fold = (grad_amp == nullptr || v_.nctrl == 0) && grad_dur == nullptr;
+    run_open_ = false;
     for (int k = v_.nseg - 1; k >= 0; --k) {
       const Cx<R>* xprev = hist_ + nc_ * k;
       const double dur = duration(src, k);
@@ -180,7 +184,8 @@ class OpenTask {
         const int st = taylor_segment_backward(dur, xprev);
         if (st != kOpenOk) return st;
       } else if (v_.solver == Solver::exact) {
-        exact_segment_backward(dur, xprev);
+        const bool more = fold && k > 0 && dur == duration(src, k - 1) && same_values(amps(src, k), amps(src, k - 1));
+        exact_segment_backward(dur, xprev, more);
       } else {
         for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
@@ -246,18 +251,30 @@ class OpenTask {
 
   // The exact solver's segment in reverse: W = lam X_{k-1}^dag;
   // (P^dag, L) = expm_frechet(dt A^dag, W); dF/dA = dt L into g_, lam <- P^dag lam.
-  QFLEET_HD void exact_segment_backward(double dur, const Cx<R>* xprev) {
-    for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
-    const int n = static_cast<int>(n_);
-    for (int i = grp_.rank(); i < n; i += grp_.size())
-      for (int j = 0; j < n; ++j) {
-        const Cx<R> z = a_[std::size_t(j) * n + i];
-        tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
-      }
-    grp_.sync();
+  // more: segment k-1 has the same generator and duration, and no per-segment gradient
+  // is asked. The adjoint Frechet derivative is linear in W, so a run of identical
+  // segments sums its W's and takes one expm_frechet at its earliest segment (g_ is zero
+  // at the others); lam steps through the run with P^dag, computed once at its latest.
+  QFLEET_HD void exact_segment_backward(double dur, const Cx<R>* xprev, bool more) {
+    if (!run_open_) {
+      for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {0, 0};
+      const int n = static_cast<int>(n_);
+      for (int i = grp_.rank(); i < n; i += grp_.size())
+        for (int j = 0; j < n; ++j) {
+          const Cx<R> z = a_[std::size_t(j) * n + i];
+          tmp_adj_[std::size_t(i) * n + j] = {R(dur) * z.re, -R(dur) * z.im};
+        }
+      grp_.sync();
+      if (more) expm(n_, tmp_adj_, prop_, ework_, grp_);
+    }
     outer_c(lam_, xprev, w_);
-    expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
-    for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+    run_open_ = more;
+    if (more) {
+      for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {0, 0};
+    } else {
+      expm_frechet(n_, tmp_adj_, w_, prop_, g_, ework_, grp_);
+      for (std::size_t i = r0(); i < nn_; i += gs()) g_[i] = {R(dur) * g_[i].re, R(dur) * g_[i].im};
+    }
     gemm_c(prop_, lam_, tmp_);
     open_detail::copy(tmp_, nc_, lam_, grp_);
   }
@@ -781,6 +798,7 @@ class OpenTask {
   double* seg_slot_ = nullptr;   // [2 nseg]: each segment's first record and steps (-1: not kept)
   int traj_records_ = 0, traj_used_ = 0;
   bool traj_full_ = false;
+  bool run_open_ = false;  // exact_segment_backward: a run's W and P^dag are being gathered
   Cx<R>* fid_ = nullptr;  // fidelity scratch
 };
 

@@ -8,7 +8,8 @@
 // (unit/open_emu.hpp). Initial states
 // are checked along random directions (Hermitian ones for densities). Also: complex64
 // against complex128, identical tasks (one simulation for the batch, its cotangents
-// summed), and the one-line errors of bad cotangents and durations.
+// summed), runs of identical segments (one adjoint Frechet derivative per run), and the
+// one-line errors of bad cotangents and durations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -285,6 +286,43 @@ TEST(OpenCotangents, CompiledGridDurationGradient) {
   EXPECT_TRUE(all_close(none.durs, given.durs, 1e-12, 0));
   const AllGrads want = fd_all_grads(m, b, Durations{}, c, Scheme::Exact, 0);
   EXPECT_TRUE(all_close(none.durs, want.durations, 2e-6, 1e-5));
+}
+
+// Runs of identical segments: the exact propagator's reverse sweep takes one adjoint
+// Frechet derivative per run when no per-segment gradient (amplitudes, durations) is
+// asked. The drift, rate and initial-state gradients are then those of the per-segment
+// sweep (asked for with the durations' gradient) to rounding, and the finite differences'.
+TEST(OpenCotangents, RunsOfIdenticalSegmentsShareOneFrechetDerivative) {
+  std::uint64_t seed = 700;
+  for (const ProblemKind& kind : kProblemKinds) {
+    std::mt19937_64 rng(++seed);
+    Problem p = problem(kind, kConfigs[0], true, seed);
+    p.m = kind_model(kind, rng, 3, 6);
+    p.b = random_batch(rng, p.m, 3, true, true, true, !p.m.gate());
+    p.c = random_cotangents(rng, p.m, 3);
+    p.d.values = uniform_vec(rng, 3 * 6, 0.15, 0.4);
+    // Each task: segments 0-3 alike, then 4-5 alike (a run of four, a run of two).
+    const std::size_t nctrl = p.m.n_amp() / 6;
+    for (std::size_t t = 0; t < 3; ++t) {
+      for (std::size_t k = 0; k < 6; ++k) {
+        const std::size_t first = k < 4 ? 0 : 4;
+        p.d.values[t * 6 + k] = p.d.values[t * 6 + first];
+        for (std::size_t i = 0; i < nctrl; ++i) p.b.amps[(t * 6 + k) * nctrl + i] = p.b.amps[(t * 6 + first) * nctrl + i];
+      }
+    }
+    const qfleet::OpenProgram prog = qfleet::compile(build(p.m), options_of(kConfigs[0], kind.closed, qfleet::Precision::complex128));
+    Call<double> folded(p.m, p.b, p.d, p.c);
+    folded.g.amps.clear();
+    folded.g.durs.clear();
+    prog.vjp<double>(folded.args(), folded.cotangents(), folded.gradients());
+    const Grads<double> per_segment = qfleet_vjp<double>(prog, p.m, p.b, p.d, p.c);
+    EXPECT_TRUE(all_close(folded.g.drift, per_segment.drift, 1e-12, 1e-10)) << kind.name << ": d/d drift";
+    EXPECT_TRUE(all_close(folded.g.rates, per_segment.rates, 1e-12, 1e-10)) << kind.name << ": d/d rates";
+    EXPECT_TRUE(all_close(folded.g.init, per_segment.init, 1e-12, 1e-10)) << kind.name << ": d/d initial";
+    const AllGrads want = fd_all_grads(p.m, p.b, p.d, p.c, p.scheme, p.dt);
+    EXPECT_TRUE(all_close(folded.g.drift, want.drift, 2e-6, 1e-5)) << kind.name << ": d/d drift";
+    EXPECT_TRUE(all_close(folded.g.rates, want.rates, 2e-6, 1e-5)) << kind.name << ": d/d rates";
+  }
 }
 
 TEST(OpenCotangents, BadCotangentsAndDurationsAreOneLineErrors) {
