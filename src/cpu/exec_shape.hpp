@@ -58,7 +58,11 @@ R* call_workspace(std::size_t reals, Rest rest) {
 // runner.run(tile, first sample, valid samples, scratch, amplitude threads) one tile
 // at a time with the state's amplitudes split over ex.threads, serially (no OpenMP
 // region for small calls), or tiles over an OpenMP team, each thread its scratch
-// slice of ex.work_per_thread reals from `scratch`.
+// slice of ex.work_per_thread reals from `scratch`. The team takes the tiles one at a
+// time (dynamic), not a fixed share each: on cores shared with other processes a
+// descheduled thread would hold its whole share while the others wait at the region's
+// end (bench/micro/contention.py measures it; docs/architecture.md#threads-on-shared-machines);
+// the tiles' results and gradient partials do not depend on which thread runs them.
 template <int L, class Runner, class R, class Ex>
 void run_tiles(const Runner& runner, std::size_t batch, R* scratch, const Ex& ex) {
   const std::size_t n_tiles = (batch + L - 1) / L;
@@ -70,7 +74,7 @@ void run_tiles(const Runner& runner, std::size_t batch, R* scratch, const Ex& ex
       runner.run(t, b0, static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L), scratch, 0);
     }
   } else {
-#pragma omp parallel for schedule(static) num_threads(ex.threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ex.threads)
     for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
       const std::size_t b0 = std::size_t(t) * L;
       const int nvalid = static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L);

@@ -1,6 +1,6 @@
 """The comparison scripts of bench/compare/ stay runnable (torch_batched.py, noisy.py, qgan.py,
 qgan_classifier.py, rl_env.py, pennylane_device.py, cli_npy.py, open_gpu_peer.py's reference, their
-shared harness.py, scripts/apps_figures.py and scripts/idx_subset.py).
+shared harness.py, bench/micro/contention.py, scripts/apps_figures.py and scripts/idx_subset.py).
 bench/compare/torch_batched.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -161,6 +161,20 @@ def test_cli_npy_bench_checks_results_before_timing(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert ".npy results equal the JSON results" in r.stdout, r.stdout
     assert set(json.loads(out.read_text())["median_ms"]) >= {"qfleet eval, .npy arrays", "engine in-process, warm"}
+
+
+def test_contention_bench_checks_gradients_across_thread_counts(tmp_path):
+    # bench/micro/contention.py: four configurations (default threads or one, idle or beside a
+    # spinning process per core), each in its own process; their gradients are compared bit for
+    # bit before the table.
+    out = tmp_path / "contention.json"
+    script = SCRIPT.parents[1] / "micro" / "contention.py"
+    r = subprocess.run([sys.executable, str(script), "--rounds", "1", "--seconds", "0.01", "--workloads", "circuit",
+                        "--batches", "4", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gradients bit for bit the same with every thread count and load" in r.stdout, r.stdout
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["workload"] == "circuit" and row["batch"] == 4 and row["busy_default_over_one"] > 0
 
 
 def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
