@@ -223,6 +223,29 @@ def test_one_engine_call_per_structure_and_programs_are_cached(monkeypatch):
     assert_close(jac, qml.jacobian(qml.QNode(circuit, qml.device("default.qubit"), diff_method="backprop"))(v))
 
 
+def test_matrix_observables_are_decomposed_once_and_a_changed_matrix_is_not_served_the_old_one(monkeypatch):
+    from qfleet.pennylane import _translate
+    _translate._DECOMPOSED.clear()
+    decompositions = []
+    decompose = qml.pauli_decompose
+    monkeypatch.setattr(qml, "pauli_decompose", lambda *a, **k: decompositions.append(1) or decompose(*a, **k))
+    dev, ref = device("qfleet.qubit", wires=2), qml.device("default.qubit", wires=2)
+
+    def circuit(h, wires):
+        qml.RX(0.4, 0)
+        qml.RY(-0.9, 1)
+        qml.CNOT([0, 1])
+        return qml.expval(qml.Hermitian(h, wires=wires))
+
+    for h, wires in ((hermitian(1, 3), [1]), (hermitian(1, 3), [1]), (hermitian(1, 4), [1]), (hermitian(1, 3), [0]),
+                     (hermitian(2, 5), [0, 1]), (hermitian(2, 5), [1, 0])):
+        got = qml.QNode(circuit, dev)(h, wires)
+        assert got == pytest.approx(qml.QNode(circuit, ref)(h, wires), abs=1e-12)
+    # one decomposition per (matrix, wires): the repeated first one was served from the cache
+    assert len(decompositions) == 5
+    assert len(_translate._DECOMPOSED) == 5
+
+
 # ---- 4. adjoint derivatives ------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ as one engine call with one row of weights per sample (docs/pennylane.md).
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,14 +55,31 @@ def _cmatrix(m) -> list:
     return [[[float(z.real), float(z.imag)] for z in row] for row in m]
 
 
+# Decompositions of matrix observables, by name, wires and matrix: a training loop measures
+# the same Hermitian on every call, and PennyLane's pauli_decompose of it was about a quarter
+# of a one-qubit circuit's call (twice a call: preprocessing and planning).
+_DECOMPOSED: OrderedDict = OrderedDict()
+_DECOMPOSED_MAX = 256
+
+
 def pauli_sentence(obs):
     """obs as a PauliSentence (PennyLane's own, or decomposed from its matrix on at most
-    MAX_DECOMPOSED_WIRES wires), or None."""
+    MAX_DECOMPOSED_WIRES wires), or None. Callers must not change it (it may be shared)."""
     if obs.pauli_rep is not None:
         return obs.pauli_rep
     if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
         return None
-    return qml.pauli_decompose(qml.matrix(obs), wire_order=obs.wires, pauli=True, check_hermitian=False)
+    m = np.asarray(_numpy(qml.matrix(obs)), dtype=complex)
+    key = (obs.name, tuple(obs.wires), m.shape, m.tobytes())
+    ps = _DECOMPOSED.get(key)
+    if ps is not None:
+        _DECOMPOSED.move_to_end(key)
+        return ps
+    ps = qml.pauli_decompose(m, wire_order=obs.wires, pauli=True, check_hermitian=False)
+    _DECOMPOSED[key] = ps
+    if len(_DECOMPOSED) > _DECOMPOSED_MAX:
+        _DECOMPOSED.popitem(last=False)
+    return ps
 
 
 def pauli_terms(ps, index) -> list | None:
