@@ -246,6 +246,19 @@ def test_matrix_observables_are_decomposed_once_and_a_changed_matrix_is_not_serv
     assert len(_translate._DECOMPOSED) == 5
 
 
+def test_the_adjoint_support_cache_keys_observables_by_their_exact_values():
+    from qfleet.pennylane._translate import observable_key
+    h = hermitian(1, 3)
+    near = h + 1e-12 * np.array([[1, 0], [0, -1]])  # PennyLane's Operator.hash rounds this away
+    assert qml.Hermitian(h, 0).hash == qml.Hermitian(near, 0).hash
+    assert observable_key(qml.Hermitian(h, 0)) == observable_key(qml.Hermitian(h.copy(), 0))
+    assert observable_key(qml.Hermitian(h, 0)) != observable_key(qml.Hermitian(near, 0))
+    assert observable_key(qml.Hermitian(h, 0)) != observable_key(qml.Hermitian(h, 1))
+    assert observable_key(0.5 * qml.Z(0)) != observable_key(0.5 * qml.Z(0) + 1e-12 * qml.X(0))
+    assert observable_key(qml.Z(0) @ qml.X(1)) != observable_key(qml.X(0) @ qml.Z(1))
+    assert observable_key(None) is None
+
+
 # ---- 4. adjoint derivatives ------------------------------------------------------------------------
 
 

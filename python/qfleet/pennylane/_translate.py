@@ -82,6 +82,22 @@ def pauli_sentence(obs):
     return ps
 
 
+def observable_key(obs):
+    """Exactly what the adjoint checks read of a measured observable (its Pauli words and
+    coefficients, or its matrix), for the device's cache of their answers; None for none.
+    (Operator.hash formats the data as rounded text: slow for a matrix, asked on every QNode
+    call, and two matrices equal to 10 digits would share it.)"""
+    if obs is None:
+        return None
+    head = (obs.name, tuple(obs.wires), obs.num_params)
+    if obs.pauli_rep is not None:
+        return head + tuple((tuple(word.items()), complex(qml.math.unwrap(c))) for word, c in obs.pauli_rep.items())
+    if len(obs.wires) <= MAX_DECOMPOSED_WIRES and obs.has_matrix:
+        m = np.asarray(_numpy(qml.matrix(obs)), dtype=complex)
+        return head + (m.shape, m.tobytes())
+    return head + (obs.hash,)
+
+
 def pauli_terms(ps, index) -> list | None:
     """A PauliSentence as [[coeff, "X0 Z2"], ...] on engine wires; None where a coefficient is
     complex (not Hermitian: PennyLane's own checks report it on the state path)."""

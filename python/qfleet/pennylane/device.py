@@ -27,7 +27,8 @@ from pennylane.transforms import defer_measurements
 from pennylane.transforms.core import transform
 
 from . import _execute
-from ._translate import CHANNELS, GATES, NO_OPS, pauli_sentence, pauli_terms, plan_tape, squared, unitary_supported
+from ._translate import (CHANNELS, GATES, NO_OPS, observable_key, pauli_sentence, pauli_terms, plan_tape, squared,
+                         unitary_supported)
 
 _HERE = Path(__file__).parent
 
@@ -256,8 +257,7 @@ class _QfleetDevice(Device):
         # PennyLane asks on every QNode call; the answer depends on the circuit's structure,
         # its trainable parameters and whether it has shots, not on parameter values.
         key = (tuple((op.name, tuple(op.wires), op.num_params) for op in circuit.operations),
-               tuple((type(mp).__name__, tuple(mp.wires), None if mp.obs is None else mp.obs.hash)
-                     for mp in circuit.measurements),
+               tuple((type(mp).__name__, tuple(mp.wires), observable_key(mp.obs)) for mp in circuit.measurements),
                tuple(circuit.trainable_params), bool(circuit.shots))
         known = self._adjoint_support.get(key)
         if known is not None:
