@@ -80,11 +80,10 @@ tmp=$(mktemp -d)
 rm -rf "$tmp"
 
 # The sanitizer trees run only here, so they compile only the wider instruction set this
-# machine runs (QFLEET_CPU_ISAS) beside baseline: what a sanitizer checks is what runs.
-native_isa=avx2
-flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-if [[ " $flags " == *" avx512f "* && " $flags " == *" avx512dq "* && " $flags " == *" avx512vl "* &&
-      " $flags " == *" avx512bw "* ]]; then native_isa=avx512; fi
+# machine runs (QFLEET_CPU_ISAS) beside baseline: what a sanitizer checks is what runs. The
+# machine's widest is the one the Release library picks (`qfleet info`, as tests/isa_rerun.sh).
+native_isa=$(env -u QFLEET_ISA build/tools/qfleet info | sed -n 's/.*"isas":\["\([a-z0-9]*\)".*/\1/p')
+if [ "$native_isa" = baseline ]; then native_isa=""; fi
 
 echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 # Clang (its sanitizer builds compile the kernels 2-5x faster than GCC's: the heaviest,
@@ -101,7 +100,7 @@ echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
 # through `qfleet eval` (90 s here, the app's other tests run the same code).
 ./scripts/configure.sh build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
-      -DQFLEET_SANITIZE=ON -DQFLEET_FUZZ=ON -DQFLEET_CPU_ISAS=$native_isa -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
+      -DQFLEET_SANITIZE=ON -DQFLEET_FUZZ=ON -DQFLEET_CPU_ISAS="$native_isa" -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
       -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -153,7 +152,7 @@ echo "== ThreadSanitizer build + the threads tests ($((SECONDS - start)) s)"
 # sanitizer. LibTorch is not instrumented (as above).
 ./scripts/configure.sh build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
-      -DQFLEET_TSAN=ON -DQFLEET_CPU_ISAS=$native_isa -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
+      -DQFLEET_TSAN=ON -DQFLEET_CPU_ISAS="$native_isa" -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
       -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build-tsan -j"$jobs" --target qfleet_thread_tests qfleet_torch_thread_tests qfleet_race_fixture
 archer="$(dirname "$(readlink -f "$(command -v clang)")")/../lib/libarcher.so"

@@ -184,8 +184,7 @@ class OpenTask {
         const int st = taylor_segment_backward(dur, xprev);
         if (st != kOpenOk) return st;
       } else if (v_.solver == Solver::exact) {
-        const bool more = fold && k > 0 && dur == duration(src, k - 1) && same_values(amps(src, k), amps(src, k - 1));
-        exact_segment_backward(dur, xprev, more);
+        exact_segment_backward(dur, xprev, fold && same_as_previous(src, k));
       } else {
         for (std::size_t i = r0(); i < ng_; i += gs()) g_[i] = {0, 0};
         grp_.sync();
@@ -339,8 +338,7 @@ class OpenTask {
         if (tp.s == 0) return kOpenUnderflow;
         taylor_forward<R>(Gen{this}, nc_, tp, dur, x, xk, nullptr, rk_, grp_);
       } else if (v_.solver == Solver::exact) {
-        const bool same = k > 0 && dur == duration(src, k - 1) && same_values(u, amps(src, k - 1));
-        if (same) {
+        if (same_as_previous(src, k)) {
           ++reused;
         } else {
           for (std::size_t i = r0(); i < nn_; i += gs()) w_[i] = {R(dur) * a_[i].re, R(dur) * a_[i].im};
@@ -361,7 +359,12 @@ class OpenTask {
     return kOpenOk;
   }
 
-  QFLEET_HD bool same_values(const R* a, const R* b) const {
+  // Segment k has segment k-1's duration and amplitudes (so its generator and propagator):
+  // the forward sweep reuses the propagator, the reverse sweep folds the run.
+  QFLEET_HD bool same_as_previous(std::size_t src, int k) const {
+    if (k == 0 || duration(src, k) != duration(src, k - 1)) return false;
+    const R* a = amps(src, k);
+    const R* b = amps(src, k - 1);
     for (int i = 0; i < v_.nctrl; ++i) {
       if (a[i] != b[i]) return false;
     }

@@ -62,6 +62,11 @@ _DECOMPOSED: OrderedDict = OrderedDict()
 _DECOMPOSED_MAX = 256
 
 
+def _matrix_key(obs, m):
+    """A matrix observable's exact identity: name, wires and the matrix's bytes."""
+    return obs.name, tuple(obs.wires), obs.num_params, m.shape, m.tobytes()
+
+
 def pauli_sentence(obs):
     """obs as a PauliSentence (PennyLane's own, or decomposed from its matrix on at most
     MAX_DECOMPOSED_WIRES wires), or None. Callers must not change it (it may be shared)."""
@@ -70,7 +75,7 @@ def pauli_sentence(obs):
     if len(obs.wires) > MAX_DECOMPOSED_WIRES or not obs.has_matrix:
         return None
     m = np.asarray(_numpy(qml.matrix(obs)), dtype=complex)
-    key = (obs.name, tuple(obs.wires), m.shape, m.tobytes())
+    key = _matrix_key(obs, m)
     ps = _DECOMPOSED.get(key)
     if ps is not None:
         _DECOMPOSED.move_to_end(key)
@@ -93,8 +98,7 @@ def observable_key(obs):
     if obs.pauli_rep is not None:
         return head + tuple((tuple(word.items()), complex(qml.math.unwrap(c))) for word, c in obs.pauli_rep.items())
     if len(obs.wires) <= MAX_DECOMPOSED_WIRES and obs.has_matrix:
-        m = np.asarray(_numpy(qml.matrix(obs)), dtype=complex)
-        return head + (m.shape, m.tobytes())
+        return _matrix_key(obs, np.asarray(_numpy(qml.matrix(obs)), dtype=complex))
     return head + (obs.hash,)
 
 
