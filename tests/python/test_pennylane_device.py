@@ -246,6 +246,76 @@ def test_matrix_observables_are_decomposed_once_and_a_changed_matrix_is_not_serv
     assert len(_translate._DECOMPOSED) == 5
 
 
+def structure_variants():
+    """A tape and variants of it that each differ from it in one thing its plan depends on
+    (the last two only in their parameter values, which share its plan)."""
+    u = qml.matrix(qml.Rot(0.3, -0.2, 0.9, wires=0))
+    near_u = qml.matrix(qml.Rot(0.3, -0.2, 0.9 + 1e-13, wires=0))
+
+    def tape(ops=None, mps=None, shots=None):
+        ops = ops or [qml.RX(0.4, 0), qml.CNOT([0, 1]), qml.QubitUnitary(u, 1), qml.RY(0.2, 1)]
+        mps = mps or [qml.expval(0.5 * qml.Z(0) @ qml.X(1)), qml.probs([1])]
+        return qml.tape.QuantumScript(ops, mps, shots=shots)
+
+    base = [qml.RX(0.4, 0), qml.CNOT([0, 1]), qml.QubitUnitary(u, 1), qml.RY(0.2, 1)]
+    variants = {
+        "base": tape(),
+        "gate": tape([qml.RZ(0.4, 0)] + base[1:]),
+        "wires": tape([qml.RX(0.4, 1)] + base[1:]),
+        "control": tape(base[:1] + [qml.CNOT([1, 0])] + base[2:]),
+        "unitary": tape(base[:2] + [qml.QubitUnitary(near_u, 1)] + base[3:]),
+        "extra gate": tape(base + [qml.Hadamard(0)]),
+        "coefficient": tape(mps=[qml.expval((0.5 + 1e-12) * qml.Z(0) @ qml.X(1)), qml.probs([1])]),
+        "observable wires": tape(mps=[qml.expval(0.5 * qml.Z(1) @ qml.X(0)), qml.probs([1])]),
+        "measurement": tape(mps=[qml.var(0.5 * qml.Z(0) @ qml.X(1)), qml.probs([1])]),
+        "probs wires": tape(mps=[qml.expval(0.5 * qml.Z(0) @ qml.X(1)), qml.probs([0, 1])]),
+        "hermitian": tape(mps=[qml.expval(qml.Hermitian(hermitian(1, 3), 0))]),
+        "near hermitian": tape(mps=[qml.expval(qml.Hermitian(hermitian(1, 3) + 1e-12 * np.eye(2), 0))]),
+        "state": tape(mps=[qml.state()]),
+        "shots": tape(shots=100),
+    }
+    same = [tape([qml.RX(-1.3, 0)] + base[1:3] + [qml.RY(0.7, 1)]),
+            tape([qml.RX(np.array([0.1, 0.2]), 0)] + base[1:])]
+    return variants, same
+
+
+def test_a_changed_tape_is_never_served_an_old_plan():
+    from qfleet.pennylane._translate import plan_tape
+    variants, same = structure_variants()
+    dev = device("qfleet.qubit", wires=2)
+    plans = {}
+    for _ in range(2):  # the second round is served from the cache
+        for name, t in variants.items():
+            plan = dev._plan(t, dev.wires, not t.shots)
+            fresh = plan_tape(t, dev.wires, mixed=False, analytic=not t.shots)
+            assert plan.doc == fresh.doc and plan.key == fresh.key, name
+            assert plans.setdefault(name, plan) is plan, name
+    assert len(dev._plans) == len(variants)  # every variant its own plan
+    for t in same:  # parameter values (and broadcasting) alone share the base's plan
+        assert dev._plan(t, dev.wires, True) is plans["base"]
+    assert_close(dev.execute(list(variants.values())[:-2] + same),
+                 qml.device("default.qubit", wires=2).execute(list(variants.values())[:-2] + same))
+
+    mixed = device("qfleet.mixed", wires=1)
+    kraus = [qml.BitFlip(0.1, 0), qml.QubitChannel(qml.BitFlip(0.1, 0).kraus_matrices(), 0),
+             qml.QubitChannel(qml.BitFlip(0.1 + 1e-13, 0).kraus_matrices(), 0)]
+    got = [mixed._plan(qml.tape.QuantumScript([k], [qml.expval(qml.Z(0))]), mixed.wires, True) for k in kraus]
+    assert len({id(p) for p in got}) == 3 and got[1].doc != got[2].doc
+
+
+def test_preprocessing_is_built_once_per_gradient_method_and_callers_get_copies():
+    from pennylane.devices import ExecutionConfig
+    dev = device("qfleet.qubit", wires=2)
+    adjoint = dev.setup_execution_config(ExecutionConfig(gradient_method="adjoint"))
+    first = dev.preprocess_transforms(adjoint)
+    n = len(first)
+    first += qml.transforms.cancel_inverses  # what PennyLane's workflow does with its copy
+    again = dev.preprocess_transforms(adjoint)
+    assert len(again) == n and again is not first
+    shift = dev.setup_execution_config(ExecutionConfig(gradient_method="parameter-shift"))
+    assert len(dev.preprocess_transforms(shift)) < n  # without the adjoint's checks
+
+
 def test_the_adjoint_support_cache_keys_observables_by_their_exact_values():
     from qfleet.pennylane._translate import observable_key
     h = hermitian(1, 3)

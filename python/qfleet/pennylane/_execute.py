@@ -23,7 +23,7 @@ class Job:
         self.plan = plan
         self.wire_order = wire_order
         self.params = tape.get_parameters(trainable_only=False)
-        self.batch = tape.batch_size
+        self.batch = plan.batch_size(self.params)
         self.rows = self.batch or 1
         self.weights = plan.weights(self.params, self.rows)
 

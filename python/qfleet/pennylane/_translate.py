@@ -121,6 +121,44 @@ def squared(ps):
     return sq
 
 
+def _exact(m) -> tuple:
+    m = np.asarray(_numpy(m), dtype=complex)
+    return m.shape, m.tobytes()
+
+
+def _op_key(op):
+    """What plan_tape reads of an operation; None where it would not plan it."""
+    name = op.name
+    if name in NO_OPS:
+        return (name,)
+    if name in GATES or name in CHANNELS:
+        return name, op.wires
+    if name == "QubitUnitary":
+        return (name, op.wires) + _exact(op.data[0])
+    if isinstance(op, qml.operation.Channel):
+        return (name, op.wires) + tuple(_exact(k) for k in op.kraus_matrices())
+    return None
+
+
+def _measurement_key(mp):
+    probs = type(mp) is qml.measurements.ProbabilityMP and mp.obs is None and mp.mv is None
+    return (type(mp), mp.wires, observable_key(mp.obs), mp.mv is None,
+            probs and mp.eigvals() is None)
+
+
+def structure_key(tape, wire_order, analytic):
+    """Everything plan_tape reads of a tape but its parameter values, so that two tapes with
+    one key get the same plan: operations (names, wires; the exact matrices of QubitUnitary and
+    Kraus channels), measurements (types, wires, observables' exact values), wire order and
+    whether the tape is analytic. Cheaper than plan_tape, which a device runs only for a key it
+    has not seen. (The device's own settings, mixed and readout_prob, are fixed per cache.)
+    None for a tape with an operation plan_tape refuses."""
+    ops = tuple(_op_key(op) for op in tape.operations)
+    if None in ops:
+        return None
+    return (tuple(wire_order), analytic, ops, tuple(_measurement_key(mp) for mp in tape.measurements))
+
+
 @dataclass
 class Measure:
     """How one measurement's result is read from the engine's outputs."""
@@ -150,6 +188,17 @@ class Plan:
             _lib.load()
             self.program = torch.classes.qfleet.CircuitProgram(json.dumps(self.doc))
         return self.program
+
+    def batch_size(self, params: list):
+        """The tape's broadcast size (None: not broadcast) from its gate, channel and phase
+        parameters, which are scalars unless broadcast: what tape.batch_size says of a tape of
+        this plan (its QubitUnitary and Kraus matrices are never broadcast: the device
+        decomposes broadcast ones) without PennyLane's check of every operation."""
+        for p in self.weight_params + self.phase_params:
+            shape = getattr(params[p], "shape", ())
+            if len(shape) > 0:
+                return shape[0]
+        return None
 
     def weights(self, params: list, batch: int) -> np.ndarray:
         """The per-sample weights [batch, n_weights] of a tape with these parameters."""

@@ -28,7 +28,7 @@ from pennylane.transforms.core import transform
 
 from . import _execute
 from ._translate import (CHANNELS, GATES, NO_OPS, observable_key, pauli_sentence, pauli_terms, plan_tape, squared,
-                         unitary_supported)
+                         structure_key, unitary_supported)
 
 _HERE = Path(__file__).parent
 
@@ -117,10 +117,11 @@ def _expand_trainable_broadcast(tape):
     structure and still run as one engine call. Broadcast constants (a TorchLayer's
     inputs) stay one tape: trainable_params lists every parameter once decompose has
     rewritten the tape, so the parameters' own requires_grad decides."""
-    if tape.batch_size is None or not any(len(getattr(p, "shape", ())) > 0 and qml.math.requires_grad(p)
-                                          for p in tape.get_parameters(trainable_only=True)):
-        return (tape,), _null  # (shape, not qml.math.ndim: this runs on every QNode call)
-    return qml.transforms.broadcast_expand(tape)
+    if not any(len(getattr(p, "shape", ())) > 0 and qml.math.requires_grad(p)
+               for op in tape.operations if op.name in GATES or op.name in CHANNELS or op.name in NO_OPS
+               for p in op.data):
+        return (tape,), _null  # (scalar parameters of the engine's gates: a shape means broadcast;
+    return qml.transforms.broadcast_expand(tape)  # shape, not tape.batch_size: this runs on every call)
 
 
 def _engine_device(device):
@@ -155,6 +156,7 @@ class _QfleetDevice(Device):
         self._rng = np.random.default_rng(seed)
         self._plans = OrderedDict()
         self._adjoint_support = {}
+        self._pipelines = {}
 
     # -- what the engine runs natively ---------------------------------------------
     def _supports_op(self, op) -> bool:
@@ -179,15 +181,20 @@ class _QfleetDevice(Device):
         return not any(qml.math.requires_grad(d) for d in op.data)
 
     def _plan(self, tape, wire_order, analytic):
+        """The tape's plan, found by its structure_key (cheaper than planning the tape) or
+        planned and kept; a tape structure_key cannot key is planned on every call."""
+        key = structure_key(tape, wire_order, analytic)
+        cached = self._plans.get(key) if key is not None else None
+        if cached is not None:
+            self._plans.move_to_end(key)
+            return cached
         plan = plan_tape(tape, wire_order, mixed=self._mixed, analytic=analytic,
                          readout_prob=getattr(self, "_readout_prob", None))
-        cached = self._plans.get(plan.key)
-        if cached is not None:
-            self._plans.move_to_end(plan.key)
-            return cached
+        if key is None:
+            return plan
         if self._engine_device != "cpu":
             plan.doc["device"] = self._engine_device  # (compiled when first run: Plan.compile)
-        self._plans[plan.key] = plan
+        self._plans[key] = plan
         if len(self._plans) > self._cache_size:
             self._plans.popitem(last=False)
         return plan
@@ -217,7 +224,18 @@ class _QfleetDevice(Device):
         return replace(config, **updated)
 
     def preprocess_transforms(self, execution_config: ExecutionConfig | None = None):
+        """The device's transforms, built once per gradient method (PennyLane asks on every
+        QNode call, and building them was about a tenth of a small circuit's call); each
+        caller gets its own copy, which it may extend."""
         config = execution_config or ExecutionConfig()
+        method = config.gradient_method
+        if not isinstance(method, (str, type(None))):  # a gradient transform: built for it alone
+            return self._build_preprocess(config)
+        if method not in self._pipelines:
+            self._pipelines[method] = self._build_preprocess(config)
+        return qml.CompilePipeline(self._pipelines[method])
+
+    def _build_preprocess(self, config):
         pipeline = qml.CompilePipeline()
         pipeline.add_transform(defer_measurements, allow_postselect=False)
         pipeline.add_transform(_diagonalize_for_shots)
