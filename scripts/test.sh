@@ -73,7 +73,7 @@ CMAKE_GENERATOR="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt
 expect_cuda=0
 grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
 tmp=$(mktemp -d)
-(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_C_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
    QFLEET_CLASSIFY="$root/build/apps/classify/qfleet-classify" QFLEET_QGAN="$root/build/apps/qgan/qfleet-qgan" QFLEET_RL="$root/build/apps/rl/qfleet-rl" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider --durations=20 "$root/tests/python")
@@ -108,19 +108,21 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_O
   -E '^(unit_tests_isa_avx2|python_tests|MetaRun\.ExportedPulsesThroughQfleetEvalReproduceTheReport)$'
 
 echo "== The Python entries on the ASan + UBSan libraries ($((SECONDS - start)) s)"
-# The Python suite's tests of the engine's operators, layers, devices, training runtime and
-# environments, run by the (uninstrumented) interpreter on this tree's instrumented PyTorch
-# adapter and rl library: the sanitizers' runtime is preloaded, as a program built with
-# them would have it from the start. Leaks are not checked here (the interpreter keeps
-# its objects to the end by design); the command line the tests start is the Release tree's
-# (the ASan tree's links its own copy of the runtime). The fixture first: a heap overflow in a library
-# loaded from Python must be reported, or this phase checks nothing.
+# The Python suite's tests of the engine's operators, layers, devices, training runtime,
+# environments and C binding, run by the (uninstrumented) interpreter on this tree's
+# instrumented PyTorch adapter, C library and rl library: the sanitizers' runtime is
+# preloaded, as a program built with them would have it from the start. Leaks are not
+# checked here (the interpreter keeps its objects to the end by design); the command line
+# the tests start is the Release tree's (the ASan tree's links its own copy of the
+# runtime). The fixture first: a heap overflow in a library loaded from Python must be
+# reported, or this phase checks nothing.
 asan_rt="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
 py_asan() {
   env -u PYTHONPATH PYTHONPATH="$root/python:$root/tests/python" LD_PRELOAD="$asan_rt" \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_container_overflow=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     QFLEET_TORCH_LIBRARY="$root/build-asan/adapters/torch/libqfleet_torch.so" \
+    QFLEET_C_LIBRARY="$root/build-asan/adapters/c/libqfleet_c.so" \
     QFLEET_RL_LIBRARY="$root/build-asan/apps/rl/libqfleet_rl.so" QFLEET_CLI="$root/build/tools/qfleet" "$@"
 }
 fixture="$root/build-asan/tests/libqfleet_heap_overflow_fixture.so"
@@ -140,7 +142,7 @@ assert '$root/build-asan/adapters/torch/libqfleet_torch.so' in maps, 'the instru
 tmp=$(mktemp -d)
 (cd "$tmp" && py_asan python -m pytest -q -p no:cacheprovider \
    -k "not test_compare_runs_qfleet_meta_on_the_same_tasks and not dynamiqs" \
-   "$root"/tests/python/test_{circuits,open,open_outputs,noisy,program_results,train,rl}.py)
+   "$root"/tests/python/test_{circuits,open,open_outputs,noisy,program_results,engine_binding,train,rl}.py)
 rm -rf "$tmp"
 
 echo "== ThreadSanitizer build + the threads tests ($((SECONDS - start)) s)"

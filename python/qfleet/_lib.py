@@ -7,32 +7,13 @@ import sys
 
 import torch
 
+from ._paths import PACKAGE_DIR as _HERE
+from ._paths import build_dir
+from ._paths import not_found as _not_found
+
 _LOADED = None
-_HERE = pathlib.Path(__file__).resolve().parent
 # Where each app's library lies in a build tree (apps/<folder>/libqfleet_<app>.so).
 _APP_FOLDERS = {"meta": "meta_control", "classify": "classify", "qgan": "qgan", "rl": "rl"}
-
-
-def build_dir():
-    """The build tree the package takes its libraries from when they are not installed next
-    to it: $QFLEET_BUILD_DIR, or <source>/build when the package is the source tree's
-    python/qfleet (`PYTHONPATH=python` from a checkout built with the README's commands)."""
-    env = os.environ.get("QFLEET_BUILD_DIR")
-    if env:
-        return pathlib.Path(env)
-    source = _HERE.parent.parent
-    if (source / "CMakeLists.txt").exists() and (source / "build").is_dir():
-        return source / "build"
-    return None
-
-
-def _not_found(what: str, variable: str, built: str) -> ImportError:
-    where = build_dir()
-    return ImportError(
-        f"qfleet: {what} was not found next to the package ({_HERE})"
-        + (f" nor in the build tree {where}" if where else "")
-        + f"; install qfleet with `pip install .`, set QFLEET_BUILD_DIR to a build folder, or point {variable} "
-        f"at a build's {built}")
 
 
 def library_path() -> str:

@@ -55,13 +55,17 @@ print("ok", qfleet._lib.library_path())
 
 
 def test_a_missing_library_says_what_to_set():
+    # `import qfleet` loads nothing; the first name that needs a library says where to get it.
     build = _build_dir()
-    r = _run_source_tree("import qfleet", build, QFLEET_BUILD_DIR=str(ROOT / "no-such-build"))
-    assert r.returncode != 0
-    last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: qfleet: the compiled operator library"), last
-    for way in ("pip install", "QFLEET_BUILD_DIR", "QFLEET_TORCH_LIBRARY", "no-such-build"):
-        assert way in last, (way, last)
+    for code, what, variable in (("import qfleet\nqfleet.Circuit(1)", "the compiled operator library",
+                                  "QFLEET_TORCH_LIBRARY"),
+                                 ("import qfleet._engine as e\ne.version()", "the C library", "QFLEET_C_LIBRARY")):
+        r = _run_source_tree(code, build, QFLEET_BUILD_DIR=str(ROOT / "no-such-build"))
+        assert r.returncode != 0
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"ImportError: qfleet: {what}"), last
+        for way in ("pip install", "QFLEET_BUILD_DIR", variable, "no-such-build"):
+            assert way in last, (way, last)
 
 
 def test_app_packages_import_without_their_app():

@@ -10,7 +10,6 @@ import os
 
 import numpy as np
 import pennylane as qml
-import torch
 
 from ._translate import plan_tape
 
@@ -47,11 +46,11 @@ def groups(jobs):
 
 
 def _stack(jobs, idx):
-    w = np.concatenate([jobs[i].weights for i in idx], axis=0)
-    weights = torch.from_numpy(np.ascontiguousarray(w))
-    inputs = torch.empty((weights.shape[0], 0), dtype=torch.float64)
+    """(inputs, per-sample weights [rows, n_weights], row bounds of each job): the tapes'
+    parameters are all weights, and the programs read no input columns."""
+    weights = jobs[idx[0]].weights if len(idx) == 1 else np.concatenate([jobs[i].weights for i in idx], axis=0)
     bounds = np.cumsum([0] + [jobs[i].rows for i in idx])
-    return inputs, weights, bounds
+    return None, weights, bounds
 
 
 def _unbatch(x, batch):
@@ -105,7 +104,7 @@ def run_analytic(jobs, idx, mixed, results):
     out = program_forward(program, inputs, weights) if program.n_outputs() else None
     states = None
     if plan.needs_state:
-        states = (program.density_matrices(inputs, weights) if mixed else program.states(inputs, weights)).numpy()
+        states = program.density_matrices(inputs, weights) if mixed else program.states(inputs, weights)
     for k, i in enumerate(idx):
         lo, hi = bounds[k], bounds[k + 1]
         results[i] = _analytic_results(jobs[i], None if out is None else out[lo:hi],
@@ -113,7 +112,7 @@ def run_analytic(jobs, idx, mixed, results):
 
 
 def program_forward(program, inputs, weights):
-    return torch.ops.qfleet.circuit_forward(program, inputs, weights).numpy()
+    return program.forward(inputs, weights)
 
 
 # ---- finite shots ----------------------------------------------------------------
@@ -176,7 +175,7 @@ def run_shots(jobs, idx, seed_source, results, name="qfleet"):
         _check_shot_memory(name, int(job.tape.shots.total_shots), job.rows, max(n, plan.n_qubits))
         inputs, weights, _ = _stack(jobs, [i])
         seed = int(seed_source.integers(0, 2**62))
-        samples = program.sample(inputs, weights, [], int(job.tape.shots.total_shots), seed).numpy()
+        samples = program.sample(inputs, weights, [], int(job.tape.shots.total_shots), seed)
         bits = _bits(samples, plan.n_qubits)[..., plan.n_qubits - n:] if n else np.zeros(samples.shape + (0,),
                                                                                              dtype=np.int64)
         results[i] = _shot_results(job, bits)
@@ -238,7 +237,6 @@ def jacobians(device, tapes, mixed, with_results):
         inputs, weights, bounds = _stack(jobs, idx)
         out = program_forward(program, inputs, weights)
         _, jw = program.jacobian(inputs, weights)
-        jw = jw.numpy()
         for k, i in enumerate(idx):
             lo, hi = bounds[k], bounds[k + 1]
             jacs[i] = _format_jacobian(jobs[i], out[lo:hi], jw[lo:hi])
@@ -278,8 +276,7 @@ def vjps(device, tapes, cotangents):
         g = np.concatenate([
             _output_cotangents(jobs[i], cotangents[i], None if out is None else out[bounds[k]:bounds[k + 1]])
             for k, i in enumerate(idx)], axis=0)
-        _, gw = torch.ops.qfleet.circuit_backward(program, inputs, weights, torch.from_numpy(g))
-        gw = gw.numpy()
+        _, gw = program.vjp(inputs, weights, g)
         for k, i in enumerate(idx):
             job, rows = jobs[i], gw[bounds[k]:bounds[k + 1]]
             grads = []

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pennylane as qml
-import torch
 
-from .. import _lib
+from .. import _engine
 
 # The engine's gate catalogue (docs/gates.md) under PennyLane's names.
 GATES = frozenset({
@@ -185,8 +184,7 @@ class Plan:
 
     def compile(self):
         if self.program is None:
-            _lib.load()
-            self.program = torch.classes.qfleet.CircuitProgram(json.dumps(self.doc))
+            self.program = _engine.Program(json.dumps(self.doc))
         return self.program
 
     def batch_size(self, params: list):
