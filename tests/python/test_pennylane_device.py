@@ -303,6 +303,51 @@ def test_a_changed_tape_is_never_served_an_old_plan():
     assert len({id(p) for p in got}) == 3 and got[1].doc != got[2].doc
 
 
+def test_devices_of_the_same_settings_share_plans_and_others_do_not():
+    variants, _ = structure_variants()
+    t = variants["base"]
+    first, second = device("qfleet.qubit", wires=2), device("qfleet.qubit", wires=2)
+    plan = first._plan(t, first.wires, True)
+    assert second._plan(t, second.wires, True) is plan  # compiled once for both
+    noisy = [device("qfleet.mixed", wires=2), device("qfleet.mixed", wires=2, readout_prob=0.1)]
+    plans = [d._plan(t, d.wires, True) for d in noisy]
+    assert len({id(plan), *map(id, plans)}) == 3
+    assert "readout_errors" in plans[1].doc and "readout_errors" not in plans[0].doc
+
+
+def diagonal_circuit(x, h, var):
+    for q in range(5):
+        qml.RY(x[q], q)
+    for q in range(4):
+        qml.CRX(x[5 + q], [q, q + 1])
+    obs = qml.Hermitian(h, wires=range(5))
+    return qml.var(obs) if var else qml.expval(obs)
+
+
+def test_diagonal_observables_beyond_four_wires_are_read_from_probabilities_and_differentiated():
+    rng = np.random.default_rng(5)
+    x = pnp.array(rng.uniform(-2, 2, 9), requires_grad=True)
+    diag = np.diag(rng.normal(size=32))
+    full = hermitian(5, 6)
+    ref = qml.device("default.qubit", wires=5)
+    for h, var in ((diag, False), (diag, True), (full, False)):
+        for method in ("adjoint", "best"):
+            node = qml.QNode(diagonal_circuit, device("qfleet.qubit", wires=5), diff_method=method)
+            want = qml.QNode(diagonal_circuit, ref, diff_method="backprop")
+            if h is full and method == "adjoint":  # a full 32 x 32 matrix: not the adjoint's ("best":
+                with pytest.raises(qml.exceptions.QuantumFunctionError, match="does not support adjoint"):
+                    node(x, h, var)  # parameter shift on the final state)
+                continue
+            assert node(x, h, var) == pytest.approx(want(x, h, var), abs=1e-12)
+            assert_close(qml.grad(node)(x, h, var), qml.grad(want)(x, h, var))
+        vjp_node = qml.QNode(diagonal_circuit, device("qfleet.qubit", wires=5), diff_method="adjoint",
+                             device_vjp=True)  # the engine's vector-Jacobian product
+        assert_close(qml.grad(vjp_node)(x, diag, var), qml.grad(want)(x, diag, var))
+    dev = device("qfleet.qubit", wires=5)
+    tape = qml.workflow.construct_tape(qml.QNode(diagonal_circuit, dev))(x, diag, False)
+    assert [m.kind for m in dev._plan(tape, dev.wires, True).measures] == ["diag_expval"]
+
+
 def test_preprocessing_is_built_once_per_gradient_method_and_callers_get_copies():
     from pennylane.devices import ExecutionConfig
     dev = device("qfleet.qubit", wires=2)

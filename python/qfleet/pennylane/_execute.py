@@ -90,6 +90,11 @@ def _analytic_results(job, out, states, mixed):
             r = np.maximum(out[:, m.cols[1]] - out[:, m.cols[0]] ** 2, 0.0)
         elif m.kind == "probs":
             r = np.clip(out[:, m.cols[0]:m.cols[1]], 0.0, None)
+        elif m.kind == "diag_expval":
+            r = out[:, m.cols[0]:m.cols[1]] @ m.diag
+        elif m.kind == "diag_var":
+            p = out[:, m.cols[0]:m.cols[1]]
+            r = np.maximum(p @ m.diag ** 2 - (p @ m.diag) ** 2, 0.0)
         else:
             res.append(_state_result(job, mp, states, mixed))
             continue
@@ -215,7 +220,18 @@ def _mp_jacobian(m, out, jw, j):
         return jw[:, m.cols[0], j]
     if m.kind == "var":
         return jw[:, m.cols[1], j] - 2.0 * out[:, m.cols[0]] * jw[:, m.cols[0], j]
+    if m.kind in ("diag_expval", "diag_var"):
+        return (jw[:, m.cols[0]:m.cols[1], j] * _diag_weights(m, out)).sum(axis=1)
     return jw[:, m.cols[0]:m.cols[1], j]
+
+
+def _diag_weights(m, out):
+    """d result / d probabilities [rows, 2^k] of a diagonal observable's expectation value
+    (its diagonal) or variance (diag^2 - 2 <O> diag)."""
+    if m.kind == "diag_expval":
+        return m.diag[None, :]  # (out is None in a VJP without variances)
+    e = out[:, m.cols[0]:m.cols[1]] @ m.diag
+    return m.diag ** 2 - 2.0 * e[:, None] * m.diag
 
 
 def _format_jacobian(job, out, jw):
@@ -257,6 +273,8 @@ def _output_cotangents(job, dy, out):
         elif m.kind == "var":
             g[:, m.cols[1]] += c
             g[:, m.cols[0]] -= 2.0 * out[:, m.cols[0]] * c
+        elif m.kind in ("diag_expval", "diag_var"):
+            g[:, m.cols[0]:m.cols[1]] += c[:, None] * _diag_weights(m, out)
         else:
             g[:, m.cols[0]:m.cols[1]] += c
     return g
@@ -271,7 +289,7 @@ def vjps(device, tapes, cotangents):
         program = plan.compile()
         inputs, weights, bounds = _stack(jobs, idx)
         out = None
-        if any(m.kind == "var" for m in plan.measures):
+        if any(m.kind in ("var", "diag_var") for m in plan.measures):
             out = program_forward(program, inputs, weights)
         g = np.concatenate([
             _output_cotangents(jobs[i], cotangents[i], None if out is None else out[bounds[k]:bounds[k + 1]])

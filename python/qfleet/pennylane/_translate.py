@@ -34,6 +34,10 @@ CHANNELS = {
 # Observables with more wires than this go through the final state rather than a Pauli
 # decomposition (4^k terms).
 MAX_DECOMPOSED_WIRES = 4
+# Beyond MAX_DECOMPOSED_WIRES, an observable whose matrix is diagonal (a projector on a basis
+# state, a cost function's diagonal) is read from the probabilities of its wires, <O> = sum_i
+# O_ii p_i, which the adjoint method differentiates; its matrix is read up to this many wires.
+MAX_DIAGONAL_WIRES = 8
 
 
 def _numpy(x):
@@ -86,6 +90,19 @@ def pauli_sentence(obs):
     return ps
 
 
+def diagonal(obs):
+    """The real diagonal of an observable on more than MAX_DECOMPOSED_WIRES (and at most
+    MAX_DIAGONAL_WIRES) wires whose matrix is diagonal and Hermitian, else None."""
+    k = len(obs.wires)
+    if not MAX_DECOMPOSED_WIRES < k <= MAX_DIAGONAL_WIRES or obs.pauli_rep is not None or not obs.has_matrix:
+        return None
+    m = np.asarray(_numpy(qml.matrix(obs)), dtype=complex)
+    d = np.diagonal(m)
+    if np.count_nonzero(m) != np.count_nonzero(d) or np.any(d.imag != 0.0):
+        return None
+    return np.ascontiguousarray(d.real)
+
+
 def observable_key(obs):
     """Exactly what the adjoint checks read of a measured observable (its Pauli words and
     coefficients, or its matrix), for the device's cache of their answers; None for none.
@@ -96,7 +113,7 @@ def observable_key(obs):
     head = (obs.name, tuple(obs.wires), obs.num_params)
     if obs.pauli_rep is not None:
         return head + tuple((tuple(word.items()), complex(qml.math.unwrap(c))) for word, c in obs.pauli_rep.items())
-    if len(obs.wires) <= MAX_DECOMPOSED_WIRES and obs.has_matrix:
+    if len(obs.wires) <= MAX_DIAGONAL_WIRES and obs.has_matrix:
         return _matrix_key(obs, np.asarray(_numpy(qml.matrix(obs)), dtype=complex))
     return head + (obs.hash,)
 
@@ -161,9 +178,13 @@ def structure_key(tape, wire_order, analytic):
 @dataclass
 class Measure:
     """How one measurement's result is read from the engine's outputs."""
-    kind: str  # "expval", "var", "probs" (engine columns) or "state" (PennyLane's on the final state)
+    # "expval", "var", "probs" (engine columns), "diag_expval", "diag_var" (a diagonal
+    # observable's values times the probabilities of its wires) or "state" (PennyLane's on
+    # the final state)
+    kind: str
     cols: tuple = ()
     mp: object = None
+    diag: object = None
 
 
 @dataclass
@@ -280,11 +301,17 @@ def plan_tape(tape, wire_order, *, mixed: bool, analytic: bool, readout_prob=Non
                 probs.append(wires)
                 measures.append(Measure("probs", (len(probs) - 1,)))
                 continue
+            d = diagonal(obs) if ps is None and obs is not None and mp.mv is None else None
+            if d is not None and isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP)):
+                probs.append([index[w] for w in obs.wires])
+                kind = "diag_expval" if isinstance(mp, qml.measurements.ExpectationMP) else "diag_var"
+                measures.append(Measure(kind, (len(probs) - 1,), diag=d))
+                continue
             measures.append(Measure("state", mp=mp))
     # probs columns come after every expectation value (docs/circuits.md#outputs)
     start = n_cols
     for m in measures:
-        if m.kind == "probs":
+        if m.kind in ("probs", "diag_expval", "diag_var"):
             size = 2 ** len(probs[m.cols[0]])
             m.cols = (start, start + size)
             start += size

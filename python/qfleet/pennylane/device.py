@@ -27,7 +27,7 @@ from pennylane.transforms import defer_measurements
 from pennylane.transforms.core import transform
 
 from . import _execute
-from ._translate import (CHANNELS, GATES, NO_OPS, observable_key, pauli_sentence, pauli_terms, plan_tape, squared,
+from ._translate import (CHANNELS, GATES, NO_OPS, diagonal, observable_key, pauli_sentence, pauli_terms, plan_tape, squared,
                          structure_key, unitary_supported)
 
 _HERE = Path(__file__).parent
@@ -93,15 +93,18 @@ def _matrix_fallback(tape, supported):
 @transform
 def _adjoint_measurements(tape):
     """The adjoint method differentiates expectation values, variances and probabilities
-    whose observables the engine takes (Pauli sums, or matrices on at most 4 wires)."""
+    whose observables the engine takes (Pauli sums, matrices on at most 4 wires, diagonal
+    matrices on at most 8)."""
     index = {w: w for w in tape.wires}
     for mp in tape.measurements:
         ps = pauli_sentence(mp.obs) if mp.obs is not None and mp.mv is None else None
+        moments = (qml.measurements.ExpectationMP, qml.measurements.VarianceMP)
         ok = mp.mv is None and (
             (isinstance(mp, qml.measurements.ExpectationMP) and ps is not None
              and pauli_terms(ps, index) is not None)
             or (isinstance(mp, qml.measurements.VarianceMP) and ps is not None
                 and pauli_terms(squared(ps), index) is not None)
+            or (isinstance(mp, moments) and ps is None and mp.obs is not None and diagonal(mp.obs) is not None)
             or (type(mp) is qml.measurements.ProbabilityMP and mp.obs is None and mp.eigvals() is None))
         if not ok:
             raise DeviceError(f"qfleet: adjoint differentiation does not support the measurement {mp}; "
@@ -139,6 +142,20 @@ def _engine_device(device):
     return device
 
 
+# Plans (with their compiled programs, immutable) shared by every device of the same settings,
+# least recently used out.
+_SHARED_PLANS: OrderedDict = OrderedDict()
+# supports_derivatives' answers, by device kind and wires and the circuit's key.
+_SHARED_SUPPORT: dict = {}
+
+
+def _remember(cache, key, value, size):
+    cache[key] = value
+    cache.move_to_end(key)
+    if len(cache) > size:
+        cache.popitem(last=False)
+
+
 class _QfleetDevice(Device):
     """What qfleet.qubit and qfleet.mixed share; subclasses set `_mixed`."""
 
@@ -155,7 +172,6 @@ class _QfleetDevice(Device):
             seed = int(np.random.randint(0, 2**31 - 1))
         self._rng = np.random.default_rng(seed)
         self._plans = OrderedDict()
-        self._adjoint_support = {}
         self._pipelines = {}
 
     # -- what the engine runs natively ---------------------------------------------
@@ -180,23 +196,32 @@ class _QfleetDevice(Device):
             return True
         return not any(qml.math.requires_grad(d) for d in op.data)
 
+    def _settings(self):
+        """What besides a tape's structure its plan depends on: the device's kind and options."""
+        return self._mixed, getattr(self, "_readout_prob", None), self._engine_device
+
     def _plan(self, tape, wire_order, analytic):
-        """The tape's plan, found by its structure_key (cheaper than planning the tape) or
-        planned and kept; a tape structure_key cannot key is planned on every call."""
+        """The tape's plan, found by its structure_key (cheaper than planning the tape) in the
+        device's cache, then in the cache devices of the same settings share (a demo that makes
+        a new device for every circuit compiles each structure once), or planned and kept in
+        both; a tape structure_key cannot key is planned on every call."""
         key = structure_key(tape, wire_order, analytic)
-        cached = self._plans.get(key) if key is not None else None
-        if cached is not None:
-            self._plans.move_to_end(key)
-            return cached
-        plan = plan_tape(tape, wire_order, mixed=self._mixed, analytic=analytic,
-                         readout_prob=getattr(self, "_readout_prob", None))
         if key is None:
+            return plan_tape(tape, wire_order, mixed=self._mixed, analytic=analytic,
+                             readout_prob=getattr(self, "_readout_prob", None))
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
             return plan
-        if self._engine_device != "cpu":
-            plan.doc["device"] = self._engine_device  # (compiled when first run: Plan.compile)
-        self._plans[key] = plan
-        if len(self._plans) > self._cache_size:
-            self._plans.popitem(last=False)
+        shared_key = (self._settings(), key)
+        plan = _SHARED_PLANS.get(shared_key)
+        if plan is None:
+            plan = plan_tape(tape, wire_order, mixed=self._mixed, analytic=analytic,
+                             readout_prob=getattr(self, "_readout_prob", None))
+            if self._engine_device != "cpu":
+                plan.doc["device"] = self._engine_device  # (compiled when first run: Plan.compile)
+        _remember(_SHARED_PLANS, shared_key, plan, self._cache_size)
+        _remember(self._plans, key, plan, self._cache_size)
         return plan
 
     # -- configuration and preprocessing ---------------------------------------------
@@ -277,7 +302,8 @@ class _QfleetDevice(Device):
         key = (tuple((op.name, tuple(op.wires), op.num_params) for op in circuit.operations),
                tuple((type(mp).__name__, tuple(mp.wires), observable_key(mp.obs)) for mp in circuit.measurements),
                tuple(circuit.trainable_params), bool(circuit.shots))
-        known = self._adjoint_support.get(key)
+        key = (self._mixed, None if self.wires is None else tuple(self.wires), key)
+        known = _SHARED_SUPPORT.get(key)
         if known is not None:
             return known
         pipeline = qml.CompilePipeline()
@@ -288,9 +314,9 @@ class _QfleetDevice(Device):
             ok = True
         except (DeviceError, qml.exceptions.DecompositionUndefinedError, AttributeError):
             ok = False
-        if len(self._adjoint_support) > self._cache_size:
-            self._adjoint_support.clear()
-        self._adjoint_support[key] = ok
+        if len(_SHARED_SUPPORT) > 16 * self._cache_size:
+            _SHARED_SUPPORT.clear()
+        _SHARED_SUPPORT[key] = ok
         return ok
 
     def supports_vjp(self, execution_config=None, circuit=None) -> bool:
