@@ -708,6 +708,15 @@ def test_engine_device_option():
         assert all(json.loads(p.json()).get("device") == other for p in programs), name
 
 
+def test_torch_parameters_reach_the_device_unconverted():
+    # PennyLane's conversion of every operation to NumPy before a torch forward call is left to
+    # the device (the results are checked by the torch tests above); other interfaces keep it.
+    from pennylane.devices import ExecutionConfig
+    dev = device("qfleet.qubit", wires=2)
+    assert dev.setup_execution_config(ExecutionConfig(interface="torch")).convert_to_numpy is False
+    assert dev.setup_execution_config(ExecutionConfig(interface="autograd")).convert_to_numpy is True
+
+
 def test_execution_config_errors():
     from pennylane.devices import ExecutionConfig, MCMConfig
 
