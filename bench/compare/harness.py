@@ -1,6 +1,6 @@
 """The shared harness of the one-off comparison scripts in bench/compare/ (classify.py, cli_npy.py,
-noisy.py, open_gpu_peer.py, pennylane_device.py, qgan.py, qgan_classifier.py, rl_env.py,
-torch_batched.py; run.py, the same-run harness behind docs/benchmarks.md's tables, has its own driver).
+noisy.py, open_gpu_peer.py, pennylane_demos.py, pennylane_device.py, qgan.py, qgan_classifier.py,
+rl_env.py, torch_batched.py; run.py, the same-run harness behind docs/benchmarks.md's tables, has its own driver).
 
 Every script goes the same way, through this module:
   1. one set of flags (`parser` / `add_common_flags`): --quick, --threads N, --seed S,
@@ -211,13 +211,15 @@ def timed(fn: Callable[[], Any], *, repeats: int = 3, budget_s: float = 0.0, num
     return _spread(samples, number, warm)
 
 
-def interleaved(cases: dict, rounds: int, number: int = 1) -> dict:
+def interleaved(cases: dict, rounds: int, number: int = 1, warmup: bool = True) -> dict:
     """{name: (median, min, max)} seconds per call of each case over the rounds; one warm-up call
-    of each case first. Each round runs a block of `number` calls of every case in turn, so the
-    shared machine's drift within a run hits every case alike, and the ratios between the cases
-    (the figures the scripts report) are read within one run."""
-    for fn in cases.values():
-        fn()
+    of each case first (warmup=False: where the caller's check of the outputs already ran each case).
+    Each round runs a block of `number` calls of every case in turn, so the shared machine's drift
+    within a run hits every case alike, and the ratios between the cases (the figures the scripts
+    report) are read within one run."""
+    if warmup:
+        for fn in cases.values():
+            fn()
     per_call = {k: [] for k in cases}
     for _ in range(rounds):
         for k, fn in cases.items():

@@ -1,6 +1,6 @@
 """The comparison scripts of bench/compare/ stay runnable (torch_batched.py, noisy.py, qgan.py,
-qgan_classifier.py, rl_env.py, pennylane_device.py, cli_npy.py, open_gpu_peer.py's reference, their
-shared harness.py, bench/micro/contention.py, scripts/apps_figures.py and scripts/idx_subset.py).
+qgan_classifier.py, rl_env.py, pennylane_device.py, pennylane_demos.py, cli_npy.py, open_gpu_peer.py's
+reference, their shared harness.py, bench/micro/contention.py, scripts/apps_figures.py and scripts/idx_subset.py).
 bench/compare/torch_batched.py's smoke run checks qfleet's outputs and gradients against its
 hand-batched PyTorch implementations (an independent reference: batched 2x2 products and
 CNOT gathers for circuits, torch.linalg.matrix_exp of row-major Liouvillians for the open ladder) before it
@@ -144,6 +144,33 @@ def test_pennylane_device_bench_checks_rows_before_timing(tmp_path):
         r = subprocess.run([sys.executable, str(script), "--device", "cuda", "--quick"], capture_output=True, text=True,
                            timeout=600)
         assert r.returncode == 1 and "--device cuda: no CUDA device is visible" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_pennylane_demos_check_every_device_before_timing(tmp_path):
+    # bench/compare/pennylane_demos.py: PennyLane's published demos with only the device name changed;
+    # every device's outputs (costs, predictions, gradients, trained parameters) are checked against
+    # the demo's own device before anything is timed, and every demo gives a timed row per device.
+    import importlib.util
+
+    import pytest
+    needs = ("pennylane", "pennylane_lightning", "jax", "sklearn")
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the demos need {', '.join(missing)}")
+    out = tmp_path / "demos.json"
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "pennylane_demos.py"), "--quick", "--threads", "1",
+                        "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all 6 demos: every device's outputs equal the demo's own device's" in r.stdout, r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == [] and set(doc["demos"]) == {"qubit_rotation", "qnn_torch", "data_reuploading",
+                                                         "noisy_circuits", "barren_plateaus", "state_preparation"}
+    for name, record in doc["demos"].items():
+        rows = [row for row in doc["table"] if row["workload"].startswith(f"{name}: ")]
+        assert [row["tool"].split()[0] for row in rows] == record["devices"], rows
+        assert all(row["median"] > 0 for row in rows), rows
+        assert all(record["max_error"][dev] <= tol for dev, tol in record["atol"].items()), record
+        assert record["devices"][0].startswith("qfleet.") and record["diff_method"][record["devices"][0]] == "adjoint"
 
 
 def test_cli_npy_bench_checks_results_before_timing(tmp_path):
