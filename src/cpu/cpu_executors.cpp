@@ -24,7 +24,7 @@ using detail::ModelKind;
 // Measured (`git show 41c2817:docs/benchmarks.md`, "Scaling": 20-30 GFLOP/s per thread on the lanes
 // path, 1.6 us for one 4-qubit sample).
 constexpr double kCpuFlopsPerThread = 20e9;  // the lane kernels' sustained rate per thread
-constexpr double kCpuCallSeconds = 2e-6;     // argument checks, workspace, OpenMP fork
+constexpr double kCpuCallSeconds = 2e-6;     // argument checks, workspace, waking the pool
 
 const CpuIsa& isa_of(const Executor& e) { return *static_cast<const CpuIsa*>(e.context); }
 int threads_of(const Model& m) { return m.num_threads > 0 ? m.num_threads : omp_get_max_threads(); }

@@ -11,14 +11,21 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "cpu/task_pool.hpp"
 #include "qfleet/error.hpp"
 
 namespace qfleet::cpu {
 
-// Threads only pay when each has enough work: an OpenMP region costs microseconds,
+// Threads only pay when each has enough work: a parallel call costs microseconds,
 // and when other processes share the cores a region can wait a whole scheduler
 // slice for a descheduled worker. ~0.5 MFLOP is 25-50 us of work for one core.
 inline constexpr double kMinFlopsPerThread = 0.5e6;
+// While other processes want the cores (machine_busy(), task_pool.hpp), a thread must have
+// several milliseconds of work: a worker descheduled while it holds a tile makes the call
+// wait for it (a scheduler slice). Beside one busy process per core the classifier layer at
+// B = 1,024 (~2.5 ms of work) took up to 1.85x one thread's time on two threads with the idle
+// share, the noisy one at B = 64 (~2.3 ms) 1.54x with 64 times it (bench/micro/contention.py).
+inline constexpr double kBusyWorkFactor = 256.0;
 
 struct ExecShape {
   int lanes = 1;                    // samples per tile
@@ -32,7 +39,8 @@ struct ExecShape {
 inline ExecShape exec_shape(const detail::Plan& plan, std::size_t batch, bool adjoint, int wide, int max_lane_qubits) {
   const int max_threads = plan.num_threads > 0 ? plan.num_threads : omp_get_max_threads();
   const double flops = double(batch) * (plan.flops_forward + (adjoint ? plan.flops_adjoint : 0.0));
-  const int threads = static_cast<int>(std::clamp<double>(flops / kMinFlopsPerThread, 1.0, max_threads));
+  const double per_thread = kMinFlopsPerThread * (machine_busy() ? kBusyWorkFactor : 1.0);
+  const int threads = static_cast<int>(std::clamp<double>(flops / per_thread, 1.0, max_threads));
   ExecShape s;
   s.amplitude_parallel = plan.n > max_lane_qubits && batch < std::size_t(threads) && threads > 1;
   s.lanes = (plan.n <= max_lane_qubits && 2 * batch > std::size_t(wide)) ? wide : 1;
@@ -56,31 +64,26 @@ R* call_workspace(std::size_t reals, Rest rest) {
 
 // Runs every tile of L samples of a batch as `ex` (an executor's Exec) says:
 // runner.run(tile, first sample, valid samples, scratch, amplitude threads) one tile
-// at a time with the state's amplitudes split over ex.threads, serially (no OpenMP
-// region for small calls), or tiles over an OpenMP team, each thread its scratch
-// slice of ex.work_per_thread reals from `scratch`. The team takes the tiles one at a
-// time (dynamic), not a fixed share each: on cores shared with other processes a
-// descheduled thread would hold its whole share while the others wait at the region's
-// end (bench/micro/contention.py measures it; docs/architecture.md#threads-on-shared-machines);
-// the tiles' results and gradient partials do not depend on which thread runs them.
+// at a time with the state's amplitudes split over ex.threads, serially (small calls),
+// or tiles over the executors' pool (task_pool.hpp), each slot its scratch slice of
+// ex.work_per_thread reals from `scratch`. The tiles are handed out one at a time, not a
+// fixed share a thread: on cores shared with other processes a descheduled thread would
+// hold its whole share while the others wait (bench/micro/contention.py measures it;
+// docs/architecture.md#threads-on-shared-machines); the tiles' results and gradient
+// partials do not depend on which thread runs them.
 template <int L, class Runner, class R, class Ex>
 void run_tiles(const Runner& runner, std::size_t batch, R* scratch, const Ex& ex) {
   const std::size_t n_tiles = (batch + L - 1) / L;
   if (ex.amplitude_parallel) {
     for (std::size_t t = 0; t < n_tiles; ++t) runner.run(t, t * L, 1, scratch, ex.threads);
-  } else if (ex.threads <= 1) {
-    for (std::size_t t = 0; t < n_tiles; ++t) {
-      const std::size_t b0 = t * L;
-      runner.run(t, b0, static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L), scratch, 0);
-    }
-  } else {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ex.threads)
-    for (long long t = 0; t < static_cast<long long>(n_tiles); ++t) {
-      const std::size_t b0 = std::size_t(t) * L;
-      const int nvalid = static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L);
-      runner.run(std::size_t(t), b0, nvalid, scratch + omp_get_thread_num() * ex.work_per_thread, 0);
-    }
+    return;
   }
+  const auto tile = [&](std::size_t t, int slot) {
+    const std::size_t b0 = t * L;
+    const int nvalid = static_cast<int>(batch - b0 < std::size_t(L) ? batch - b0 : L);
+    runner.run(t, b0, nvalid, scratch + std::size_t(slot) * ex.work_per_thread, 0);
+  };
+  run_items(n_tiles, ex.threads, tile);
 }
 
 // The shared weights' gradient: the tiles' partial rows summed in tile order, so

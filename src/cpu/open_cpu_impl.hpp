@@ -1,8 +1,8 @@
 // The open-system cpu executor, compiled once per instruction set like the circuit
 // executor (open_cpu_{baseline,avx2,avx512}.cpp define QFLEET_KERN_ISA and include
 // this file). The per-task work is the shared task body (kernels/open_task.hpp, the
-// same code the cuda backend runs); this file only spreads tasks over OpenMP
-// threads and keeps each thread's workspace between calls.
+// same code the cuda backend runs); this file only spreads tasks over the executors'
+// pool (task_pool.hpp) and keeps each slot's workspace between calls.
 //
 // Hygiene for per-ISA compilation: every template instantiated here is on a type of
 // this ISA's namespace (kern::Cx<R>), and no std:: function doing floating-point work
@@ -12,10 +12,12 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "cpu/open_cpu.hpp"
+#include "cpu/task_pool.hpp"
 #include "kernels/open_task.hpp"
 
 namespace qfleet::cpu::QFLEET_KERN_ISA {
@@ -30,9 +32,12 @@ struct OpenWorkspace {
   int cap = 64;
 };
 
+// The calling thread's workspaces, one per slot of the pool's team (task_pool.hpp; slot 0
+// is the caller's own), kept between calls.
 template <class R>
-OpenWorkspace<R>& thread_workspace() {
-  thread_local OpenWorkspace<R> w;
+std::vector<OpenWorkspace<R>>& slot_workspaces(int slots) {
+  thread_local std::vector<OpenWorkspace<R>> w;
+  if (w.size() < std::size_t(slots)) w.resize(std::size_t(slots));
   return w;
 }
 
@@ -79,58 +84,56 @@ int run_tasks(const kern::OpenView& v, const OpenCall<R>& c, std::size_t runs, R
   const std::size_t row = n_amp + n_drift + n_rate + std::size_t(v.nseg);
   const int max_threads = num_threads > 0 ? num_threads : omp_get_max_threads();
   const int threads = static_cast<int>(runs < std::size_t(max_threads) ? runs : std::size_t(max_threads));
-  std::uint64_t computed = 0, reused = 0;
-  int failed = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : computed, reused) reduction(| : failed)
-  {
-    OpenWorkspace<R>& ws = thread_workspace<R>();
-    // Every member sizes its workspace whether or not the dynamic schedule hands it a
-    // task this call: otherwise which threads allocate varies from call to call, and a
-    // warm program still allocates (seen with 16 threads and 5 tasks).
-    const bool fused = c.adjoint && c.resume == nullptr;
-    kern::OpenView tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
+  const bool fused = c.adjoint && c.resume == nullptr;
+  std::vector<OpenWorkspace<R>>& slots = slot_workspaces<R>(threads);
+  std::atomic<std::uint64_t> computed{0}, reused{0};
+  std::atomic<int> failed{0};
+  // Every slot's workspace is sized whether or not a task reaches it this call: otherwise
+  // which slots allocate varies from call to call, and a warm program still allocates.
+  for (int s = 0; s < threads; ++s) {
     try {
-      const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
-      if (ws.work.size() < need) ws.work.resize(need);
+      const std::size_t need = kern::open_task_work<R>(thread_view<R>(v, c.adjoint, fused, slots[s].cap), slots[s].cap);
+      if (slots[s].work.size() < need) slots[s].work.resize(need);
     } catch (...) {
-      failed |= 1;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (long long t = 0; t < static_cast<long long>(runs); ++t) {
-      const std::size_t b = std::size_t(t);
-      // (Identical tasks: one run, whose cotangents execute_open summed into row 0.)
-      const R cf = c.adjoint && c.cot_fidelity ? c.cot_fidelity[b] : R(0);
-      const R cl = c.adjoint && c.cot_leakage ? c.cot_leakage[b] : R(0);
-      R* r = c.adjoint ? rows + b * row : nullptr;
-      try {
-        for (;;) {  // retried with a larger step store when dopri5 accepts more steps than it holds
-          const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
-          if (ws.work.size() < need) ws.work.resize(need);
-          std::uint64_t cp = 0, ru = 0;
-          kern::OpenTask<R, N> task(tv, c, ws.work.data(), ws.cap);
-          // Per-segment gradients only when asked: each costs the exact propagator its runs of
-          // identical segments (kernels/open_task.hpp) and an inner product a segment.
-          R* ga = r && c.grad_amplitudes ? r : nullptr;
-          R* gd = r && c.grad_durations ? r + n_amp + n_drift + n_rate : nullptr;
-          const int st = task.run(b, b, cf, cl, ga, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, gd, cp, ru);
-          if (st == kern::kOpenStepCapacity) {
-            ws.cap *= 2;
-            tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
-            continue;
-          }
-          computed += cp;
-          reused += ru;
-          failed |= st != kern::kOpenOk ? 1 : 0;
-          break;
-        }
-      } catch (...) {
-        failed |= 1;
-      }
+      failed.store(1);
     }
   }
-  *computed_out = computed;
-  *reused_out = reused;
-  return failed;
+  const auto task = [&](std::size_t b, int slot) {
+    OpenWorkspace<R>& ws = slots[std::size_t(slot)];
+    kern::OpenView tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
+    // (Identical tasks: one run, whose cotangents execute_open summed into row 0.)
+    const R cf = c.adjoint && c.cot_fidelity ? c.cot_fidelity[b] : R(0);
+    const R cl = c.adjoint && c.cot_leakage ? c.cot_leakage[b] : R(0);
+    R* r = c.adjoint ? rows + b * row : nullptr;
+    try {
+      for (;;) {  // retried with a larger step store when dopri5 accepts more steps than it holds
+        const std::size_t need = kern::open_task_work<R>(tv, ws.cap);
+        if (ws.work.size() < need) ws.work.resize(need);
+        std::uint64_t cp = 0, ru = 0;
+        kern::OpenTask<R, N> t(tv, c, ws.work.data(), ws.cap);
+        // Per-segment gradients only when asked: each costs the exact propagator its runs of
+        // identical segments (kernels/open_task.hpp) and an inner product a segment.
+        R* ga = r && c.grad_amplitudes ? r : nullptr;
+        R* gd = r && c.grad_durations ? r + n_amp + n_drift + n_rate : nullptr;
+        const int st = t.run(b, b, cf, cl, ga, r ? r + n_amp : nullptr, r ? r + n_amp + n_drift : nullptr, gd, cp, ru);
+        if (st == kern::kOpenStepCapacity) {
+          ws.cap *= 2;
+          tv = thread_view<R>(v, c.adjoint, fused, ws.cap);
+          continue;
+        }
+        computed.fetch_add(cp, std::memory_order_relaxed);
+        reused.fetch_add(ru, std::memory_order_relaxed);
+        if (st != kern::kOpenOk) failed.store(1, std::memory_order_relaxed);
+        break;
+      }
+    } catch (...) {
+      failed.store(1, std::memory_order_relaxed);
+    }
+  };
+  run_items(runs, threads, task);
+  *computed_out = computed.load();
+  *reused_out = reused.load();
+  return failed.load();
 }
 
 template <class R>

@@ -708,6 +708,24 @@ def test_engine_device_option():
         assert all(json.loads(p.json()).get("device") == other for p in programs), name
 
 
+def test_the_devices_run_without_importing_torch():
+    import subprocess
+    import sys
+    code = """
+import sys
+import pennylane as qml
+for name in ("qfleet.qubit", "qfleet.mixed"):
+    dev = qml.device(name, wires=2)
+    node = qml.QNode(lambda x: (qml.RX(x, 0), qml.CNOT([0, 1]), qml.expval(qml.Z(1)))[-1], dev)
+    assert abs(node(0.3) - __import__("math").cos(0.3)) < 1e-12
+    assert abs(qml.grad(node)(qml.numpy.array(0.3, requires_grad=True)) + __import__("math").sin(0.3)) < 1e-12
+print("torch" in sys.modules)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
 def test_torch_parameters_reach_the_device_unconverted():
     # PennyLane's conversion of every operation to NumPy before a torch forward call is left to
     # the device (the results are checked by the torch tests above); other interfaces keep it.
