@@ -33,8 +33,8 @@ void run_items(std::size_t n_items, int threads, const ItemBody& body);
 // has run. A call made while the pool serves another caller, or from inside a body, runs
 // its items on the calling thread alone. An exception from a body is rethrown here after
 // every item has run or been skipped.
-// Whether more threads are runnable than the machine has CPUs (Linux's /proc/loadavg, read
-// at most every 20 ms; false elsewhere): other processes want these cores. The circuit executors then give each thread more work
+// Whether at least two more threads are runnable than the machine has CPUs (Linux's
+// /proc/loadavg, read at most every 20 ms; false elsewhere): other processes want these cores. The circuit executors then give each thread more work
 // (exec_shape.hpp): a worker the scheduler puts aside while it holds an item makes the call
 // wait for it, which costs less the longer each thread's share is.
 bool machine_busy();
