@@ -17,11 +17,10 @@ argtypes are declared once, arrays already C-contiguous float64 are passed in pl
 copy), and pointers are taken with ctypes' from_buffer (1.2 us) rather than ndarray.ctypes (3 us).
 """
 import ctypes
-import os
 
 import numpy as np
 
-from ._paths import PACKAGE_DIR, build_dir, not_found
+from ._paths import find_library
 
 # The C ABI this module is written for (QFLEET_C_ABI_VERSION in qfleet_c.h).
 _ABI_VERSION = 1
@@ -32,16 +31,7 @@ _f64 = np.float64
 
 def library_path() -> str:
     """Where the C library is: $QFLEET_C_LIBRARY, next to this package, or in build_dir()."""
-    env = os.environ.get("QFLEET_C_LIBRARY")
-    if env:
-        return env
-    for name in ("libqfleet_c.so", "libqfleet_c.dylib", "qfleet_c.dll"):
-        if (PACKAGE_DIR / name).exists():
-            return str(PACKAGE_DIR / name)
-    where = build_dir()
-    if where is not None and (where / "adapters" / "c" / "libqfleet_c.so").exists():
-        return str(where / "adapters" / "c" / "libqfleet_c.so")
-    raise not_found("the C library libqfleet_c.so", "QFLEET_C_LIBRARY", "adapters/c/libqfleet_c.so")
+    return find_library("qfleet_c", "QFLEET_C_LIBRARY", "adapters/c", "the C library libqfleet_c.so")
 
 
 _LIB = None

@@ -2,14 +2,11 @@
 library (libqfleet_<app>.so) into torch.ops.qfleet_<app>."""
 import ctypes
 import os
-import pathlib
 import sys
 
 import torch
 
-from ._paths import PACKAGE_DIR as _HERE
-from ._paths import build_dir
-from ._paths import not_found as _not_found
+from ._paths import find_library
 
 _LOADED = None
 # Where each app's library lies in a build tree (apps/<folder>/libqfleet_<app>.so).
@@ -18,17 +15,8 @@ _APP_FOLDERS = {"meta": "meta_control", "classify": "classify", "qgan": "qgan", 
 
 def library_path() -> str:
     """Where the operator library is: $QFLEET_TORCH_LIBRARY, next to this package, or in build_dir()."""
-    env = os.environ.get("QFLEET_TORCH_LIBRARY")
-    if env:
-        return env
-    for name in ("libqfleet_torch.so", "libqfleet_torch.dylib", "qfleet_torch.dll"):
-        if (_HERE / name).exists():
-            return str(_HERE / name)
-    where = build_dir()
-    if where is not None and (where / "adapters" / "torch" / "libqfleet_torch.so").exists():
-        return str(where / "adapters" / "torch" / "libqfleet_torch.so")
-    raise _not_found("the compiled operator library libqfleet_torch.so", "QFLEET_TORCH_LIBRARY",
-                     "adapters/torch/libqfleet_torch.so")
+    return find_library("qfleet_torch", "QFLEET_TORCH_LIBRARY", "adapters/torch",
+                        "the compiled operator library libqfleet_torch.so")
 
 
 def _libstdcxx_first():
@@ -63,17 +51,8 @@ _APPS = {}
 def app_library_path(app: str) -> str:
     """Where an app's library is: $QFLEET_<APP>_LIBRARY, libqfleet_<app>.so next to this package,
     or in build_dir()'s apps/<folder>/."""
-    env = os.environ.get(f"QFLEET_{app.upper()}_LIBRARY")
-    if env:
-        return env
-    path = _HERE / f"libqfleet_{app}.so"
-    if path.exists():
-        return str(path)
-    where = build_dir()
-    built = pathlib.Path("apps") / _APP_FOLDERS.get(app, app) / f"libqfleet_{app}.so"
-    if where is not None and (where / built).exists():
-        return str(where / built)
-    raise _not_found(f"the app library libqfleet_{app}.so", f"QFLEET_{app.upper()}_LIBRARY", str(built))
+    return find_library(f"qfleet_{app}", f"QFLEET_{app.upper()}_LIBRARY", f"apps/{_APP_FOLDERS.get(app, app)}",
+                        f"the app library libqfleet_{app}.so")
 
 
 def load_app(app: str):

@@ -28,3 +28,19 @@ def not_found(what: str, variable: str, built: str) -> ImportError:
         + (f" nor in the build tree {where}" if where else "")
         + f"; install qfleet with `pip install .`, set QFLEET_BUILD_DIR to a build folder, or point {variable} "
         f"at a build's {built}")
+
+
+def find_library(stem: str, variable: str, folder: str, what: str) -> str:
+    """Where lib<stem>.so is: $<variable>, next to the package (any platform's name), or in
+    build_dir()/<folder>; else the not_found error naming `what`."""
+    env = os.environ.get(variable)
+    if env:
+        return env
+    for name in (f"lib{stem}.so", f"lib{stem}.dylib", f"{stem}.dll"):
+        if (PACKAGE_DIR / name).exists():
+            return str(PACKAGE_DIR / name)
+    built = pathlib.Path(folder) / f"lib{stem}.so"
+    where = build_dir()
+    if where is not None and (where / built).exists():
+        return str(where / built)
+    raise not_found(what, variable, str(built))
