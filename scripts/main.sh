@@ -13,9 +13,10 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 venv=$(./scripts/setup_python.sh)
 # The Release tree scripts/test.sh builds too, in the same configuration (only the
-# app and what it links are compiled here); the CUDA backend only where a GPU is visible.
+# app and what it links are compiled here, and the C library the PennyLane devices of the
+# source package use); the CUDA backend only where a GPU is visible.
 ./scripts/configure.sh release >/dev/null
-cmake --build build -j"$(nproc)" --target qfleet_meta_cli
+cmake --build build -j"$(nproc)" --target qfleet_meta_cli qfleet_c
 bin=./build/apps/meta_control/qfleet-meta
 case " $* " in
   *" --preset"* | *" --config"*) ;;
