@@ -3,7 +3,7 @@
 # (The Python environment, with torch from PyPI, is scripts/setup_python.sh.)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build ccache git libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcli11-dev libfmt-dev libeigen3-dev python3 python3-venv python3-pip
+      libcli11-dev libfmt-dev libeigen3-dev liblbfgsb-dev python3 python3-venv python3-pip
       clang libclang-rt-14-dev libomp-14-dev  # (clang: the libFuzzer targets of the JSON readers)
       zlib1g-dev dataset-fashion-mnist  # (qfleet-classify: gzipped IDX files; Fashion-MNIST, its default data)
       doxygen)  # (the API reference, docs/api/Doxyfile)
