@@ -141,6 +141,8 @@ class Policy {
   torch::Tensor amplitudes(const torch::Tensor& raw) const;
   // Projects free amplitudes onto the policy's range (tanh: +-scale; clamp: +-clamp).
   torch::Tensor bound(const torch::Tensor& amplitudes) const;
+  // That bound's magnitude b (amplitudes within [-b, b]); 0 where amplitudes are unbounded.
+  double amplitude_bound() const;
 
  private:
   PolicySpec spec_;

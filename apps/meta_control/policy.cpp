@@ -126,8 +126,10 @@ Tensor Policy::amplitudes(const Tensor& raw) const {
   return spec_.clamp > 0 ? torch::clamp(a, -spec_.clamp, spec_.clamp) : a;
 }
 
+double Policy::amplitude_bound() const { return spec_.output == "tanh" ? spec_.scale : spec_.clamp; }
+
 Tensor Policy::bound(const Tensor& amplitudes) const {
-  const double b = spec_.output == "tanh" ? spec_.scale : spec_.clamp;
+  const double b = amplitude_bound();
   return b > 0 ? torch::clamp(amplitudes, -b, b) : amplitudes;
 }
 

@@ -52,7 +52,7 @@ struct Options {
   double gtol = 1e-10;
   double ftol = 0.0;  // L-BFGS-B's factr = ftol / machine epsilon; 0: never on this rule
   int64_t max_evaluations = 1000;  // per task
-  int64_t max_iterations = -1;     // per task (L-BFGS-B iterations, Adam steps); -1: unlimited
+  int64_t max_iterations = -1;     // per task (L-BFGS-B iterations, Adam steps); 0: x0 only; -1: unlimited
   double max_seconds = std::numeric_limits<double>::infinity();
   int memory = 10;  // L-BFGS-B: stored corrections
   double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam
@@ -62,7 +62,7 @@ struct Options {
 };
 
 struct Result {
-  torch::Tensor x;            // [B, n] float64
+  torch::Tensor x;            // [B, n] in x0's dtype (Adam steps in it; L-BFGS-B in float64)
   torch::Tensor cost;         // [B]: the cost at x
   torch::Tensor evaluations;  // [B] int64
   torch::Tensor iterations;   // [B] int64
@@ -73,7 +73,7 @@ struct Result {
 
 class Optimizer {
  public:
-  // x0 [B, n] (any floating dtype: optimised in float64). Throws std::invalid_argument naming
+  // x0 [B, n], any floating dtype. Throws std::invalid_argument naming
   // the first element of x0 outside the bounds, bounds with lower > upper, or NaN.
   Optimizer(const torch::Tensor& x0, Options options);
   ~Optimizer();

@@ -69,8 +69,8 @@ namespace {
 void check_options(const Options& o) {
   auto bad = [](const std::string& what) { throw Error("control: " + what); };
   if (o.max_evaluations < 1) bad("max_evaluations must be >= 1, got " + std::to_string(o.max_evaluations));
-  if (o.max_iterations < -1 || o.max_iterations == 0)
-    bad("max_iterations must be >= 1 (or -1: unlimited), got " + std::to_string(o.max_iterations));
+  if (o.max_iterations < -1)
+    bad("max_iterations must be >= 0 (0: evaluate the start only; -1: unlimited), got " + std::to_string(o.max_iterations));
   if (!(o.gtol >= 0)) bad("gtol must be >= 0");
   if (!(o.ftol >= 0)) bad("ftol must be >= 0");
   if (!(o.max_seconds > 0)) bad("max_seconds must be > 0");
@@ -80,7 +80,7 @@ void check_options(const Options& o) {
     if (!(o.lr > 0) || !std::isfinite(o.lr)) bad("lr must be a finite number > 0");
     if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1)) bad("beta1 and beta2 must lie in [0, 1)");
     if (!(o.eps > 0)) bad("eps must be > 0");
-    if (o.schedule == Schedule::cosine && o.max_iterations < 1)
+    if (o.schedule == Schedule::cosine && o.max_iterations < 0)
       bad("the cosine schedule decays over max_iterations: set it");
   }
 }
@@ -275,7 +275,8 @@ void Optimizer::tell(const Tensor& cost, const Tensor& grad) {
     if (fa <= s.o.target) s.stop(b, Reason::target);
     else if (s.o.method == Method::adam && s.o.gtol > 0 && s.projected_gradient_norm(b, xa, ga) <= s.o.gtol)
       s.stop(b, Reason::gradient);
-    else if (s.o.method == Method::adam && s.o.max_iterations > 0 && s.step >= s.o.max_iterations)
+    else if (s.o.max_iterations == 0 || (s.o.method == Method::adam && s.o.max_iterations > 0 &&
+                                         s.step >= s.o.max_iterations))
       s.stop(b, Reason::iterations);
     else if (s.evals[b] >= s.o.max_evaluations) s.stop(b, Reason::evaluations);
     if (s.reason[b] != Reason::running) continue;
