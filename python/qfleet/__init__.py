@@ -38,6 +38,9 @@ def load_operators() -> None:
 
 
 def __getattr__(name):
+    if name == "control":  # a module of its own (optimal control: docs/control.md)
+        load_operators()
+        return importlib.import_module(".control", __name__)
     module = _NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'qfleet' has no attribute {name!r}")
@@ -48,7 +51,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_NAMES))
+    return sorted(set(globals()) | set(_NAMES) | {"control"})
 
 
 def cuda_device_count() -> int:

@@ -30,7 +30,7 @@ from typing import Callable, Optional, Sequence, Union
 import torch
 
 from . import _lib
-from .layers import OpenOutputs, open_outputs
+from .layers import OpenOutputs, open_fidelity, open_outputs
 from .open_system import OpenSystem
 
 _METHODS = ("lbfgsb", "adam", "torch-lbfgs")
@@ -208,7 +208,7 @@ class _Problem:
             raise _err("the system has no time grid (OpenSystem.segments or .durations)")
         if cost is None and "target" not in doc:
             raise _err("the system has no target (target_unitary/target_state/target_density): give it one or pass cost=")
-        self.program = system.compile(**compile_options)
+        self.program = _compiled(system, compile_options)
         self.real = torch.float32 if compile_options.get("precision") == "complex64" else torch.float64
         cplx = torch.complex64 if self.real == torch.float32 else torch.complex128
         self.n_seg = self.program.n_segments()
@@ -229,6 +229,9 @@ class _Problem:
             raise _err(f"expval_targets has {self.expval_targets.shape[-1]} values; the system has "
                        f"{len(doc.get('observables', []))} observables")
         self.ensemble, self.per_task = ensemble is not None, tasks is not None
+        self.plain = (cost is None and not leakage and expval_targets is None and not smoothness and not power
+                      and (fixed_ends is False or fixed_ends is True) and duration is None
+                      and (tasks is None or isinstance(tasks, int) or tasks.initial is None))
         self.rates = self.drift = self.initial = self.weights = None
         if ensemble is not None:
             self._members(ensemble, system)
@@ -275,7 +278,9 @@ class _Problem:
 
     def split(self, x):
         """x [A, n] -> amplitudes [A, n_seg, n_ctrl], durations [A, n_seg] or None."""
-        params = x[:, :self.n_pulse].reshape((x.shape[0],) + self.pshape).to(self.real)
+        params = x[:, :self.n_pulse].reshape((x.shape[0],) + self.pshape)
+        if params.dtype != self.real:
+            params = params.to(self.real)
         amps = self.pulse(params, self.n_seg)
         if amps.shape[-2:] != (self.n_seg, self.n_ctrl) or amps.shape[0] != x.shape[0]:
             raise _err(f"the pulse shape gave amplitudes {tuple(amps.shape)}; the system needs "
@@ -298,6 +303,14 @@ class _Problem:
 
     def costs(self, x, idx):
         """The cost per evaluated task [A] (one pulse: [1])."""
+        if self.plain:  # 1 - F alone: the fidelity layer, the engine's cheapest differentiable call
+            amps, _ = self.split(x)
+            if not self.per_task:
+                return (1 - open_fidelity(self.program, amps[0], self.rates, self.drift)).reshape(-1) if \
+                    not self.ensemble else (1 - open_fidelity(self.program, amps[0], self.rates, self.drift)
+                                            ).mul(self.weights).sum().reshape(1)
+            pick = (lambda t: None if t is None else t.index_select(0, idx))
+            return 1 - open_fidelity(self.program, amps, pick(self.rates), pick(self.drift))
         out, amps, durations = self.outputs(x, idx)
         if self.cost is None:
             c = 1 - out.fidelity
@@ -327,6 +340,9 @@ class _Problem:
         return c
 
     def _penalties(self, amps, durations, x):
+        if not (self.smoothness or self.power or (self.fixed_ends and not isinstance(self.fixed_ends, bool))
+                or (self.duration is not None and self.duration.weight)):
+            return 0.0
         a = amps if amps.dim() == 3 else amps.unsqueeze(0)
         p = torch.zeros(a.shape[0], dtype=a.dtype)
         if self.smoothness:
@@ -341,15 +357,30 @@ class _Problem:
         return p
 
     def value_and_grad(self, x, idx):
-        p = x.detach().requires_grad_(True)
+        p = x.requires_grad_(True)  # (a fresh tensor from the optimiser, not the caller's)
         with torch.enable_grad():
             c = self.costs(p, idx)
             if c.shape != (x.shape[0],):
                 raise _err(f"the cost must be one value per task [{x.shape[0]}], got shape {tuple(c.shape)}")
-            if not torch.isfinite(c).all():  # the optimiser stops those tasks (not_finite)
-                return c.detach().to(torch.float64), torch.zeros_like(p, dtype=torch.float64)
-            (g,) = torch.autograd.grad(c.sum(), p, allow_unused=True)
-        return c.detach().to(torch.float64), (torch.zeros_like(p) if g is None else g).to(torch.float64)
+            total = c.sum()
+            if not math.isfinite(total.item()):  # the optimiser stops the tasks whose cost is not finite
+                return c.detach(), torch.zeros_like(p)
+            (g,) = torch.autograd.grad(total, p, allow_unused=True)
+        return c.detach(), torch.zeros_like(p) if g is None else g
+
+
+_PROGRAMS = {}  # the last few systems' programs, by their JSON: repeated optimize() calls compile once
+
+
+def _compiled(system, options):
+    key = json.dumps([system.to_json(**options)], sort_keys=True)
+    program = _PROGRAMS.pop(key, None)
+    if program is None:
+        program = system.compile(**options)
+    _PROGRAMS[key] = program
+    while len(_PROGRAMS) > 16:
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    return program
 
 
 def _takes_two(fn):
@@ -468,9 +499,10 @@ def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int
                    "max_evaluations": int(max_evals), "max_iterations": max_iterations, "max_seconds": max_time,
                    "memory": int(memory), "lr": float(lr), "schedule": schedule, "keep_best": bool(keep_best)}
         opt = torch.classes.qfleet.ControlOptimizer(x, lo, hi, json.dumps(options))
-        while not opt.done():
-            idx = opt.pending()
-            opt.tell(*problem.value_and_grad(opt.points(), idx))
+        idx, points = opt.ask()
+        while idx.numel():
+            opt.tell(*problem.value_and_grad(points, idx))
+            idx, points = opt.ask()
         summary = opt.result()
     return _result(problem, summary)
 

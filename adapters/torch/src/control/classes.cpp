@@ -84,8 +84,11 @@ TORCH_LIBRARY_FRAGMENT(qfleet, m) {
   m.class_<ControlOptimizer>("ControlOptimizer")
       .def(torch::init<const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
                        const std::string&>())
-      .def("pending", [](const c10::intrusive_ptr<ControlOptimizer>& self) { return self->opt.pending(); })
-      .def("points", [](const c10::intrusive_ptr<ControlOptimizer>& self) { return self->opt.points(); })
+      // (task indices [A], points [A, n]) of the tasks that want an evaluation; A = 0 when done.
+      .def("ask",
+           [](const c10::intrusive_ptr<ControlOptimizer>& self) {
+             return std::make_tuple(self->opt.pending(), self->opt.points());
+           })
       .def("tell",
            [](const c10::intrusive_ptr<ControlOptimizer>& self, const at::Tensor& cost, const at::Tensor& grad) {
              qfleet::control::guarded([&] {

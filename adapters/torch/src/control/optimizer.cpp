@@ -107,16 +107,17 @@ void check_inside(const Tensor& x0, const Tensor& lower, const Tensor& upper) {
   const auto la = lower.accessor<double, 2>(), ua = upper.accessor<double, 2>();
   for (int64_t b = 0; b < x.size(0); ++b)
     for (int64_t i = 0; i < x.size(1); ++i) {
+      const double v = xa[b][i], lo = la[b][i], hi = ua[b][i];
+      if (lo <= hi && std::isfinite(v) && v >= lo && v <= hi) continue;
       std::ostringstream s;
-      if (la[b][i] > ua[b][i])
-        s << "control: lower bound " << la[b][i] << " > upper bound " << ua[b][i] << " at [" << b << ", " << i << "]";
-      else if (!std::isfinite(xa[b][i]))
-        s << "control: the initial point is not finite: x0[" << b << ", " << i << "] = " << xa[b][i];
-      else if (xa[b][i] < la[b][i] || xa[b][i] > ua[b][i])
-        s << "control: the initial point is outside the bounds: x0[" << b << ", " << i << "] = " << xa[b][i]
-          << (xa[b][i] < la[b][i] ? " < lower bound " : " > upper bound ")
-          << (xa[b][i] < la[b][i] ? la[b][i] : ua[b][i]);
-      if (!s.str().empty()) throw Error(s.str());
+      if (lo > hi)
+        s << "control: lower bound " << lo << " > upper bound " << hi << " at [" << b << ", " << i << "]";
+      else if (!std::isfinite(v))
+        s << "control: the initial point is not finite: x0[" << b << ", " << i << "] = " << v;
+      else
+        s << "control: the initial point is outside the bounds: x0[" << b << ", " << i << "] = " << v
+          << (v < lo ? " < lower bound " : " > upper bound ") << (v < lo ? lo : hi);
+      throw Error(s.str());
     }
 }
 
