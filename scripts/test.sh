@@ -142,7 +142,7 @@ assert '$root/build-asan/adapters/torch/libqfleet_torch.so' in maps, 'the instru
 tmp=$(mktemp -d)
 (cd "$tmp" && py_asan python -m pytest -q -p no:cacheprovider \
    -k "not test_compare_runs_qfleet_meta_on_the_same_tasks and not dynamiqs" \
-   "$root"/tests/python/test_{circuits,open,open_outputs,noisy,program_results,engine_binding,train,rl}.py)
+   "$root"/tests/python/test_{circuits,open,open_outputs,control,noisy,program_results,engine_binding,train,rl}.py)
 rm -rf "$tmp"
 
 echo "== ThreadSanitizer build + the threads tests ($((SECONDS - start)) s)"
