@@ -1,15 +1,13 @@
-"""What qfleet.control's driver costs on top of the engine: each problem of docs/control.md
-is optimised once while every batch it evaluates is recorded; the same batches are then
-replayed straight through the engine (qfleet.open_outputs forward, 1 - F, backward: what a
-user-written loop would call) and timed. The ratio optimize / replay is the driver's own
-overhead (Python cost composition, the C++ optimiser, the reverse-communication round trips);
-the control issue's target is at most 1.5x.
+"""What qfleet.control's driver costs on top of the engine. Each problem of docs/control.md is
+optimised, then the engine's own evaluations are replayed and timed: the same number of calls
+of torch.ops.qfleet.control_infidelity (1 - F and its gradient, one OpenProgram::vjp) on
+batches of the sizes the optimisation evaluated (independent tasks: round k evaluates the tasks
+that had not stopped after k evaluations), at the pulses it found. The ratio optimize / replay
+is the driver's own cost (setup, the C++ optimiser, the result's final forward); the control
+guide's promise is at most 1.5x. "autograd" rows run the same problem through the autograd
+path (a cost function given: Python evaluates each round) for comparison.
 
     PYTHONPATH=python python bench/micro/control_overhead.py [--rounds 5] [--threads 1] [--json out.json]
-
-Prints per problem: evaluations (engine calls; for independent tasks the rounds and the task
-evaluations), the median wall time of the optimisation and of the replay over the rounds,
-and their ratio.
 """
 from __future__ import annotations
 
@@ -59,50 +57,51 @@ def main():
     torch.set_num_threads(a.threads)
     rows = []
     for name, system, x0, kw in problems(torch, qfleet, control):
-        program = system.compile(num_threads=a.threads)
-        recorded = []
-        original = control._Problem.value_and_grad
+        for path in ("engine", "autograd"):
+            extra = {} if path == "engine" else {"cost": lambda out: 1 - out.fidelity}
+            if path == "autograd" and "ensemble" in kw:
+                extra = {"cost": lambda out: 1 - out.fidelity}  # per member: averaged by the weights
 
-        def recording(self, x, idx):
-            recorded.append((x.clone(), idx.clone()))
-            return original(self, x, idx)
+            def optimise():
+                return control.optimize(system, x0, bounds=(-2, 2), num_threads=a.threads, **kw, **extra)
 
-        control._Problem.value_and_grad = recording
-        try:
-            res = control.optimize(system, x0, bounds=(-2, 2), num_threads=a.threads, **kw)
-        finally:
-            control._Problem.value_and_grad = original
-        calls = list(recorded)
-        shared = "tasks" not in kw
-        rates, drift = (kw["ensemble"].rates, kw["ensemble"].drift_coeffs) if "ensemble" in kw else \
-            (kw["tasks"].rates, kw["tasks"].drift_coeffs) if "tasks" in kw else (kw.get("rates"), None)
+            res = optimise()
+            program = control._compiled(system, {"num_threads": a.threads})
+            shared = "tasks" not in kw
+            rates, drift, weights = (None, None, None)
+            if "ensemble" in kw:
+                e = kw["ensemble"]
+                rates, drift, weights = e.rates, e.drift_coeffs, torch.full((e.rates.shape[0],), 1 / e.rates.shape[0],
+                                                                            dtype=torch.float64)
+            elif "tasks" in kw:
+                rates, drift = kw["tasks"].rates, kw["tasks"].drift_coeffs
+            else:
+                rates = kw.get("rates")
+            evals = torch.as_tensor(res.evaluations).reshape(-1)
+            x = res.amplitudes.reshape(-1, 120) if not shared else res.amplitudes.reshape(1, 120)
+            batches = [int((evals > k).sum()) for k in range(int(evals.max()))]
 
-        def replay():
-            for x, idx in calls:
-                u = x.reshape(x.shape[0], 60, 2)
-                u = (u[0] if shared else u).detach().requires_grad_(True)
-                r = rates if shared or rates is None else rates.index_select(0, idx)
-                d = drift if shared or drift is None else drift.index_select(0, idx)
-                out = qfleet.open_outputs(program, u, r, d)
-                (1 - out.fidelity).sum().backward()
+            def replay():
+                for A in batches:
+                    idx = torch.arange(A)
+                    torch.ops.qfleet.control_infidelity(program, x[:A] if not shared else x, idx if not shared else
+                                                        torch.zeros(1, dtype=torch.int64), rates, drift, weights)
 
-        def optimise():
-            control.optimize(system, x0, bounds=(-2, 2), num_threads=a.threads, **kw)
-
-        t_opt, t_rep = [], []
-        optimise(), replay()  # warm
-        for _ in range(a.rounds):
-            for f, into in ((optimise, t_opt), (replay, t_rep)):
-                t = time.perf_counter()
-                f()
-                into.append(time.perf_counter() - t)
-        evals = int(res.evaluations.sum()) if not shared else res.evaluations
-        row = dict(problem=name, engine_calls=len(calls), task_evaluations=evals, reason=res.reason if shared else
-                   sorted(set(res.reason)), optimize_s=statistics.median(t_opt), replay_s=statistics.median(t_rep))
-        row["ratio"] = row["optimize_s"] / row["replay_s"]
-        rows.append(row)
-        print(f"{name:40s} calls {len(calls):4d} (task evals {evals:6d})  optimize {row['optimize_s'] * 1e3:8.1f} ms  "
-              f"engine replay {row['replay_s'] * 1e3:8.1f} ms  ratio {row['ratio']:.2f}", flush=True)
+            t_opt, t_rep = [], []
+            optimise(), replay()  # warm
+            for _ in range(a.rounds):
+                for f, into in ((optimise, t_opt), (replay, t_rep)):
+                    t = time.perf_counter()
+                    f()
+                    into.append(time.perf_counter() - t)
+            row = dict(problem=name, path=path, engine_calls=len(batches), task_evaluations=int(evals.sum()),
+                       reason=res.reason if shared else sorted(set(res.reason)), optimize_s=statistics.median(t_opt),
+                       replay_s=statistics.median(t_rep))
+            row["ratio"] = row["optimize_s"] / row["replay_s"]
+            rows.append(row)
+            print(f"{name:36s} {path:8s} calls {len(batches):4d} (task evals {row['task_evaluations']:6d})  "
+                  f"optimize {row['optimize_s'] * 1e3:8.2f} ms  engine {row['replay_s'] * 1e3:8.2f} ms  "
+                  f"ratio {row['ratio']:.2f}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(threads=a.threads, rounds=a.rounds, rows=rows), f, indent=1)

@@ -232,6 +232,10 @@ class _Problem:
         self.plain = (cost is None and not leakage and expval_targets is None and not smoothness and not power
                       and (fixed_ends is False or fixed_ends is True) and duration is None
                       and (tasks is None or isinstance(tasks, int) or tasks.initial is None))
+        # The plain cost of piecewise-constant amplitudes in complex128 needs no autograd: the
+        # optimiser's loop runs in C++ on the engine's fidelity gradient (control::infidelity).
+        self.engine_cost = self.plain and isinstance(pulse, (PiecewiseConstant, type(None))) \
+            and compile_options.get("precision", "complex128") == "complex128"
         self.rates = self.drift = self.initial = self.weights = None
         if ensemble is not None:
             self._members(ensemble, system)
@@ -499,11 +503,15 @@ def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int
                    "max_evaluations": int(max_evals), "max_iterations": max_iterations, "max_seconds": max_time,
                    "memory": int(memory), "lr": float(lr), "schedule": schedule, "keep_best": bool(keep_best)}
         opt = torch.classes.qfleet.ControlOptimizer(x, lo, hi, json.dumps(options))
-        idx, points = opt.ask()
-        while idx.numel():
-            opt.tell(*problem.value_and_grad(points, idx))
+        if problem.engine_cost:  # 1 - F of piecewise-constant amplitudes: the loop in C++ on the engine
+            summary = opt.run_infidelity(problem.program, problem.rates, problem.drift,
+                                         problem.weights if problem.ensemble else None)
+        else:
             idx, points = opt.ask()
-        summary = opt.result()
+            while idx.numel():
+                opt.tell(*problem.value_and_grad(points, idx))
+                idx, points = opt.ask()
+            summary = opt.result()
     return _result(problem, summary)
 
 

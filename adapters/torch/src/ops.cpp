@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "control/classes.hpp"
 #include "qfleet/json_lindblad.hpp"
 #include "qfleet/json_problem.hpp"
 #include "qfleet/error.hpp"
@@ -703,6 +704,7 @@ TORCH_LIBRARY(qfleet, m) {
   m.def("evaluate_json(str problem, str base_dir=\"\") -> str", &qfleet::nn::evaluate_json);
   m.def("cuda_device_count() -> int", [] { return static_cast<int64_t>(qfleet::cuda_device_count()); });
   m.def("built_with_cuda() -> bool", [] { return qfleet::built_with_cuda(); });
+  qfleet::control::register_classes(m);  // (after OpenSystemProgram: its methods take one)
 }
 
 TORCH_LIBRARY_IMPL(qfleet, CPU, m) {

@@ -23,6 +23,8 @@
 
 #include <torch/torch.h>
 
+#include "qfleet/torch.hpp"
+
 namespace qfleet::control {
 
 enum class Method { lbfgsb, adam };
@@ -103,6 +105,13 @@ Result minimize(const CostGradient& fg, const torch::Tensor& x0, const Options& 
 // depending on row a of x only (the tasks are independent problems).
 using Cost = std::function<torch::Tensor(const torch::Tensor& x, const torch::Tensor& tasks)>;
 Result minimize_autograd(const Cost& cost, const torch::Tensor& x0, const Options& options);
+
+// The plain problem's cost straight from the engine, without autograd: x [A, n_seg * n_ctrl]
+// amplitudes -> 1 - F per task (rates [B, n_jumps] / drift_coeffs [B, n_terms] per task, or
+// shared without B), or, with weights [M], one pulse (A = 1) for an ensemble of M members
+// (rates / drift_coeffs [M, ...]) and the cost 1 - sum_m w_m F_m. complex128 programs.
+CostGradient infidelity(const c10::intrusive_ptr<nn::OpenSystemProgram>& program, const torch::Tensor& rates,
+                        const torch::Tensor& drift_coeffs, const torch::Tensor& weights);
 
 // Pulse shapes: parameters -> amplitudes [..., n_seg, n_ctrl] at the segments' midpoints
 // s_j = (j + 1/2) / n_seg of the gate's time, in units of its duration (so a shape keeps

@@ -2,6 +2,7 @@
 // for Python's qfleet.control, which evaluates the pending tasks and hands the results back.
 #include <nlohmann/json.hpp>
 
+#include "classes.hpp"
 #include "qfleet/control.hpp"
 #include "qfleet/error.hpp"
 
@@ -79,8 +80,23 @@ Summary summary(const Optimizer& opt) {
 }  // namespace
 }  // namespace qfleet::control
 
-TORCH_LIBRARY_FRAGMENT(qfleet, m) {
+// Called from TORCH_LIBRARY(qfleet) (ops.cpp) after OpenSystemProgram is registered: a
+// method taking that class cannot be registered before it (static initialisation order).
+void qfleet::control::register_classes(torch::Library& m) {
   using qfleet::control::ControlOptimizer;
+  // One evaluation of the engine's 1 - F and its gradient (qfleet::control::infidelity) at
+  // amplitudes x [A, n_seg * n_ctrl] of tasks [A]: what run_infidelity calls each round.
+  m.def("control_infidelity",
+        [](const c10::intrusive_ptr<qfleet::nn::OpenSystemProgram>& program, const at::Tensor& x,
+           const at::Tensor& tasks, const std::optional<at::Tensor>& rates,
+           const std::optional<at::Tensor>& drift_coeffs, const std::optional<at::Tensor>& weights) {
+          return qfleet::control::guarded([&] {
+            auto [cost, grad] = qfleet::control::infidelity(program, rates.value_or(at::Tensor()),
+                                                            drift_coeffs.value_or(at::Tensor()),
+                                                            weights.value_or(at::Tensor()))(x, tasks);
+            return std::make_tuple(cost, grad);
+          });
+        });
   m.class_<ControlOptimizer>("ControlOptimizer")
       .def(torch::init<const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
                        const std::string&>())
@@ -97,5 +113,23 @@ TORCH_LIBRARY_FRAGMENT(qfleet, m) {
              });
            })
       .def("done", [](const c10::intrusive_ptr<ControlOptimizer>& self) { return self->opt.done(); })
+      // The whole loop in C++ on the engine's 1 - F (qfleet::control::infidelity); weights: an ensemble.
+      .def("run_infidelity",
+           [](const c10::intrusive_ptr<ControlOptimizer>& self,
+              const c10::intrusive_ptr<qfleet::nn::OpenSystemProgram>& program, const std::optional<at::Tensor>& rates,
+              const std::optional<at::Tensor>& drift_coeffs, const std::optional<at::Tensor>& weights) {
+             qfleet::control::guarded([&] {
+               const auto fg = qfleet::control::infidelity(program, rates.value_or(at::Tensor()),
+                                                           drift_coeffs.value_or(at::Tensor()),
+                                                           weights.value_or(at::Tensor()));
+               while (!self->opt.done()) {
+                 const at::Tensor tasks = self->opt.pending();
+                 auto [f, g] = fg(self->opt.points(), tasks);
+                 self->opt.tell(f, g);
+               }
+               return 0;
+             });
+             return qfleet::control::summary(self->opt);
+           })
       .def("result", [](const c10::intrusive_ptr<ControlOptimizer>& self) { return qfleet::control::summary(self->opt); });
 }
