@@ -465,7 +465,7 @@ def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int
              cost: Optional[Callable] = None, leakage: float = 0.0,
              expval_targets=None, smoothness: float = 0.0, power: float = 0.0, fixed_ends=False,
              duration: Optional[Duration] = None, bounds=None, method: str = "lbfgsb",
-             target: Optional[float] = None, gtol: float = 1e-10, ftol: float = 0.0, max_evals: int = 1000,
+             target=None, gtol: float = 1e-10, ftol: float = 0.0, max_evals: int = 1000,
              max_iterations: Optional[int] = None, max_time: Optional[float] = None, lr: Optional[float] = None,
              schedule: str = "constant", memory: int = 10, keep_best: bool = True, seed: int = 0,
              **compile_options) -> Result:
@@ -473,7 +473,7 @@ def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int
     parameters (piecewise constant: amplitudes [n_seg, n_ctrl]; [B, ...] per task), default small
     random ones from `seed`; rates [n_jumps], drift_coeffs [n_terms]: one system's (Ensemble and
     Tasks carry their own); bounds: (lower, upper) on the parameters, scalars or broadcastable
-    tensors (None: free). Stops a task when its cost <= target, its projected gradient's
+    tensors (None: free). Stops a task when its cost <= target (a number, or one per task), its projected gradient's
     infinity norm <= gtol, (L-BFGS-B) its relative reduction <= ftol, after max_evals
     evaluations or max_iterations iterations, or when max_time seconds have passed. lr: Adam's
     learning rate (default 0.01; "cosine" schedule: decayed to 1% over max_iterations) or
@@ -497,8 +497,12 @@ def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int
             raise _err("torch-lbfgs has no bounds: use method='lbfgsb' for bounded amplitudes or durations")
         if B > 1:
             raise _err("torch-lbfgs optimises one problem: use 'lbfgsb' or 'adam' for independent tasks")
+        if target is not None:
+            target = float(torch.as_tensor(target, dtype=torch.float64).reshape(-1)[0])
         summary = run_torch_lbfgs(problem, x, target, gtol, ftol, max_evals, max_iterations, max_time, lr, memory)
     else:
+        if isinstance(target, torch.Tensor) or isinstance(target, (list, tuple)):
+            target = torch.as_tensor(target, dtype=torch.float64).reshape(-1).tolist()
         options = {"method": method, "target": target, "gtol": float(gtol), "ftol": float(ftol),
                    "max_evaluations": int(max_evals), "max_iterations": max_iterations, "max_seconds": max_time,
                    "memory": int(memory), "lr": float(lr), "schedule": schedule, "keep_best": bool(keep_best)}

@@ -133,6 +133,10 @@ def test_stopping_rules(qfleet):
     assert r.reason == "iterations" and r.evaluations == 11
     r = control.optimize(system, x0, method="torch-lbfgs", target=1e-6)
     assert r.reason == "target" and r.cost <= 1e-6
+    # A target per task: each stops at its own.
+    two = control.optimize(system, x0, tasks=2, target=torch.tensor([1e-2, 1e-9]), bounds=(-3, 3))
+    assert two.reason == ["target", "target"] and float(two.cost[0]) <= 1e-2 and float(two.cost[1]) <= 1e-9
+    assert int(two.evaluations[0]) < int(two.evaluations[1])
     nan_cost = control.optimize(system, x0, cost=lambda out: (1 - out.fidelity) * float("nan"))
     assert nan_cost.reason == "not_finite" and nan_cost.evaluations == 1
 

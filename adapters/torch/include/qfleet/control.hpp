@@ -51,6 +51,7 @@ struct Options {
   // unbounded. Every point handed to the caller lies within them, to the bit.
   torch::Tensor lower, upper;
   double target = -std::numeric_limits<double>::infinity();
+  torch::Tensor targets;  // per task [B] (instead of `target`): each task's own goal
   double gtol = 1e-10;
   double ftol = 0.0;  // L-BFGS-B's factr = ftol / machine epsilon; 0: never on this rule
   int64_t max_evaluations = 1000;  // per task

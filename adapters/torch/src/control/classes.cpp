@@ -26,6 +26,8 @@ Options options_from_json(const std::string& text) {
         const std::string m = v.get<std::string>();
         TORCH_CHECK_VALUE(m == "constant" || m == "cosine", "qfleet.control: unknown schedule '", m, "' (constant, cosine)");
         o.schedule = m == "cosine" ? Schedule::cosine : Schedule::constant;
+      } else if (key == "target" && v.is_array()) {
+        o.targets = torch::tensor(v.get<std::vector<double>>(), torch::kFloat64);
       } else if (key == "target") o.target = v.is_null() ? -std::numeric_limits<double>::infinity() : v.get<double>();
       else if (key == "gtol") o.gtol = v.get<double>();
       else if (key == "ftol") o.ftol = v.get<double>();

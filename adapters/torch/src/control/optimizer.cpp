@@ -37,7 +37,7 @@ struct Optimizer::State {
   Tensor lower, upper;  // [B, n] float64
   std::vector<Reason> reason;
   std::vector<int64_t> evals, iters;
-  std::vector<double> best_f, last_f;
+  std::vector<double> best_f, last_f, target;  // target: each task's (Options::target or targets)
   std::vector<double> best_x, last_x;  // [B * n]
   std::vector<std::vector<double>> history;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -136,6 +136,13 @@ Optimizer::Optimizer(const Tensor& x0, Options options) : s_(std::make_unique<St
   s.lower = bound_tensor(s.o.lower, s.B, s.n, -inf, "lower");
   s.upper = bound_tensor(s.o.upper, s.B, s.n, inf, "upper");
   check_inside(x0, s.lower, s.upper);
+  s.target.assign(s.B, s.o.target);
+  if (s.o.targets.defined()) {
+    const Tensor t = s.o.targets.to(torch::kCPU, torch::kFloat64).contiguous();
+    if (t.dim() != 1 || t.size(0) != s.B || t.isnan().any().item<bool>())
+      throw Error("control: targets must be one number per task [" + std::to_string(s.B) + "], without NaN");
+    s.target.assign(t.data_ptr<double>(), t.data_ptr<double>() + s.B);
+  }
   s.reason.assign(s.B, Reason::running);
   s.evals.assign(s.B, 0);
   s.iters.assign(s.B, 0);
@@ -273,7 +280,7 @@ void Optimizer::tell(const Tensor& cost, const Tensor& grad) {
       s.stop(b, Reason::not_finite);
       continue;
     }
-    if (fa <= s.o.target) s.stop(b, Reason::target);
+    if (fa <= s.target[b]) s.stop(b, Reason::target);
     else if (s.o.method == Method::adam && s.o.gtol > 0 && s.projected_gradient_norm(b, xa, ga) <= s.o.gtol)
       s.stop(b, Reason::gradient);
     else if (s.o.max_iterations == 0 || (s.o.method == Method::adam && s.o.max_iterations > 0 &&
