@@ -387,3 +387,30 @@ def test_idx_subset_keeps_the_first_records_and_the_classifier_reads_them(classi
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["timing"]["timed_steps"] == 2 and 0 < report["timing"]["quantum_layer_share"] < 1
+
+
+def test_control_compare_cross_checks_fidelities_before_timing(tmp_path):
+    # bench/compare/control.py: the five control problems in qfleet, qutip-qtrl and qutip-qoc. Before
+    # anything is timed, every problem's cost, fidelity and gradient at random pulses agree between
+    # qfleet, qtrl (each exact propagator) and the scipy reference; after the runs, each tool's
+    # pulse has the same cost and fidelity in qfleet, qtrl and scipy (1e-8, exit 1 otherwise).
+    import importlib.util
+
+    import pytest
+    missing = [m for m in ("qutip", "qutip_qtrl", "qutip_qoc") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"bench/compare/control.py needs {', '.join(missing)} (pip install qutip-qtrl==0.2.0; "
+                    "qutip-qoc==0.2.0 --no-deps: bench/compare/requirements.txt)")
+    out = tmp_path / "control.json"
+    r = subprocess.run([sys.executable, str(SCRIPT.parent / "control.py"), "--quick", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert set(doc["problems"]) == {"p1", "p2", "p3", "p4", "p5"}
+    for key, rec in doc["problems"].items():
+        assert f"{key}: qfleet, qtrl (" in r.stdout and "and scipy agree" in r.stdout, r.stdout
+        assert all(v <= 1e-8 for k, v in rec["check"].items() if k.endswith(("_cost", "scipy"))), rec["check"]
+        assert all(run["cross_evaluation_error"] <= 1e-8 for run in rec["runs"].values()), rec["runs"]
+        assert any(t.startswith("qfleet") and run["reached"] for t, run in rec["runs"].items()), rec["runs"]
+    assert doc["krotov"]["reason"] == "krotov: needs QuTiP 4 (qutip<5)"
+    assert {row["tool"].split()[0] for row in doc["table"]} >= {"qfleet", "qutip-qtrl", "qutip-qoc"}

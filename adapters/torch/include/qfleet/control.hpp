@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,6 +89,10 @@ class Optimizer {
   torch::Tensor points() const;
   // cost [A] and gradient [A, n] at points(), in pending()'s order.
   void tell(const torch::Tensor& cost, const torch::Tensor& grad);
+  // The same on host doubles, for loops that keep their own buffers (no tensor per round).
+  std::vector<int64_t> pending_tasks() const;
+  void points(std::span<double> out) const;  // [A, n]
+  void tell(std::span<const double> cost, std::span<const double> grad);
   bool done() const;
   Result result() const;
   int64_t n_tasks() const;
@@ -113,6 +118,9 @@ Result minimize_autograd(const Cost& cost, const torch::Tensor& x0, const Option
 // (rates / drift_coeffs [M, ...]) and the cost 1 - sum_m w_m F_m. complex128 programs.
 CostGradient infidelity(const c10::intrusive_ptr<nn::OpenSystemProgram>& program, const torch::Tensor& rates,
                         const torch::Tensor& drift_coeffs, const torch::Tensor& weights);
+// Runs `opt` to its end on that cost, the loop on host buffers (no tensor per round).
+void run_infidelity(Optimizer& opt, const c10::intrusive_ptr<nn::OpenSystemProgram>& program,
+                    const torch::Tensor& rates, const torch::Tensor& drift_coeffs, const torch::Tensor& weights);
 
 // Pulse shapes: parameters -> amplitudes [..., n_seg, n_ctrl] at the segments' midpoints
 // s_j = (j + 1/2) / n_seg of the gate's time, in units of its duration (so a shape keeps

@@ -121,14 +121,8 @@ void qfleet::control::register_classes(torch::Library& m) {
               const c10::intrusive_ptr<qfleet::nn::OpenSystemProgram>& program, const std::optional<at::Tensor>& rates,
               const std::optional<at::Tensor>& drift_coeffs, const std::optional<at::Tensor>& weights) {
              qfleet::control::guarded([&] {
-               const auto fg = qfleet::control::infidelity(program, rates.value_or(at::Tensor()),
-                                                           drift_coeffs.value_or(at::Tensor()),
-                                                           weights.value_or(at::Tensor()));
-               while (!self->opt.done()) {
-                 const at::Tensor tasks = self->opt.pending();
-                 auto [f, g] = fg(self->opt.points(), tasks);
-                 self->opt.tell(f, g);
-               }
+               qfleet::control::run_infidelity(self->opt, program, rates.value_or(at::Tensor()),
+                                               drift_coeffs.value_or(at::Tensor()), weights.value_or(at::Tensor()));
                return 0;
              });
              return qfleet::control::summary(self->opt);

@@ -259,8 +259,7 @@ void Optimizer::State::lbfgsb_continue(int64_t b) {
 
 void Optimizer::tell(const Tensor& cost, const Tensor& grad) {
   State& s = *s_;
-  const auto r = s.running();
-  const int64_t A = int64_t(r.size());
+  const int64_t A = int64_t(s.running().size());
   if (!cost.defined() || cost.dim() != 1 || cost.size(0) != A)
     throw Error("control: tell expects the costs [" + std::to_string(A) + "] of the pending tasks");
   if (!grad.defined() || grad.dim() != 2 || grad.size(0) != A || grad.size(1) != s.n)
@@ -268,13 +267,41 @@ void Optimizer::tell(const Tensor& cost, const Tensor& grad) {
                 "] of the pending tasks");
   const Tensor f = cost.detach().to(torch::kCPU, torch::kFloat64).contiguous();
   const Tensor g = grad.detach().to(torch::kCPU, torch::kFloat64).contiguous();
-  const Tensor px = points().to(torch::kFloat64).contiguous();
-  std::vector<int64_t> step_rows;
-  std::vector<int64_t> step_from;
-  const double *fp = f.data_ptr<double>(), *gp = g.data_ptr<double>(), *xp = px.data_ptr<double>();
+  tell({f.const_data_ptr<double>(), std::size_t(A)}, {g.const_data_ptr<double>(), std::size_t(A * s.n)});
+}
+
+std::vector<int64_t> Optimizer::pending_tasks() const { return s_->running(); }
+
+void Optimizer::points(std::span<double> out) const {
+  const State& s = *s_;
+  const auto r = s.running();
+  if (out.size() != r.size() * std::size_t(s.n)) throw Error("control: points() needs [pending, n] doubles");
+  if (s.o.method == Method::adam) {
+    const Tensor p = s.x.index_select(0, torch::tensor(r, torch::kInt64)).to(torch::kFloat64).contiguous();
+    std::copy_n(p.const_data_ptr<double>(), out.size(), out.data());
+    return;
+  }
+  for (std::size_t a = 0; a < r.size(); ++a) std::copy_n(s.lb[r[a]].x().data(), s.n, out.data() + a * s.n);
+}
+
+// The core of tell, on host doubles: each pending task's evaluation recorded, its stopping
+// rules checked, and its optimiser advanced (L-BFGS-B to its next evaluation; Adam one step).
+void Optimizer::tell(std::span<const double> cost, std::span<const double> grad) {
+  State& s = *s_;
+  const auto r = s.running();
+  const int64_t A = int64_t(r.size());
+  if (int64_t(cost.size()) != A || int64_t(grad.size()) != A * s.n)
+    throw Error("control: tell expects the costs and gradients of the " + std::to_string(A) + " pending tasks");
+  std::vector<double> adam_x;
+  if (s.o.method == Method::adam) {
+    adam_x.resize(std::size_t(A * s.n));
+    points(adam_x);
+  }
+  std::vector<int64_t> step_rows, step_from;
   for (int64_t a = 0; a < A; ++a) {
     const int64_t b = r[a];
-    const double fa = fp[a], *ga = gp + a * s.n, *xa = xp + a * s.n;
+    const double fa = cost[a], *ga = grad.data() + a * s.n;
+    const double* xa = s.o.method == Method::adam ? adam_x.data() + a * s.n : s.lb[b].x().data();
     s.record(b, fa, xa);
     if (!std::isfinite(fa) || !std::all_of(ga, ga + s.n, [](double v) { return std::isfinite(v); })) {
       s.stop(b, Reason::not_finite);
@@ -299,6 +326,7 @@ void Optimizer::tell(const Tensor& cost, const Tensor& grad) {
     s.lbfgsb_continue(b);
   }
   if (!step_rows.empty()) {
+    const Tensor g = torch::from_blob(const_cast<double*>(grad.data()), {A, s.n}, torch::kFloat64);
     s.adam_step(step_rows, g.index_select(0, torch::tensor(step_from, torch::kInt64)).to(s.dtype));
     for (int64_t b : step_rows) s.iters[b] = s.step;
   }
