@@ -7,8 +7,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 req="$root/python/requirements.txt"
+# Packages installed without their declared dependencies (a pin they declare wrongly).
+nodeps="$root/python/requirements-nodeps.txt"
 # The key is the requirements without their comments, so a comment's edit keeps the cache.
-key=$(sed -e 's/[[:space:]]*#.*$//' -e '/^[[:space:]]*$/d' "$req" | sha256sum | cut -c1-12)
+key=$(cat "$req" "$nodeps" | sed -e 's/[[:space:]]*#.*$//' -e '/^[[:space:]]*$/d' | sha256sum | cut -c1-12)
 venv="${QFLEET_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/venv-$key}"
 if [ ! -f "$venv/.qfleet-complete" ]; then
   echo "setup_python: creating $venv from $req" >&2
@@ -17,6 +19,7 @@ if [ ! -f "$venv/.qfleet-complete" ]; then
   python3 -m venv "$venv" >&2
   "$venv/bin/python" -m pip install -q --upgrade pip >&2
   "$venv/bin/python" -m pip install -q -r "$req" >&2
+  "$venv/bin/python" -m pip install -q --no-deps -r "$nodeps" >&2
   touch "$venv/.qfleet-complete"
 fi
 echo "$venv"

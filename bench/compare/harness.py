@@ -1,5 +1,5 @@
 """The shared harness of the one-off comparison scripts in bench/compare/ (classify.py, cli_npy.py,
-noisy.py, open_gpu_peer.py, pennylane_demos.py, pennylane_device.py, qgan.py, qgan_classifier.py,
+control.py, noisy.py, open_gpu_peer.py, pennylane_demos.py, pennylane_device.py, qgan.py, qgan_classifier.py,
 rl_env.py, torch_batched.py; run.py, the same-run harness behind docs/benchmarks.md's tables, has its own driver).
 
 Every script goes the same way, through this module:

@@ -30,6 +30,8 @@ else
   echo "setup.sh: installing requirements.txt (constraints.txt) from PyPI"
   "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input \
     -r "$HERE/requirements.txt" -c "$HERE/constraints.txt"
+  # qutip-qoc 0.2.0 declares numpy<2.0, which the pins above exclude; its wheel runs with them.
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --no-deps qutip-qoc==0.2.0
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi
