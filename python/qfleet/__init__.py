@@ -8,6 +8,8 @@ gradients, as PyTorch operators and modules.
         c.expval(f"Z{q}")
     layer = qfleet.QuantumLayer(c)
     y = layer(torch.rand(64, 4, dtype=torch.float64))   # [64, 4], differentiable
+
+Optimal control (GRAPE-style pulses for one system, an ensemble or many tasks): qfleet.control.
 """
 import importlib
 import sys
@@ -74,4 +76,4 @@ __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "Operator", "loc
            "OpenSystemLayer", "circuit_forward", "open_fidelity", "open_final_state", "open_outputs", "OpenOutputs",
            "evaluate", "load_problem",
            "TensorFile", "TensorFileError", "read_tensor_file", "cuda_device_count", "built_with_cuda", "load_operators",
-           "__version__"]
+           "control", "__version__"]
