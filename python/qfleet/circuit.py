@@ -22,6 +22,7 @@ class Param:
     scale: float = 1.0
 
     def to_json(self):
+        """The parameter as the JSON problem writes it: {"input" or "weight": index[, "scale": s]}."""
         d = {self.kind: int(self.index)}
         if self.scale != 1.0:
             d["scale"] = float(self.scale)
@@ -63,17 +64,21 @@ class Circuit:
         return self
 
     def qubit_unitary(self, wires: Sequence[int], matrix):
+        """A fixed unitary (2^k x 2^k, k = len(wires)) on `wires`, wires[0] its most significant qubit."""
         self._doc["ops"].append({"gate": "QubitUnitary", "wires": [int(w) for w in wires],
                                  "matrix": _json.cmatrix(matrix, "QubitUnitary matrix")})
         return self
 
     def angle_embedding(self, wires: Sequence[int], rotation: str = "X", first_input: int = 0):
+        """PennyLane's AngleEmbedding: input first_input + i as the angle of an R`rotation` on wires[i]."""
         self._doc["ops"].append({"template": "AngleEmbedding", "wires": [int(w) for w in wires],
                                  "rotation": str(rotation), "first_input": int(first_input)})
         return self
 
     def amplitude_embedding(self, wires: Sequence[int], n_features: int = None, first_input: int = 0,
                             normalize: bool = False, pad_with: float = None):
+        """PennyLane's AmplitudeEmbedding: n_features inputs (from first_input) as the state's
+        amplitudes on `wires`, optionally normalised or padded with `pad_with`."""
         op = {"template": "AmplitudeEmbedding", "wires": [int(w) for w in wires],
               "first_input": int(first_input), "normalize": bool(normalize)}
         if n_features is not None:
@@ -85,6 +90,8 @@ class Circuit:
 
     def basic_entangler_layers(self, wires: Sequence[int], layers: int, rotation: str = "X",
                                first_weight: int = 0):
+        """PennyLane's BasicEntanglerLayers: per layer an R`rotation` per wire (weights from
+        first_weight) and a ring of CNOTs."""
         self._doc["ops"].append({"template": "BasicEntanglerLayers", "wires": [int(w) for w in wires],
                                  "layers": int(layers), "rotation": str(rotation),
                                  "first_weight": int(first_weight)})
@@ -92,6 +99,8 @@ class Circuit:
 
     def strongly_entangling_layers(self, wires: Sequence[int], layers: int, first_weight: int = 0,
                                    ranges: Sequence[int] = None, imprimitive: str = "CNOT"):
+        """PennyLane's StronglyEntanglingLayers: per layer a Rot per wire (3 weights each, from
+        first_weight) and `imprimitive` gates at the given ranges."""
         op = {"template": "StronglyEntanglingLayers", "wires": [int(w) for w in wires],
               "layers": int(layers), "first_weight": int(first_weight), "imprimitive": str(imprimitive)}
         if ranges is not None:

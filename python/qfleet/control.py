@@ -24,13 +24,12 @@ import dataclasses
 import inspect
 import json
 import math
-import time
 from typing import Callable, Optional, Sequence, Union
 
 import torch
 
 from . import _lib
-from .layers import OpenOutputs, open_fidelity, open_outputs
+from .layers import open_fidelity, open_outputs
 from .open_system import OpenSystem
 
 _METHODS = ("lbfgsb", "adam", "torch-lbfgs")
@@ -47,6 +46,7 @@ class PiecewiseConstant:
     """One amplitude per segment and control: parameters [n_seg, n_ctrl]."""
 
     def param_shape(self, n_seg: int, n_ctrl: int) -> tuple:
+        """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (n_seg, n_ctrl)
 
     def __call__(self, params: torch.Tensor, n_seg: int) -> torch.Tensor:
@@ -72,6 +72,7 @@ class Fourier:
         self.frequencies = f
 
     def param_shape(self, n_seg: int, n_ctrl: int) -> tuple:
+        """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (2 * self.frequencies.numel(), n_ctrl)
 
     def __call__(self, params, n_seg):
@@ -83,6 +84,7 @@ class Gaussian:
     width in units of the duration."""
 
     def param_shape(self, n_seg, n_ctrl):
+        """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (n_ctrl, 3)
 
     def __call__(self, params, n_seg):
@@ -95,6 +97,7 @@ class Drag:
     (amplitude, centre, width, beta)."""
 
     def param_shape(self, n_seg, n_ctrl):
+        """The shape of the parameters for n_seg segments and n_ctrl controls."""
         if n_ctrl != 2:
             raise _err(f"Drag drives two controls (x, y); the system has {n_ctrl}")
         return (4,)
@@ -112,6 +115,7 @@ class Shape:
         self.shape = tuple(int(k) for k in param_shape)
 
     def param_shape(self, n_seg, n_ctrl):
+        """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return self.shape
 
     def __call__(self, params, n_seg):

@@ -164,12 +164,15 @@ class QuantumLayer(torch.nn.Module):
 
     @property
     def n_outputs(self):
+        """The width of the layer's output: the circuit's expectation values, then probabilities."""
         return self.program.n_outputs()
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Outputs [B, n_outputs] for inputs [B, n_inputs], differentiable w.r.t. both and the weight."""
         return _like(circuit_forward(self.program, _in_precision(inputs, self._real), self.weight), inputs, self._real)
 
     def extra_repr(self) -> str:
+        """The program's sizes, shown in the module's repr."""
         p = self.program
         return (f"qubits={p.n_qubits()}, inputs={p.n_inputs()}, weights={p.n_weights()}, outputs={p.n_outputs()}, "
                 f"precision={p.precision()}")
@@ -202,6 +205,7 @@ class OpenSystemLayer(torch.nn.Module):
         return _like(f, amplitudes, r)
 
     def extra_repr(self) -> str:
+        """The program's sizes, shown in the module's repr."""
         p = self.program
         return (f"dim={p.dim()}, segments={p.n_segments()}, controls={p.n_controls()}, jumps={p.n_jumps()}, "
                 f"drift_terms={p.n_drift_terms()}, {self._describe}")

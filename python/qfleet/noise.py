@@ -178,6 +178,7 @@ def from_fake_backend(name: str, temperature_mk: float = 0.0, readout: str = "as
 
 
 def main(argv=None) -> int:
+    """`python -m qfleet.noise`: list the fake backends, or write one's noise model (module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m qfleet.noise", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="the fake backends with calibration files")

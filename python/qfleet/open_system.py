@@ -61,6 +61,12 @@ def local(matrix, on) -> Operator:
 
 
 class OpenSystem:
+    """An open (Lindblad) or closed system, built call by call (each call returns the system):
+    drift H0, drift terms with per-task coefficients, control Hamiltonians with piecewise-
+    constant amplitudes, jump operators with per-task rates, the time grid, the initial state
+    or gate propagation, the target and the outputs (observables, leakage). `compile()` makes
+    the program the operators run (docs/open_systems.md)."""
+
     def __init__(self, dim: int, subsystems: Sequence[int] = None):
         """dim: the Hilbert-space dimension; subsystems: its tensor factors' dimensions (their
         product dim; default: qubits when dim is a power of two), for local() operators."""
@@ -79,19 +85,24 @@ class OpenSystem:
         return self
 
     def drift(self, h0):
+        """The drift Hamiltonian H0 (a d x d Hermitian matrix or an Operator)."""
         self._doc["H0"] = self._operator(h0, "H0")
         return self
 
     def drift_term(self, h):
+        """A drift term H0_m whose coefficient c_m is an input per task (drift_coeffs), e.g. a detuning."""
         return self._append("drift_terms", h, "drift term")
 
     def control(self, h):
+        """A control Hamiltonian H_k, driven by the amplitudes u_k(t) (one per segment)."""
         return self._append("controls", h, "control Hamiltonian")
 
     def jump(self, l):  # noqa: E741 - the physics name
+        """A jump operator L_j, entering as sqrt(gamma_j) L_j with its rate gamma_j an input (rates)."""
         return self._append("jumps", l, "jump operator")
 
     def segments(self, n_seg: int, total_time: float):
+        """n_seg segments of equal length over total_time."""
         n_seg = int(n_seg)
         if n_seg < 1:
             raise ValueError(f"qfleet: n_seg must be >= 1, got {n_seg}")
@@ -102,17 +113,20 @@ class OpenSystem:
         return self
 
     def durations(self, dt: Sequence[float]):
+        """Segments of the given lengths (one per segment); a call can override them (durations=)."""
         self._doc.pop("n_segments", None)
         self._doc.pop("segment_duration", None)
         self._doc["durations"] = [_json.real(x, "duration") for x in dt]
         return self
 
     def initial_density(self, rho0):
+        """The initial density matrix (d x d) of a state problem."""
         self._doc.pop("psi0", None)
         self._doc["rho0"] = _json.cmatrix(rho0, "rho0", self.dim)
         return self
 
     def initial_state(self, psi0):
+        """The initial pure state (length d) of a state problem (default |0>)."""
         self._doc.pop("rho0", None)
         self._doc["psi0"] = _json.cvector(psi0, "psi0", self.dim)
         return self
@@ -123,14 +137,17 @@ class OpenSystem:
         return self
 
     def target_state(self, psi):
+        """Fidelity to this pure state (length d) at the end: <psi|rho|psi>."""
         self._doc["target"] = {"state": _json.cvector(psi, "target state", self.dim)}
         return self
 
     def target_density(self, rho):
+        """Fidelity to this density matrix (d x d) at the end (Uhlmann's, docs/open_systems.md)."""
         self._doc["target"] = {"density": _json.cmatrix(rho, "target density", self.dim)}
         return self
 
     def target_unitary(self, u):
+        """Average gate fidelity of the propagated gate or channel to this unitary (with propagate_gate)."""
         self._doc["target"] = {"unitary": _json.cmatrix(u, "target unitary", self.dim)}
         return self
 
@@ -146,14 +163,17 @@ class OpenSystem:
 
     @property
     def n_controls(self):
+        """How many control Hamiltonians the system has."""
         return len(self._doc.get("controls", []))
 
     @property
     def n_jumps(self):
+        """How many jump operators the system has."""
         return len(self._doc.get("jumps", []))
 
     @property
     def n_drift_terms(self):
+        """How many drift terms the system has."""
         return len(self._doc.get("drift_terms", []))
 
     def to_json(self, solver="exact", dt=0.0, rtol=None, atol=None, precision="complex128",

@@ -37,14 +37,17 @@ class MetricMeter:
 
     @property
     def steps(self) -> int:
+        """Steps recorded so far."""
         return self._m.steps()
 
     @property
     def host_syncs(self) -> int:
+        """How many times the meter read a device value back to the host."""
         return self._m.host_syncs()
 
     @property
     def rows(self) -> list[dict]:
+        """The recorded rows: step, steps averaged, seconds and each metric's mean."""
         names = self._m.names()
         return [{"step": int(r[0]), "steps": int(r[1]), "seconds": r[2], **dict(zip(names, r[3:]))}
                 for r in self._m.rows()]

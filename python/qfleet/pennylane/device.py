@@ -330,18 +330,23 @@ class _QfleetDevice(Device):
 
     # -- execution -----------------------------------------------------------------------
     def execute(self, circuits, execution_config: ExecutionConfig | None = None):
+        """Results of the tapes (PennyLane's Device.execute): each tape one batched engine call."""
         return _execute.execute(self, circuits, self._mixed)
 
     def compute_derivatives(self, circuits, execution_config=None):
+        """Jacobians of the tapes by the engine's adjoint (PennyLane's Device.compute_derivatives)."""
         return _execute.jacobians(self, circuits, self._mixed, with_results=False)
 
     def execute_and_compute_derivatives(self, circuits, execution_config=None):
+        """Results and Jacobians in one engine pass per tape."""
         return _execute.jacobians(self, circuits, self._mixed, with_results=True)
 
     def compute_vjp(self, circuits, cotangents, execution_config=None):
+        """Vector-Jacobian products of the tapes with `cotangents`, one reverse sweep per tape."""
         return _execute.vjps(self, circuits, cotangents)
 
     def execute_and_compute_vjp(self, circuits, cotangents, execution_config=None):
+        """Results and vector-Jacobian products of the tapes."""
         return self.execute(circuits, execution_config), self.compute_vjp(circuits, cotangents, execution_config)
 
 

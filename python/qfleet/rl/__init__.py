@@ -225,6 +225,7 @@ class QfleetVectorEnv(VectorEnv):
         return obs, {"fidelity": self._info_values(self._env.fidelity()), "_fidelity": self._all.copy()}
 
     def step(self, actions):
+        """One step of every environment (Gymnasium's VectorEnv.step; same-step autoreset)."""
         a = _as_actions(actions)
         obs, reward, terminated, truncated, final_obs, final_fid, _ = _call(self._env.step, a)
         self._elapsed += 1
@@ -254,6 +255,7 @@ class QfleetVectorEnv(VectorEnv):
         return self._env.elapsed()
 
     def describe(self) -> str:
+        """The environments' task family, dynamics and reward in words (from the C++ spec)."""
         return self.qfleet_spec["describe"]
 
     def __repr__(self):
@@ -290,6 +292,7 @@ class QfleetEnv(gymnasium.Env):
         self._pending = None  # the next episode's first observation, already started by the library
 
     def reset(self, *, seed=None, options=None):
+        """A new episode (Gymnasium's Env.reset): a task drawn from the seed's stream."""
         s = _seed(seed)
         named_tasks, tasks = self._tasks.parse(options)
         if seed is None and not named_tasks and self._pending is not None:
@@ -313,6 +316,7 @@ class QfleetEnv(gymnasium.Env):
         return a.reshape(1, self.n_controls)
 
     def step(self, action):
+        """One step (Gymnasium's Env.step): (observation, reward, terminated, truncated, info)."""
         a = self._action(action)
         obs, reward, terminated, _, final_obs, final_fid, fid = _call(self._env.step, a)
         self._pending = None

@@ -1,0 +1,48 @@
+"""Every public Python name of qfleet has a docstring: the names of each public module's
+__all__ (or, without one, what the module defines itself), and their public methods and
+properties. help(), IDEs and an API reference read them."""
+import importlib
+import inspect
+
+import pytest
+
+MODULES = ["qfleet", "qfleet.control", "qfleet.rl", "qfleet.meta_control", "qfleet.qgan", "qfleet.classify",
+           "qfleet.pennylane", "qfleet.tensor_file", "qfleet.noise", "qfleet.train", "qfleet.problem"]
+
+
+def public(module_name):
+    mod = importlib.import_module(module_name)
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n, v in vars(mod).items() if not n.startswith("_")
+                 and getattr(v, "__module__", None) == module_name]
+    for n in names:
+        obj = getattr(mod, n)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            yield f"{module_name}.{n}", obj
+
+
+def undocumented(module_name):
+    out = []
+    for name, obj in public(module_name):
+        if not (obj.__doc__ or "").strip():
+            out.append(name)
+        if not inspect.isclass(obj) or not str(obj.__module__).startswith("qfleet"):
+            continue
+        for k, v in vars(obj).items():
+            if k.startswith("_") or not (inspect.isfunction(v) or isinstance(v, property)):
+                continue
+            if not (v.__doc__ or "").strip():
+                out.append(f"{name}.{k}")
+    return out
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_every_public_name_has_a_docstring(module_name):
+    pytest.importorskip("torch")
+    if module_name == "qfleet.rl":
+        pytest.importorskip("gymnasium")
+    if module_name == "qfleet.pennylane":
+        pytest.importorskip("pennylane")
+    missing = undocumented(module_name)
+    assert not missing, f"no docstring: {', '.join(missing)}"
