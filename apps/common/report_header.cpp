@@ -12,6 +12,7 @@
 #include "common/report_header.hpp"
 #include "qfleet/program.hpp"
 #include "qfleet/version.hpp"
+#include "qfleet_app/commit.hpp"  // (generated: cmake/qfleet_commit.cmake)
 
 namespace qfleet::app {
 
@@ -49,7 +50,7 @@ nlohmann::json report_header(const std::string& app, const nlohmann::json& confi
           {"started_utc", utc(started.wall)},
           {"finished_utc", utc(std::chrono::system_clock::now())},
           {"wall_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started.steady).count()},
-          {"versions", {{"qfleet", QFLEET_VERSION_STRING}, {"torch", TORCH_VERSION}}},
+          {"versions", {{"qfleet", QFLEET_VERSION_STRING}, {"commit", QFLEET_GIT_COMMIT}, {"torch", TORCH_VERSION}}},
           {"machine",
            {{"cpu", cpu_model()},
             {"logical_cores", std::thread::hardware_concurrency()},

@@ -121,6 +121,18 @@ def test_docs_list_each_schemas_keys():
     assert seen == set(IDS) - {"qfleet-rl compare"}, seen  # (compare reads train's keys)
 
 
+def assert_commit(commit):
+    """A report's commit: the source tree's (a commit of this repository, "+dirty" with uncommitted
+    changes), or "unknown" where the build had no git checkout."""
+    if commit == "unknown":
+        return
+    sha = commit.removesuffix("+dirty")
+    assert len(sha) == 40 and all(c in "0123456789abcdef" for c in sha), commit
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = subprocess.run(["git", "-C", root, "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True)
+    assert found.returncode == 0 or not os.path.isdir(os.path.join(root, ".git")), commit
+
+
 def test_binary_and_python_entry_run_alike(tmp_path):
     """The same thread policy (apps/common/main.hpp) and the same bits from both entries,
     and the common report header (apps/common/report_header.hpp) in the report."""
@@ -135,6 +147,7 @@ def test_binary_and_python_entry_run_alike(tmp_path):
     for report in (bin_report, py_report):
         assert report["runtime"]["omp_wait_policy"] == "passive"
         assert report["versions"]["qfleet"] and __import__("torch").__version__.startswith(report["versions"]["torch"])
+        assert_commit(report["versions"]["commit"])
         assert report["machine"]["logical_cores"] >= 1 and report["build"]["cpu_isa"]
         assert report["seed"] == 3 and report["config"]["epochs"] == 5
         # the run's times: when it started (not when the report was written) and how long it took
