@@ -26,12 +26,7 @@ add_library(qfleet_app_common STATIC ${PROJECT_SOURCE_DIR}/apps/common/config.cp
                                      ${PROJECT_SOURCE_DIR}/apps/common/memory_check.cpp
                                      ${PROJECT_SOURCE_DIR}/apps/common/output_folder.cpp)
 target_include_directories(qfleet_app_common PUBLIC ${PROJECT_SOURCE_DIR}/apps)
-# The source tree's commit for the reports (cmake/qfleet_commit.cmake), checked at every build.
-set(QFLEET_COMMIT_HEADER ${CMAKE_BINARY_DIR}/generated/qfleet_app/commit.hpp)
-add_custom_target(qfleet_commit_header
-  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${QFLEET_COMMIT_HEADER}
-          -P ${CMAKE_CURRENT_LIST_DIR}/qfleet_commit.cmake
-  BYPRODUCTS ${QFLEET_COMMIT_HEADER} VERBATIM)
+# The source tree's commit for the reports (qfleet_commit_header: adapters/torch/CMakeLists.txt).
 add_dependencies(qfleet_app_common qfleet_commit_header)
 target_include_directories(qfleet_app_common PRIVATE ${CMAKE_BINARY_DIR}/generated)
 target_link_libraries(qfleet_app_common PUBLIC qfleet::torch nlohmann_json::nlohmann_json CLI11::CLI11 PRIVATE qfleet::json)

@@ -14,7 +14,9 @@
 
 #include "classifier.hpp"
 #include "qfleet/torch.hpp"
+#include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
+#include "qfleet/version.hpp"
 
 namespace {
 
@@ -99,6 +101,13 @@ TEST(TrainCheckpoint, BadFilesAndOtherConfigurationsAreRefusedAndChangeNothing) 
   HybridRun run(3);
   const std::string ck = (dir / "ck.pt").string();
   tr::save_checkpoint(ck, run.state(4));
+  {  // (what wrote it: the version and the source tree's commit, or "unknown")
+    const auto file = tr::read_tensor_file(ck, "");
+    EXPECT_EQ(file.texts.at("version"), QFLEET_VERSION_STRING);
+    const std::string commit = file.texts.at("commit");
+    EXPECT_TRUE(commit == "unknown" || commit.substr(0, 40).find_first_not_of("0123456789abcdef") == std::string::npos)
+        << commit;
+  }
   auto expect_error = [&](const std::string& path, tr::TrainState st, const std::string& part) {
     try {
       tr::load_checkpoint(path, st);

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qfleet/version.hpp"
+#include "qfleet_app/commit.hpp"  // (generated: cmake/qfleet_commit.cmake)
 #include "qfleet/tensor_file.hpp"
 #include "qfleet/train.hpp"
 #include "first_line.hpp"
@@ -60,6 +62,8 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
   TensorFile file;
   file.format = kFormat;
   file.texts["step"] = std::to_string(state.step);
+  file.texts["version"] = QFLEET_VERSION_STRING;  // what wrote it (not checked on resume)
+  file.texts["commit"] = QFLEET_GIT_COMMIT;
   file.texts["config_hash"] = config_hash(state.config);
   file.texts["config"] = state.config;  // to name what differs on a refused resume
   try {
