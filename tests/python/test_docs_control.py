@@ -23,6 +23,8 @@ def test_the_guide_has_its_examples():
 @pytest.mark.parametrize("index", range(7))
 def test_python_block_runs(index, tmp_path):
     code = blocks()[index]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    import qfleet  # the blocks run on the qfleet under test (the source tree's or the installed one)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(qfleet.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"block {index} failed:\n{code}\n--- stderr ---\n{r.stderr[-3000:]}"
