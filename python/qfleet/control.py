@@ -314,9 +314,7 @@ class _Problem:
         if self.plain:  # 1 - F alone: the fidelity layer, the engine's cheapest differentiable call
             amps, _ = self.split(x)
             if not self.per_task:
-                return (1 - open_fidelity(self.program, amps[0], self.rates, self.drift)).reshape(-1) if \
-                    not self.ensemble else (1 - open_fidelity(self.program, amps[0], self.rates, self.drift)
-                                            ).mul(self.weights).sum().reshape(1)
+                return self._reduce(1 - open_fidelity(self.program, amps[0], self.rates, self.drift))
             pick = (lambda t: None if t is None else t.index_select(0, idx))
             return 1 - open_fidelity(self.program, amps, pick(self.rates), pick(self.drift))
         out, amps, durations = self.outputs(x, idx)

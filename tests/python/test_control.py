@@ -328,3 +328,18 @@ def test_tasks_with_their_own_initial_states(qfleet):
     out = qfleet.open_outputs(s.compile(), r.amplitudes, initial=starts)
     torch.testing.assert_close(out.fidelity, r.fidelity, rtol=0, atol=1e-14)
     assert not torch.allclose(r.amplitudes[0], r.amplitudes[1])  # different starts, different pulses
+
+
+def test_the_engines_infidelity_refuses_what_it_cannot_evaluate(qfleet):
+    system = x_gate(qfleet)
+    program = system.compile()
+    one = torch.zeros(1, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=r"takes amplitudes \[A, 40\]") as e:
+        torch.ops.qfleet.control_infidelity(program, torch.zeros(1, 39), one, None, None, None)
+    assert "\n" not in str(e.value).strip()
+    with pytest.raises(RuntimeError, match="complex128 programs"):
+        torch.ops.qfleet.control_infidelity(system.compile(precision="complex64"), torch.zeros(1, 40), one,
+                                            None, None, None)
+    no_target = qfleet.OpenSystem(2).control(X / 2).segments(4, 1.0).propagate_gate().compile()
+    with pytest.raises(RuntimeError, match="no target"):
+        torch.ops.qfleet.control_infidelity(no_target, torch.zeros(1, 4), one, None, None, None)

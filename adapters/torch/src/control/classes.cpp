@@ -2,6 +2,7 @@
 // for Python's qfleet.control, which evaluates the pending tasks and hands the results back.
 #include <nlohmann/json.hpp>
 
+#include "../op_support.hpp"
 #include "classes.hpp"
 #include "qfleet/control.hpp"
 #include "qfleet/error.hpp"
@@ -49,20 +50,11 @@ Options options_from_json(const std::string& text) {
   return o;
 }
 
-template <class F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const qfleet::Error& e) {
-    TORCH_CHECK_VALUE(false, e.what());
-  }
-}
-
 struct ControlOptimizer : torch::CustomClassHolder {
   Optimizer opt;
   ControlOptimizer(const Tensor& x0, const std::optional<Tensor>& lower, const std::optional<Tensor>& upper,
                    const std::string& options)
-      : opt(guarded([&] {
+      : opt(nn::op_support::guarded([&] {
           Options o = options_from_json(options);
           if (lower) o.lower = *lower;
           if (upper) o.upper = *upper;
@@ -92,7 +84,7 @@ void qfleet::control::register_classes(torch::Library& m) {
         [](const c10::intrusive_ptr<qfleet::nn::OpenSystemProgram>& program, const at::Tensor& x,
            const at::Tensor& tasks, const std::optional<at::Tensor>& rates,
            const std::optional<at::Tensor>& drift_coeffs, const std::optional<at::Tensor>& weights) {
-          return qfleet::control::guarded([&] {
+          return qfleet::nn::op_support::guarded([&] {
             auto [cost, grad] = qfleet::control::infidelity(program, rates.value_or(at::Tensor()),
                                                             drift_coeffs.value_or(at::Tensor()),
                                                             weights.value_or(at::Tensor()))(x, tasks);
@@ -109,7 +101,7 @@ void qfleet::control::register_classes(torch::Library& m) {
            })
       .def("tell",
            [](const c10::intrusive_ptr<ControlOptimizer>& self, const at::Tensor& cost, const at::Tensor& grad) {
-             qfleet::control::guarded([&] {
+             qfleet::nn::op_support::guarded([&] {
                self->opt.tell(cost, grad);
                return 0;
              });
@@ -120,7 +112,7 @@ void qfleet::control::register_classes(torch::Library& m) {
            [](const c10::intrusive_ptr<ControlOptimizer>& self,
               const c10::intrusive_ptr<qfleet::nn::OpenSystemProgram>& program, const std::optional<at::Tensor>& rates,
               const std::optional<at::Tensor>& drift_coeffs, const std::optional<at::Tensor>& weights) {
-             qfleet::control::guarded([&] {
+             qfleet::nn::op_support::guarded([&] {
                qfleet::control::run_infidelity(self->opt, program, rates.value_or(at::Tensor()),
                                                drift_coeffs.value_or(at::Tensor()), weights.value_or(at::Tensor()));
                return 0;

@@ -179,17 +179,13 @@ int64_t Optimizer::n_tasks() const { return s_->B; }
 int64_t Optimizer::n_params() const { return s_->n; }
 bool Optimizer::done() const { return s_->running().empty(); }
 
-Tensor Optimizer::pending() const {
-  const auto r = s_->running();
-  return torch::tensor(r, torch::kInt64);
-}
+Tensor Optimizer::pending() const { return torch::tensor(pending_tasks(), torch::kInt64); }
 
 Tensor Optimizer::points() const {
   const State& s = *s_;
-  const auto r = s.running();
-  if (s.o.method == Method::adam) return s.x.index_select(0, torch::tensor(r, torch::kInt64));
-  Tensor p = torch::empty({int64_t(r.size()), s.n}, torch::kFloat64);
-  for (size_t a = 0; a < r.size(); ++a) std::copy_n(s.lb[r[a]].x().data(), s.n, p[int64_t(a)].data_ptr<double>());
+  if (s.o.method == Method::adam) return s.x.index_select(0, pending());  // (in x0's dtype)
+  Tensor p = torch::empty({int64_t(s.running().size()), s.n}, torch::kFloat64);
+  points({p.mutable_data_ptr<double>(), std::size_t(p.numel())});
   return p.to(s.dtype);
 }
 
