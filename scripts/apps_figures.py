@@ -65,7 +65,7 @@ def result_file(path, missing="not run (no result)"):
         return None, missing
 
 
-PENNYLANE_MISSING = "not run (no result: PennyLane not carried, or the run failed)"
+PENNYLANE_MISSING = "not run (no result: PennyLane not in the GPU bundle, or the run failed)"
 
 
 def classifier_compare(path):

@@ -6,12 +6,13 @@
 #
 #   scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--sanitize CASE] [--ncu ROW]
 #
-# Carried (scripts/gpu_prepare.sh, then the earlier .gpu/bin/bench_cuda.xz copied to
-# .gpu/old/bench_cuda.xz before it): .gpu/bin/bench_cuda.xz (after), .gpu/old/bench_cuda.xz
-# (before), .gpu/debs, and with --tests .gpu/bin/qfleet_tests.xz; or `scripts/gpu_prepare.sh
-# ab REV` with QFLEET_GPU_CARRY=.gpu-ab: the same layout with bench_cuda built at REV as the
-# before. --sanitize runs qfleet_cuda_tests, which gpu_check.sh's device build makes on the
-# machine (build-gpu/tests/), or .gpu/bin/qfleet_cuda_tests.xz where one is carried. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
+# The GPU bundle it reads (scripts/gpu_prepare.sh, then the earlier .gpu/bin/bench_cuda.xz
+# copied to .gpu/old/bench_cuda.xz before it): .gpu/bin/bench_cuda.xz (after),
+# .gpu/old/bench_cuda.xz (before), .gpu/debs, and with --tests .gpu/bin/qfleet_tests.xz; or
+# `scripts/gpu_prepare.sh ab REV` with QFLEET_GPU_BUNDLE=.gpu-ab: the same layout with
+# bench_cuda built at REV as the before. --sanitize runs qfleet_cuda_tests, which
+# gpu_check.sh's device build makes on the machine (build-gpu/tests/), or
+# .gpu/bin/qfleet_cuda_tests.xz where the bundle has one. OUT (default gpu-out/): check.txt (tests, sanitizers), ab.txt and
 # ab.json (bench/micro/ab.py: 5 rounds of 0.2 s), ncu.txt. GPU_DEADLINE_S (default 300) bounds
 # each step. Exit status: 1 when a test or a sanitizer failed, else bench/micro/ab.py's.
 set -uo pipefail
@@ -32,39 +33,39 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 out=${OUT:-$PWD/gpu-out}
-carry=${QFLEET_GPU_CARRY:-.gpu}
+bundle=${QFLEET_GPU_BUNDLE:-.gpu}
 limit=${GPU_DEADLINE_S:-300}
 bin=${TMPDIR:-/tmp}/qfleet-gpu-ab
 mkdir -p "$out" "$bin"
 unpack() {  # unpack FILE.xz NAME
-  [ -f "$1" ] || { echo "gpu_ab: $1 was not carried"; exit 2; }
+  [ -f "$1" ] || { echo "gpu_ab: $1 is not in the bundle"; exit 2; }
   xz -dc "$1" >"$bin/$2" 2>/dev/null ||
     python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1" >"$bin/$2"
   chmod +x "$bin/$2"
 }
-unpack "$carry/bin/bench_cuda.xz" after
-unpack "$carry/old/bench_cuda.xz" before
-[ -z "$tests" ] || unpack "$carry/bin/qfleet_tests.xz" qfleet_tests
-if [ -n "$sanitize" ]; then  # carried, or from gpu_check.sh's device build earlier on this machine
-  if [ -f "$carry/bin/qfleet_cuda_tests.xz" ]; then
-    unpack "$carry/bin/qfleet_cuda_tests.xz" qfleet_cuda_tests
+unpack "$bundle/bin/bench_cuda.xz" after
+unpack "$bundle/old/bench_cuda.xz" before
+[ -z "$tests" ] || unpack "$bundle/bin/qfleet_tests.xz" qfleet_tests
+if [ -n "$sanitize" ]; then  # bundled, or from gpu_check.sh's device build earlier on this machine
+  if [ -f "$bundle/bin/qfleet_cuda_tests.xz" ]; then
+    unpack "$bundle/bin/qfleet_cuda_tests.xz" qfleet_cuda_tests
   elif [ -x build-gpu/tests/qfleet_cuda_tests ]; then
     cp build-gpu/tests/qfleet_cuda_tests "$bin/qfleet_cuda_tests"
   else
-    echo "gpu_ab: --sanitize needs qfleet_cuda_tests: $carry/bin/qfleet_cuda_tests.xz, or build-gpu/tests/ from" \
+    echo "gpu_ab: --sanitize needs qfleet_cuda_tests: $bundle/bin/qfleet_cuda_tests.xz, or build-gpu/tests/ from" \
       "scripts/gpu_check.sh's device build on this machine"
     exit 2
   fi
 fi
 deps=$bin/deps
 mkdir -p "$deps"
-for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || exit 2; done
+for f in "$bundle"/debs/*.deb; do dpkg -x "$f" "$deps" || exit 2; done
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 t0=$SECONDS
 failed=0
 {
-  echo "after: $(cat "$carry/REVISION" 2>/dev/null || echo unknown); before: $(cat "$carry/old/REVISION" 2>/dev/null || echo unknown)"
+  echo "after: $(cat "$bundle/REVISION" 2>/dev/null || echo unknown); before: $(cat "$bundle/old/REVISION" 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   if [ -n "$tests" ]; then
     echo "== qfleet_tests --gtest_filter=$tests"

@@ -1,46 +1,47 @@
 #!/usr/bin/env bash
-# qfleet's GPU checks in one call that ends by a deadline, for a machine with one
-# NVIDIA GPU and no network, where one command may run at most 10 minutes, at most
-# 64 MiB travel with the source tree and a few result files come back. What needs no
-# GPU is done before, elsewhere, by scripts/gpu_prepare.sh: it builds the C++ test and
-# benchmark programs for sm_90 and packs them with the build dependencies into .gpu/,
-# and prints the command to run here.
+# qfleet's GPU checks in one call that ends by a deadline, for a machine with one NVIDIA GPU
+# and no network (no package registry, no Debian -dev packages). What needs no GPU is done
+# before, on a machine with network, by scripts/gpu_prepare.sh: it builds the C++ test and
+# benchmark programs for sm_90 and packs them with the build dependencies into the GPU
+# bundle, .gpu/, which goes to the GPU machine beside the source tree, and prints the
+# command to run there.
 #
-#   scripts/gpu_check.sh [check]   1 probe; 2 the C++ GPU tests from the carried
-#                                  programs; 3 meanwhile the device build of what links
-#                                  this machine's PyTorch (on the carried library), then
+#   scripts/gpu_check.sh [check]   1 probe; 2 the C++ GPU tests from the bundle's programs;
+#                                  3 meanwhile the device build of what links this
+#                                  machine's PyTorch (on the bundle's library), then
 #                                  graph mode's tests, the CUDA graph cases and the Python
 #                                  CUDA-tensor suite; 4 compute-sanitizer
 #   scripts/gpu_check.sh figures   1 probe; the benchmark figures (bench.json: the GPU rows
 #                                  and the same workloads on every CPU core), an ncu summary
 #                                  of the target kernels (ncu.txt), dynamiqs on JAX's GPU
-#                                  beside the open-system rows (peers.md, with the carried
+#                                  beside the open-system rows (peers.md, with the bundle's
 #                                  .gpu/wheels and .gpu/peers), and with the device build the
 #                                  PyTorch comparison, a training step eager and as a CUDA
 #                                  graph, and the meta-control and qGAN apps with device cuda
 #                                  (apps.json: the research apps' keys, scripts/apps_figures.py)
 #   scripts/gpu_check.sh apps      1 probe; with the device build the apps on cuda alone
-#   scripts/gpu_check.sh check apps  check's phases with the apps before the sanitizers: the
-#                                  call that fits check's carried programs when one call
-#                                  must both test and measure the apps
-#   scripts/gpu_check.sh check figures  check's and figures' phases from check's carry, the
+#   scripts/gpu_check.sh check apps  check's phases with the apps before the sanitizers: one
+#                                  call on check's bundle that both tests and measures the
+#                                  apps
+#   scripts/gpu_check.sh check figures  check's and figures' phases from check's bundle, the
 #                                  GPU kept busy while the device build runs: the tests and
 #                                  ncu beside the build, the sanitizers (on its
 #                                  qfleet_cuda_tests) and the benchmark rows after it, on
 #                                  quiet CPU cores, then the Python suite, the PyTorch
 #                                  comparison, the training step and the apps as far as the
-#                                  deadline allows (dynamiqs where figures' carry is there);
+#                                  deadline allows (dynamiqs where figures' bundle is there);
 #                                  a second call, `apps`, on the same machine finishes them
 #
 # GPU_DEADLINE_S (default 420): the call's seconds; each phase runs under `timeout`
 # sized from what is left. OUT (default gpu-out/): summary.txt, one line per phase,
 #   PHASE STATUS SECONDS PASSED/FAILED/SKIPPED   (STATUS: ok, FAILED, TIMEOUT, UNAVAILABLE)
 # and each phase's log, written as it runs so that a killed call still leaves what ran;
-# at most 8 files (more are packed into results.tgz). Without a GPU every GPU phase is
-# UNAVAILABLE and the call takes seconds (the test suite runs it so). Exit status: 0
-# when every phase is ok or UNAVAILABLE, 1 otherwise. QFLEET_GPU_CARRY (default .gpu):
-# where the carried programs and dependencies are. QFLEET_GPU_DEVICE_BUILD=0: no device
-# build (it takes minutes, where a call may run 10): its phases are UNAVAILABLE.
+# at most 8 files, so that the results are few to copy back (the logs beyond summary.txt
+# and probe.txt are packed into results.tgz when there are more). Without a GPU every GPU
+# phase is UNAVAILABLE and the call takes seconds (the test suite runs it so). Exit status:
+# 0 when every phase is ok or UNAVAILABLE, 1 otherwise. QFLEET_GPU_BUNDLE (default .gpu):
+# where the bundle's programs and dependencies are. QFLEET_GPU_DEVICE_BUILD=0: no device
+# build (it takes minutes of the deadline): its phases are UNAVAILABLE.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -50,7 +51,7 @@ case $mode in check | figures | apps | "check apps" | "check figures") ;; *) ech
 start=$SECONDS
 deadline=$((start + ${GPU_DEADLINE_S:-420}))
 out=${OUT:-$root/gpu-out}
-carry=${QFLEET_GPU_CARRY:-.gpu}
+bundle=${QFLEET_GPU_BUNDLE:-.gpu}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
@@ -75,7 +76,7 @@ status_of() {  # status_of RC: ok, TIMEOUT (timeout's 124/137) or FAILED
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU')
 case ${CUDA_VISIBLE_DEVICES-unset} in "" | -1) gpus=0 ;; esac
 probe() {
-  echo "revision: $(cat $carry/REVISION 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "revision: $(cat $bundle/REVISION 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "cores: $(nproc); memory: $(awk '/MemTotal/ {print int($2 / 1048576) " GiB"}' /proc/meminfo)"
   if [ "$gpus" -gt 0 ]; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
@@ -86,8 +87,8 @@ probe() {
   echo "torch: $(timeout 60 python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' 2>&1 | tail -n 1)"
   echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | tail -n 1 || echo absent)"
   echo "ncu: $(ncu --version 2>/dev/null | tail -n 1 || echo absent)"
-  echo "carried programs: $(ls "$carry/bin" 2>/dev/null | tr '\n' ' ')"
-  echo "carried dependencies: $(ls "$carry/debs" 2>/dev/null | wc -l) packages, $(ls "$carry/wheels" 2>/dev/null | wc -l) wheels"
+  echo "bundled programs: $(ls "$bundle/bin" 2>/dev/null | tr '\n' ' ')"
+  echo "bundled dependencies: $(ls "$bundle/debs" 2>/dev/null | wc -l) packages, $(ls "$bundle/wheels" 2>/dev/null | wc -l) wheels"
 }
 t0=$SECONDS
 probe >"$out/probe.txt" 2>&1
@@ -118,16 +119,16 @@ unxz_once() {  # unxz_once FILE.xz OUT: unpacked to OUT unless it is there alrea
     python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
   } >"$2.part" && mv "$2.part" "$2"
 }
-prog() {  # prog NAME: a carried program (.gpu/bin/NAME.xz, unpacked once) or build-gpu's
+prog() {  # prog NAME: a bundled program (.gpu/bin/NAME.xz, unpacked once) or build-gpu's
   local name=$1 built
   case $name in bench_cuda) built=build-gpu/bench/$name ;; *) built=build-gpu/tests/$name ;; esac
-  if [ -f "$carry/bin/$name.xz" ]; then
-    unxz_once "$carry/bin/$name.xz" "$bin/$name" && chmod +x "$bin/$name" || return 1
+  if [ -f "$bundle/bin/$name.xz" ]; then
+    unxz_once "$bundle/bin/$name.xz" "$bin/$name" && chmod +x "$bin/$name" || return 1
     echo "$bin/$name"
   elif [ -x "$built" ]; then
     echo "$built"
   else
-    echo "gpu_check: no program $name (carry $carry from scripts/gpu_prepare.sh)" >&2
+    echo "gpu_check: no program $name (neither in the bundle, $bundle/bin, from scripts/gpu_prepare.sh, nor in build-gpu)" >&2
     return 1
   fi
 }
@@ -139,37 +140,37 @@ gtest_counts() {  # gtest_counts LOG: passed/failed/skipped of one program's run
   echo "${p:-0}/${f:-0}/${s:-0}"
 }
 
-# The carried Debian dependencies (and wheels), unpacked once into a prefix, never over /:
-# the carried benchmark program links Google Benchmark from there, the device build all.
+# The bundle's Debian dependencies (and wheels), unpacked once into a prefix, never over /:
+# the bundled benchmark program links Google Benchmark from there, the device build all.
 unpack_deps() {
   [ -f "$deps/.done" ] && return 0
-  [ -d "$carry/debs" ] || return 1
+  [ -d "$bundle/debs" ] || return 1
   mkdir -p "$deps"
-  for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
-  if compgen -G "$carry/wheels/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$deps/site" "$carry"/wheels/*.whl ||
+  for f in "$bundle"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
+  if compgen -G "$bundle/wheels/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$deps/site" "$bundle"/wheels/*.whl ||
       return 1
   fi
   touch "$deps/.done"
 }
-unpack_deps >"$out/deps.log" 2>&1 || echo "gpu_check: the carried dependencies in $carry/debs did not unpack (deps.log)"
+unpack_deps >"$out/deps.log" 2>&1 || echo "gpu_check: the bundled dependencies in $bundle/debs did not unpack (deps.log)"
 
 # The device build: what must link this machine's PyTorch (the operators, the apps,
 # graph mode's tests), and the CUDA graph and sanitizer cases (qfleet_cuda_tests). On the
-# library check's carry brings (.gpu/lib: built for sm_90 from the same commit), it compiles
+# library in check's bundle (.gpu/lib: built for sm_90 from the same commit), it compiles
 # none of the library's kernels, most of a cold build; should that fail, it builds the
 # library here as well.
 device_build() {
   [ -f "$deps/.done" ] || { echo "no unpacked dependencies"; return 1; }
   local lib=""
-  if [ -f "$carry/lib/libqfleet.a.xz" ]; then  # (unpacked once: a second call finds it)
+  if [ -f "$bundle/lib/libqfleet.a.xz" ]; then  # (unpacked once: a second call finds it)
     lib=$deps/libqfleet.a
-    unxz_once "$carry/lib/libqfleet.a.xz" "$lib" || { echo "== $carry/lib/libqfleet.a.xz did not unpack"; lib=""; }
+    unxz_once "$bundle/lib/libqfleet.a.xz" "$lib" || { echo "== $bundle/lib/libqfleet.a.xz did not unpack"; lib=""; }
   fi
   if [ -n "$lib" ]; then
-    echo "== the device build on the carried library ($carry/lib/libqfleet.a.xz)"
+    echo "== the device build on the bundled library ($bundle/lib/libqfleet.a.xz)"
     device_build_with "$lib" && return 0
-    echo "== the device build on the carried library failed: the library is built here too"
+    echo "== the device build on the bundled library failed: the library is built here too"
   fi
   device_build_with ""
 }
@@ -187,14 +188,14 @@ want_build=${QFLEET_GPU_DEVICE_BUILD:-1}
 no_build() {  # the status of a phase that needs the device build when there is none
   [ "$want_build" = 0 ] && echo UNAVAILABLE || echo FAILED
 }
-if [ "$want_build" != 0 ] && [ -d "$carry/debs" ]; then
-  (timeout "$(cap 400)" bash -c "$(declare -f device_build device_build_with unxz_once); deps='$deps'; carry='$carry'; device_build" >"$out/build.log" 2>&1
+if [ "$want_build" != 0 ] && [ -d "$bundle/debs" ]; then
+  (timeout "$(cap 400)" bash -c "$(declare -f device_build device_build_with unxz_once); deps='$deps'; bundle='$bundle'; device_build" >"$out/build.log" 2>&1
    echo $? >"$out/.build_rc") &
   build_pid=$!
 fi
 wait_build() {  # wait_build PHASE: records the device build once; 0 when it built
   if [ -z "$build_pid" ]; then
-    local why="no $carry/debs carried"
+    local why="no bundled dependencies ($bundle/debs)"
     [ "$want_build" != 0 ] || why="QFLEET_GPU_DEVICE_BUILD=0"
     [ -f "$out/.build_recorded" ] || { record device_build "$(no_build)" "$build_t0" "$why"; touch "$out/.build_recorded"; }
     return 1
@@ -217,7 +218,7 @@ py_env() {  # the Python suite's environment on the device build
 }
 
 gtest_phase() {
-  # --- 2. the C++ GPU tests from the carried programs, as shards run all at once ------------
+  # --- 2. the C++ GPU tests from the bundled programs, as shards run all at once ------------
   # (the CUDA graph cases, qfleet_cuda_tests, come from the device build: the Python phase)
   # Their time is mostly the dense CPU reference on one core (207 s one family after another
   # on the H200 of 2026-11-29, the longest test 44 s): the slow tests are shards of their
@@ -260,7 +261,7 @@ gtest_phase() {
     [ -n "${sums[$name]+set}" ] || { fams+=("$name"); sums[$name]=0/0/0; }
     r=$(cat "$dir/$i.rc")
     if [ "$r" = missing ]; then
-      echo "== $name: the program $p was not carried: FAILED" | tee -a "$out/gtest.log"
+      echo "== $name: the program $p is not in the bundle: FAILED" | tee -a "$out/gtest.log"
       sums[$name]=missing
       rc=1
     else
@@ -330,9 +331,9 @@ sanitize_phase() {
   # --- 4. compute-sanitizer on the small dedicated cases ---------------------------------
   local p rc
   t0=$SECONDS
-  wait_build >/dev/null  # (the device build makes qfleet_cuda_tests where it was not carried)
+  wait_build >/dev/null  # (the device build makes qfleet_cuda_tests where the bundle has none)
   if ! p=$(prog qfleet_cuda_tests 2>/dev/null); then
-    record sanitize "$(no_build)" "$t0" "qfleet_cuda_tests neither carried nor built"
+    record sanitize "$(no_build)" "$t0" "qfleet_cuda_tests neither bundled nor built"
     return
   fi
   if ! command -v compute-sanitizer >/dev/null; then
@@ -357,7 +358,7 @@ bench_phase() {
   # --- the benchmark rows of docs/benchmarks.md, medians of 5 ------------------------------
   local p rc
   t0=$SECONDS
-  # issue 50's rows (Target, Shape/n4/B100, Layer/n4/B1000000, Shape/n10/B10000,
+  # the GPU targets' rows (Target, Shape/n4/B100, Layer/n4/B1000000, Shape/n10/B10000,
   # Open/d2/B100000, OpenShape/d4, Mixed, MixedShape) and the smaller batches beside them, and every */cpu row
   local rows='^(Target/|Layer/n4/B(100|10000|1000000)/|Open/d2/B(100|100000)/|Mixed/|MixedShape/|OpenShape/d(2|4)/|Shape/n4/B100/|Shape/n10/B10000/)|/cpu/real_time$'
   if p=$(prog bench_cuda 2>>"$out/bench.log"); then
@@ -368,7 +369,7 @@ bench_phase() {
     [ -s "$out/bench.json" ] || rc=1
     record bench "$(status_of $rc)" "$t0" "$(grep -c '_median' "$out/bench.log") medians"
   else
-    record bench FAILED "$t0" "bench_cuda not carried"
+    record bench FAILED "$t0" "bench_cuda not bundled"
   fi
 }
 
@@ -398,11 +399,11 @@ peers_phase() {
   # --- dynamiqs on JAX's GPU beside the open-system rows, checked against qfleet first --------
   local rc
   t0=$SECONDS
-  if [ ! -f "$carry/peers/open_ref.npz" ]; then
-    record peers UNAVAILABLE "$t0" "no $carry/peers carried"
+  if [ ! -f "$bundle/peers/open_ref.npz" ]; then
+    record peers UNAVAILABLE "$t0" "no bundled peers ($bundle/peers)"
   else
     (PYTHONPATH="$deps/site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(cap 180)" \
-      python3 bench/compare/open_gpu_peer.py run --reference "$carry/peers/open_ref.npz" --bench-json "$out/bench.json" \
+      python3 bench/compare/open_gpu_peer.py run --reference "$bundle/peers/open_ref.npz" --bench-json "$out/bench.json" \
       --require-gpu) >"$out/peers.md" 2>&1
     rc=$?
     record peers "$(status_of $rc)" "$t0" "$(grep -c '^| Open/' "$out/peers.md") rows"
@@ -436,7 +437,7 @@ apps_phase() {
   rm -rf /tmp/qfleet-gpu-apps
   {
     # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
-    # machine's CPU cores (issue 51's keys, scripts/apps_figures.py), short budgets (the paper
+    # machine's CPU cores (apps.json's keys, scripts/apps_figures.py), short budgets (the paper
     # preset's 40 iterations spread graph mode's warm-up and capture, on its 4th, thinly); then
     # device = auto at both sizes (its choice and both timings: the report's device.why).
     for run in paper-gpu:cuda:40:32 paper-cpu:cpu:40:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096 \
@@ -463,16 +464,16 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
     py_env env QFLEET_BUILD_DIR="$root/build-gpu" timeout "$(cap 120)" python3 bench/compare/qgan_classifier.py \
       --device cuda --epochs 5 --json /tmp/qfleet-gpu-apps/classifier_compare.json
     echo "rc $?"
-    # The hybrid classifier's step breakdown on cuda (its quantum layer's share), on the carried
-    # records of Fashion-MNIST (check's carry; the step's time does not depend on which images).
-    if [ -d "$carry/data/fashion-mnist" ]; then
+    # The hybrid classifier's step breakdown on cuda (its quantum layer's share), on the bundled
+    # records of Fashion-MNIST (check's bundle; the step's time does not depend on which images).
+    if [ -d "$bundle/data/fashion-mnist" ]; then
       timeout "$(cap 90)" build-gpu/apps/classify/qfleet-classify --set device=cuda \
-        --set data="$carry/data/fashion-mnist" --set epochs=3 --quiet --out /tmp/qfleet-gpu-apps/classify
+        --set data="$bundle/data/fashion-mnist" --set epochs=3 --quiet --out /tmp/qfleet-gpu-apps/classify
       echo "rc $?"
     else
-      echo "qfleet-classify on cuda: not run, no $carry/data/fashion-mnist (scripts/gpu_prepare.sh check carries it)"
+      echo "qfleet-classify on cuda: not run, no $bundle/data/fashion-mnist (scripts/gpu_prepare.sh check bundles them)"
     fi
-    # PennyLane (the carried wheels: check's carry) on the same GPU: a TorchLayer at batch 1024 on
+    # PennyLane (the bundled wheels: check's bundle) on the same GPU: a TorchLayer at batch 1024 on
     # qfleet.qubit with device="cuda" beside default.qubit's backprop, and the 12-qubit qGAN's epoch
     # and generator step with qfleet's layer and with default.qubit's backprop.
     if py_env python3 -c "import pennylane" 2>/dev/null; then
@@ -483,8 +484,8 @@ print('qgan', r['timing']['device'], r['timing']['device_reason'], r['timing']['
         --json /tmp/qfleet-gpu-apps/qgan12_cuda.json
       echo "rc $?"
     else
-      echo "pennylane_device.py and qgan.py --device cuda: not run, PennyLane is not carried" \
-        "(scripts/gpu_prepare.sh check carries it)"
+      echo "pennylane_device.py and qgan.py --device cuda: not run, PennyLane is not in the bundle" \
+        "(scripts/gpu_prepare.sh check bundles it)"
     fi
     # PPO beside per-task GRAPE with the rollout on cuda and on this machine's CPU cores: the
     # wall time until its validation mean comes within 0.002 of GRAPE's (compare.json).
@@ -524,7 +525,7 @@ case $mode in
 esac
 [ -z "$build_pid" ] || { kill "$build_pid" 2>/dev/null; wait "$build_pid" 2>/dev/null; }
 rm -f "$out/.build_rc" "$out/.build_recorded"
-# At most 8 files come back: the rest go into results.tgz.
+# At most 8 files in OUT, few to copy back: the logs beyond the summary and the probe go into results.tgz.
 mapfile -t files < <(cd "$out" && ls -1)
 if [ ${#files[@]} -gt 8 ]; then
   (cd "$out" && tar czf results.tgz $(ls -1 | grep -v -e '^summary.txt$' -e '^probe.txt$') &&

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Prepares, on a machine with network and nvcc but no GPU, everything scripts/gpu_check.sh
 # needs on a GPU machine that has nvcc, CMake, ninja and a python3 with PyTorch and JAX
-# but no network and no Debian -dev packages, and to which at most 64 MiB travel with the
-# source tree. Writes .gpu/ (ignored by git; it travels beside the tree), for one of
-# gpu_check.sh's two modes (both do not fit in one call's 64 MiB):
+# but no network and no Debian -dev packages. Writes the GPU bundle, .gpu/ (ignored by git;
+# copy it to the GPU machine beside the source tree), for one of gpu_check.sh's two modes
+# (one bundle at a time keeps the copy small):
 #   check (default)
 #     .gpu/bin/*.xz   qfleet_tests and bench_cuda, Release, sm_90 code only (the H100 and
 #                     H200), stripped and xz-compressed: the C++ GPU tests and the
@@ -24,7 +24,7 @@
 #     .gpu/peers/open_ref.npz  qfleet's results on bench/compare/open_gpu_peer.py's check batch
 #                     (the qfleet CLI of the build, complex128), which dynamiqs must match
 #   ab REV (a same-run A/B of a kernel change, scripts/gpu_ab.sh): .gpu-ab/ instead of .gpu/,
-#     beside check's carry (a second call on the same machine carries it alone)
+#     beside check's bundle (a GPU machine that already has check's takes .gpu-ab alone)
 #     .gpu-ab/bin/{bench_cuda,qfleet_tests}.xz  this tree's, as check's
 #     .gpu-ab/old/bench_cuda.xz, old/REVISION   bench_cuda built at REV (a commit before the
 #                     change) in its own checkout and tree, ${XDG_CACHE_HOME:-~/.cache}/qfleet/ab/REV,
@@ -35,8 +35,9 @@
 #                     benchmark program's library and the device build of what links that
 #                     machine's PyTorch
 #     .gpu/REVISION   the commit (and whether the tree had changes) the programs come from
-# then checks that the tree and .gpu (.gpu-ab) stay under 62 MiB (of the 64 MiB a call carries: 2 MiB for files
-# added to the tree after it ran), and prints the command to run.
+# then checks that the tree and .gpu (.gpu-ab) together stay under QFLEET_GPU_BUNDLE_MAX_MIB
+# (default 62; 0: no check), for a copy to the GPU machine whose size is capped, and prints
+# the command to run.
 #
 #   scripts/gpu_prepare.sh [check|figures|ab REV] [--build-dir DIR]   (default build-gpu-bin;
 #                          an existing Release build with CUDA for sm_90 is reused as is)
@@ -67,13 +68,13 @@ else
   programs=(tests/qfleet_tests bench/bench_cuda)
   targets=(qfleet_tests bench_cuda)
 fi
-limit_mib=62
-fm=/usr/share/datasets/fashion-mnist  # (check: its first records travel)
+limit_mib=${QFLEET_GPU_BUNDLE_MAX_MIB:-62}
+fm=/usr/share/datasets/fashion-mnist  # (check: its first records go into the bundle)
 if [ $mode = check ] && [ ! -d $fm ]; then
   echo "gpu_prepare: no $fm (Debian's fashion-mnist package: scripts/setup.sh installs it)"
   exit 2
 fi
-# The wheels each mode carries, at the versions bench/compare/constraints.txt pins:
+# The wheels each mode bundles, at the versions bench/compare/constraints.txt pins:
 # PennyLane and what it imports beyond the GPU machine's packages (pennylane_lightning and its
 # OpenBLAS, 33 MiB, left out: `import pennylane` does not load them); dynamiqs and what it
 # imports beyond that machine's JAX, equinox, diffrax, optimistix, SciPy, matplotlib, tqdm,
@@ -126,7 +127,7 @@ if [ $mode = ab ]; then
   pack "$src/build-gpu-bin/bench/bench_cuda" "$dest/old"
   echo "$old_rev" >"$dest/old/REVISION"
 fi
-carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/wheels (cached)
+bundle_wheels() {  # bundle_wheels PIN...: those wheels for Python 3.12 into .gpu/wheels (cached)
   local cache=${XDG_CACHE_HOME:-$HOME/.cache}/qfleet/gpu-wheels w name version
   mkdir -p "$cache" .gpu/wheels
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -140,11 +141,11 @@ carry_wheels() {  # carry_wheels PIN...: those wheels for Python 3.12 into .gpu/
 }
 if [ $mode = check ]; then
   wheels=$(pins "${pl_wheels[@]}") || exit 2
-  carry_wheels $wheels
+  bundle_wheels $wheels
   python3 scripts/idx_subset.py $fm .gpu/data/fashion-mnist 1280 256
 elif [ $mode = figures ]; then
   wheels=$(pins "${peer_wheels[@]}") || exit 2
-  carry_wheels $wheels
+  bundle_wheels $wheels
   mkdir -p .gpu/peers
   "$(scripts/setup_python.sh)/bin/python" bench/compare/open_gpu_peer.py reference --qfleet "$dir/tools/qfleet" \
     --out .gpu/peers/open_ref.npz
@@ -170,20 +171,21 @@ if [ ! -d "$dest/debs" ] || [ -z "$(ls "$dest/debs")" ]; then
   chmod -R go-w "$dest/debs"
 fi
 
-# What travels: the tracked and untracked-not-ignored files, and .gpu (.gpu-ab).
+# What goes to the GPU machine: the tracked and untracked-not-ignored files, and .gpu (.gpu-ab).
 tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -cb 2>/dev/null | tail -n 1 | cut -f1)
 gpu_bytes=$(du -sb "$dest" | cut -f1)
 total_mib=$(((tree_bytes + gpu_bytes) / 1048576))
-echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + $dest $((gpu_bytes / 1048576)) MiB = $total_mib MiB (limit $limit_mib MiB)"
+echo "gpu_prepare: tree $((tree_bytes / 1048576)) MiB + $dest $((gpu_bytes / 1048576)) MiB = $total_mib MiB (QFLEET_GPU_BUNDLE_MAX_MIB $limit_mib)"
 for d in "$dest/bin" "$dest/lib" "$dest/old"; do [ ! -d "$d" ] || ls -l "$d"; done
 [ ! -d "$dest/wheels" ] || echo "gpu_prepare: $(ls "$dest/wheels" | wc -l) wheels, $(du -sh "$dest/wheels" | cut -f1)"
-[ "$total_mib" -lt "$limit_mib" ] || { echo "gpu_prepare: over $limit_mib MiB: it will not travel"; exit 1; }
+[ "$limit_mib" = 0 ] || [ "$total_mib" -lt "$limit_mib" ] ||
+  { echo "gpu_prepare: over $limit_mib MiB (QFLEET_GPU_BUNDLE_MAX_MIB; 0 turns the check off)"; exit 1; }
 cat <<EOF
 On the GPU machine, in the source tree with $dest/ beside it (GPU_DEADLINE_S: the seconds
 the call may take; OUT: where the summary and logs go):
 EOF
 if [ $mode = ab ]; then
-  echo "  QFLEET_GPU_CARRY=.gpu-ab GPU_DEADLINE_S=240 OUT=\$OUT scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--ncu ROW]"
+  echo "  QFLEET_GPU_BUNDLE=.gpu-ab GPU_DEADLINE_S=240 OUT=\$OUT scripts/gpu_ab.sh BENCH_FILTER [--tests GTEST_FILTER] [--ncu ROW]"
   echo "      # bench_cuda at $rev against this tree's, alternated, after the tests of the change"
 elif [ $mode = check ]; then
   echo "  GPU_DEADLINE_S=420 OUT=\$OUT scripts/gpu_check.sh           # tests, Python suite, sanitizers"

@@ -91,7 +91,7 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
 int cli_body(const std::string& prog, const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "reproduce")
     return reproduce_body(prog, std::vector<std::string>(args.begin() + 1, args.end()));
-  if (!args.empty() && args[0] == "reproduce-all") {  // the and the paper's name for `reproduce all`
+  if (!args.empty() && args[0] == "reproduce-all") {  // another name for `reproduce all`
     std::vector<std::string> rest = {"all"};
     rest.insert(rest.end(), args.begin() + 1, args.end());
     return reproduce_body(prog, rest);

@@ -211,8 +211,8 @@ def pennylane_qnode(device_name, diff_method):
 
     if diff_method == "parameter-shift":
         # PennyLane's parameter-shift refuses tapes broadcast over a trainable parameter (the
-        # angles here; PennyLane issue #4462), so the batch is split into one tape per sample,
-        # which is what a user of this configuration gets to run.
+        # angles here; https://github.com/PennyLaneAI/pennylane/issues/4462), so the batch is
+        # split into one tape per sample, which is what a user of this configuration gets to run.
         return qml.transforms.broadcast_expand(circuit)
     return circuit
 

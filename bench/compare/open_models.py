@@ -114,7 +114,8 @@ def on_qubit(op: np.ndarray, q: int, n: int) -> np.ndarray:
 
 
 def local_qubits_model(n: int, n_seg: int = 60, T: float = 2.0) -> Model:
-    """Issue 27's workload, bench/micro/bench_open.cpp's local_qubits: n qubits (d = 2^n),
+    """The state-transfer workload (docs/benchmarks.md, "Open systems: state transfer, d = 2 to
+    64"), bench/micro/bench_open.cpp's local_qubits: n qubits (d = 2^n),
     H0 = sum_q (0.3 + 0.1 q) Z_q + 0.05 sum_q Z_q Z_{q+1}, controls X_q/2 and Y_q/2 on
     every qubit (order X0/2, Y0/2, X1/2, ...), jumps sigma^-_q (relaxation) and Z_q/sqrt2
     (dephasing) on every qubit (order q0 relax, q0 deph, q1 relax, ...), state transfer

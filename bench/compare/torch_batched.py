@@ -2,7 +2,7 @@
 implementations the research codes wrote, on one device, in one run, with the
 outputs and gradients of both checked to agree before anything is timed.
 
-    python bench/compare/torch_batched.py --device cuda        (a GPU: issues 4 and 5's comparisons)
+    python bench/compare/torch_batched.py --device cuda        (a GPU: docs/benchmarks.md's GPU rows)
     python bench/compare/torch_batched.py --device cpu --quick (a smoke run; CI runs it)
 
 (with the pip-installed package, or PYTHONPATH=python)

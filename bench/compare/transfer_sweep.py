@@ -23,9 +23,9 @@ from common import Budget, Row, SweepGuard, fmt_time
 from open_models import local_qubits_model, sample_params
 from transfer_ref import SparseTransferReference
 
-ISSUE_TOL = (1e-6, 1e-8)  # rtol, atol of bench_open.cpp's BM_LocalQubits and the issue's targets
+TARGET_TOL = (1e-6, 1e-8)  # rtol, atol of bench_open.cpp's BM_LocalQubits, the setting its targets are stated at
 REL_TOL = 1e-3  # relative error bound on top of the harness's absolute 1e-6 (F ~ 1e-8 at d = 64)
-QFLEET_CAP_S = 300.0  # qfleet rows are never skipped below this (the issue asks d = 64 to run)
+QFLEET_CAP_S = 300.0  # qfleet rows are never skipped below this (d = 64 must run)
 
 
 def reference_plan(d: int) -> dict:
@@ -75,9 +75,9 @@ def rows_for(quick: bool, rtol: float, atol: float):
     rows = {
         f"qfleet tsit5 lindblad {tol}": ("qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
             m, u, r, "tsit5", rtol, atol, "lindblad"), 2.5),
-        f"qfleet tsit5 lindblad rtol={ISSUE_TOL[0]:g} atol={ISSUE_TOL[1]:g} (issue setting)": (
+        f"qfleet tsit5 lindblad rtol={TARGET_TOL[0]:g} atol={TARGET_TOL[1]:g} (target setting)": (
             "qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
-                m, u, r, "tsit5", ISSUE_TOL[0], ISSUE_TOL[1], "lindblad"), 2.5),
+                m, u, r, "tsit5", TARGET_TOL[0], TARGET_TOL[1], "lindblad"), 2.5),
         "qfleet exact, action (Lindblad form)": ("qfleet", "fwd+grad", lambda m, u, r: qfleet_side.transfer_case(
             m, u, r, "exact", form="lindblad", exact="action"), 2.5),
         "qfleet exact, propagator (Fréchet adjoint)": ("qfleet", "fwd+grad", _exact_propagator, 6.0),
@@ -127,7 +127,7 @@ def run(results: dict, ctx) -> None:
     rows = rows_for(args.quick, rtol, atol)
     base = next(iter(rows))  # the qfleet row every ratio is taken against
     cap = cfg["transfer_cap_s"]
-    # qfleet's tsit5 and exact-action rows run every d (the issue asks d = 64 to run); the rest are
+    # qfleet's tsit5 and exact-action rows run every d (d = 64 must run); the rest are
     # capped, at a fifth for dynamiqs' dense layout (its second choice: slower than dia from d = 4
     # here) and qfleet's exact propagator (d^6: ~5 s at d = 8, ~5 min predicted at d = 16, its largest d)
     def cap_of(name):
@@ -171,9 +171,9 @@ def run(results: dict, ctx) -> None:
                     row.extra["checked"] = (f"F on {plan['fwd_tasks']} of {B} tasks"
                                             + (f"; gradients on {ng}" if mode != "fwd" else ""))
                     worst = max(rel.values())
-                    # the issue-setting row's atol (1e-8) is above F itself at d = 64 (~1e-9): its
+                    # the target-setting row's atol (1e-8) is above F itself at d = 64 (~1e-9): its
                     # relative error is reported, not asserted
-                    if worst > REL_TOL and row.check == "pass" and "issue setting" not in name:
+                    if worst > REL_TOL and row.check == "pass" and "target setting" not in name:
                         row.check = "fail"
                         row.extra["relative_check"] = f"max relative error {worst:.1e} > {REL_TOL:g}"
             ctx.log_row(f"[transfer] d={d}", row)
@@ -182,10 +182,10 @@ def run(results: dict, ctx) -> None:
         "title": f"Local-qubit state transfer: time vs d (n qubits, {B} tasks, 60 segments, forward + gradient)",
         "param": "d", "fixed": {"tasks": B, "segments": 60, "T": 2.0, "rtol": rtol, "atol": atol},
         "model": local_qubits_model(2).notes, "baseline": base,
-        "note": (f"Every adaptive solver at rtol = {rtol:g}, atol = {atol:g} (qfleet also at the issue's "
-                 f"{ISSUE_TOL[0]:g}/{ISSUE_TOL[1]:g}); checked: max abs error <= {ctx.TOL_ADAPTIVE:g} and max "
+        "note": (f"Every adaptive solver at rtol = {rtol:g}, atol = {atol:g} (qfleet also at the target setting, "
+                 f"{TARGET_TOL[0]:g}/{TARGET_TOL[1]:g}); checked: max abs error <= {ctx.TOL_ADAPTIVE:g} and max "
                  f"relative error (over max |reference| per output) <= {REL_TOL:g} (qfleet exact: abs <= "
-                 f"{ctx.TOL_EXACT:g}; the issue-setting row: relative error reported, not asserted, as its "
+                 f"{ctx.TOL_EXACT:g}; the target-setting row: relative error reported, not asserted, as its "
                  f"atol is above F at d = 64). QuTiP: forward only (no "
                  f"gradients in QuTiP). Alternatives capped at {fmt_time(cap)} per call (predicted from the "
                  f"previous d; dynamiqs dense and qfleet's exact propagator at {fmt_time(cap / 5)}), qfleet tsit5 and "

@@ -117,7 +117,8 @@ void run_layer(benchmark::State& st, bool backward, qfleet::Precision prec, bool
   }
 }
 
-// The headline workload: n = 4, B = 64, forward + backward, complex128.
+// The headline workload, the hybrid classifier's layer: n = 4, B = 64, forward + backward,
+// complex128.
 void BM_Classifier_FwdBwd_c128(benchmark::State& st) { run_layer<double>(st, true, qfleet::Precision::complex128); }
 void BM_Classifier_Fwd_c128(benchmark::State& st) { run_layer<double>(st, false, qfleet::Precision::complex128); }
 void BM_Classifier_SavedFwdBwd_c128(benchmark::State& st) {

@@ -3,7 +3,7 @@
 // machine with a GPU:
 //   build/bench/bench_cuda --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Workloads:
-//   Target/*  the issue's reference pass: 10 qubits, 30 gates (RY(input) on every
+//   Target/*  the reference pass of the GPU targets: 10 qubits, 30 gates (RY(input) on every
 //             wire, a CNOT ring, RZ(weight) on every wire), <Z_0>, batch 100;
 //   Layer/*   the hybrid classifier's layer (AngleEmbedding + 3 StronglyEntanglingLayers,
 //             <Z_i> on every wire) for n = 2..16 and batch 1..10^6, forward and
@@ -12,14 +12,15 @@
 //             16), 60 segments, two controls, one decay channel, exact solver,
 //             B = 1..10^6 tasks (fewer for large d: a thread per task holds its
 //             superoperators in global memory), forward and forward + gradient,
-//             complex64 and complex128; the issue's target is
+//             complex64 and complex128; the GPU target row is
 //             Open/d2/B100000/fwd+grad/c64.
 //   OpenShape/* the thread, tile8, tile16, warp and block launch shapes on the same problems.
 //   Mixed/*   density matrices: the layer with a depolarizing channel on every wire.
 //   MixedShape/*  the same at pinned block sizes (QFLEET_DM_CUDA_THREADS).
 //   */cpu     the same workloads on qfleet's CPU backend with every core of the machine
 //             (OpenMP's default; wall-clock time, host buffers): the same machine's CPU
-//             beside its GPU in one run (issue 50's peer rows). They run without a GPU too.
+//             beside its GPU in one run (docs/benchmarks.md, "Circuits on a GPU"). They run
+//             without a GPU too.
 // Counter gates/s = batch x gate applications per second (the backward counts its
 // two adjoint applications per gate, like bench_circuits). Without a GPU it says
 // so and runs the */cpu rows alone.
@@ -261,7 +262,7 @@ void run_open_cpu(benchmark::State& st, int d, std::size_t B) {
   st.SetLabel(p.execution(B, true));
 }
 
-// Issue 50's rows on the CPU, complex64, forward + gradient: Target, Layer/n4 (B 10^4 and
+// The GPU targets' rows on the CPU, complex64, forward + gradient: Target, Layer/n4 (B 10^4 and
 // 10^6), Layer/n10/B10000 (beside Shape/n10/B10000), Open/d2/B100000, Open/d4/B10000
 // (beside OpenShape/d4), Mixed/n4/B10000.
 void register_cpu() {

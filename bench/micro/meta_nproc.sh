@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The meta-control app on 1 and 2 processes (issue 20): wall-clock per training
+# The meta-control app on 1 and 2 processes (docs/training.md): wall-clock per training
 # iteration (the report's timings_s.per_iteration_ms), median of REPEATS runs, and the
 # scaling efficiency t1 / (2 t2). Usage: bench/micro/meta_nproc.sh QFLEET_META_BINARY [ITERATIONS] [REPEATS]
 set -euo pipefail

@@ -1,4 +1,4 @@
-// Soak of qfleet::train's runner (issue 20): 10^5 steps of a small hybrid job (a
+// Soak of qfleet::train's runner (docs/training.md): 10^5 steps of a small hybrid job (a
 // linear layer into a 2-qubit circuit layer, DeviceOptimizer Adam, metrics through the
 // meter with sync_every = 100), resident memory sampled every 10^4 steps. Not a test:
 // it prints the figures docs/training.md quotes. Usage: train_soak [steps] [sample_every]

@@ -107,7 +107,7 @@ nlohmann::json evaluate(const nlohmann::json& problem);
 // The gate catalogue: [{"name", "wires", "params", "controls"}, ...].
 nlohmann::json gate_catalogue();
 
-// A device noise model (docs/noisy.md) read and validated; errors carry the key's path.
+// A device noise model (docs/noisy.md) read and validated; errors hold the key's path.
 qfleet::NoiseModel parse_noise_model(const nlohmann::json& model);
 
 // Serialises JSON with full double precision (shortest text that reads back as

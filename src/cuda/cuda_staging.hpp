@@ -30,7 +30,7 @@ class DeviceGuard {  // runs a call on the program's device, restoring the calle
 
 // A call on host buffers staged through one stream-ordered device arena: inputs
 // copied in at construction, outputs copied back and the stream synchronised by
-// finish(). `scratch` extra bytes (zeroed) can carry a status word. On an exception
+// finish(). `scratch` extra bytes (zeroed) can hold a status word. On an exception
 // before finish(), the destructor frees the arena and waits.
 class StagedCall {
  public:

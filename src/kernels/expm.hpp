@@ -10,7 +10,7 @@
 //                 derivative of the matrix exponential, with an application to
 //                 condition number estimation", SIAM J. Matrix Anal. Appl. 30(4),
 //                 1639-1657 (2009), Algorithm 6.4: exp(A) and L(A, E) together;
-//                 the derivative is carried through the Padé evaluation
+//                 the derivative is propagated through the Padé evaluation
 //                 (M_2k = L(A^2k, E), Lu, Lv) and through the squaring phase
 //                 (L <- X L + L X, X <- X^2).
 //

@@ -242,7 +242,7 @@ inline void conj_dots_shared_nv(const R* a, const Cx<R>* bc, std::size_t ld, con
 }  // namespace detail
 
 // out[j] = conj_dot(n, a, b + ld * idx[j]) for j < m, a's vectors (and their swapped
-// copies, which carry the cross products here instead of b's) held in registers: the
+// copies, which hold the cross products here instead of b's) held in registers: the
 // Lindblad gradient's entries of one row of G's pattern share their kbar column. Columns
 // of 2, 4 or 8 vectors (8 only with AVX-512's 32 registers); others one conj_dot each.
 template <class R>

@@ -134,7 +134,7 @@ QFLEET_HD inline bool perm_runs_fused(int runs, std::uint64_t entries, int per_m
 constexpr int kMaxSampleWires = 26;
 // Target wires of one gate's block in the GPU bodies (kernels/sv_group.hpp,
 // kernels/sv_lanes.hpp) and the cpu tiles: the catalogue's gates and QubitUnitary
-// have at most two (controls excluded); the planner refuses anything else, so they carry
+// have at most two (controls excluded); the planner refuses anything else, so they hold
 // 4 x 4 blocks at most (no dead 8 x 8 path holding registers or stack).
 constexpr int kMaxBlockTargets = 2;
 

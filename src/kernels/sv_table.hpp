@@ -10,7 +10,7 @@
 // part of the group), a part being what the group sums without a barrier (a warp on
 // a GPU). The adjoint step stores its parts' sums there instead of a group-wide sum
 // (two barriers) per parameter; one pass after the sweep adds them in part order,
-// the order of the group's own sum, so the gradients carry the same bits.
+// the order of the group's own sum, so the gradients have the same bits.
 //
 // Layout for tiles of L samples (lane l), entries as the cpu tiles scatter them
 // (apply_block_lane's ML = L form): [mats: mat_entries][dmats: dmat_entries] complex

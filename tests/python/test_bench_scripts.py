@@ -256,7 +256,7 @@ def test_gpu_open_peer_reference_is_the_ladders_exact_dynamics(tmp_path):
 def test_apps_figures_takes_a_figure_only_from_a_run_on_its_device(meta_binary, tmp_path):
     # scripts/apps_figures.py (gpu_check.sh figures' apps.json): a real qfleet-meta report
     # from the CPU fills the cpu key; the same report offered as the GPU run is refused with
-    # the device it ran on; every key of the issue is present, each null with a reason.
+    # the device it ran on; every key apps_figures.py defines is present, each null with a reason.
     run = tmp_path / "meta-cpu"
     r = subprocess.run([meta_binary, "--preset", "paper", "--set", "device=cpu", "--set", "iterations=2",
                         "--set", "robust_iterations=1", "--set", "grape_iterations=1", "--quiet", "--out", str(run)],

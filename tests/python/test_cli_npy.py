@@ -261,7 +261,7 @@ def test_an_npy_eval_binds_its_threads_when_they_fill_the_cpus(tmp_path):
 
 @pytest.mark.parametrize("linked", ["linkdir/r", "real/linkdir/r"])
 def test_output_npy_refuses_a_linked_folder_below_the_output_folder(tmp_path, linked):
-    # A link planted as a folder of output_npy would carry the files out of the output folder:
+    # A link planted as a folder of output_npy would take the files out of the output folder:
     # one line naming it, status 2, nothing written there.
     (tmp_path / "in" / "real").mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()

@@ -276,7 +276,7 @@ def test_layer_device_option(qfleet):
 
 def test_built_with_cuda_as_configured(qfleet):
     # scripts/test.sh says whether the build it tests configured the CUDA backend (nvcc and a GPU):
-    # the pip-installed wheel must then carry it too.
+    # the pip-installed wheel must then have it too.
     want = os.environ.get("QFLEET_EXPECT_CUDA_BACKEND")
     if want is None:
         pytest.skip("QFLEET_EXPECT_CUDA_BACKEND is not set (scripts/test.sh sets it from the CMake build)")

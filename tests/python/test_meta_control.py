@@ -83,7 +83,7 @@ def test_gradient_entry_points_match_finite_differences(mc):
 
 def test_a_meta_step_compiled_once_gives_the_one_off_gradients(mc):
     """MetaStep keeps its programs between calls: alternating task batches through one step must give
-    what a fresh meta_gradient gives each (no state carried over), and its inputs are checked."""
+    what a fresh meta_gradient gives each (no state kept between calls), and its inputs are checked."""
     cfg = mc.make_config(mc.resolve_config({**SMALL, "inner_steps": 2, "hidden_width": 4, "n_segments": 6}))
     p = mc.policy_size(cfg)
     gen = torch.Generator().manual_seed(5)

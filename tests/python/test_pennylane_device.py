@@ -633,7 +633,7 @@ def test_readout_prob_matches_default_mixed():
     assert abs(exact - mid) > 0.1
     assert abs(qml.QNode(hermitian_expval, dev)(0.8) - (mid + (1 - 2 * p) * (exact - mid))) < TOL
 
-    # samples carry the readout error too
+    # samples include the readout error too
     def sample(x):
         prepare(x)
         return qml.sample()

@@ -490,7 +490,7 @@ class OpenFunction : public ::torch::autograd::Function<OpenFunction> {
 
  private:
   // An absent drift_coeffs / rates argument travels through autograd as an empty [0]
-  // placeholder (autograd::Function cannot carry undefined tensors), and whether it was
+  // placeholder (autograd::Function cannot pass undefined tensors), and whether it was
   // given as a flag beside the mode: a given one may be empty too (rates [0, n_jumps] of
   // an empty batch), which an emptiness test took for absent ("rates is required").
   static std::optional<Tensor> given(const Tensor& t, bool was_given) {

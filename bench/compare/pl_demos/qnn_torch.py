@@ -23,7 +23,7 @@ REFERENCE = "default.qubit"
 DEVICES = QUBIT_DEVICES
 # float32 as published (Linear layers, inputs; TorchLayer casts the QNode's output to the input's
 # dtype): default.qubit's backprop then runs in complex64 while the adjoint devices compute in
-# float64, so outputs agree to float32 rounding, carried through the SGD steps.
+# float64, so outputs agree to float32 rounding, kept through the SGD steps.
 ATOL = 1e-5
 # (SGD steps, points predicted after them): the demo trains 6 epochs of 40 batches, then predicts all 200
 SIZE = {False: (40, 200), True: (2, 10)}

@@ -24,7 +24,7 @@ INTERFACE = "jax"
 REFERENCE = "lightning.qubit"
 DEVICES = QUBIT_DEVICES
 # float32 as published: the devices compute in float64 and jax rounds each result to float32, so two
-# devices may differ by an ulp (6e-8 at 1) that a few dozen steps carry along, never grow past 1e-5.
+# devices may differ by an ulp (6e-8 at 1) that a few dozen steps keep, never grow past 1e-5.
 ATOL = 1e-5
 STEPS = {False: 40, True: 3}  # the demo runs 100; its cost has converged after about 40
 

@@ -24,7 +24,7 @@ INTERFACE = "torch"
 REFERENCE = "default.qubit"
 DEVICES = QUBIT_DEVICES
 # PennyLane 0.45's torch interface hands lightning.qubit's results back in torch's default dtype, float32
-# (the parameters are float64); its row agrees to that rounding, carried through the Adam steps.
+# (the parameters are float64); its row agrees to that rounding, kept through the Adam steps.
 ATOL = {"default": EXACT, "lightning.qubit": 1e-5}
 STEPS = {False: 50, True: 2}
 

@@ -2,7 +2,7 @@
 // back what holds tensors (training checkpoints, the classifier's backbone and feature
 // cache, the qGAN classifier's records, the PPO policy).
 //
-// Why not LibTorch's archive or a pickle: loading either runs code the file may carry (a
+// Why not LibTorch's archive or a pickle: loading either runs code the file may hold (a
 // TorchScript archive's `__setstate__`, a pickle's `__reduce__`) before anything can be
 // checked. A tensor file is data only: the layout of safetensors
 // (https://huggingface.co/docs/safetensors: an 8-byte little-endian header length, a JSON

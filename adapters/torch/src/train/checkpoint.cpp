@@ -24,7 +24,7 @@ namespace qfleet::train {
 namespace {
 
 // A tensor file (qfleet/tensor_file.hpp): data only, its SHA-1 checked before anything is
-// parsed. The earlier formats (/1, /2) were LibTorch archives, which can carry code that
+// parsed. The earlier formats (/1, /2) were LibTorch archives, which can hold code that
 // runs as they load; they are refused unread.
 constexpr const char* kFormat = "qfleet-train-checkpoint/3";
 

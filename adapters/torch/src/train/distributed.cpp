@@ -113,7 +113,7 @@ ProcessGroup::ProcessGroup(const DistOptions& options) : opt_(options), impl_(st
   so.timeout = opt_.timeout;
   try {
     auto tcp = c10::make_intrusive<c10d::TCPStore>(opt_.master_addr, so);
-    // torchrun's store outlives a restart of the workers: keys carry the restart count.
+    // torchrun's store outlives a restart of the workers: keys hold the restart count.
     impl_->store = c10::make_intrusive<c10d::PrefixStore>(
         "qfleet/" + env("TORCHELASTIC_RESTART_COUNT").value_or("0"), tcp);
   } catch (const c10::Error& e) {
