@@ -40,7 +40,8 @@ if(QFLEET_FUZZ)
   set_property(SOURCE ${_qfleet_sources} APPEND PROPERTY COMPILE_OPTIONS ${QFLEET_FUZZ_COVERAGE})
 endif()
 target_include_directories(qfleet
-  PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
+  PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${QFLEET_GENERATED_INCLUDE}>
+         $<INSTALL_INTERFACE:include>
   PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_features(qfleet PUBLIC cxx_std_20)
 target_link_libraries(qfleet PUBLIC OpenMP::OpenMP_CXX)
@@ -56,7 +57,7 @@ target_compile_options(qfleet PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${QFLEET_WARNING
 function(qfleet_cpu_isa isa lanes_f32 lanes_f64 flags)
   set(lib qfleet_isa_${isa})
   add_library(${lib} OBJECT src/cpu/isa_sv.cpp src/cpu/isa_dm.cpp src/cpu/isa_open.cpp src/cpu/isa_row.cpp)
-  target_include_directories(${lib} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(${lib} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include ${QFLEET_GENERATED_INCLUDE})
   target_compile_features(${lib} PRIVATE cxx_std_20)
   target_link_libraries(${lib} PRIVATE OpenMP::OpenMP_CXX)
   target_compile_definitions(${lib} PRIVATE QFLEET_KERN_ISA=${isa} QFLEET_LANES_F32=${lanes_f32}
@@ -101,7 +102,7 @@ if(QFLEET_ENABLE_CUDA)
               src/cuda/open_cuda_k_thread.cu src/cuda/open_cuda_k_group.cu src/cuda/open_cuda_k_tile.cu
               src/cuda/cuda_backend.cpp src/cuda/cuda_staging.cpp src/cuda/launch_names.cpp)
   set_target_properties(qfleet_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
-  target_include_directories(qfleet_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(qfleet_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include ${QFLEET_GENERATED_INCLUDE})
   target_compile_features(qfleet_cuda PRIVATE cxx_std_20)
   target_link_libraries(qfleet_cuda PRIVATE CUDA::cudart_static OpenMP::OpenMP_CXX)
   target_compile_options(qfleet_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr --threads=0>

@@ -1,4 +1,4 @@
-// A downstream project: <Z0> after RY(theta) is cos(theta).
+// A downstream C++ project on qfleet::qfleet (the engine, no LibTorch): <Z0> after RY(theta) is cos(theta).
 #include <cmath>
 #include <cstdio>
 #include <qfleet/qfleet.hpp>
@@ -15,6 +15,6 @@ int main() {
       return 1;
     }
   }
-  std::printf("consumer ok (isa %s)\n", program.isa().c_str());
+  std::printf("circuit ok (isa %s)\n", program.isa().c_str());
   return 0;
 }

@@ -1,5 +1,5 @@
 """qfleet: batched simulation of fleets of small quantum systems, with exact
-gradients, as PyTorch operators and modules.
+gradients, as PyTorch operators and modules::
 
     import qfleet, torch
     c = qfleet.Circuit(4)
@@ -71,7 +71,21 @@ def built_with_cuda() -> bool:
 if "torch" in sys.modules:  # a PyTorch program: its operators ready at once, as they always were
     load_operators()
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """CMakeLists.txt's project version, the one place it is written: the wheel carries it in
+    _version.py (written at build time); a checkout reads it from CMakeLists.txt itself."""
+    try:
+        from ._version import version
+        return version
+    except ImportError:
+        import re
+        from pathlib import Path
+        text = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+        return re.search(r"project\(qfleet VERSION ([0-9.]+)", text).group(1)
+
+
+__version__ = _version()
 __all__ = ["Circuit", "Param", "input", "weight", "OpenSystem", "Operator", "local", "pauli", "QuantumLayer",
            "OpenSystemLayer", "circuit_forward", "open_fidelity", "open_final_state", "open_outputs", "OpenOutputs",
            "evaluate", "load_problem",

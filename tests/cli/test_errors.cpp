@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "qfleet/version.hpp"
 #include "run_cli.hpp"
 
 namespace {
@@ -504,7 +505,7 @@ TEST(CliErrors, Usage) {
 TEST(CliCommands, VersionHelpGatesInfo) {
   auto r = run_cli({"--version"});
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.out, "qfleet 0.1.0\n");
+  EXPECT_EQ(r.out, std::string("qfleet ") + QFLEET_VERSION_STRING + "\n");
   EXPECT_EQ(r.err, "");
 
   r = run_cli({"--help"});
@@ -532,7 +533,7 @@ TEST(CliCommands, VersionHelpGatesInfo) {
   r = run_cli({"info", "--indent", "2"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json info = json::parse(r.out);
-  EXPECT_EQ(info["version"], "0.1.0");
+  EXPECT_EQ(info["version"], QFLEET_VERSION_STRING);
   ASSERT_TRUE(info["isas"].is_array());
   EXPECT_FALSE(info["isas"].empty());
   EXPECT_EQ(info["isas"].back(), "baseline");
