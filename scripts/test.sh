@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run every test: a Release build (warnings are errors) with the
 # PyTorch adapter and its C++ and Python tests, the CUDA backend's compile for sm_90
-# where nvcc is found but no GPU, the pip-installed package's tests, an
+# where nvcc is found but no GPU, the wheel (scripts/build_wheel.sh) installed into a clean
+# environment without a compiler and the Python suite run there, an
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the core, the PyTorch adapter and
 # the apps running their C++ suites, a ThreadSanitizer build running the threads tests,
 # and libFuzzer on the readers. Each phase prints the seconds since the start.
@@ -45,7 +46,7 @@ if grep -q '^QFLEET_ENABLE_CUDA:BOOL=OFF' build/CMakeCache.txt && [ -n "$nvcc" ]
 fi
 
 # A tree on the Release library, linked as it is (QFLEET_PREBUILT_LIBRARY), as a GPU machine's
-# device build links the library scripts/gpu_prepare.sh carries there: it configures, the
+# device build links the library scripts/gpu_prepare.sh bundles for it: it configures, the
 # command-line tool links, and it runs.
 echo "== the library linked prebuilt (QFLEET_PREBUILT_LIBRARY; $((SECONDS - start)) s)"
 ./scripts/configure.sh build-prebuilt -DCMAKE_BUILD_TYPE=Release -DQFLEET_BUILD_TESTS=OFF -DQFLEET_BUILD_BENCH=OFF \
@@ -62,18 +63,50 @@ if out=$(cmake -S "$root" -B build-prebuilt-missing -DQFLEET_BUILD_TORCH=OFF -DQ
 fi
 rm -rf build-prebuilt-missing
 
-echo "== pip install . and the Python tests against the installed package ($((SECONDS - start)) s)"
-# The wheel is built in the Release build's tree (same generator and compiler
-# flags), so pip compiles nothing again; a user's plain `pip install .` builds in
-# build-wheel/.
-CMAKE_GENERATOR="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)" \
-  python -m pip install -q --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=build \
-  -Ccmake.define.QFLEET_BUILD_TESTS=ON -Ccmake.define.QFLEET_BUILD_BENCH=ON .
+echo "== the wheel, installed into a clean environment without a compiler, and the Python tests there ($((SECONDS - start)) s)"
+# scripts/build_wheel.sh, in the Release build's tree (same generator and compiler flags, so
+# pip compiles nothing again; a user's plain build_wheel.sh builds in build-wheel/).
+wheel=$(CMAKE_GENERATOR="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)" \
+  ./scripts/build_wheel.sh build/dist -Cbuild-dir=build \
+  -Ccmake.define.QFLEET_BUILD_TESTS=ON -Ccmake.define.QFLEET_BUILD_BENCH=ON)
+# A new environment of this checkout's own, build/wheel-env. What the wheel requires (torch,
+# numpy) and what the tests use come from the test environment, read through a .pth file
+# (python/requirements.txt's CUDA torch is 4 GB: installed once); qfleet comes only from the
+# wheel, and the test environment never has qfleet installed. pip installs from the wheel
+# alone (--no-index): a requirement the environment does not satisfy stops here.
+wheel_env="$root/build/wheel-env"
+rm -rf "$wheel_env"
+"$venv/bin/python" -m venv --without-pip "$wheel_env"  # (pip too is the test environment's)
+purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+purelib "$venv/bin/python" >"$(purelib "$wheel_env/bin/python")/qfleet_test_dependencies.pth"
+# No compiler on PATH, as on a user's machine that has none: every program of the system's
+# bin folders but the C, C++, Fortran and CUDA compilers and the linker.
+no_cc_bin="$root/build/no-compiler-bin"
+rm -rf "$no_cc_bin" && mkdir -p "$no_cc_bin"
+for f in /usr/local/bin/* /usr/bin/* /bin/*; do
+  case "$(basename "$f")" in
+    gcc* | g++* | cc | c++ | cpp | cpp-* | c89* | c99* | clang* | nvcc | ld | ld.* | gfortran* | *-linux-gnu-*) ;;
+    *) [ -e "$no_cc_bin/$(basename "$f")" ] || ln -s "$f" "$no_cc_bin/" ;;
+  esac
+done
+wheel_path="$wheel_env/bin:$no_cc_bin"
+env PATH="$wheel_path" python -m pip install -q --no-index "$wheel"
+tmp=$(mktemp -d)
+# The environment is what it says: no compiler, qfleet from the wheel, the system libraries it
+# links from the wheel's own copies (python/qfleet is not on the path: the tests run from $tmp).
+(cd "$tmp" && env -u PYTHONPATH PATH="$wheel_path" python -c "
+import shutil, torch, qfleet
+assert [c for c in ('cc', 'c++', 'gcc', 'g++', 'clang', 'nvcc', 'ld') if shutil.which(c)] == []
+assert qfleet.__file__.startswith('$wheel_env/'), qfleet.__file__
+qfleet.load_operators()
+maps = open('/proc/self/maps').read()
+assert 'qfleet.libs/liblbfgsb' in maps and '/liblbfgsb.so' not in maps, 'L-BFGS-B is not the wheel own copy'
+")
 # The wheel configures the CUDA backend as the CMake build did (on where nvcc is found and a GPU visible).
 expect_cuda=0
 grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
-tmp=$(mktemp -d)
-(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_C_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$venv/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
+(cd "$tmp" && env -u PYTHONPATH -u QFLEET_TORCH_LIBRARY -u QFLEET_C_LIBRARY -u QFLEET_META_LIBRARY -u QFLEET_CLASSIFY_LIBRARY -u QFLEET_QGAN_LIBRARY -u QFLEET_RL_LIBRARY \
+   PATH="$wheel_path" QFLEET_EXPECT_CUDA_BACKEND=$expect_cuda QFLEET_CLI="$wheel_env/bin/qfleet" QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
    QFLEET_CLASSIFY="$root/build/apps/classify/qfleet-classify" QFLEET_QGAN="$root/build/apps/qgan/qfleet-qgan" QFLEET_RL="$root/build/apps/rl/qfleet-rl" \
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider --durations=20 "$root/tests/python")
