@@ -1,5 +1,5 @@
 """Fake (abstract) versions of the compiled-program classes and the operators'
-fake (Meta) kernels, so torch.compile and FakeTensor tracing can carry programs
+fake (Meta) kernels, so torch.compile and FakeTensor tracing can take programs
 through a graph. (They live here rather than in C++: under torch.compile a
 program arrives as a Python FakeScriptObject, which a C++ kernel cannot take.)"""
 import json

@@ -2,16 +2,20 @@
 
 It records the circuit in the JSON problem format of `qfleet eval`
 (docs/cli.md); the C++ library validates it when the circuit is compiled, so
-errors carry the same messages as the command-line tool.
+errors have the same messages as the command-line tool.
 """
+from __future__ import annotations
+
 import copy
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 import torch
 
 from . import _json, _lib
+from ._types import Matrix, Program, RealMatrix
 
 
 @dataclass(frozen=True)
@@ -21,9 +25,9 @@ class Param:
     index: int
     scale: float = 1.0
 
-    def to_json(self):
+    def to_json(self) -> dict[str, int | float]:
         """The parameter as the JSON problem writes it: {"input" or "weight": index[, "scale": s]}."""
-        d = {self.kind: int(self.index)}
+        d: dict[str, int | float] = {self.kind: int(self.index)}
         if self.scale != 1.0:
             d["scale"] = float(self.scale)
         return d
@@ -48,14 +52,14 @@ def _param(p, where):
 class Circuit:
     """A parameterized circuit on `n_qubits` qubits (wire 0 = most significant bit)."""
 
-    def __init__(self, n_qubits: int):
+    def __init__(self, n_qubits: int) -> None:
         if not isinstance(n_qubits, int) or isinstance(n_qubits, bool):
             raise TypeError(f"qfleet: n_qubits must be an int, got {type(n_qubits).__name__}")
-        self._doc = {"kind": "circuit", "qubits": n_qubits, "ops": [], "observables": []}
-        self._probs = []
+        self._doc: dict[str, Any] = {"kind": "circuit", "qubits": n_qubits, "ops": [], "observables": []}
+        self._probs: list[list[int]] = []
 
     # -- gates and templates -------------------------------------------------------
-    def add(self, gate: str, wires: Sequence[int], params: Sequence = ()):
+    def add(self, gate: str, wires: Sequence[int], params: Sequence[float | Param] = ()) -> Circuit:
         """A catalogue gate (`qfleet gates`), e.g. add("CRX", [0, 2], [qfleet.input(1, 0.5)])."""
         op = {"gate": str(gate), "wires": [int(w) for w in wires]}
         if params:
@@ -63,20 +67,20 @@ class Circuit:
         self._doc["ops"].append(op)
         return self
 
-    def qubit_unitary(self, wires: Sequence[int], matrix):
+    def qubit_unitary(self, wires: Sequence[int], matrix: Matrix) -> Circuit:
         """A fixed unitary (2^k x 2^k, k = len(wires)) on `wires`, wires[0] its most significant qubit."""
         self._doc["ops"].append({"gate": "QubitUnitary", "wires": [int(w) for w in wires],
                                  "matrix": _json.cmatrix(matrix, "QubitUnitary matrix")})
         return self
 
-    def angle_embedding(self, wires: Sequence[int], rotation: str = "X", first_input: int = 0):
+    def angle_embedding(self, wires: Sequence[int], rotation: str = "X", first_input: int = 0) -> Circuit:
         """PennyLane's AngleEmbedding: input first_input + i as the angle of an R`rotation` on wires[i]."""
         self._doc["ops"].append({"template": "AngleEmbedding", "wires": [int(w) for w in wires],
                                  "rotation": str(rotation), "first_input": int(first_input)})
         return self
 
-    def amplitude_embedding(self, wires: Sequence[int], n_features: int = None, first_input: int = 0,
-                            normalize: bool = False, pad_with: float = None):
+    def amplitude_embedding(self, wires: Sequence[int], n_features: int | None = None, first_input: int = 0,
+                            normalize: bool = False, pad_with: float | None = None) -> Circuit:
         """PennyLane's AmplitudeEmbedding: n_features inputs (from first_input) as the state's
         amplitudes on `wires`, optionally normalised or padded with `pad_with`."""
         op = {"template": "AmplitudeEmbedding", "wires": [int(w) for w in wires],
@@ -89,7 +93,7 @@ class Circuit:
         return self
 
     def basic_entangler_layers(self, wires: Sequence[int], layers: int, rotation: str = "X",
-                               first_weight: int = 0):
+                               first_weight: int = 0) -> Circuit:
         """PennyLane's BasicEntanglerLayers: per layer an R`rotation` per wire (weights from
         first_weight) and a ring of CNOTs."""
         self._doc["ops"].append({"template": "BasicEntanglerLayers", "wires": [int(w) for w in wires],
@@ -98,7 +102,7 @@ class Circuit:
         return self
 
     def strongly_entangling_layers(self, wires: Sequence[int], layers: int, first_weight: int = 0,
-                                   ranges: Sequence[int] = None, imprimitive: str = "CNOT"):
+                                   ranges: Sequence[int] | None = None, imprimitive: str = "CNOT") -> Circuit:
         """PennyLane's StronglyEntanglingLayers: per layer a Rot per wire (3 weights each, from
         first_weight) and `imprimitive` gates at the given ranges."""
         op = {"template": "StronglyEntanglingLayers", "wires": [int(w) for w in wires],
@@ -109,7 +113,7 @@ class Circuit:
         return self
 
     # -- noise (docs/noisy.md): a noisy circuit is simulated as density matrices ------
-    def channel(self, name: str, wires: Sequence[int], params: Sequence = ()):
+    def channel(self, name: str, wires: Sequence[int], params: Sequence[float | Param] = ()) -> Circuit:
         """A noise channel of the catalogue (docs/noisy.md), e.g. channel("Depolarizing", [0], [0.01]);
         parameters may be numbers, qfleet.input(i) or qfleet.weight(j) like gate parameters."""
         op = {"channel": str(name), "wires": [int(w) for w in wires]}
@@ -118,13 +122,13 @@ class Circuit:
         self._doc["ops"].append(op)
         return self
 
-    def kraus(self, wires: Sequence[int], operators):
+    def kraus(self, wires: Sequence[int], operators: Sequence[Matrix]) -> Circuit:
         """A general channel rho -> sum_k K_k rho K_k^dag on 1 or 2 wires (checked trace preserving)."""
         ops = [_json.cmatrix(k, f"Kraus operator {i}") for i, k in enumerate(operators)]
         self._doc["ops"].append({"channel": "Kraus", "wires": [int(w) for w in wires], "kraus": ops})
         return self
 
-    def readout_error(self, wire: int, p1_given_0: float, p0_given_1: float):
+    def readout_error(self, wire: int, p1_given_0: float, p0_given_1: float) -> Circuit:
         """Readout (assignment) error of `wire`: 0 read as 1 with p1_given_0, 1 read as 0 with p0_given_1.
         It applies to expectation values, probabilities and samples, not to density matrices."""
         self._doc.setdefault("readout_errors", []).append(
@@ -132,13 +136,13 @@ class Circuit:
              "p0_given_1": _json.real(p0_given_1, "p0_given_1")})
         return self
 
-    def readout_matrix(self, wire: int, matrix):
+    def readout_matrix(self, wire: int, matrix: RealMatrix) -> Circuit:
         """Readout error as a column-stochastic 2 x 2 matrix A[i][j] = P(read i | true j)."""
         m = [[_json.real(float(v), "readout matrix entry") for v in row] for row in matrix]
         self._doc.setdefault("readout_errors", []).append({"wire": int(wire), "matrix": m})
         return self
 
-    def noise_model(self, model, lower_to_device: bool = False):
+    def noise_model(self, model: dict, lower_to_device: bool = False) -> Circuit:
         """Inserts a device noise model's channels and readout errors when compiled (a dict in
         the format of docs/noisy.md, e.g. from qfleet.noise.from_fake_backend("manila")).
 
@@ -157,13 +161,13 @@ class Circuit:
             self._doc.pop("lower_to_device", None)
         return self
 
-    def purity(self):
+    def purity(self) -> Circuit:
         """Tr(rho^2) of the register as an output (after expectation values and probabilities)."""
         self._doc["purity"] = True
         return self
 
     # -- measurements ----------------------------------------------------------------
-    def expval(self, observable):
+    def expval(self, observable: str | Sequence[tuple[float, str]]) -> Circuit:
         """<O>: a Pauli word ("X0 Z2"), or a list of (coeff, word) terms."""
         if isinstance(observable, str):
             terms = [[1.0, observable]]
@@ -172,7 +176,7 @@ class Circuit:
         self._doc["observables"].append(terms)
         return self
 
-    def probs(self, wires: Sequence[int]):
+    def probs(self, wires: Sequence[int]) -> Circuit:
         """Probabilities of the basis outcomes of `wires` (first wire most significant)."""
         self._probs.append([int(w) for w in wires])
         return self
@@ -194,7 +198,7 @@ class Circuit:
         return doc
 
     def compile(self, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
-                simulator: str = "automatic"):
+                simulator: str = "automatic") -> Program:
         """Compiles the circuit once: a torch.classes.qfleet.CircuitProgram.
 
         simulator: "automatic" (density matrices when the circuit has a channel, a readout

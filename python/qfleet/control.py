@@ -1,6 +1,6 @@
 """Optimal control of open and closed systems (docs/control.md).
 
-One call optimises a pulse for a `qfleet.OpenSystem`:
+One call optimises a pulse for a `qfleet.OpenSystem`::
 
     res = control.optimize(system, x0, bounds=(-1, 1), target=1e-6)
 
@@ -24,7 +24,8 @@ import dataclasses
 import inspect
 import json
 import math
-from typing import Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -45,7 +46,7 @@ def _err(msg: str) -> ValueError:
 class PiecewiseConstant:
     """One amplitude per segment and control: parameters [n_seg, n_ctrl]."""
 
-    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple:
+    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple[int, ...]:
         """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (n_seg, n_ctrl)
 
@@ -59,7 +60,8 @@ class Fourier:
     f_k = k + 1 cycles per duration, or CRAB's randomised k + 1 + r_k, r_k uniform in
     [-1/2, 1/2) from `seed` (Doria, Calarco, Montangero, PRL 106, 190501 (2011))."""
 
-    def __init__(self, n_terms: int, crab: bool = False, seed: int = 0, frequencies: Sequence[float] = None):
+    def __init__(self, n_terms: int, crab: bool = False, seed: int = 0,
+                 frequencies: Sequence[float] | None = None) -> None:
         if frequencies is not None:
             f = torch.as_tensor(frequencies, dtype=torch.float64).flatten()
         else:
@@ -71,11 +73,11 @@ class Fourier:
                 f = f + torch.rand(n_terms, generator=g, dtype=torch.float64) - 0.5
         self.frequencies = f
 
-    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple:
+    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple[int, ...]:
         """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (2 * self.frequencies.numel(), n_ctrl)
 
-    def __call__(self, params, n_seg):
+    def __call__(self, params: torch.Tensor, n_seg: int) -> torch.Tensor:
         return torch.ops.qfleet.fourier_pulse(params, self.frequencies, n_seg)
 
 
@@ -83,11 +85,11 @@ class Gaussian:
     """A Gaussian per control: parameters [n_ctrl, 3] = (amplitude, centre, width), centre and
     width in units of the duration."""
 
-    def param_shape(self, n_seg, n_ctrl):
+    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple[int, ...]:
         """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return (n_ctrl, 3)
 
-    def __call__(self, params, n_seg):
+    def __call__(self, params: torch.Tensor, n_seg: int) -> torch.Tensor:
         return torch.ops.qfleet.gaussian_pulse(params, n_seg)
 
 
@@ -96,29 +98,29 @@ class Drag:
     units of the duration) on y (Motzoi et al., PRL 103, 110501 (2009)): parameters [4] =
     (amplitude, centre, width, beta)."""
 
-    def param_shape(self, n_seg, n_ctrl):
+    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple[int, ...]:
         """The shape of the parameters for n_seg segments and n_ctrl controls."""
         if n_ctrl != 2:
             raise _err(f"Drag drives two controls (x, y); the system has {n_ctrl}")
         return (4,)
 
-    def __call__(self, params, n_seg):
+    def __call__(self, params: torch.Tensor, n_seg: int) -> torch.Tensor:
         return torch.ops.qfleet.drag_pulse(params, n_seg)
 
 
 class Shape:
-    """Any torch function from parameters [..., *param_shape] to amplitudes
+    """Any torch function from parameters ``[..., *param_shape]`` to amplitudes
     [..., n_seg, n_ctrl]; autograd carries the engine's exact gradient back through it."""
 
-    def __init__(self, fn: Callable, param_shape: Sequence[int]):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], param_shape: Sequence[int]) -> None:
         self.fn = fn
         self.shape = tuple(int(k) for k in param_shape)
 
-    def param_shape(self, n_seg, n_ctrl):
+    def param_shape(self, n_seg: int, n_ctrl: int) -> tuple[int, ...]:
         """The shape of the parameters for n_seg segments and n_ctrl controls."""
         return self.shape
 
-    def __call__(self, params, n_seg):
+    def __call__(self, params: torch.Tensor, n_seg: int) -> torch.Tensor:
         return self.fn(params)
 
 
@@ -129,19 +131,19 @@ class Shape:
 class Ensemble:
     """Members sharing one pulse: rates [M, n_jumps], drift_coeffs [M, n_drift_terms] (e.g.
     detunings), weights [M] (default equal); the cost is the weighted mean over members."""
-    rates: Optional[torch.Tensor] = None
-    drift_coeffs: Optional[torch.Tensor] = None
-    weights: Optional[torch.Tensor] = None
+    rates: torch.Tensor | None = None
+    drift_coeffs: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
 
 
 @dataclasses.dataclass
 class Tasks:
     """B independent problems, each with its own pulse: rates [B, n_jumps], drift_coeffs
     [B, n_drift_terms], initial states [B, d] or [B, d, d]; or just `count` copies."""
-    rates: Optional[torch.Tensor] = None
-    drift_coeffs: Optional[torch.Tensor] = None
-    initial: Optional[torch.Tensor] = None
-    count: Optional[int] = None
+    rates: torch.Tensor | None = None
+    drift_coeffs: torch.Tensor | None = None
+    initial: torch.Tensor | None = None
+    count: int | None = None
 
 
 @dataclasses.dataclass
@@ -150,7 +152,7 @@ class Duration:
     (lower > 0); `weight` * duration is added to the cost (time-optimal control). The segments
     keep their relative lengths."""
     initial: float
-    bounds: tuple = (None, None)
+    bounds: tuple[float | None, float | None] = (None, None)
     weight: float = 0.0
 
 
@@ -159,7 +161,7 @@ class Context:
     """What a cost function may need besides the outputs: the amplitudes [A, n_seg, n_ctrl]
     (or [n_seg, n_ctrl] for one pulse), the durations, and the task indices [A] evaluated."""
     amplitudes: torch.Tensor
-    durations: Optional[torch.Tensor]
+    durations: torch.Tensor | None
     tasks: torch.Tensor
 
 
@@ -171,12 +173,12 @@ class Result:
     time, line_search, not_finite), history (the cost at every evaluation), seconds."""
     params: torch.Tensor
     amplitudes: torch.Tensor
-    duration: Optional[torch.Tensor]
+    duration: torch.Tensor | None
     cost: torch.Tensor
-    fidelity: Optional[torch.Tensor]
-    evaluations: Union[int, torch.Tensor]
-    iterations: Union[int, torch.Tensor]
-    reason: Union[str, list]
+    fidelity: torch.Tensor | None
+    evaluations: int | torch.Tensor
+    iterations: int | torch.Tensor
+    reason: str | list[str]
     history: list
     seconds: float
 
@@ -375,7 +377,7 @@ class _Problem:
         return c.detach(), torch.zeros_like(p) if g is None else g
 
 
-_PROGRAMS = {}  # the last few systems' programs, by their JSON: repeated optimize() calls compile once
+_PROGRAMS: dict = {}  # the last few systems' programs, by their JSON: repeated optimize() calls compile once
 
 
 def _compiled(system, options):
@@ -462,19 +464,22 @@ def _x0(problem, x0, B, seed, lo, hi):
     return x.contiguous()
 
 
-def optimize(system: OpenSystem, x0=None, *, pulse=None, tasks: Union[Tasks, int, None] = None,
-             ensemble: Optional[Ensemble] = None, rates=None, drift_coeffs=None,
-             cost: Optional[Callable] = None, leakage: float = 0.0,
-             expval_targets=None, smoothness: float = 0.0, power: float = 0.0, fixed_ends=False,
-             duration: Optional[Duration] = None, bounds=None, method: str = "lbfgsb",
-             target=None, gtol: float = 1e-10, ftol: float = 0.0, max_evals: int = 1000,
-             max_iterations: Optional[int] = None, max_time: Optional[float] = None, lr: Optional[float] = None,
-             schedule: str = "constant", memory: int = 10, keep_best: bool = True, seed: int = 0,
-             **compile_options) -> Result:
+def optimize(system: OpenSystem, x0: torch.Tensor | None = None, *,
+             pulse: PiecewiseConstant | Fourier | Gaussian | Drag | Shape | None = None,
+             tasks: Tasks | int | None = None, ensemble: Ensemble | None = None,
+             rates: torch.Tensor | None = None, drift_coeffs: torch.Tensor | None = None,
+             cost: Callable[..., torch.Tensor] | None = None, leakage: float = 0.0,
+             expval_targets: torch.Tensor | None = None, smoothness: float = 0.0, power: float = 0.0,
+             fixed_ends: bool | float = False, duration: Duration | None = None,
+             bounds: tuple[float | torch.Tensor | None, float | torch.Tensor | None] | None = None,
+             method: str = "lbfgsb", target: float | Sequence[float] | torch.Tensor | None = None,
+             gtol: float = 1e-10, ftol: float = 0.0, max_evals: int = 1000, max_iterations: int | None = None,
+             max_time: float | None = None, lr: float | None = None, schedule: str = "constant", memory: int = 10,
+             keep_best: bool = True, seed: int = 0, **compile_options: Any) -> Result:
     """Optimises a pulse for `system` (module docstring; docs/control.md). x0: the initial
     parameters (piecewise constant: amplitudes [n_seg, n_ctrl]; [B, ...] per task), default small
     random ones from `seed`; rates [n_jumps], drift_coeffs [n_terms]: one system's (Ensemble and
-    Tasks carry their own); bounds: (lower, upper) on the parameters, scalars or broadcastable
+    Tasks hold their own); bounds: (lower, upper) on the parameters, scalars or broadcastable
     tensors (None: free). Stops a task when its cost <= target (a number, or one per task), its projected gradient's
     infinity norm <= gtol, (L-BFGS-B) its relative reduction <= ftol, after max_evals
     evaluations or max_iterations iterations, or when max_time seconds have passed. lr: Adam's

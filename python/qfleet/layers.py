@@ -4,12 +4,15 @@ The C++ modules of the same names (qfleet::nn::QuantumLayer, OpenSystemLayer in
 adapters/torch/include/qfleet/torch.hpp) take the same arguments, name their
 parameter the same ("weight") and initialise it identically from the same seed.
 """
+from __future__ import annotations
+
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 
 from . import _lib
+from ._types import Program
 from .circuit import Circuit
 from .open_system import OpenSystem
 
@@ -31,7 +34,7 @@ from .open_system import OpenSystem
 # @torch.compiler.disable at import: that imports torch._dynamo, ~140k objects which
 # every later garbage-collector pass walks (a third of an eager B = 64 layer call's
 # time, measured with perf). A compiled caller has loaded it already.
-_eager_wrappers = {}
+_eager_wrappers: dict = {}
 
 
 def _eager_only(fn):
@@ -49,15 +52,15 @@ def _open_eager(program, amplitudes, drift_coeffs, rates):
     return program.layer(amplitudes, drift_coeffs, rates)
 
 
-def circuit_forward(program, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def circuit_forward(program: Program, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Outputs [B, n_outputs] of a compiled circuit; differentiable w.r.t. inputs and weights."""
     if torch.compiler.is_compiling():
         return _eager_only(_circuit_eager)(program, inputs, weights)
     return program.layer(inputs, weights)
 
 
-def open_fidelity(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
-                  drift_coeffs: torch.Tensor = None) -> torch.Tensor:
+def open_fidelity(program: Program, amplitudes: torch.Tensor, rates: torch.Tensor | None = None,
+                  drift_coeffs: torch.Tensor | None = None) -> torch.Tensor:
     """Fidelity per task [B] of a compiled open system; differentiable w.r.t. all three."""
     if torch.compiler.is_compiling():
         return _eager_only(_open_eager)(program, amplitudes, drift_coeffs, rates)
@@ -69,9 +72,9 @@ class OpenOutputs(NamedTuple):
     target), leakage [B] (a computational subspace), expvals [B, n_seg + 1, n_observables]
     (observables, at every segment boundary) and final_state (complex: [B, d, d] densities,
     [B, d] pure states, [B, d^2, d^2] superoperators or [B, d, d] unitaries)."""
-    fidelity: Optional[torch.Tensor]
-    leakage: Optional[torch.Tensor]
-    expvals: Optional[torch.Tensor]
+    fidelity: torch.Tensor | None
+    leakage: torch.Tensor | None
+    expvals: torch.Tensor | None
     final_state: torch.Tensor
 
 
@@ -79,8 +82,9 @@ def _open_outputs_eager(program, amplitudes, drift_coeffs, rates, durations, ini
     return program.outputs(amplitudes, drift_coeffs, rates, durations, initial)
 
 
-def open_outputs(program, amplitudes: torch.Tensor, rates: torch.Tensor = None, drift_coeffs: torch.Tensor = None,
-                 durations: torch.Tensor = None, initial: torch.Tensor = None) -> OpenOutputs:
+def open_outputs(program: Program, amplitudes: torch.Tensor, rates: torch.Tensor | None = None,
+                 drift_coeffs: torch.Tensor | None = None, durations: torch.Tensor | None = None,
+                 initial: torch.Tensor | None = None) -> OpenOutputs:
     """Every output of a compiled open system, each differentiable w.r.t. every tensor argument:
     amplitudes [B, n_seg, n_ctrl], rates [B, n_jumps], drift_coeffs [B, n_drift_terms],
     durations [B, n_seg] (segment lengths > 0; default the compiled grid) -- each also shared,
@@ -94,8 +98,8 @@ def open_outputs(program, amplitudes: torch.Tensor, rates: torch.Tensor = None, 
     return OpenOutputs(*out)
 
 
-def open_final_state(program, amplitudes: torch.Tensor, rates: torch.Tensor = None,
-                     drift_coeffs: torch.Tensor = None) -> torch.Tensor:
+def open_final_state(program: Program, amplitudes: torch.Tensor, rates: torch.Tensor | None = None,
+                     drift_coeffs: torch.Tensor | None = None) -> torch.Tensor:
     """Final states per task (complex): [B, d, d] densities, [B, d] pure states, [B, d^2, d^2]
     superoperators (propagate_gate) or [B, d, d] unitaries (closed gate problems). Not differentiable
     (open_outputs differentiates them)."""
@@ -153,7 +157,7 @@ class QuantumLayer(torch.nn.Module):
     """
 
     def __init__(self, circuit: Circuit, precision: str = "complex128", num_threads: int = 0, seed: int = 0,
-                 device: str = "cpu"):
+                 device: str = "cpu") -> None:
         super().__init__()
         dtype = _dtype(precision)
         self._real = dtype
@@ -163,8 +167,8 @@ class QuantumLayer(torch.nn.Module):
                                          * (2 * math.pi))
 
     @property
-    def n_outputs(self):
-        """The width of the layer's output: the circuit's expectation values, then probabilities."""
+    def n_outputs(self) -> int:
+        """The width of the layer's output (the circuit's expectation values, then probabilities)."""
         return self.program.n_outputs()
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
@@ -185,9 +189,9 @@ class OpenSystemLayer(torch.nn.Module):
     drift_coeffs [B, n_drift_terms] (or [n_drift_terms]) -> fidelity [B].
     """
 
-    def __init__(self, system: OpenSystem, solver: str = "exact", dt: float = 0.0, rtol: float = None,
-                 atol: float = None, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
-                 form: str = "automatic", exact: str = "automatic"):
+    def __init__(self, system: OpenSystem, solver: str = "exact", dt: float = 0.0, rtol: float | None = None,
+                 atol: float | None = None, precision: str = "complex128", num_threads: int = 0, device: str = "cpu",
+                 form: str = "automatic", exact: str = "automatic") -> None:
         super().__init__()
         if "target" not in system._doc:
             raise ValueError("qfleet.OpenSystemLayer: the system needs a target (target_state, target_density or "
@@ -196,7 +200,8 @@ class OpenSystemLayer(torch.nn.Module):
         self._describe = f"solver={solver}, precision={precision}"
         self.program = system.compile(solver, dt, rtol, atol, precision, num_threads, device, form, exact)
 
-    def forward(self, amplitudes, rates=None, drift_coeffs=None):
+    def forward(self, amplitudes: torch.Tensor, rates: torch.Tensor | None = None,
+                drift_coeffs: torch.Tensor | None = None) -> torch.Tensor:
         """As QuantumLayer: floating arguments of another dtype are cast to the layer's,
         and the fidelity comes back in the amplitudes' dtype."""
         r = self._real

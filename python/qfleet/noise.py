@@ -5,7 +5,7 @@ backends (fake_provider/backends/<name>/conf_<name>.json and props_<name>.json):
 basis gates and coupling map in conf, T1, T2, frequency, readout errors and per-gate
 errors and lengths in props. This module turns them into qfleet's noise-model JSON,
 which qfleet compiles into channels after every gate by Qiskit Aer's basic device
-rules (include/qfleet/noise_model.hpp):
+rules (include/qfleet/noise_model.hpp)::
 
     import qfleet, qfleet.noise
     model = qfleet.noise.from_fake_backend("manila")
@@ -17,12 +17,15 @@ rules (include/qfleet/noise_model.hpp):
 Only the files are read (no qiskit import); a missing package or backend, or a file
 without the expected fields, is a clear error.
 """
+from __future__ import annotations
+
 import argparse
 import importlib.util
 import json
 import math
 import pathlib
 import sys
+from collections.abc import Sequence
 
 from ._files import write_text
 
@@ -48,7 +51,7 @@ def _backends_dir() -> pathlib.Path:
     return pathlib.Path(list(spec.submodule_search_locations)[0]) / "fake_provider" / "backends"
 
 
-def fake_backends() -> list:
+def fake_backends() -> list[str]:
     """Names of the fake backends whose conf and props files are bundled (e.g. "manila")."""
     root = _backends_dir()
     return sorted(d.name for d in root.iterdir()
@@ -82,7 +85,7 @@ def _value(entries, name, path, scale_table=None):
     return None
 
 
-def from_calibration(conf: dict, props: dict, name: str = None, temperature_mk: float = 0.0,
+def from_calibration(conf: dict, props: dict, name: str | None = None, temperature_mk: float = 0.0,
                      readout: str = "asymmetric") -> dict:
     """A qfleet noise model (docs/noisy.md) from a device's conf and props dictionaries.
 
@@ -177,7 +180,7 @@ def from_fake_backend(name: str, temperature_mk: float = 0.0, readout: str = "as
     return from_calibration(c, p, name=f"fake_{key}", temperature_mk=temperature_mk, readout=readout)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """`python -m qfleet.noise`: list the fake backends, or write one's noise model (module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m qfleet.noise", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

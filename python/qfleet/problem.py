@@ -1,4 +1,6 @@
 """The JSON problem format of `qfleet eval` (docs/cli.md) from Python."""
+from __future__ import annotations
+
 import json
 import os
 
@@ -7,7 +9,7 @@ import torch
 from . import _files, _json, _lib
 
 
-def evaluate(problem) -> dict:
+def evaluate(problem: dict | str | os.PathLike) -> dict:
     """Evaluates a problem (a dict, a JSON string, or a path to a .json file) exactly
     as `qfleet eval` does and returns its result object."""
     _lib.load()
@@ -45,7 +47,7 @@ def _unique_keys(pairs):
     return seen
 
 
-def load_problem(path) -> dict:
+def load_problem(path: str | os.PathLike) -> dict:
     """Reads a problem file and compiles its model: returns {"program": CircuitProgram or
     OpenSystemProgram, "problem": the parsed JSON}. The data keys (inputs, weights,
     amplitudes, rates, drift_coeffs) are left in "problem" for the caller to turn into tensors."""

@@ -5,7 +5,7 @@ A tensor file is data only, in the layout of safetensors (an 8-byte little-endia
 length, a JSON header naming each tensor's dtype, shape and byte range, then the raw bytes),
 with qfleet's SHA-1 of the whole file as the header's first metadata entry (its own 40 digits
 read as zeros). Reading one runs nothing from the file: the digest is checked first, then
-every shape and byte range, and tensors are made by copying bytes.
+every shape and byte range, and tensors are made by copying bytes. For example::
 
     f = qfleet.read_tensor_file("rl-out/policy.pt", "qfleet-rl-policy/1")
     state = f.module_state("agent")        # {"actor.0.weight": tensor, ...}

@@ -24,7 +24,7 @@ class MetricMeter:
     """Sums each step's metrics on their device; every ``sync_every`` steps one host
     transfer takes a row of their means (appended to ``log_path`` as a JSON line)."""
 
-    def __init__(self, sync_every: int = 100, log_path: str | None = None):
+    def __init__(self, sync_every: int = 100, log_path: str | None = None) -> None:
         self._m = torch.classes.qfleet_train.MetricMeter(int(sync_every), str(log_path or ""))
 
     def add(self, **metrics: torch.Tensor) -> bool:
@@ -47,7 +47,7 @@ class MetricMeter:
 
     @property
     def rows(self) -> list[dict]:
-        """The recorded rows: step, steps averaged, seconds and each metric's mean."""
+        """The recorded rows, each with step, steps averaged, seconds and each metric's mean."""
         names = self._m.names()
         return [{"step": int(r[0]), "steps": int(r[1]), "seconds": r[2], **dict(zip(names, r[3:]))}
                 for r in self._m.rows()]

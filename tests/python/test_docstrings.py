@@ -22,19 +22,21 @@ def public(module_name):
             yield f"{module_name}.{n}", obj
 
 
-def undocumented(module_name):
-    out = []
+def public_members(module_name):
+    """public()'s names and, for qfleet's classes, their public methods and properties: what
+    needs a docstring, type hints (test_type_hints.py) and a place in the API reference
+    (test_api_reference.py)."""
     for name, obj in public(module_name):
-        if not (obj.__doc__ or "").strip():
-            out.append(name)
+        yield name, obj
         if not inspect.isclass(obj) or not str(obj.__module__).startswith("qfleet"):
             continue
         for k, v in vars(obj).items():
-            if k.startswith("_") or not (inspect.isfunction(v) or isinstance(v, property)):
-                continue
-            if not (v.__doc__ or "").strip():
-                out.append(f"{name}.{k}")
-    return out
+            if not k.startswith("_") and (inspect.isfunction(v) or isinstance(v, property)):
+                yield f"{name}.{k}", v
+
+
+def undocumented(module_name):
+    return [name for name, obj in public_members(module_name) if not (obj.__doc__ or "").strip()]
 
 
 @pytest.mark.parametrize("module_name", MODULES)

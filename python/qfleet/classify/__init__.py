@@ -2,13 +2,16 @@
 
 The app is C++ (apps/classify, LibTorch + qfleet): this module loads its library through
 the torch extension (torch.ops.qfleet_classify) and runs the same command line as the
-`qfleet-classify` binary:
+`qfleet-classify` binary::
 
     python -m qfleet.classify --epochs 5 --layer classical
     python -m qfleet.classify.plot classify-out          # the PNG figures of a run
     python -m qfleet.classify.digits DIR                 # scikit-learn's 8x8 digits as IDX files
 """
+from __future__ import annotations
+
 import sys
+from collections.abc import Sequence
 
 from .._lib import load_app
 
@@ -22,7 +25,7 @@ def _ops():
 __all__ = ["main"]
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """The command line (the same C++ as qfleet-classify); returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     return int(_ops().main("python -m qfleet.classify", args))

@@ -3,14 +3,17 @@
 The app is written once, in C++ (apps/meta_control): this module calls that
 library through the torch extension (the operators torch.ops.qfleet_meta.*), so
 `python -m qfleet.meta_control` and the qfleet-meta binary are the same code and
-give the same report. Python keeps what is Python's: the plots (plot.py).
+give the same report. Python keeps what is Python's: the plots (plot.py). A run::
 
     from qfleet import meta_control as mc
     cfg = mc.make_config(mc.resolve_config({}, "fast", ["iterations=50"]))
     result = mc.run(cfg, progress=True)  # writes report.json, pulses, eval/, checkpoint.pt
     result.report["validation"]["mean_gap"]
 """
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -46,7 +49,7 @@ def schema() -> dict:
     return json.loads(_ops().schema())
 
 
-def resolve_config(file: dict = None, preset: str = "", overrides=()) -> dict:
+def resolve_config(file: dict | None = None, preset: str = "", overrides: Sequence[str] = ()) -> dict:
     """The key defaults, then the preset (the file's "preset", else `preset`, else the default),
     then the file's keys, then the overrides ("key=value"); every key checked (ConfigError)."""
     return json.loads(_config_call(_ops().resolve_config, json.dumps(file or {}), preset, list(overrides)))
@@ -60,7 +63,7 @@ def load_config_file(path: str) -> dict:
 class Config:
     """A checked, resolved configuration: its keys read as attributes (cfg.iterations); `json` is the dict."""
 
-    def __init__(self, resolved: dict):
+    def __init__(self, resolved: dict) -> None:
         self.json = resolved
 
     def __getattr__(self, key):
@@ -80,13 +83,14 @@ def make_config(resolved: dict) -> Config:
 
 @dataclass
 class RunResult:
+    """What run() returns: the report (report.json's object) and whether the run completed."""
     report: dict
     complete: bool  # False when stopped by stop_after before the end
 
 
 def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: bool = False,
         app: str = "qfleet.meta_control") -> RunResult:
-    """Trains, runs the baselines and writes report.json, pulses.csv/json, eval/*.json and
+    """Trains, runs the baselines and writes report.json, pulses.csv/json, ``eval/*.json`` and
     checkpoint.pt into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
     text, complete = _config_call(_ops().run, json.dumps(cfg.json), resume, stop_after, progress, app)
     return RunResult(json.loads(text), bool(complete))
@@ -98,7 +102,7 @@ class MetaStep:
     step stays on the GPU, on the current stream, without host synchronisation, so a training step
     that calls it can be captured with torch.cuda.graph."""
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config) -> None:
         _ops()  # torch.classes.qfleet_meta comes with the library
         self._step = _config_call(torch.classes.qfleet_meta.MetaStep, json.dumps(cfg.json))
 
@@ -127,7 +131,7 @@ def policy_size(cfg: Config) -> int:
     return int(_config_call(_ops().policy_size, json.dumps(cfg.json)))
 
 
-def main(argv=None, prog: str = "python -m qfleet.meta_control") -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m qfleet.meta_control") -> int:
     """The command line (the qfleet-meta binary's, the same C++ code); returns the exit status."""
     import sys
     sys.stdout.flush()
@@ -135,14 +139,14 @@ def main(argv=None, prog: str = "python -m qfleet.meta_control") -> int:
     return int(_ops().main(prog, list(sys.argv[1:] if argv is None else argv)))
 
 
-def fit_saturation(K, G):
+def fit_saturation(K: Iterable[float], G: Iterable[float]) -> tuple[float, float, float]:
     """The reproduction's least-squares fit G = c (1 - exp(-beta K)) (c in [0, 2], beta in
     [0.001, 10], as the original code's curve_fit bounds): returns (c, beta, R^2)."""
     c, beta, r2 = _config_call(_ops().fit_saturation, [float(k) for k in K], [float(g) for g in G])
     return c, beta, r2
 
 
-def fit_line(x, y):
+def fit_line(x: Iterable[float], y: Iterable[float]) -> tuple[float, float, float]:
     """Least-squares line y = slope x + intercept: returns (slope, intercept, R^2)."""
     slope, intercept, r2 = _config_call(_ops().fit_line, [float(v) for v in x], [float(v) for v in y])
     return slope, intercept, r2

@@ -12,8 +12,10 @@ the engine's adjoint method (docs/circuits.md#gradients), for density matrices t
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pennylane as qml
@@ -24,8 +26,11 @@ from pennylane.devices.preprocess import (decompose, no_sampling, validate_adjoi
                                           validate_device_wires, validate_measurements)
 from pennylane.exceptions import DeviceError
 from pennylane.measurements import SampleMeasurement, StateMeasurement
+from pennylane.tape import QuantumScript, QuantumScriptOrBatch
 from pennylane.transforms import defer_measurements
 from pennylane.transforms.core import transform
+from pennylane.typing import ResultBatch
+from pennylane.wires import WiresLike
 
 from . import _execute
 from ._translate import (CHANNELS, GATES, NO_OPS, diagonal, observable_key, pauli_sentence, pauli_terms, plan_tape, squared,
@@ -164,7 +169,8 @@ class _QfleetDevice(Device):
     _device_options = ()
     _cache_size = 256
 
-    def __init__(self, wires=None, shots=None, seed="global", device="cpu"):
+    def __init__(self, wires: WiresLike | None = None, shots: int | Sequence[int] | None = None,
+                 seed: int | Literal["global"] | None = "global", device: str = "cpu") -> None:
         super().__init__(wires=wires, shots=shots)
         self._engine_device = _engine_device(device)
         if isinstance(seed, str):
@@ -172,8 +178,8 @@ class _QfleetDevice(Device):
                 raise ValueError(f"qfleet: seed must be an int, None or 'global', got {seed!r}")
             seed = int(np.random.randint(0, 2**31 - 1))
         self._rng = np.random.default_rng(seed)
-        self._plans = OrderedDict()
-        self._pipelines = {}
+        self._plans: OrderedDict = OrderedDict()
+        self._pipelines: dict = {}
 
     # -- what the engine runs natively ---------------------------------------------
     def _supports_op(self, op) -> bool:
@@ -226,12 +232,13 @@ class _QfleetDevice(Device):
         return plan
 
     # -- configuration and preprocessing ---------------------------------------------
-    def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None) -> ExecutionConfig:
+    def setup_execution_config(self, config: ExecutionConfig | None = None,
+                               circuit: QuantumScript | None = None) -> ExecutionConfig:
         config = config or ExecutionConfig()
         for option in config.device_options:
             if option not in self._device_options:
                 raise DeviceError(f"qfleet: device option {option} is not an option of {self.name}")
-        updated = {}
+        updated: dict[str, object] = {}
         method = config.gradient_method
         if method == "best":
             method = "adjoint"
@@ -254,7 +261,7 @@ class _QfleetDevice(Device):
             updated["convert_to_numpy"] = False
         return replace(config, **updated)
 
-    def preprocess_transforms(self, execution_config: ExecutionConfig | None = None):
+    def preprocess_transforms(self, execution_config: ExecutionConfig | None = None) -> qml.CompilePipeline:
         """The device's transforms, built once per gradient method (PennyLane asks on every
         QNode call, and building them was about a tenth of a small circuit's call); each
         caller gets its own copy, which it may extend."""
@@ -298,7 +305,8 @@ class _QfleetDevice(Device):
         pipeline.add_transform(validate_adjoint_trainable_params)
 
     # -- derivatives -----------------------------------------------------------------------
-    def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
+    def supports_derivatives(self, execution_config: ExecutionConfig | None = None,
+                             circuit: QuantumScript | None = None) -> bool:
         if execution_config is not None and execution_config.gradient_method not in ("adjoint", "best"):
             return False
         if circuit is None:
@@ -325,27 +333,33 @@ class _QfleetDevice(Device):
         _SHARED_SUPPORT[key] = ok
         return ok
 
-    def supports_vjp(self, execution_config=None, circuit=None) -> bool:
+    def supports_vjp(self, execution_config: ExecutionConfig | None = None,
+                     circuit: QuantumScript | None = None) -> bool:
         return self.supports_derivatives(execution_config, circuit)
 
     # -- execution -----------------------------------------------------------------------
-    def execute(self, circuits, execution_config: ExecutionConfig | None = None):
+    def execute(self, circuits: QuantumScriptOrBatch,
+                execution_config: ExecutionConfig | None = None) -> ResultBatch:
         """Results of the tapes (PennyLane's Device.execute): each tape one batched engine call."""
         return _execute.execute(self, circuits, self._mixed)
 
-    def compute_derivatives(self, circuits, execution_config=None):
+    def compute_derivatives(self, circuits: QuantumScriptOrBatch,
+                            execution_config: ExecutionConfig | None = None) -> tuple:
         """Jacobians of the tapes by the engine's adjoint (PennyLane's Device.compute_derivatives)."""
         return _execute.jacobians(self, circuits, self._mixed, with_results=False)
 
-    def execute_and_compute_derivatives(self, circuits, execution_config=None):
+    def execute_and_compute_derivatives(self, circuits: QuantumScriptOrBatch,
+                                        execution_config: ExecutionConfig | None = None) -> tuple[ResultBatch, tuple]:
         """Results and Jacobians in one engine pass per tape."""
         return _execute.jacobians(self, circuits, self._mixed, with_results=True)
 
-    def compute_vjp(self, circuits, cotangents, execution_config=None):
+    def compute_vjp(self, circuits: QuantumScriptOrBatch, cotangents: Sequence,
+                    execution_config: ExecutionConfig | None = None) -> tuple:
         """Vector-Jacobian products of the tapes with `cotangents`, one reverse sweep per tape."""
         return _execute.vjps(self, circuits, cotangents)
 
-    def execute_and_compute_vjp(self, circuits, cotangents, execution_config=None):
+    def execute_and_compute_vjp(self, circuits: QuantumScriptOrBatch, cotangents: Sequence,
+                                execution_config: ExecutionConfig | None = None) -> tuple[ResultBatch, tuple]:
         """Results and vector-Jacobian products of the tapes."""
         return self.execute(circuits, execution_config), self.compute_vjp(circuits, cotangents, execution_config)
 
@@ -385,7 +399,9 @@ class MixedDevice(_QfleetDevice):
     config_filepath = _HERE / "qfleet_mixed.toml"
     _mixed = True
 
-    def __init__(self, wires=None, shots=None, seed="global", readout_prob=None, device="cpu"):
+    def __init__(self, wires: WiresLike | None = None, shots: int | Sequence[int] | None = None,
+                 seed: int | Literal["global"] | None = "global", readout_prob: float | None = None,
+                 device: str = "cpu") -> None:
         super().__init__(wires=wires, shots=shots, seed=seed, device=device)
         if readout_prob is not None:
             p = float(readout_prob)

@@ -2,7 +2,7 @@
 
 The app is C++ (apps/qgan, LibTorch + qfleet): this module loads its library through the
 torch extension (torch.ops.qfleet_qgan) when first used and runs the same command line as
-the `qfleet-qgan` binary:
+the `qfleet-qgan` binary::
 
     python -m qfleet.qgan                         # the 3-qubit log-normal qGAN (the embedded default)
     python -m qfleet.qgan train --target gaussian2d --epochs 1000
@@ -14,7 +14,10 @@ the `qfleet-qgan` binary:
 The statistics the reports use are reachable for checking: divergences(p, q),
 ks_distance(p, q, rows), shots_to_distinguish(p, q, confidence), lr_test_error_rates(p, q, n).
 """
+from __future__ import annotations
+
 import sys
+from collections.abc import Iterable, Sequence
 
 from .._lib import load_app
 
@@ -25,7 +28,7 @@ def _ops():
     return load_app("qgan")
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """The command line (the same C++ as qfleet-qgan); returns the exit status. The suite's
     figures are drawn with this interpreter."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -34,7 +37,7 @@ def main(argv=None) -> int:
     return int(_ops().main("python -m qfleet.qgan", args))
 
 
-def divergences(p, q) -> dict:
+def divergences(p: Iterable[float], q: Iterable[float]) -> dict[str, float]:
     """KL both ways, Jensen-Shannon distance (natural log), total variation and the
     Bhattacharyya coefficient of two distributions over the same outcomes (the C++ code
     the reports use; KL is float('inf') where p > 0 = q)."""
@@ -42,18 +45,18 @@ def divergences(p, q) -> dict:
     return {"kl_pq": kl_pq, "kl_qp": kl_qp, "js_distance": js, "total_variation": tv, "bhattacharyya": bc}
 
 
-def ks_distance(p, q, rows: int = 1) -> float:
+def ks_distance(p: Iterable[float], q: Iterable[float], rows: int = 1) -> float:
     """Kolmogorov-Smirnov distance on a rows x cols grid (rows = 1: 1-D)."""
     return float(_ops().ks_distance([float(v) for v in p], [float(v) for v in q], int(rows)))
 
 
-def shots_to_distinguish(p, q, confidence: float = 0.95) -> dict:
+def shots_to_distinguish(p: Iterable[float], q: Iterable[float], confidence: float = 0.95) -> dict[str, float]:
     """Shots a likelihood-ratio test needs to tell p from q (normal approximation) and the
     Chernoff-Bhattacharyya bound that always suffices (docs/qgan.md)."""
     shots, bound, alpha, beta = _ops().shots_to_distinguish([float(v) for v in p], [float(v) for v in q], float(confidence))
     return {"shots": shots, "bound": bound, "alpha": alpha, "beta": beta}
 
 
-def lr_test_error_rates(p, q, n: int):
+def lr_test_error_rates(p: Iterable[float], q: Iterable[float], n: int) -> tuple[float, float]:
     """The approximate error rates (alpha_n, beta_n) of that test after n shots."""
     return tuple(_ops().lr_test_error_rates([float(v) for v in p], [float(v) for v in q], int(n)))

@@ -2,7 +2,7 @@
 
 The app is C++ (apps/rl, LibTorch + qfleet): N environments are stepped together by one
 batched engine call (torch.classes.qfleet_rl.VecEnv); this module gives them Gymnasium's
-interfaces and runs the same command line as the `qfleet-rl` binary:
+interfaces and runs the same command line as the `qfleet-rl` binary::
 
     import gymnasium, qfleet.rl
     envs = gymnasium.make_vec("qfleet/QubitX-v0", num_envs=4096)        # QfleetVectorEnv
@@ -35,8 +35,12 @@ Fixed tasks: reset(options={"tasks": T}), T [N, n_params] in the order of param_
 (gamma_deph, gamma_relax[, detuning]), runs these tasks instead of draws, for this and every
 later episode (autoresets, resets without options) until reset(options={"tasks": None}).
 """
+from __future__ import annotations
+
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -50,6 +54,7 @@ from .._lib import load_app
 
 __all__ = ["QfleetVectorEnv", "QfleetEnv", "ENV_IDS", "main"]
 
+#: The registered Gymnasium ids and the task each runs.
 ENV_IDS = {"qfleet/QubitX-v0": "qubit_x", "qfleet/CZ-v0": "cz", "qfleet/Ladder-v0": "ladder"}
 _MAX_SEED = 2 ** 63
 
@@ -190,7 +195,8 @@ class QfleetVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, task: str = "qubit_x", num_envs: int = 16, render_mode=None, **env_keys):
+    def __init__(self, task: str = "qubit_x", num_envs: int = 16, render_mode: str | None = None,
+                 **env_keys: Any) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode: qfleet environments do not render, got {render_mode!r}")
         self._env = _native({"task": task, "num_envs": num_envs, **env_keys})
@@ -213,7 +219,7 @@ class QfleetVectorEnv(VectorEnv):
         """numpy on the CPU; on a GPU the tensor itself (no host copy per step)."""
         return t.numpy() if t.device.type == "cpu" else t
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[torch.Tensor, dict]:
         """New episodes everywhere: env i's stream restarts at seed + i (seed given); options
         {"tasks": T [N, n_params]} fixes the tasks (None: draws again). Returns (obs, info)."""
         s = _seed(seed)
@@ -224,7 +230,8 @@ class QfleetVectorEnv(VectorEnv):
         super().reset(seed=seed)
         return obs, {"fidelity": self._info_values(self._env.fidelity()), "_fidelity": self._all.copy()}
 
-    def step(self, actions):
+    def step(self, actions: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                torch.Tensor, dict]:
         """One step of every environment (Gymnasium's VectorEnv.step; same-step autoreset)."""
         a = _as_actions(actions)
         obs, reward, terminated, truncated, final_obs, final_fid, _ = _call(self._env.step, a)
@@ -238,7 +245,7 @@ class QfleetVectorEnv(VectorEnv):
             info["_final_info"] = self._all.copy()
         return obs, reward, terminated, truncated, info
 
-    def amplitudes(self, actions) -> torch.Tensor:
+    def amplitudes(self, actions: torch.Tensor | np.ndarray) -> torch.Tensor:
         """The physical amplitudes (float64 [N, n_controls]) the actions would apply (same checks)."""
         return _call(self._env.amplitudes, _as_actions(actions))
 
@@ -272,7 +279,7 @@ class QfleetEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, task: str = "qubit_x", render_mode=None, **env_keys):
+    def __init__(self, task: str = "qubit_x", render_mode: str | None = None, **env_keys: Any) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode: qfleet environments do not render, got {render_mode!r}")
         if int(env_keys.pop("num_envs", 1)) != 1:
@@ -291,7 +298,7 @@ class QfleetEnv(gymnasium.Env):
         self._tasks = _Tasks(1, len(self.param_names), self.param_names)
         self._pending = None  # the next episode's first observation, already started by the library
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         """A new episode (Gymnasium's Env.reset): a task drawn from the seed's stream."""
         s = _seed(seed)
         named_tasks, tasks = self._tasks.parse(options)
@@ -315,7 +322,7 @@ class QfleetEnv(gymnasium.Env):
                              f"control: {', '.join(self.qfleet_spec['control_names'])}), got {tuple(a.shape)}")
         return a.reshape(1, self.n_controls)
 
-    def step(self, action):
+    def step(self, action: np.ndarray | int | torch.Tensor) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One step (Gymnasium's Env.step): (observation, reward, terminated, truncated, info)."""
         a = self._action(action)
         obs, reward, terminated, _, final_obs, final_fid, fid = _call(self._env.step, a)
@@ -344,7 +351,7 @@ def _register():
 _register()
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """The command line (the same C++ as qfleet-rl: train, bench-env, compare); returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     return int(_ops().main("python -m qfleet.rl", args))
