@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 MODULES = ["qfleet", "qfleet.control", "qfleet.rl", "qfleet.meta_control", "qfleet.qgan", "qfleet.classify",
-           "qfleet.pennylane", "qfleet.tensor_file", "qfleet.noise", "qfleet.train", "qfleet.problem"]
+           "qfleet.pennylane", "qfleet.tensor_file", "qfleet.noise", "qfleet.train", "qfleet.problem", "qfleet.check"]
 
 
 def public(module_name):
