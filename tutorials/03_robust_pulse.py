@@ -31,8 +31,8 @@ Run it:
     python tutorials/03_robust_pulse.py --short    # 16 members (what the test runs)
 
 (from a checkout: `PYTHONPATH=python`, see docs/torch.md). QFLEET_TUTORIAL_SHORT=1 is the same
-as --short. Amplitude (Rabi-rate) spread is not in this ensemble: an `Ensemble` varies rates
-and drift coefficients, and an amplitude error multiplies the pulse itself.
+as --short. A spread of the drive's amplitude (a Rabi-rate miscalibration) would be one more
+field of the same ensemble, `control.Ensemble(amplitude_scales=...)` (docs/control.md).
 """
 import argparse
 import math

@@ -130,10 +130,13 @@ class Shape:
 @dataclasses.dataclass
 class Ensemble:
     """Members sharing one pulse: rates [M, n_jumps], drift_coeffs [M, n_drift_terms] (e.g.
-    detunings), weights [M] (default equal); the cost is the weighted mean over members."""
+    detunings), amplitude_scales [M] or [M, n_controls] (a miscalibrated drive: member m sees
+    its scale times the programmed amplitudes), weights [M] (default equal); the cost is the
+    weighted mean over members."""
     rates: torch.Tensor | None = None
     drift_coeffs: torch.Tensor | None = None
     weights: torch.Tensor | None = None
+    amplitude_scales: torch.Tensor | None = None
 
 
 @dataclasses.dataclass
@@ -241,8 +244,9 @@ class _Problem:
         # The plain cost of piecewise-constant amplitudes in complex128 needs no autograd: the
         # optimiser's loop runs in C++ on the engine's fidelity gradient (control::infidelity).
         self.engine_cost = self.plain and isinstance(pulse, (PiecewiseConstant, type(None))) \
-            and compile_options.get("precision", "complex128") == "complex128"
-        self.rates = self.drift = self.initial = self.weights = None
+            and compile_options.get("precision", "complex128") == "complex128" \
+            and (ensemble is None or ensemble.amplitude_scales is None)  # (the C++ loop shares one pulse as is)
+        self.rates = self.drift = self.initial = self.weights = self.scales = None
         if ensemble is not None:
             self._members(ensemble, system)
         elif tasks is not None:
@@ -255,12 +259,24 @@ class _Problem:
     def _members(self, e, system):
         self.rates = _tensor(e.rates, self.real, "ensemble rates")
         self.drift = _tensor(e.drift_coeffs, self.real, "ensemble drift_coeffs")
-        sizes = {t.shape[0] for t in (self.rates, self.drift) if t is not None and t.dim() >= 1}
+        self.scales = _tensor(e.amplitude_scales, self.real, "ensemble amplitude_scales")
+        sizes = {t.shape[0] for t in (self.rates, self.drift, self.scales) if t is not None and t.dim() >= 1}
         if not sizes or 0 in sizes:
-            raise _err("an ensemble with no members: give rates [M, n_jumps] and/or drift_coeffs [M, n_terms], M >= 1")
+            raise _err("an ensemble with no members: give rates [M, n_jumps], drift_coeffs [M, n_terms] and/or "
+                       "amplitude_scales [M], M >= 1")
         if len(sizes) > 1:
-            raise _err(f"the ensemble's rates and drift_coeffs disagree on the member count: {sorted(sizes)}")
+            raise _err(f"the ensemble's rates, drift_coeffs and amplitude_scales disagree on the member count: "
+                       f"{sorted(sizes)}")
         (self.M,) = sizes
+        if self.scales is not None:
+            if self.scales.dim() == 1:
+                self.scales = self.scales[:, None].expand(self.M, self.n_ctrl)
+            if self.scales.shape != (self.M, self.n_ctrl) or not torch.isfinite(self.scales).all():
+                raise _err(f"ensemble amplitude_scales must be [{self.M}] or [{self.M}, {self.n_ctrl}] finite values, "
+                           f"got shape {tuple(torch.as_tensor(e.amplitude_scales).shape)}")
+            # members that share a pulse but not their amplitudes: each member's rates and drift too
+            self.rates = None if self.rates is None else self.rates.expand(self.M, *self.rates.shape[-1:])
+            self.drift = None if self.drift is None else self.drift.expand(self.M, *self.drift.shape[-1:])
         w = torch.ones(self.M, dtype=self.real) if e.weights is None else _tensor(e.weights, self.real, "weights")
         if w.shape != (self.M,) or (w < 0).any() or w.sum() <= 0:
             raise _err(f"ensemble weights must be [{self.M}] non-negative values with a positive sum")
@@ -306,17 +322,23 @@ class _Problem:
         if not self.per_task:  # one pulse, for one system or shared by the members
             amps = amps[0]
             durations = None if durations is None else durations[0]
-            return open_outputs(self.program, amps, self.rates, self.drift, durations, None), amps, durations
+            return open_outputs(self.program, self._member_amps(amps), self.rates, self.drift, durations,
+                                None), amps, durations
         pick = (lambda t: None if t is None else t.index_select(0, idx))
         out = open_outputs(self.program, amps, pick(self.rates), pick(self.drift), durations, pick(self.initial))
         return out, amps, durations
+
+    def _member_amps(self, amps):
+        """The programmed pulse [n_seg, n_ctrl] as the engine gets it: shared, or [M, n_seg,
+        n_ctrl] scaled per member (Ensemble.amplitude_scales)."""
+        return amps if self.scales is None else amps.unsqueeze(0) * self.scales[:, None, :]
 
     def costs(self, x, idx):
         """The cost per evaluated task [A] (one pulse: [1])."""
         if self.plain:  # 1 - F alone: the fidelity layer, the engine's cheapest differentiable call
             amps, _ = self.split(x)
             if not self.per_task:
-                return self._reduce(1 - open_fidelity(self.program, amps[0], self.rates, self.drift))
+                return self._reduce(1 - open_fidelity(self.program, self._member_amps(amps[0]), self.rates, self.drift))
             pick = (lambda t: None if t is None else t.index_select(0, idx))
             return 1 - open_fidelity(self.program, amps, pick(self.rates), pick(self.drift))
         out, amps, durations = self.outputs(x, idx)

@@ -226,6 +226,32 @@ def test_robust_pulse_beats_the_nominal_one_on_its_ensemble(qfleet):
     assert one.reason == "target" and float(one.fidelity[3]) >= 1 - 1e-8
 
 
+def test_a_miscalibrated_drive_ensemble_reaches_the_analytic_robust_amplitude(qfleet):
+    # One constant segment of amplitude a on X/2 for unit time: member m (drive scale s_m)
+    # rotates by s_m a about X, so its X-gate fidelity (average gate fidelity, d = 2) is
+    # (2 sin^2(s_m a / 2) + 1) / 3; the robust amplitude maximises the mean (scipy).
+    from qfleet import control
+    system = x_gate(qfleet, n_seg=1, total=1.0)
+    scales = torch.tensor([0.8, 1.0, 1.3], dtype=torch.float64)
+    fid = lambda a, s: (2 * math.sin(s * a / 2) ** 2 + 1) / 3
+    best = scipy.optimize.minimize_scalar(lambda a: -np.mean([fid(a, s) for s in scales.tolist()]),
+                                          bounds=(2, 4), method="bounded", options={"xatol": 1e-12})
+    x0 = torch.tensor([[2.0, 0.0]], dtype=torch.float64)
+    for method in ("lbfgsb", "adam"):
+        r = control.optimize(system, x0, ensemble=control.Ensemble(amplitude_scales=scales), method=method,
+                             gtol=1e-12, max_iterations=3000, lr=0.05)
+        a = float(r.amplitudes[0, 0])
+        assert abs(a - best.x) < 1e-5, (method, a, best.x)
+        assert torch.allclose(r.fidelity, torch.tensor([fid(a, s) for s in scales.tolist()], dtype=torch.float64),
+                              atol=1e-12)
+    # Per control: a scale [M, n_ctrl] that leaves control 0 alone is no ensemble at all.
+    same = control.optimize(system, x0, ensemble=control.Ensemble(
+        amplitude_scales=torch.tensor([[1.0, 0.5], [1.0, 2.0]], dtype=torch.float64)), target=1e-10)
+    assert same.reason == "target"
+    with pytest.raises(ValueError, match=r"amplitude_scales must be \[3\] or \[3, 2\] finite values, got shape \(3, 3\)"):
+        control.optimize(system, x0, ensemble=control.Ensemble(amplitude_scales=torch.ones(3, 3)))
+
+
 def test_costs_leakage_expvals_and_penalties(qfleet):
     from qfleet import control
     x0 = 0.3 * torch.rand(20, 2, generator=torch.Generator().manual_seed(2))
