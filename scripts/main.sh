@@ -34,5 +34,6 @@ This command builds qfleet-meta only. The other programs, on the same build:
   ./build/apps/classify/qfleet-classify             # docs/classify.md
   ./build/apps/qgan/qfleet-qgan                     # docs/qgan.md
   ./build/apps/rl/qfleet-rl                         # docs/rl.md
-  PYTHONPATH=python $venv/bin/python -m qfleet.rl   # any app from Python (the same C++)
+  .venv/bin/python -m qfleet.rl                     # any app from Python (the same C++), in this
+                                                    # checkout's environment (source .venv/bin/activate)
 EOF

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Creates, or reuses, the Python environment of the build and the tests, and
-# prints its path. It is cached outside the checkout (keyed on the requirements),
-# so a second run or a fresh clone on the same machine reuses it; a clean
-# machine builds it from PyPI (about 2 minutes, mostly the torch wheel).
-#   QFLEET_VENV=/path  overrides the location.
+# Creates, or reuses, the Python environment of this checkout, .venv/ (ignored by git), and
+# prints its path. `.venv/bin/python` (or `source .venv/bin/activate`) has torch, PennyLane,
+# QuTiP and the rest of python/requirements.txt, and imports this checkout's qfleet (python/,
+# with the libraries of ./build): the README's and the guides' Python runs there as written.
+#
+# The packages themselves live in a dependency environment cached outside the checkout, keyed
+# on the requirements (python/requirements.txt's CUDA torch is 4 GB: a second checkout on the
+# same machine reuses it; a clean machine builds it from PyPI, about 3 minutes). .venv sees
+# it through a .pth file and has its own site-packages: what you pip-install there stays in
+# this checkout, and no qfleet is ever installed into the shared one.
+#   scripts/setup_python.sh                  prints .venv's path
+#   scripts/setup_python.sh --dependencies   prints the dependency environment's path
+#   QFLEET_VENV=/path  overrides the dependency environment's location.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 req="$root/python/requirements.txt"
@@ -22,4 +30,21 @@ if [ ! -f "$venv/.qfleet-complete" ]; then
   "$venv/bin/python" -m pip install -q --no-deps -r "$nodeps" >&2
   touch "$venv/.qfleet-complete"
 fi
-echo "$venv"
+if [ "${1:-}" = --dependencies ]; then
+  echo "$venv"
+  exit 0
+fi
+
+# .venv: its own interpreter and site-packages (no pip of its own: the dependency
+# environment's, so that an old bundled pip or setuptools does not shadow the pinned ones),
+# the dependencies and this checkout's python/ on its path.
+local_venv="$root/.venv"
+purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+if [ ! -x "$local_venv/bin/python" ] || ! "$local_venv/bin/python" -c '' 2>/dev/null; then
+  rm -rf "$local_venv"
+  "$venv/bin/python" -m venv --without-pip "$local_venv" >&2
+fi
+site=$(purelib "$local_venv/bin/python")
+purelib "$venv/bin/python" >"$site/qfleet_dependencies.pth"
+echo "$root/python" >"$site/qfleet_checkout.pth"
+echo "$local_venv"

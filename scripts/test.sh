@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 start=$SECONDS
 ./scripts/setup.sh
-venv=$(./scripts/setup_python.sh)
+venv=$(./scripts/setup_python.sh)  # .venv: this checkout's environment
+deps_venv=$(./scripts/setup_python.sh --dependencies)  # the packages it sees, cached outside the checkout
 export PATH="$venv/bin:$PATH"
 jobs=$(nproc)
 
@@ -76,9 +77,9 @@ wheel=$(CMAKE_GENERATOR="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeC
 # alone (--no-index): a requirement the environment does not satisfy stops here.
 wheel_env="$root/build/wheel-env"
 rm -rf "$wheel_env"
-"$venv/bin/python" -m venv --without-pip "$wheel_env"  # (pip too is the test environment's)
+"$deps_venv/bin/python" -m venv --without-pip "$wheel_env"  # (pip too is the test environment's)
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
-purelib "$venv/bin/python" >"$(purelib "$wheel_env/bin/python")/qfleet_test_dependencies.pth"
+purelib "$deps_venv/bin/python" >"$(purelib "$wheel_env/bin/python")/qfleet_test_dependencies.pth"
 # No compiler on PATH, as on a user's machine that has none: every program of the system's
 # bin folders but the C, C++, Fortran and CUDA compilers and the linker.
 no_cc_bin="$root/build/no-compiler-bin"
