@@ -124,9 +124,9 @@ def test_figures_say_what_the_run_did():
 
 def test_pennylane_finds_the_devices_from_the_source_tree():
     # With PYTHONPATH=python and nothing installed, qml.device("qfleet.qubit") works: the source
-    # tree declares the entry points (python/qfleet_source_tree-*.dist-info), at the pip
-    # package's version. The check names the source tree's entry, so an installed package
-    # cannot make it pass.
+    # tree declares the entry points (python/qfleet_source_tree-*.dist-info, whose version, 0,
+    # is its own and not qfleet's). The check names the source tree's entry, so an installed
+    # package cannot make it pass.
     pytest.importorskip("pennylane")
     build = _build_dir()
     code = """
@@ -151,6 +151,4 @@ assert abs(float(f()) + 1) < 1e-12
     r = subprocess.run([sys.executable, "-c", code, str(ROOT.resolve())], capture_output=True, text=True,
                        timeout=300, env=env, cwd=str(ROOT))
     assert r.returncode == 0, r.stderr
-    version = next(line.split("=")[1].strip().strip('"') for line in (ROOT / "pyproject.toml").read_text().splitlines()
-                   if line.startswith("version"))
-    assert r.stdout.strip() == version, (r.stdout, version)
+    assert r.stdout.strip() == "0", r.stdout
