@@ -39,12 +39,16 @@ def undocumented(module_name):
     return [name for name, obj in public_members(module_name) if not (obj.__doc__ or "").strip()]
 
 
+def skip_without_its_packages(module_name):
+    """Skips the test where what `module_name` imports is not installed."""
+    pytest.importorskip("torch")
+    extra = {"qfleet.rl": "gymnasium", "qfleet.pennylane": "pennylane"}.get(module_name)
+    if extra:
+        pytest.importorskip(extra)
+
+
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_public_name_has_a_docstring(module_name):
-    pytest.importorskip("torch")
-    if module_name == "qfleet.rl":
-        pytest.importorskip("gymnasium")
-    if module_name == "qfleet.pennylane":
-        pytest.importorskip("pennylane")
+    skip_without_its_packages(module_name)
     missing = undocumented(module_name)
     assert not missing, f"no docstring: {', '.join(missing)}"

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from test_docstrings import MODULES, public_members
+from test_docstrings import MODULES, public_members, skip_without_its_packages
 
 
 def signatures(module_name):
@@ -41,11 +41,7 @@ def unannotated(module_name):
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_public_signature_is_annotated(module_name):
-    pytest.importorskip("torch")
-    if module_name == "qfleet.rl":
-        pytest.importorskip("gymnasium")
-    if module_name == "qfleet.pennylane":
-        pytest.importorskip("pennylane")
+    skip_without_its_packages(module_name)
     missing = unannotated(module_name)
     assert not missing, f"without type hints: {'; '.join(missing)}"
 
