@@ -22,6 +22,12 @@ case " $* " in
   *" --preset"* | *" --config"*) ;;
   *) set -- --preset main "$@" ;;
 esac
+# The main job again replaces the main job's results (the app refuses a used folder otherwise);
+# `--resume` continues it instead.
+case " $* " in
+  *" --resume"* | *" --overwrite"*) ;;
+  *) set -- "$@" --overwrite ;;
+esac
 "$bin" "$@"
 out=$("$bin" "$@" --print-config | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["output_dir"])')
 # (the source package finds the libraries of ./build itself: python/qfleet/_lib.py)

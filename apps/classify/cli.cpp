@@ -68,6 +68,13 @@ Config make_config(const nlohmann::json& r, bool resume, bool progress) {
   return c;
 }
 
+// What a run writes into its folder (app::OutputFolder's claim; the figures are python -m
+// qfleet.classify.plot's). Not cache/: its features are keyed by what they were computed from.
+app::OutputFiles output_files() {
+  return {{"report.json", "history.json", "checkpoint.pt", "backbone.pt"},
+          {"train_log.jsonl", "curves.png", "confusion.png", "per_class.png", "timing.png"}};
+}
+
 }  // namespace
 
 int cli_main(const std::string& prog, const std::vector<std::string>& args) {
@@ -79,7 +86,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     if (const auto status = shell.answer_printing()) return *status;
     const Config c = make_config(shell.config(), shell.resume(), !shell.quiet());
     validate(c);
-    const app::OutputFolder held(c.out);
+    const app::OutputFolder held(c.out, shell.claim("qfleet-classify", output_files()));
     print_summary(run(c));
     std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt, backbone.pt); plots: python -m qfleet.classify.plot %s\n",
                 c.out.c_str(), c.out.c_str());

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace qfleet::app {
 
@@ -32,6 +33,14 @@ std::string type_name(const json& spec) {
   return "A,B,...";
 }
 
+// The key the option --out sets (the key "out", or the one its alias names).
+std::string output_key(const Schema& s) {
+  return s.keys().contains("out") ? std::string("out") : s.aliases()["out"].get<std::string>();
+}
+
+// A value as --help shows it (strings without quotes).
+std::string help_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
 // "--out" for the output key: the key itself or the alias naming it.
 std::map<std::string, std::string> aliases_by_key(const Schema& s) {
   std::map<std::string, std::string> out;
@@ -45,7 +54,7 @@ std::map<std::string, std::string> aliases_by_key(const Schema& s) {
 
 }  // namespace
 
-Shell::Shell(CLI::App& cli, const Schema& schema, bool resume) : schema_(schema) {
+Shell::Shell(CLI::App& cli, const Schema& schema, bool resume) : schema_(schema), can_resume_(resume) {
   for (const char* key : {"device", "threads", "seed"})
     if (!schema.keys().contains(key)) throw std::logic_error(std::string("configuration schema: no '") + key + "' key");
   if (!schema.keys().contains("out") && !schema.aliases().contains("out"))
@@ -61,19 +70,35 @@ Shell::Shell(CLI::App& cli, const Schema& schema, bool resume) : schema_(schema)
   cli.add_flag("--print-config", print_config_, "print the resolved configuration as JSON and exit");
   cli.add_flag("--print-keys", print_keys_, "print every key (type, default, meaning) as a Markdown table and exit");
   cli.add_flag("--quiet", quiet_, "no progress bar or summary");
-  if (resume) cli.add_flag("--resume", resume_, "continue from the checkpoint in the output folder");
+  CLI::Option* overwrite = cli.add_flag("--overwrite", overwrite_,
+                                         std::string("replace the run in the output folder (removes the files this "
+                                                     "command writes, nothing else); without it") +
+                                             (resume ? " or --resume" : "") + " a folder holding a run is refused");
+  if (resume) cli.add_flag("--resume", resume_, "continue from the checkpoint in the output folder")->excludes(overwrite);
   const auto aliases = aliases_by_key(schema);
+  // What a run without options uses: the default preset over the keys' defaults.
+  const json bare = schema.resolve(json::object(), "", {});
+  json preset_keys = json::object();
+  if (schema.has_presets()) {
+    for (std::string at = schema.default_preset(); !at.empty();) {  // the preset and the bases it names
+      const json& p = schema.presets()[at];
+      for (const auto& [k, _] : p.items())
+        if (!preset_keys.contains(k)) preset_keys[k] = at;
+      at = p.value("base", "");
+    }
+  }
   for (const auto& key : schema.key_order()) {
     const json& spec = schema.keys()[key];
     const auto alias = aliases.find(key);
     const std::string names = option_name(key) + (alias == aliases.end() ? "" : alias->second);
     const std::string type = spec["type"];
     const bool list = type == "strings" || type == "integers";
+    const bool by_preset = preset_keys.contains(key) && bare[key] != spec["default"];
     CLI::Option* o = cli.add_option(names, texts_[key], spec["help"].get<std::string>())
                          ->type_name(type_name(spec))
                          ->expected(1)
-                         ->default_str(spec["default"].is_string() ? spec["default"].get<std::string>()
-                                                                   : spec["default"].dump());
+                         ->default_str(help_text(bare[key]) +
+                                       (by_preset ? " (preset " + preset_keys[key].get<std::string>() + ")" : ""));
     if (list) o->take_all();  // --key a --key b: both (a list option)
     else o->take_last();
   }
@@ -96,6 +121,18 @@ json Shell::config() const {
   }
   for (const auto& s : sets_) values.push_back(schema_.assignment(s));
   return schema_.resolve(file, preset_, values);
+}
+
+RunClaim Shell::claim(const std::string& command, OutputFiles files) const {
+  RunClaim c;
+  c.command = command;
+  c.config = config();
+  c.output_key = output_key(schema_);
+  c.files = std::move(files);
+  c.resume = resume_;
+  c.overwrite = overwrite_;
+  if (!can_resume_) c.ways.resume.clear();
+  return c;
 }
 
 std::optional<int> Shell::answer_printing() const {

@@ -129,12 +129,14 @@ int cli_body(const std::string& prog, const std::vector<std::string>& args) {
       return rc;
     }
     const bool lead = !dist || dist->rank == 0;
-    std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
-    if (lead) held.emplace(cfg.output_dir);
-    const bool quiet = shell.quiet() || !lead;
-    Bar bar;
     RunOptions opt;
     opt.resume = shell.resume();
+    opt.overwrite = shell.overwrite();
+    opt.holds_folder = true;
+    std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
+    if (lead) held.emplace(cfg.output_dir, output_claim(cfg, opt));
+    const bool quiet = shell.quiet() || !lead;
+    Bar bar;
     opt.stop_after = stop_after;
     opt.progress = quiet ? nullptr : &bar;
     opt.app = prog;

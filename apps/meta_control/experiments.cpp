@@ -117,6 +117,7 @@ Model trained(const std::string& key, const std::string& preset, std::vector<std
         continued = continue_from;
       }
     }
+    ro.overwrite = !ro.resume;  // (models/ is a cache by configuration: a model not reused is replaced)
     note(o, "training " + key + " (preset " + preset + ", " + std::to_string(last) + " of " +
                 std::to_string(m.cfg.iterations) + " iterations" +
                 (continued.empty() ? "" : ", continuing " + continued) + ")");

@@ -428,6 +428,24 @@ void write_pulses(const Trainer& tr, const Config& cfg, const Baselines& b, cons
 
 }  // namespace
 
+app::OutputFiles output_files() {
+  return {{"report.json", kCheckpointFile, "checkpoint.json", "pulses.csv", "pulses.json", "eval/meta_adapted*.json"},
+          {"train_log.jsonl", "training_curve.png", "pulses.png", "fidelity_vs_noise.png", "adaptation_gap.png",
+           "gap_vs_k.png"}};  // (checkpoint.json: an older qfleet's; the figures: python -m qfleet.meta_control.plot)
+}
+
+app::RunClaim output_claim(const Config& cfg, const RunOptions& options) {
+  app::RunClaim c;
+  c.command = "qfleet-meta";
+  c.config = cfg.json;
+  c.output_key = "output_dir";
+  c.files = output_files();
+  c.resume = options.resume;
+  c.overwrite = options.overwrite;
+  c.ways = options.ways;
+  return c;
+}
+
 RunResult run(const Config& requested, const RunOptions& options) {
   const app::RunClock clock;
   if (requested.threads > 0) torch::set_num_threads(static_cast<int>(requested.threads));
@@ -444,6 +462,8 @@ RunResult run(const Config& requested, const RunOptions& options) {
   }
   const bool lead = group == nullptr || group->rank() == 0;
   const int processes = group ? group->size() : 1;
+  std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
+  if (lead && !options.holds_folder) held.emplace(requested.output_dir, output_claim(requested, options));
   Config cfg = requested;  // the device resolved; cfg.json keeps what was asked
   std::string device_why;
   std::tie(cfg.device, device_why) = resolve_device(requested, group.get());

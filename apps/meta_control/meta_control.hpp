@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/output_folder.hpp"
 #include "common/tensor_json.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
@@ -184,11 +185,20 @@ struct Progress {
 
 struct RunOptions {
   bool resume = false;
+  bool overwrite = false;      // replace the run output_dir holds (its files only: output_files())
   int64_t stop_after = -1;     // stop (with a checkpoint) after this many iterations, for tests and time limits
   Progress* progress = nullptr;
   bool quiet = false;
   std::string app = "qfleet-meta";  // the entry point, the report's "app"
+  app::Ways ways;              // how a refusal names --resume, --overwrite and --out (Python: resume=True, ...)
+  bool holds_folder = false;   // the caller holds output_dir with output_claim already (the command line)
 };
+
+// What a run writes into output_dir: report.json, pulses, eval/, checkpoint.pt, the log and the plots.
+app::OutputFiles output_files();
+// A run's claim on output_dir (apps/common/output_folder.hpp): run() takes it (on rank 0)
+// unless options.holds_folder.
+app::RunClaim output_claim(const Config& cfg, const RunOptions& options);
 
 // The progress bar the command line draws: ETA and the running validation fidelity on
 // stderr, redrawn in place on a terminal, one line per 10% otherwise (logs, CI).
@@ -200,7 +210,9 @@ struct RunResult {
 };
 
 // Trains, runs the baselines, writes report.json, pulses.csv/json, eval/*.json and
-// checkpoint.pt into cfg.output_dir. Throws ConfigError for bad configurations.
+// checkpoint.pt into cfg.output_dir. Throws ConfigError for bad configurations, and
+// app::OutputFolderTaken (a ConfigError) where output_dir holds a run and the options
+// neither resume nor overwrite it.
 RunResult run(const Config& cfg, const RunOptions& options);
 
 class Trainer;

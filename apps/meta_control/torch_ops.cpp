@@ -29,6 +29,8 @@ auto config_errors_as_value_errors(F&& f) -> decltype(f()) {
     return f();
   } catch (const ConfigError& e) {
     C10_THROW_ERROR(ValueError, e.what());
+  } catch (const app::OutputFolderInUse& e) {
+    C10_THROW_ERROR(ValueError, e.what());
   }
 }
 
@@ -64,11 +66,13 @@ std::string load_file(const std::string& path) {
 std::string check(const std::string& resolved) { return config_of(resolved).json.dump(); }
 
 std::tuple<std::string, bool> run_app(const std::string& resolved, bool resume, int64_t stop_after, bool progress,
-                                      const std::string& app) {
+                                      const std::string& app, bool overwrite) {
   const Config cfg = config_of(resolved);
   std::unique_ptr<Progress> bar = progress ? make_progress_bar() : nullptr;
   RunOptions opt;
   opt.resume = resume;
+  opt.overwrite = overwrite;
+  opt.ways = {"resume=True", "overwrite=True", "output_dir"};  // (qfleet.meta_control.run's keywords)
   opt.stop_after = stop_after;
   opt.progress = bar.get();
   opt.app = app;
@@ -120,7 +124,7 @@ TORCH_LIBRARY(qfleet_meta, m) {
   m.def("resolve_config(str file, str preset, str[] overrides) -> str", &resolve);
   m.def("load_config_file(str path) -> str", &load_file);
   m.def("check_config(str resolved) -> str", &check);
-  m.def("run(str resolved, bool resume, int stop_after, bool progress, str app) -> (str, bool)", &run_app);
+  m.def("run(str resolved, bool resume, int stop_after, bool progress, str app, bool overwrite) -> (str, bool)", &run_app);
   m.def("policy_size(str resolved) -> int", &size);
   m.def("fit_saturation(float[] K, float[] G) -> float[]", &saturation);
   m.def("fit_line(float[] x, float[] y) -> float[]", &line);

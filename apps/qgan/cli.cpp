@@ -165,10 +165,25 @@ void print_tournament(const json& t) {
   }
 }
 
+// What each command writes into its folder (app::OutputFolder's claim; the figures are
+// python -m qfleet.qgan.plot's, which the suite runs).
+app::OutputFiles train_files() {
+  return {{"report.json", "history.json", "checkpoint.pt"}, {"train_log.jsonl", "qgan_distribution.png", "qgan_metrics.png"}};
+}
+app::OutputFiles tournament_files() { return {{"tournament.json"}, {"tournament_*.png"}}; }
+app::OutputFiles classifier_files() {
+  return {{"classifier.json", "shots_*/checkpoint.pt", "shots_*/history.json", "shots_*/records.pt"},
+          {"shots_*/train_log.jsonl", "classifier_*.png"}};
+}
+app::OutputFiles suite_files() {
+  app::OutputFiles f{{"summary.json"}, {}};
+  return f.add(train_files().under("qgan")).add(tournament_files().under("tournament")).add(classifier_files().under("classifier"));
+}
+
 int train_main(const app::Shell& shell) {
   const TrainConfig tc = train_config(shell.config(), shell.resume(), !shell.quiet());
   validate(tc);
-  const app::OutputFolder held(tc.out);
+  const app::OutputFolder held(tc.out, shell.claim("qfleet-qgan train", train_files()));
   print_train(train(tc));
   std::printf("outputs in %s/ (report.json, history.json, checkpoint.pt); figures: python -m qfleet.qgan.plot %s\n",
               tc.out.c_str(), tc.out.c_str());
@@ -178,7 +193,7 @@ int train_main(const app::Shell& shell) {
 int tournament_main(const app::Shell& shell) {
   const TournamentConfig tt = tournament_config(shell.config(), !shell.quiet());
   validate(tt);
-  const app::OutputFolder held(tt.out);
+  const app::OutputFolder held(tt.out, shell.claim("qfleet-qgan tournament", tournament_files()));
   print_tournament(run_tournament(tt));
   std::printf("outputs in %s/tournament.json; figures: python -m qfleet.qgan.plot %s\n", tt.out.c_str(), tt.out.c_str());
   return 0;
@@ -202,7 +217,7 @@ void print_classifier(const json& r) {
 int classify_main(const app::Shell& shell) {
   const ClassifierConfig cc = classifier_config(shell.config(), shell.resume(), !shell.quiet());
   validate(cc);
-  const app::OutputFolder held(cc.out);
+  const app::OutputFolder held(cc.out, shell.claim("qfleet-qgan classify", classifier_files()));
   print_classifier(run_classifier(cc));
   std::printf("outputs in %s/classifier.json; figures: python -m qfleet.qgan.plot %s\n", cc.out.c_str(), cc.out.c_str());
   return 0;
@@ -267,7 +282,7 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args) {
     if (class_cmd->parsed()) return classify_main(shell);
     if (suite_cmd->parsed()) {
       const SuiteConfig sc = suite_config(shell.config(), !shell.quiet());
-      const app::OutputFolder held(sc.out);
+      const app::OutputFolder held(sc.out, shell.claim("qfleet-qgan suite", suite_files()));
       print_suite(run_suite(sc), sc);
       return 0;
     }

@@ -32,6 +32,19 @@ namespace {
 // of per-task GRAPE; docs/rl.md has the measurement) as the command line resolved them.
 PpoConfig load(const app::Shell& shell) { return PpoConfig::from_json(app::nest(shell.config())); }
 
+// What each command writes into its folder (app::OutputFolder's claim; the figures are
+// python -m qfleet.rl.plot's).
+app::OutputFiles train_files() {
+  return {{"report.json", "checkpoint.pt", "curve.json", "policy.pt", "eval/task_*.json"},
+          {"train_log.jsonl", "learning_curve.png", "phases.png"}};
+}
+// compare: compare.json, PPO's run (unless it reads another folder's) and meta/config.json;
+// the qfleet-meta run in meta/ replaces its own files (compare.cpp runs it with --overwrite).
+app::OutputFiles compare_files(bool ppo_elsewhere) {
+  app::OutputFiles f{{"compare.json"}, {"meta/config.json"}};
+  return ppo_elsewhere ? f : f.add(train_files());
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -126,7 +139,11 @@ int cli_main(const std::string& prog, const std::vector<std::string>& args_in) {
       o.nproc_world = d->world_size;
     }
     std::optional<app::OutputFolder> held;  // (the ranks that do not write leave it to rank 0)
-    if (o.nproc_rank == 0) held.emplace(cfg.output_dir);
+    if (o.nproc_rank == 0) {
+      const bool compare = cmp_cmd->parsed();
+      held.emplace(cfg.output_dir, shell.claim(compare ? "qfleet-rl compare" : "qfleet-rl train",
+                                               compare ? compare_files(!ppo_dir.empty()) : train_files()));
+    }
     if (cmp_cmd->parsed()) return compare_main(cfg, ppo_dir, meta_iterations, o) ? 0 : 1;
     train_ppo(cfg, o);
     return 0;

@@ -36,7 +36,8 @@ bool compare_main(const PpoConfig& cfg, const std::string& ppo_dir, int64_t meta
   }
   const PpoConfig pc = PpoConfig::from_json(ppo.at("config"));
   // qfleet-meta on the same physics, seed and validation tasks, run as its own program
-  // (its "fast" preset with this configuration file; its report.json has the baselines).
+  // (its "fast" preset with this configuration file; its report.json has the baselines),
+  // replacing the meta/ run of an earlier comparison in this folder.
   json mj = meta_config_json(pc.env, pc.validation_tasks, pc.seed);
   mj["iterations"] = meta_iterations;
   const fs::path meta_dir = out / "meta";
@@ -44,7 +45,7 @@ bool compare_main(const PpoConfig& cfg, const std::string& ppo_dir, int64_t meta
   train::write_file_atomic((meta_dir / "config.json").string(), mj.dump(1));
   app::run_other_app({"qfleet-meta", "qfleet.meta_control", "QFLEET_META", "meta_control"},
                      {"--preset", "fast", "--config", (meta_dir / "config.json").string(), "--out", meta_dir.string(),
-                      "--quiet"});
+                      "--overwrite", "--quiet"});
   const json meta_report = read_json(meta_dir / "report.json");
 
   const json& pt = ppo["validation"]["tasks"];

@@ -12,7 +12,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 run() {  # nproc threads -> median ms per iteration
   for r in $(seq "$reps"); do
     "$bin" --quiet --nproc "$1" --set threads="$2" --set iterations="$iters" --set validate_every="$iters" \
-      --set robust_iterations=1 --set grape_iterations=1 --out "$tmp/run" >/dev/null
+      --set robust_iterations=1 --set grape_iterations=1 --out "$tmp/run" --overwrite >/dev/null
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timings_s']['per_iteration_ms'])" "$tmp/run/report.json"
   done | median
 }

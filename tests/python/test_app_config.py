@@ -200,3 +200,42 @@ def test_a_circuit_file_that_is_a_device_is_refused(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
     assert "the circuit file: cannot read /dev/zero: it is a character device, not a regular file" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("module,variable,name,sub,out_key,docs", COMMANDS, ids=IDS)
+def test_help_shows_the_values_a_run_without_options_uses(module, variable, name, sub, out_key, docs):
+    # --help showed each key's schema default: `qfleet-meta --help` said --iterations INT=300 while a
+    # bare run (preset fast) does 800. It shows what --print-config of a bare run holds, and the
+    # preset that sets it where that is not the key's default ("INT=800 (preset fast)").
+    binary = app_binary(variable, name)
+    bare = json.loads(run([binary, *sub, "--print-config"]).stdout)
+    help_text = run([binary, *sub, "--help"]).stdout
+    preset = bare.get("preset")
+    shown = {}
+    for line in help_text.splitlines():
+        # "  --iterations INT=800 (preset fast)   meaning" (the meaning may follow one space on, or the next
+        # line); an empty string shows no "=" at all
+        m = re.match(r"\s+--([\w-]+)(?:,--[\w-]+)*(?: (\S+)(.*))?$", line)
+        if m:
+            shown[m[1].replace("-", "_")] = m[2].partition("=")[2] + m[3] if m[2] and "=" in m[2] else None
+    table = {row.split("|")[1].strip().strip("`"): row.split("|")[3].strip().strip("`")
+             for row in run([binary, *sub, "--print-keys"]).stdout.splitlines()[2:]}
+    checked = 0
+    for key, value in bare.items():
+        if key == "preset":
+            continue
+        option = key.replace(".", "_")
+        assert option in shown, (key, help_text)
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        default = json.loads(table[key])
+        if preset is not None and value != default:
+            text += f" (preset {preset})"
+        rest = shown[option]
+        if text == "":
+            assert rest is None, (key, rest)
+        else:
+            assert rest == text or (rest.startswith(text + " ") and not rest.startswith(text + " (preset")), (key, rest)
+        checked += 1
+    assert checked == len(bare) - (preset is not None)
+    if name == "qfleet-meta":
+        assert re.search(r"--iterations INT=800 \(preset fast\)", help_text), help_text

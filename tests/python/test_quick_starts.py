@@ -143,7 +143,7 @@ def test_what_main_sh_tells_a_user_to_run_next(tmp_path):
     # each binary it names is one the build makes, and each app command parses.
     text = (ROOT / "scripts" / "main.sh").read_text()
     start = text.index("This command builds qfleet-meta only.")
-    commands = commands_of(text[start:text.index("EOF", start)].replace("$venv/bin/python", "python"))
+    commands = commands_of(text[start:text.index("EOF", start)].replace(".venv/bin/python", "python"))
     work = _workdir(tmp_path, _build_dir())
     binaries = [w[0] for w in commands if w[0].startswith("./build/")]
     assert "./build/tools/qfleet" in binaries and len(binaries) >= 4, binaries

@@ -491,10 +491,11 @@ def test_compare_runs_qfleet_meta_on_the_same_tasks(tmp_path):
     assert pairs == [(t["gamma_deph"], t["gamma_relax"]) for t in meta["validation"]["tasks"]]
     assert summary["qfleet_eval_max_abs_diff"] < 1e-9
     assert [row["grape"] for row in summary["tasks"]] == [t["fidelity_grape"] for t in meta["validation"]["tasks"]]
-    # Without the qfleet-meta program: one line naming what to set, status 1.
+    # Without the qfleet-meta program: one line naming what to set, status 1. (Again into the
+    # folder that holds this comparison: --overwrite, else the run is refused before it starts.)
     env["QFLEET_META"] = str(tmp_path / "no-such-program")
-    r = subprocess.run(args[:-2] + ["--ppo", str(out), "--meta-iterations", "10"], capture_output=True, text=True,
-                       timeout=600, env=env)
+    r = subprocess.run(args[:-2] + ["--ppo", str(out), "--meta-iterations", "10", "--overwrite"], capture_output=True,
+                       text=True, timeout=600, env=env)
     assert r.returncode == 1 and "set QFLEET_META" in r.stderr, r.stderr
 
 

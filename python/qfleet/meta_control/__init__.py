@@ -6,8 +6,8 @@ library through the torch extension (the operators torch.ops.qfleet_meta.*), so
 give the same report. Python keeps what is Python's: the plots (plot.py). A run::
 
     from qfleet import meta_control as mc
-    cfg = mc.make_config(mc.resolve_config({}, "fast", ["iterations=50"]))
-    result = mc.run(cfg, progress=True)  # writes report.json, pulses, eval/, checkpoint.pt
+    cfg = mc.make_config(mc.resolve_config({"output_dir": "meta-python-out"}, "fast", ["iterations=50"]))
+    result = mc.run(cfg, progress=True)  # writes report.json, pulses, eval/, checkpoint.pt there
     result.report["validation"]["mean_gap"]
 """
 from __future__ import annotations
@@ -89,10 +89,14 @@ class RunResult:
 
 
 def run(cfg: Config, resume: bool = False, stop_after: int = -1, progress: bool = False,
-        app: str = "qfleet.meta_control") -> RunResult:
+        app: str = "qfleet.meta_control", overwrite: bool = False) -> RunResult:
     """Trains, runs the baselines and writes report.json, pulses.csv/json, ``eval/*.json`` and
-    checkpoint.pt into cfg.output_dir; `progress` draws the command line's progress bar on stderr."""
-    text, complete = _config_call(_ops().run, json.dumps(cfg.json), resume, stop_after, progress, app)
+    checkpoint.pt into cfg.output_dir; `progress` draws the command line's progress bar on stderr.
+
+    A cfg.output_dir that holds a run already is refused (ConfigError naming how the
+    configurations differ) unless `resume` continues it or `overwrite` replaces it (removing the
+    files a run writes there, nothing else), as the command line's --resume and --overwrite."""
+    text, complete = _config_call(_ops().run, json.dumps(cfg.json), resume, stop_after, progress, app, overwrite)
     return RunResult(json.loads(text), bool(complete))
 
 
