@@ -112,6 +112,16 @@ grep -q '^QFLEET_ENABLE_CUDA:BOOL=ON' build/CMakeCache.txt && expect_cuda=1
    QFLEET_LAYER_EVAL="$root/build/tests/qfleet_torch_layer_eval" \
    python -m pytest -q -p no:cacheprovider --durations=20 "$root/tests/python")
 rm -rf "$tmp"
+# The docs' blocks run on the checkout's package, as a reader of a checkout runs them (the
+# wheel's run above skips them): .venv's python, this tree's programs.
+echo "== README's and docs/' blocks on the checkout's package ($((SECONDS - start)) s)"
+tmp=$(mktemp -d)
+# (The dependency environment's programs, torchrun among them, on PATH too: the skipped blocks'
+# programs are checked to exist.)
+(cd "$tmp" && env -u PYTHONPATH PATH="$venv/bin:$deps_venv/bin:$PATH" QFLEET_CLI="$root/build/tools/qfleet" \
+   QFLEET_META="$root/build/apps/meta_control/qfleet-meta" \
+   "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python/test_docs_blocks.py")
+rm -rf "$tmp"
 
 # The sanitizer trees run only here, so they compile only the wider instruction set this
 # machine runs (QFLEET_CPU_ISAS) beside baseline: what a sanitizer checks is what runs. The
