@@ -20,7 +20,7 @@ echo "== Release build + tests ($((SECONDS - start)) s)"
 # The tree scripts/main.sh builds, in the same configuration (scripts/configure.sh
 # release): what the first command compiled is not compiled again.
 ./scripts/configure.sh release >/dev/null
-cmake --build build -j"$jobs"
+cmake --build build -j"$jobs" --target all all_tests all_benchmarks
 # (The Python suite, ctest's python_tests, runs below against the installed package
 # rather than twice.)
 ctest --test-dir build --output-on-failure -j"$jobs" -E '^python_tests$'
@@ -146,7 +146,7 @@ echo "== ASan + UBSan build + tests ($((SECONDS - start)) s)"
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
       -DQFLEET_SANITIZE=ON -DQFLEET_FUZZ=ON -DQFLEET_CPU_ISAS="$native_isa" -DQFLEET_ENABLE_CUDA=OFF -DQFLEET_BUILD_BENCH=OFF -DQFLEET_WERROR=ON \
       -DQFLEET_BUILD_TORCH=ON -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
-cmake --build build-asan -j"$jobs"
+cmake --build build-asan -j"$jobs" --target all all_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_container_overflow=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions="$root/tests/sanitizers/lsan.supp" ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E '^(unit_tests_isa_avx2|python_tests|MetaRun\.ExportedPulsesThroughQfleetEvalReproduceTheReport)$'

@@ -1,0 +1,27 @@
+# The default build (`cmake --build build`, the README's build line) builds what a user runs
+# and no test or benchmark: those are the targets all_tests and all_benchmarks. Asks Ninja
+# for every file the default target needs (`ninja -t inputs all`).
+execute_process(COMMAND ${NINJA} -C ${BUILD_DIR} -t inputs all OUTPUT_VARIABLE inputs RESULT_VARIABLE rc
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ninja -t inputs all failed: ${err}")
+endif()
+string(REPLACE "\n" ";" inputs "${inputs}")
+set(tests "")
+foreach(f IN LISTS inputs)
+  if(f MATCHES "^(tests|bench)/CMakeFiles/|^(tests|bench)/micro/CMakeFiles/")
+    list(APPEND tests ${f})
+  endif()
+endforeach()
+if(tests)
+  list(GET tests 0 first)
+  list(LENGTH tests n)
+  message(FATAL_ERROR "the default build compiles ${n} files of the tests or benchmarks, e.g. ${first}")
+endif()
+# (and it does build the programs a user runs: the check sees what it is meant to see)
+foreach(program tools/CMakeFiles/qfleet_cli.dir adapters/torch/CMakeFiles/qfleet_torch.dir)
+  string(FIND "${inputs}" "${program}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the default build does not compile ${program}")
+  endif()
+endforeach()
