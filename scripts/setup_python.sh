@@ -47,4 +47,21 @@ fi
 site=$(purelib "$local_venv/bin/python")
 purelib "$venv/bin/python" >"$site/qfleet_dependencies.pth"
 echo "$root/python" >"$site/qfleet_checkout.pth"
+# The dependency environment's programs (torchrun, pytest, ...) as .venv's own: the same
+# script on .venv's interpreter (as pip would write it), so that a program they start with
+# sys.executable (torchrun's workers) imports this checkout's qfleet too.
+for f in "$venv"/bin/*; do
+  name=$(basename "$f")
+  case "$name" in python* | pip* | activate* | Activate*) continue ;; esac
+  head -c 512 "$f" 2>/dev/null | head -n 1 | grep -qx "#!$venv/bin/python[0-9.]*" || continue
+  { echo "#!$local_venv/bin/python"; tail -n +2 "$f"; } >"$local_venv/bin/$name.tmp"
+  chmod +x "$local_venv/bin/$name.tmp" && mv "$local_venv/bin/$name.tmp" "$local_venv/bin/$name"
+done
+# and qfleet's command-line tool, as the wheel installs it: this checkout's build.
+cat >"$local_venv/bin/qfleet" <<EOF_QFLEET
+#!/bin/sh
+[ -x "$root/build/tools/qfleet" ] || { echo "qfleet: $root/build/tools/qfleet is not built (cmake --build $root/build --target qfleet_cli)" >&2; exit 127; }
+exec "$root/build/tools/qfleet" "\$@"
+EOF_QFLEET
+chmod +x "$local_venv/bin/qfleet"
 echo "$local_venv"

@@ -44,3 +44,28 @@ def test_what_is_installed_into_venv_stays_in_the_checkout(venv_python, tmp_path
     r = _run(venv_python, "import sysconfig; print(sysconfig.get_paths()['purelib'])", tmp_path)
     assert r.returncode == 0, r.stderr
     assert pathlib.Path(r.stdout.strip()).resolve().is_relative_to(ROOT / ".venv")
+
+
+def test_the_environment_programs_run_on_its_interpreter(venv_python, tmp_path):
+    # torchrun (the training guide's launcher) starts its workers with sys.executable: .venv's
+    # own torchrun makes them import this checkout's qfleet too.
+    script = tmp_path / "where.py"
+    script.write_text("import qfleet, sys; print('QFLEET', qfleet.__file__, sys.executable)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("QFLEET_")}
+    r = subprocess.run([str(venv_python.parent / "torchrun"), "--nproc-per-node", "1", str(script)], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = next(s for s in r.stdout.splitlines() if s.startswith("QFLEET "))
+    where, executable = line.split()[1:]
+    assert pathlib.Path(where).resolve() == ROOT / "python" / "qfleet" / "__init__.py"
+    assert executable == str(venv_python)
+
+
+def test_the_command_line_tool_is_on_the_environment_path(venv_python, tmp_path):
+    qfleet = venv_python.parent / "qfleet"
+    if not (ROOT / "build" / "tools" / "qfleet").exists():
+        r = subprocess.run([str(qfleet), "info"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 127 and "is not built" in r.stderr
+        return
+    r = subprocess.run([str(qfleet), "info"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and '"isas"' in r.stdout, r.stderr
