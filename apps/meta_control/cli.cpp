@@ -58,7 +58,10 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
   app.add_option("--paper-checkpoint", o.paper_checkpoint,
                  "the paper's trained policy as JSON (python -m qfleet.meta_control.paper_checkpoint FILE.pt OUT.json): "
                  "gap-vs-k and out-of-distribution evaluate it too");
-  bool print_config = false;
+  bool print_config = false, overwrite = false;
+  app.add_flag("--overwrite", overwrite,
+               "replace the results of an earlier reproduction in --out (its trained policies in models/ are kept: "
+               "a cache by configuration)");
   app.add_flag("--print-config", print_config, "print the settings as JSON and exit");
   if (const auto status = app::parse_command_line(app, prog + " reproduce", args)) return *status;
   return app::run_guarded(prog + " reproduce", [&] {
@@ -70,7 +73,16 @@ int reproduce_body(const std::string& prog, const std::vector<std::string>& args
       std::printf("%s\n", settings.dump(2).c_str());
       return 0;
     }
-    const app::OutputFolder held(o.out_dir);
+    check_paper_file(o);  // (before the folder is claimed: a bad file replaces nothing)
+    // A second reproduction into one folder replaced the first's results: refused unless --overwrite.
+    app::RunClaim claim;
+    claim.command = "qfleet-meta reproduce " + name;
+    claim.config = {{"experiment", name}, {"tiny", o.tiny}, {"seed", o.seed}, {"paper_checkpoint", o.paper_checkpoint}};
+    claim.files.results = experiment_results(name);
+    claim.files.others = experiment_other_files(name);
+    claim.overwrite = overwrite;
+    claim.ways.resume.clear();  // (nothing to continue: the trained policies are reused by configuration anyway)
+    const app::OutputFolder held(o.out_dir, claim);
     if (name == "all") {
       const auto r = reproduce_all(o);
       const std::string md = o.out_dir + "/reproduction.md";

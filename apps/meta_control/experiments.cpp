@@ -189,8 +189,8 @@ json read_paper_file(const std::string& path) {
   return j;
 }
 
-std::vector<Model> with_paper_file(std::vector<Model> models, const ReproOptions& o) {
-  if (o.paper_checkpoint.empty()) return models;
+// --paper-checkpoint's policy as a model of the original preset's shape (ConfigError otherwise).
+Model paper_file_model(const ReproOptions& o) {
   const json j = read_paper_file(o.paper_checkpoint);
   const auto dims = j["dims"].get<std::vector<int64_t>>();
   std::vector<std::string> sets = {"hidden_width=" + std::to_string(dims[1]),
@@ -205,7 +205,11 @@ std::vector<Model> with_paper_file(std::vector<Model> models, const ReproOptions
   m.info = {{"key", "paper_file"}, {"preset", "original"}, {"overrides", sets}, {"iterations", j.value("meta", json::object()).value("epoch", -1.0)},
             {"checkpoint_policy", "the paper's file"}, {"selected", json::object()}, {"source", j.value("source", "")},
             {"dims", dims}, {"meta", j.value("meta", json::object())}, {"cached", true}};
-  models.push_back(m);
+  return m;
+}
+
+std::vector<Model> with_paper_file(std::vector<Model> models, const ReproOptions& o) {
+  if (!o.paper_checkpoint.empty()) models.push_back(paper_file_model(o));
   return models;
 }
 Model converged(const ReproOptions& o) { return trained("original", "original", {}, o); }
@@ -215,6 +219,24 @@ at::Generator gen_for(const ReproOptions& o, uint64_t salt) {
 }
 
 }  // namespace repro
+
+void check_paper_file(const ReproOptions& o) {
+  if (!o.paper_checkpoint.empty()) repro::paper_file_model(o);
+}
+
+std::vector<std::string> experiment_results(const std::string& name) {
+  if (name != "all") return {name + "/result.json"};
+  std::vector<std::string> all = {"reproduction.md"};
+  for (const auto& n : experiment_names()) all.push_back(n + "/result.json");
+  return all;
+}
+
+std::vector<std::string> experiment_other_files(const std::string& name) {
+  std::vector<std::string> all;
+  for (const auto& n : experiment_names())
+    if (name == "all" || name == n) all.push_back(n + "/table.md");
+  return all;
+}
 
 namespace {
 

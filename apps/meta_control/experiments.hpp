@@ -30,6 +30,17 @@ const std::vector<std::string>& experiment_names();
 // ConfigError naming the experiments (and "all") unless `name` is one of them.
 void check_experiment(const std::string& name);
 
+// ConfigError naming --paper-checkpoint's file unless it is the JSON
+// python -m qfleet.meta_control.paper_checkpoint writes of a policy of the original preset's
+// shape (checked before the run claims its folder; nothing when there is none).
+void check_paper_file(const ReproOptions& options);
+
+// What `reproduce NAME` (or all) writes into its folder, as result files and the files
+// written beside them (<out>/models/ is a cache by configuration, shared by the experiments,
+// and is not a result).
+std::vector<std::string> experiment_results(const std::string& name);
+std::vector<std::string> experiment_other_files(const std::string& name);
+
 // Runs one experiment (policies it needs are trained once into <out>/models/ and reused by
 // the next experiment that asks for the same configuration). Throws ConfigError for an
 // unknown name.

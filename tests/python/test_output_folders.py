@@ -104,14 +104,17 @@ def test_a_run_into_a_folder_that_holds_one_is_refused_unless_it_resumes_or_over
     ("QFLEET_RL", "qfleet-rl", ["compare"], "compare.json",
      "holds an earlier run's results (compare.json) whose configuration is not recorded; "
      "--overwrite replaces it, or choose another --out"),
-], ids=["qfleet-qgan suite", "qfleet-rl compare"])
+    ("QFLEET_META", "qfleet-meta reproduce", ["reproduce", "all"], "cz/result.json",
+     "holds an earlier run's results (cz/result.json) whose configuration is not recorded; "
+     "--overwrite replaces it, or choose another --out"),
+], ids=["qfleet-qgan suite", "qfleet-rl compare", "qfleet-meta reproduce all"])
 def test_the_long_commands_refuse_a_folder_with_results_before_they_run(variable, name, sub, planted, message,
                                                                         tmp_path):
     # (Their whole runs take minutes: the refusal comes before anything runs.)
     out = tmp_path / "run"
     (out / planted).parent.mkdir(parents=True)
     (out / planted).write_text("{}")
-    r = run([app_binary(variable, name), *sub, "--quiet", "--out", str(out)])
+    r = run([app_binary(variable, name.split()[0]), *sub, "--quiet", "--out", str(out)])
     assert r.returncode == 2, r.stderr
     assert r.stderr == f"{name}: error: {out}/ {message}\n"
 

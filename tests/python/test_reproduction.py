@@ -139,6 +139,13 @@ def test_reproduce_copies_through_the_writer(meta_binary, tmp_path):
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     models = out / "models"
+    # A second reproduction into the folder is refused, naming how it differs, before it runs
+    # (its trained policies are a cache by configuration; the results are not).
+    for extra, what in (([], "a run of this configuration"), (["--seed", "2"], "a run of another configuration (seed 1 -> 2)")):
+        r = subprocess.run(command + extra, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and r.stderr == (f"qfleet-meta reproduce: error: {out}/ holds {what}; --overwrite "
+                                                  "replaces it, or choose another --out\n"), r.stderr
+    command.append("--overwrite")
     (models / "original_200").rename(models / "original_150")  # the shorter run lemmas' model continues
     (models / "original_200").mkdir()
     for name in ("checkpoint.pt", "train_log.jsonl"):
