@@ -30,6 +30,7 @@ add_library(qfleet
   src/cpu/cpu_executors.cpp
   src/cpu/cpu_isa.cpp
   src/cpu/task_pool.cpp
+  src/cpu/parallel.cpp
   src/cpu/open_cpu.cpp
   src/cpu/sv_cpu.cpp
   src/cpu/dm_cpu.cpp)

@@ -3,12 +3,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
 
 #include "env_config.hpp"
+#include "qfleet/parallel.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::rl {
@@ -173,11 +175,12 @@ torch::Tensor VecEnv::reset(std::optional<uint64_t> seed, const torch::Tensor& t
     for (int64_t i = 0; i < n_; ++i) rng_[std::size_t(i)].seed(*seed + uint64_t(i));
   torch::Tensor obs = torch::empty({n_, obs_dim_}, torch::kFloat32);
   float* o = obs.data_ptr<float>();
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n_; ++i) {
-    start_episode(i);
-    observe(i, o + i * obs_dim_);
-  }
+  qfleet::parallel_for(n_, int(threads_), envs_per_chunk(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      start_episode(i);
+      observe(i, o + i * obs_dim_);
+    }
+  });
   return device_.is_cpu() ? obs : obs.to(device_);
 }
 
@@ -267,56 +270,64 @@ StepResult VecEnv::step(const torch::Tensor& actions) {
 
   StepResult r;
   r.obs = torch::empty({n_, obs_dim_}, torch::kFloat32);
-  r.final_obs = torch::zeros({n_, obs_dim_}, torch::kFloat32);
+  // (filled below, row by row: torch's zeros of [4096, 10] is a parallel region of LibTorch's
+  // OpenMP team, whose spinning threads then took the cores from the step's own threads)
+  r.final_obs = torch::empty({n_, obs_dim_}, torch::kFloat32);
   r.reward = torch::empty({n_}, torch::kFloat32);
   r.terminated = torch::empty({n_}, torch::kBool);
   r.truncated = torch::zeros({n_}, torch::kBool);
-  r.final_fidelity = torch::full({n_}, std::numeric_limits<double>::quiet_NaN(), torch::kFloat64);
+  r.final_fidelity = torch::empty({n_}, torch::kFloat64);
   r.fidelity = torch::empty({n_}, torch::kFloat64);
   float *obs = r.obs.data_ptr<float>(), *fobs = r.final_obs.data_ptr<float>(), *rew = r.reward.data_ptr<float>();
   bool* term = r.terminated.data_ptr<bool>();
   double *ffid = r.final_fidelity.data_ptr<double>(), *fid = r.fidelity.data_ptr<double>();
   const int64_t d = d_, d2 = d * d, per_out = int64_t(program_.final_state_size());
   const bool gate = task_.gate, step_reward = cfg_.reward == "step";
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n_; ++i) {
-    thread_local std::vector<Cx> sup, tmp;
-    const Cx* out = step_out_.data() + i * per_out;
-    const Cx* m = out;  // the step's superoperator [d^2, d^2]
-    if (closed_) {      // unitary U: S = conj(U) kron U
-      sup.resize(std::size_t(d2 * d2));
-      for (int64_t p = 0; p < d; ++p)
-        for (int64_t q = 0; q < d; ++q)
-          for (int64_t a = 0; a < d; ++a)
-            for (int64_t b = 0; b < d; ++b)
-              sup[std::size_t((p * d + a) * d2 + q * d + b)] = std::conj(out[p * d + q]) * out[a * d + b];
-      m = sup.data();
-    }
-    Cx* s = state_.data() + (gate ? i * d2 * d2 : i * d2);
-    const int64_t cols = gate ? d2 : 1;
-    tmp.assign(std::size_t(d2 * cols), Cx(0));
-    for (int64_t a = 0; a < d2; ++a)
-      for (int64_t k = 0; k < d2; ++k) {
-        const Cx mak = m[a * d2 + k];
-        const Cx* srow = s + k * cols;
-        Cx* trow = tmp.data() + a * cols;
-        for (int64_t c = 0; c < cols; ++c) trow[c] += mak * srow[c];
+  // (the engine's pool, not an OpenMP team: on a busy machine a team's spinning threads cost
+  // a small step tens of times its work; qfleet/parallel.hpp)
+  qfleet::parallel_for(n_, int(threads_), envs_per_chunk(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      thread_local std::vector<Cx> sup, tmp;
+      const Cx* out = step_out_.data() + i * per_out;
+      const Cx* m = out;  // the step's superoperator [d^2, d^2]
+      if (closed_) {      // unitary U: S = conj(U) kron U
+        sup.resize(std::size_t(d2 * d2));
+        for (int64_t p = 0; p < d; ++p)
+          for (int64_t q = 0; q < d; ++q)
+            for (int64_t a = 0; a < d; ++a)
+              for (int64_t b = 0; b < d; ++b)
+                sup[std::size_t((p * d + a) * d2 + q * d + b)] = std::conj(out[p * d + q]) * out[a * d + b];
+        m = sup.data();
       }
-    std::copy(tmp.begin(), tmp.end(), s);
-    const double f = observer_.fidelity(s);
-    const int64_t t = ++t_[std::size_t(i)];
-    const bool done = t >= task_.n_steps;
-    rew[i] = float(step_reward ? f - fid_[std::size_t(i)] : (done ? f : 0.0));
-    fid_[std::size_t(i)] = f;
-    fid[i] = f;
-    term[i] = done;
-    if (done) {
-      observe(i, fobs + i * obs_dim_);
-      ffid[i] = f;
-      start_episode(i);
+      Cx* s = state_.data() + (gate ? i * d2 * d2 : i * d2);
+      const int64_t cols = gate ? d2 : 1;
+      tmp.assign(std::size_t(d2 * cols), Cx(0));
+      for (int64_t a = 0; a < d2; ++a)
+        for (int64_t k = 0; k < d2; ++k) {
+          const Cx mak = m[a * d2 + k];
+          const Cx* srow = s + k * cols;
+          Cx* trow = tmp.data() + a * cols;
+          for (int64_t c = 0; c < cols; ++c) trow[c] += mak * srow[c];
+        }
+      std::copy(tmp.begin(), tmp.end(), s);
+      const double f = observer_.fidelity(s);
+      const int64_t t = ++t_[std::size_t(i)];
+      const bool done = t >= task_.n_steps;
+      rew[i] = float(step_reward ? f - fid_[std::size_t(i)] : (done ? f : 0.0));
+      fid_[std::size_t(i)] = f;
+      fid[i] = f;
+      term[i] = done;
+      if (done) {
+        observe(i, fobs + i * obs_dim_);
+        ffid[i] = f;
+        start_episode(i);
+      } else {
+        std::fill(fobs + i * obs_dim_, fobs + (i + 1) * obs_dim_, 0.0f);
+        ffid[i] = std::numeric_limits<double>::quiet_NaN();
+      }
+      observe(i, obs + i * obs_dim_);
     }
-    observe(i, obs + i * obs_dim_);
-  }
+  });
   if (!device_.is_cpu()) {
     r.obs = r.obs.to(device_);
     r.reward = r.reward.to(device_);
@@ -325,6 +336,14 @@ StepResult VecEnv::step(const torch::Tensor& actions) {
     r.final_obs = r.final_obs.to(device_);
   }
   return r;
+}
+
+int64_t VecEnv::envs_per_chunk() const {
+  const int64_t d2 = d_ * d_, cols = task_.gate ? d2 : 1;
+  // The superoperator's product with the state, building it from a unitary, and a
+  // fidelity, an observation and an episode's start (a few hundred operations).
+  const int64_t work = d2 * d2 * cols + (closed_ ? d2 * d2 : 0) + 256;
+  return std::max<int64_t>(1, (int64_t(1) << 15) / work);
 }
 
 torch::Tensor VecEnv::tasks() const {

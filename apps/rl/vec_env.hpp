@@ -76,6 +76,9 @@ class VecEnv {
   void draw_task(int64_t i);
   void start_episode(int64_t i);
   void observe(int64_t i, float* out);
+  // The fewest environments a thread is handed at once: about 32k complex multiply-adds of a
+  // step's state update (two threads on 128 one-qubit environments cost more than they save).
+  int64_t envs_per_chunk() const;
   void check_shape(const torch::Tensor& actions) const;
   std::vector<double> checked_amplitudes(const torch::Tensor& actions) const;
   void check_actions_as_tensors(const torch::Tensor& actions) const;

@@ -3,17 +3,20 @@ one thread, on an idle machine and with one busy process per core beside it, as 
 qfleet on shared nodes (several experiments per node, DataLoader workers, environment
 processes).
 
-Three workloads, forward + backward of the sum from Python, complex128:
+Four workloads, from Python, complex128; the first three forward + backward of the sum:
 * circuit: a classifier layer like the hybrid classifier's (qfleet.QuantumLayer:
   AngleEmbedding, then three StronglyEntanglingLayers of one layer each on 4 qubits, <Z_i>);
 * noisy: the same circuit as density matrices, depolarizing noise (p = 0.01) on every qubit
   after each entangling layer;
 * open: the meta-learning open system (qfleet.OpenSystemLayer: one qubit, 60 segments, X/2
-  and Y/2 controls, relaxation and dephasing, average gate fidelity to X, exact solver).
+  and Y/2 controls, relaxation and dephasing, average gate fidelity to X, exact solver);
+* env: one step of qfleet.rl's vector environments (the qubit_x task, B environments; the
+  engine's step and the environments' own bookkeeping).
 
 Each (threads, load) configuration runs in its own process (OpenMP fixes its team at start)
 and the configurations alternate round by round, so a drift of the machine hits all alike.
-Before the table, the gradients of every configuration are checked bit for bit equal.
+Before the table, the gradients (env: the observations) of every configuration are checked
+bit for bit equal.
 Prints per workload and batch the median time per call of each configuration, and the two
 ratios the engine answers for: default/one thread under load (should stay near 1) and
 one/default thread idle (the speed-up threads give when the cores are free).
@@ -31,14 +34,14 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("circuit", "noisy", "open")
+WORKLOADS = ("circuit", "noisy", "open", "env")
 
 
 # --------------------------------------------------------------------------- the measured side
 
 def build(workload: str, batch: int):
-    """A callable running one forward + backward of the sum on `batch` samples, and the
-    leaf whose gradient it fills."""
+    """A callable running one forward + backward of the sum on `batch` samples, and a callable
+    returning what it computed (the leaf's gradient; env: one step, the observations)."""
     import numpy as np
     import torch
 
@@ -57,7 +60,17 @@ def build(workload: str, batch: int):
             c.expval(f"Z{q}")
         module = qfleet.QuantumLayer(c, seed=1)
         x = torch.rand(batch, n, generator=gen).requires_grad_()
-        return (lambda: module(x).sum().backward()), x
+        return (lambda: module(x).sum().backward()), (lambda: x.grad)
+    if workload == "env":
+        from qfleet.rl import QfleetVectorEnv
+        env = QfleetVectorEnv("qubit_x", num_envs=batch)
+        env.reset(seed=0)
+        actions = 2 * torch.rand(batch, env.single_action_space.shape[0], generator=gen) - 1
+        last = []
+
+        def step():
+            last[:] = [env.step(actions)[0]]
+        return step, (lambda: last[0])
     x, y = np.array([[0, 1], [1, 0]]), np.array([[0, -1j], [1j, 0]])
     lower, z = np.array([[0, 1], [0, 0]]), np.array([[1, 0], [0, -1]])
     system = (qfleet.OpenSystem(2).control(x / 2).control(y / 2).jump(lower).jump(np.sqrt(0.5) * z)
@@ -65,16 +78,16 @@ def build(workload: str, batch: int):
     module = qfleet.OpenSystemLayer(system)
     amps = (0.3 * torch.randn(batch, 60, 2, generator=gen)).requires_grad_()
     rates = torch.tensor([0.01, 0.02]).expand(batch, 2).contiguous()
-    return (lambda: module(amps, rates).sum().backward()), amps
+    return (lambda: module(amps, rates).sum().backward()), (lambda: amps.grad)
 
 
 def measure(workload: str, batch: int, seconds: float) -> tuple[float, str]:
     """Median seconds per call over about `seconds` of calls (after a warm-up call), and the
     hex digest of the warm-up call's gradient (the threads must not change a bit of it)."""
     import hashlib
-    fn, leaf = build(workload, batch)
+    fn, result = build(workload, batch)
     fn()
-    digest = hashlib.sha1(leaf.grad.detach().contiguous().numpy().tobytes()).hexdigest()
+    digest = hashlib.sha1(result().detach().contiguous().numpy().tobytes()).hexdigest()
     times, spent = [], 0.0
     while spent < seconds or len(times) < 3:
         t0 = time.perf_counter()

@@ -6,13 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstddef>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cpu/task_pool.hpp"
+#include "qfleet/parallel.hpp"
 
 namespace task_pool_test {
 
@@ -102,6 +106,42 @@ TEST(Threads, PoolWorksInAForkedChild) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// qfleet::parallel_for (qfleet/parallel.hpp): contiguous chunks covering [0, n) once each, none
+// smaller than min_chunk (or n), at most four a thread, a small loop on the caller
+// alone, and a body's error rethrown.
+TEST(Threads, ParallelForCoversTheRangeInChunksOfAtLeastTheMinimum) {
+  for (const auto& [n, min_chunk] : {std::pair<std::int64_t, std::int64_t>{1000, 16}, {1000, 1}, {7, 3}, {128, 1000}}) {
+    std::vector<std::atomic<int>> ran(static_cast<std::size_t>(n));
+    std::atomic<std::int64_t> chunks{0}, smallest{n};
+    std::atomic<int> off_caller{0};
+    const auto caller = std::this_thread::get_id();
+    qfleet::parallel_for(n, 2, min_chunk, [&](std::int64_t begin, std::int64_t end) {
+      chunks.fetch_add(1);
+      std::int64_t s = smallest.load();
+      while (end - begin < s && !smallest.compare_exchange_weak(s, end - begin)) {
+      }
+      if (std::this_thread::get_id() != caller) off_caller.fetch_add(1);
+      for (std::int64_t i = begin; i < end; ++i) ran[std::size_t(i)].fetch_add(1);
+    });
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(ran[std::size_t(i)].load(), 1) << i << " of " << n;
+    const std::int64_t most = std::max<std::int64_t>(1, std::min<std::int64_t>(n / min_chunk, 8));
+    EXPECT_LE(chunks.load(), most) << n << " / " << min_chunk;
+    EXPECT_GE(smallest.load(), std::min(min_chunk, n)) << n << " / " << min_chunk;
+    if (n < 2 * min_chunk) {
+      EXPECT_EQ(chunks.load(), 1) << n << " / " << min_chunk;
+      EXPECT_EQ(off_caller.load(), 0);
+    }
+  }
+  int calls = 0;
+  qfleet::parallel_for(0, 2, 1, [&](std::int64_t, std::int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  EXPECT_THROW(qfleet::parallel_for(100, 2, 1,
+                                    [](std::int64_t begin, std::int64_t) {
+                                      if (begin == 0) throw std::runtime_error("chunk 0");
+                                    }),
+               std::runtime_error);
 }
 
 }  // namespace task_pool_test
