@@ -191,7 +191,9 @@ class QfleetVectorEnv(VectorEnv):
     Observations, rewards, terminations and truncations are torch tensors on the environment's
     device (the "device" key); actions may be torch tensors (any device) or numpy arrays:
     continuous [N, n_controls] floats in [-1, 1] (clipped unless clip_actions=False, then out of
-    range is an error) or discrete [N] integers indexing the pulse library."""
+    range is an error) or discrete [N] integers indexing the pulse library. ``qfleet_spec`` is
+    the environments' description as built (a dict: the resolved configuration, dimension,
+    controls, pulse library, task parameters and their ranges; docs/rl.md)."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
