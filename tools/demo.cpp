@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "qfleet/names.hpp"
 #include "qfleet/qfleet.hpp"
 
 namespace qfleet::tools {
@@ -123,9 +124,9 @@ int train(const DemoOptions& o, Precision precision) {
 }  // namespace
 
 int run_demo(const DemoOptions& o) {
-  if (o.precision == "complex64") return train<float>(o, Precision::complex64);
-  if (o.precision == "complex128") return train<double>(o, Precision::complex128);
-  throw Error("precision must be complex64 or complex128, got '" + o.precision + "'");
+  const auto p = value_in(kPrecisionNames, o.precision);
+  if (!p) throw Error("precision must be " + names_in(kPrecisionNames) + ", got '" + o.precision + "'");
+  return *p == Precision::complex64 ? train<float>(o, *p) : train<double>(o, *p);
 }
 
 }  // namespace qfleet::tools

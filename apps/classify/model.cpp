@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "idx.hpp"
+#include "qfleet/names.hpp"
 
 namespace qfleet::classify {
 namespace nn = torch::nn;
@@ -127,8 +128,7 @@ HybridNetImpl::HybridNetImpl(const ModelOptions& o) : opt_(o) {
                                     std::to_string(o.qubits) + " angles feed it (set qubits to its input count)");
     } else {
       CompileOptions co;
-      if (o.precision == "complex64") co.precision = Precision::complex64;
-      else if (o.precision != "complex128") throw std::invalid_argument("precision \"" + o.precision + "\": complex128 or complex64");
+      co.precision = value_named(kPrecisionNames, o.precision, "precision");
       co.device = o.cuda ? Device::cuda : Device::cpu;
       program = c10::make_intrusive<qfleet::nn::CircuitProgram>(make_circuit(o), co);
     }

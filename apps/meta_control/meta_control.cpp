@@ -19,6 +19,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <sstream>
 
+#include "qfleet/names.hpp"
 #include "qfleet/version.hpp"
 #include "trainer.hpp"
 #include "common/lifecycle.hpp"
@@ -194,7 +195,8 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
     Config c = cfg;
     c.device = d.is_cuda() ? "cuda" : "cpu";
     auto step = std::make_shared<MetaStep>(c);
-    const auto opts = torch::TensorOptions().dtype(c.precision == "complex64" ? torch::kFloat32 : torch::kFloat64);
+    const bool single = value_named(kPrecisionNames, c.precision, "precision") == Precision::complex64;
+    const auto opts = torch::TensorOptions().dtype(single ? torch::kFloat32 : torch::kFloat64);
     const Tensor theta = ((torch::rand({P}, opts) - 0.5) * 0.2).to(d);  // (resident where the run would be)
     auto gen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed);
     const Tensor noise = sample_tasks(cfg, gen, cfg.meta_batch, opts.dtype().toScalarType()).to(d);

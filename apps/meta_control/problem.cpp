@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "cz_paper.hpp"
 #include "meta_control.hpp"
-#include "qfleet/control_systems.hpp"
 #include "qfleet/json_lindblad.hpp"
+#include "qfleet/names.hpp"
 
 namespace qfleet::meta {
 
@@ -71,12 +72,12 @@ Problem::Problem(const Config& cfg)
       per_qubit_noise_(cfg.task_noise == "per_qubit_correlated"),
       renormalize_(cfg.renormalize_trace),
       seg_dt_(cfg.gate_time / double(cfg.n_segments)),
-      dtype_(cfg.precision == "complex64" ? torch::kFloat32 : torch::kFloat64) {
-  // The system (the library's, shared with qfleet-rl): controls X, Y (scaled: X/2, Y/2
-  // for half_pauli) per qubit, then the system's couplings; per qubit the relaxation
-  // (rate gamma_relax) and dephasing sqrt(gamma_deph / 2) Z jumps.
-  const control::QubitGateSystem sys =
-      control::qubit_gate_system(cfg.system, {cfg.controls == "pauli" ? 1.0 : 0.5, cfg.coupling});
+      dtype_(value_named(kPrecisionNames, cfg.precision, "precision") == Precision::complex64 ? torch::kFloat32
+                                                                                           : torch::kFloat64) {
+  // The system (the library's, shared with qfleet-rl, or the paper's CZ: cz_paper.hpp):
+  // controls X, Y (scaled: X/2, Y/2 for half_pauli) per qubit, then the system's couplings;
+  // per qubit the relaxation (rate gamma_relax) and dephasing sqrt(gamma_deph / 2) Z jumps.
+  const control::QubitGateSystem sys = system_named(cfg.system, cfg.controls == "pauli" ? 1.0 : 0.5, cfg.coupling);
   json controls = json::array(), jumps = json::array();
   for (const auto& h : sys.controls) controls.push_back(matrix_json(h));
   for (const auto& l : sys.jumps) jumps.push_back(matrix_json(l));

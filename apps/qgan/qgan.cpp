@@ -13,6 +13,7 @@
 
 #include "qfleet/device_lowering.hpp"
 #include "qfleet/json_problem.hpp"
+#include "qfleet/names.hpp"
 #include "qfleet/noise_model.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
@@ -71,7 +72,7 @@ struct GeneratorProgram {
 GeneratorProgram make_generator(const TrainConfig& c, int n_qubits) {
   const Circuit logical = generator_circuit({n_qubits, c.reps});
   CompileOptions opt;
-  opt.precision = c.precision == "complex64" ? Precision::complex64 : Precision::complex128;
+  opt.precision = value_named(kPrecisionNames, c.precision, "precision");
   opt.num_threads = c.threads;
   GeneratorProgram g;
   g.info = {{"n_qubits", n_qubits}, {"reps", c.reps}, {"n_weights", logical.n_weights()},
@@ -204,7 +205,7 @@ QganRun::QganRun(const TrainConfig& cfg_in) : cfg_(cfg_in) {
   // Deeper generators for wider registers: reps = 2 reaches the 3-qubit log-normal to 1e-11 by
   // direct minimisation; the 8 x 8 Gaussian needs 4 (KL 0.006 after 1000 epochs, against 0.096 at 2).
   if (cfg_.reps < 0) cfg_.reps = std::max(2, target_.n_qubits - 2);
-  if (cfg_.precision == "complex64" && cfg_.shots > 0)
+  if (value_named(kPrecisionNames, cfg_.precision, "precision") == Precision::complex64 && cfg_.shots > 0)
     throw std::invalid_argument("shots mode samples in complex128; leave precision at complex128");
   device_ = train::device_from_setting(cfg_.device, &device_why_);
   precision_ = train::precision_policy(device_);
