@@ -171,16 +171,17 @@ kern::OpenTaskCall<R> make_call(const TaskArgs<R>& a, const Shape& sh, const Tas
 
 using detail::Route;
 
-// A call's buffers and their lengths in reals; inputs first, then outputs (the order
-// the cuda backend's run_open_call stages them in).
-constexpr int kBuffers = 18, kFirstOutput = 9;
+// A call's buffers and their lengths in reals, by role (kern::for_each_buffer's order, which
+// the cuda backend's run_open_call walks too).
 struct Buffers {
-  const void* ptr[kBuffers];
-  std::size_t len[kBuffers];
+  const void* ptr[kern::kOpenBuffers] = {};
+  std::size_t len[kern::kOpenBuffers] = {};
+  bool output[kern::kOpenBuffers] = {};
 };
 
 template <class R>
 Buffers buffers_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
+  using kern::OpenBuffer;
   const std::size_t B = c.batch, n_amp = std::size_t(p.sys.n_segments()) * p.sys.n_controls();
   const std::size_t nd = p.a_drift.size(), nr = p.a_rate.size(), d = std::size_t(p.d);
   const std::size_t per_init = p.closed ? d : d * d;
@@ -189,32 +190,49 @@ Buffers buffers_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
   const std::size_t amps = c.amplitudes_per_task ? B * n_amp : n_amp, drift = c.drift_per_task ? B * nd : nd,
                     rates = c.rates_per_task ? B * nr : nr, durs = c.durations_per_task ? B * nseg : nseg;
   const std::size_t exps = B * (nseg + 1) * p.observables.size();
-  Buffers b{{c.amplitudes, c.drift, c.rates, c.initial, c.cot_fidelity, c.cot_leakage, c.durations, c.cot_expvals,
-             c.cot_final, c.fidelity, c.leakage, c.expvals, c.final_state, c.grad_amplitudes, c.grad_drift,
-             c.grad_rates, c.grad_durations, c.grad_initial},
-            {amps, drift, rates, 2 * B * per_init, B, B, durs, exps, 2 * B * per_final, B, B, exps, 2 * B * per_final,
-             amps, drift, rates, durs, 2 * B * per_init}};
-  for (int i = 0; i < kBuffers; ++i) {
-    if (b.len[i] == 0) b.ptr[i] = nullptr;
-  }
+  Buffers b;
+  auto len = [&b](OpenBuffer role, std::size_t n) { b.len[int(role)] = n; };
+  len(OpenBuffer::amplitudes, amps);
+  len(OpenBuffer::drift, drift);
+  len(OpenBuffer::rates, rates);
+  len(OpenBuffer::initial, 2 * B * per_init);
+  len(OpenBuffer::cot_fidelity, B);
+  len(OpenBuffer::cot_leakage, B);
+  len(OpenBuffer::durations, durs);
+  len(OpenBuffer::cot_expvals, exps);
+  len(OpenBuffer::cot_final, 2 * B * per_final);
+  len(OpenBuffer::fidelity, B);
+  len(OpenBuffer::leakage, B);
+  len(OpenBuffer::expvals, exps);
+  len(OpenBuffer::final_state, 2 * B * per_final);
+  len(OpenBuffer::grad_amplitudes, amps);
+  len(OpenBuffer::grad_drift, drift);
+  len(OpenBuffer::grad_rates, rates);
+  len(OpenBuffer::grad_durations, durs);
+  len(OpenBuffer::grad_initial, 2 * B * per_init);
+  kern::for_each_buffer(c, [&b](OpenBuffer role, const auto* ptr, bool output) {
+    const int i = int(role);
+    b.ptr[i] = b.len[i] == 0 ? nullptr : ptr;
+    b.output[i] = output;
+  });
   return b;
 }
 
 template <class R>
 std::size_t host_bytes(const Buffers& b) {
   std::size_t bytes = 0;
-  for (int i = 0; i < kBuffers; ++i) bytes += b.ptr[i] ? b.len[i] * sizeof(R) : 0;
+  for (int i = 0; i < kern::kOpenBuffers; ++i) bytes += b.ptr[i] ? b.len[i] * sizeof(R) : 0;
   return bytes;
 }
 
 template <class R>
 detail::CallBuffers call_buffers(const Buffers& b) {
   detail::CallBuffers cb;
-  cb.n = kBuffers;
-  for (int i = 0; i < kBuffers; ++i) {
+  cb.n = kern::kOpenBuffers;
+  for (int i = 0; i < kern::kOpenBuffers; ++i) {
     cb.ptr[i] = b.ptr[i];
     cb.bytes[i] = b.ptr[i] != nullptr ? b.len[i] * sizeof(R) : 0;
-    cb.output[i] = i >= kFirstOutput;
+    cb.output[i] = b.output[i];
   }
   return cb;
 }

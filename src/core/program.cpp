@@ -102,40 +102,36 @@ kern::SvCall<R> base_call(const BatchArgs<R>& a, const Checked& c) {
 using detail::Route;
 
 // Element counts of a call's buffers, in the order of Call's pointer fields.
-struct Extents {
-  std::size_t n[8];
-};
+// A call's buffers for the device backend (staging, bytes moved): each role's pointer and
+// its length in reals (kern::for_each_buffer's order, which the backend walks too).
 template <class R>
-Extents extents(const detail::Plan& p, const kern::SvCall<R>& c) {
+detail::CallBuffers call_buffers(const detail::Plan& p, const kern::SvCall<R>& c) {
+  using kern::SvBuffer;
   const std::size_t B = c.batch, K = p.n_outputs, ni = p.n_inputs, nw = p.n_weights;
   const std::size_t state = is_dm(p) ? p.dim * p.dim : p.dim;  // density matrices: 4^n entries
-  return {{B * ni, c.weights_per_sample ? B * nw : nw, B * K, B * K, B * ni, c.reduce_weights ? nw : B * nw,
-           B * state * 2, c.extra_probs ? B << c.extra_k : 0}};
+  std::size_t len[kern::kSvBuffers] = {};
+  len[int(SvBuffer::inputs)] = B * ni;
+  len[int(SvBuffer::weights)] = c.weights_per_sample ? B * nw : nw;
+  len[int(SvBuffer::outputs)] = B * K;
+  len[int(SvBuffer::cotangents)] = B * K;
+  len[int(SvBuffer::grad_inputs)] = B * ni;
+  len[int(SvBuffer::grad_weights)] = c.reduce_weights ? nw : B * nw;
+  len[int(SvBuffer::states)] = B * state * 2;
+  len[int(SvBuffer::extra_probs)] = c.extra_probs ? B << c.extra_k : 0;
+  detail::CallBuffers b;
+  b.n = kern::kSvBuffers;
+  kern::for_each_buffer(c, [&](SvBuffer role, const auto* ptr, bool output) {
+    const int i = int(role);
+    b.ptr[i] = ptr;
+    b.bytes[i] = ptr != nullptr ? len[i] * sizeof(R) : 0;
+    b.output[i] = output;
+  });
+  return b;
 }
 
 template <class R>
 std::size_t host_bytes(const detail::Plan& p, const kern::SvCall<R>& c) {
-  const Extents e = extents(p, c);
-  const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
-  std::size_t bytes = 0;
-  for (int i = 0; i < 8; ++i) bytes += ptr[i] ? e.n[i] * sizeof(R) : 0;
-  return bytes;
-}
-
-// A call's buffers for the device backend (staging, bytes moved).
-template <class R>
-detail::CallBuffers call_buffers(const detail::Plan& p, const kern::SvCall<R>& c) {
-  const Extents e = extents(p, c);
-  const void* ptr[8] = {c.inputs, c.weights, c.outputs, c.cotangents, c.grad_inputs, c.grad_weights, c.states, c.extra_probs};
-  const bool output[8] = {false, false, true, false, true, true, true, true};
-  detail::CallBuffers b;
-  b.n = 8;
-  for (int i = 0; i < 8; ++i) {
-    b.ptr[i] = ptr[i];
-    b.bytes[i] = ptr[i] != nullptr ? e.n[i] * sizeof(R) : 0;
-    b.output[i] = output[i];
-  }
-  return b;
+  return call_buffers(p, c).total_bytes();
 }
 
 // The route of a call whose (non-empty) buffers are `ptrs`.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/executor.hpp"
@@ -78,23 +79,28 @@ std::string describe_open(const Executor& e, const Model& m, std::size_t, bool) 
 }
 
 Executor row(const CpuIsa& isa, ModelKind kind) {
-  Executor e{kind, "cpu", isa.name, &isa, true, isa.lanes_f32, isa.lanes_f64, &runs_every_model, nullptr,
-             &estimate_seconds, nullptr, nullptr};
-  switch (kind) {
-    case ModelKind::statevector:
-      e.run = &run_sv;
-      e.describe = &describe_sv;
-      break;
-    case ModelKind::density_matrix:
-      e.run = &run_dm;
-      e.describe = &describe_dm;
-      break;
-    case ModelKind::open_system:
-      e.run = &run_open;
-      e.describe = &describe_open;
-      break;
-  }
-  return e;
+  const auto [run, describe] = [kind] {
+    using Run = decltype(Executor::run);
+    using Describe = decltype(Executor::describe);
+    switch (kind) {
+      case ModelKind::statevector: return std::pair<Run, Describe>{&run_sv, &describe_sv};
+      case ModelKind::density_matrix: return std::pair<Run, Describe>{&run_dm, &describe_dm};
+      case ModelKind::open_system: break;
+    }
+    return std::pair<Run, Describe>{&run_open, &describe_open};
+  }();
+  return {.kind = kind,
+          .device = "cpu",
+          .isa = isa.name,
+          .context = &isa,
+          .host = true,
+          .lanes_f32 = isa.lanes_f32,
+          .lanes_f64 = isa.lanes_f64,
+          .supports = &runs_every_model,
+          .prepare = nullptr,  // (host rows run on host buffers: no resident copy)
+          .estimate_seconds = &estimate_seconds,
+          .run = run,
+          .describe = describe};
 }
 
 }  // namespace

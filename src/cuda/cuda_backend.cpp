@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -99,18 +100,13 @@ Strategy requested_strategy() {
   return env == nullptr || *env == 0 ? Strategy::automatic : parse_strategy(env);
 }
 
-// A circuit call's buffers swapped for their staged device copies (CallBuffers order:
-// program.cpp's call_buffers), for state-vector and density-matrix calls alike.
-template <class R>
-void on_staged_buffers(kern::SvCall<R>& k, StagedCall& staged_call) {
-  k.inputs = static_cast<const R*>(staged_call.device(0));
-  k.weights = static_cast<const R*>(staged_call.device(1));
-  k.outputs = static_cast<R*>(staged_call.device(2));
-  k.cotangents = static_cast<const R*>(staged_call.device(3));
-  k.grad_inputs = static_cast<R*>(staged_call.device(4));
-  k.grad_weights = static_cast<R*>(staged_call.device(5));
-  k.states = static_cast<R*>(staged_call.device(6));
-  k.extra_probs = static_cast<R*>(staged_call.device(7));
+// A call's buffers swapped for their staged device copies, by role (kern::for_each_buffer:
+// the order program.cpp and open_program.cpp staged them in), for every kind's call record.
+template <class Call>
+void on_staged_buffers(Call& k, const StagedCall& staged_call) {
+  kern::for_each_buffer(k, [&staged_call](auto role, auto& field, bool) {
+    field = static_cast<std::remove_reference_t<decltype(field)>>(staged_call.device(int(role)));
+  });
 }
 
 template <class R>
@@ -222,24 +218,7 @@ void run_open_call(const OpenPlan& p, const kern::OpenTaskCall<R>& c, const Call
     expect_fits(shape.work_bytes + buffers.total_bytes(), res);
     StagedCall staged_call(stream, buffers, sizeof(int));
     kern::OpenTaskCall<R> k = c;
-    k.amplitudes = static_cast<const R*>(staged_call.device(0));
-    k.drift = static_cast<const R*>(staged_call.device(1));
-    k.rates = static_cast<const R*>(staged_call.device(2));
-    k.initial = static_cast<const R*>(staged_call.device(3));
-    k.cot_fidelity = static_cast<const R*>(staged_call.device(4));
-    k.cot_leakage = static_cast<const R*>(staged_call.device(5));
-    k.durations = static_cast<const R*>(staged_call.device(6));
-    k.cot_expvals = static_cast<const R*>(staged_call.device(7));
-    k.cot_final = static_cast<const R*>(staged_call.device(8));
-    k.fidelity = static_cast<R*>(staged_call.device(9));
-    k.leakage = static_cast<R*>(staged_call.device(10));
-    k.expvals = static_cast<R*>(staged_call.device(11));
-    k.final_state = static_cast<R*>(staged_call.device(12));
-    k.grad_amplitudes = static_cast<R*>(staged_call.device(13));
-    k.grad_drift = static_cast<R*>(staged_call.device(14));
-    k.grad_rates = static_cast<R*>(staged_call.device(15));
-    k.grad_durations = static_cast<R*>(staged_call.device(16));
-    k.grad_initial = static_cast<R*>(staged_call.device(17));
+    on_staged_buffers(k, staged_call);
     run_open_tasks(view, k, shape, static_cast<int*>(staged_call.scratch()), stream);
     int status = 0;
     staged_call.finish(&status, sizeof(int));
@@ -378,14 +357,23 @@ class CudaBackend final : public detail::DeviceBackend {
   bool is_device_pointer(const void* p) const override { return gpu::is_device_pointer(p); }
   // Batch granularity: the warp.
   std::vector<Executor> executors() const override {
-    return {
-        {ModelKind::statevector, "cuda", "", this, false, 32, 32, &runs_every_model, &prepare_sv,
-         &estimate_seconds, &run_sv, &describe_sv},
-        {ModelKind::density_matrix, "cuda", "", this, false, 32, 32, &dm_supports, &prepare_dm,
-         &estimate_seconds, &run_dm, &describe_dm},
-        {ModelKind::open_system, "cuda", "", this, false, 32, 32, &runs_every_model, &prepare_open,
-         &estimate_seconds, &run_open, &describe_open},
+    auto row = [this](ModelKind kind, auto supports, auto prepare, auto run, auto describe) {
+      return Executor{.kind = kind,
+                      .device = "cuda",
+                      .isa = "",
+                      .context = this,
+                      .host = false,
+                      .lanes_f32 = 32,
+                      .lanes_f64 = 32,
+                      .supports = supports,
+                      .prepare = prepare,
+                      .estimate_seconds = &estimate_seconds,
+                      .run = run,
+                      .describe = describe};
     };
+    return {row(ModelKind::statevector, &runs_every_model, &prepare_sv, &run_sv, &describe_sv),
+            row(ModelKind::density_matrix, &dm_supports, &prepare_dm, &run_dm, &describe_dm),
+            row(ModelKind::open_system, &runs_every_model, &prepare_open, &run_open, &describe_open)};
   }
 };
 

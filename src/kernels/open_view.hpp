@@ -109,6 +109,46 @@ struct OpenTaskCall {
   const R* resume = nullptr;
 };
 
+// The call's buffers by role, inputs first, then outputs, in the one order both sides of the
+// device seam walk (core/open_program.cpp's sizes and staging list, cuda/cuda_backend.cpp's
+// staged copies): for_each_buffer(call, f) calls f(role, field, is_output) for each staged
+// pointer field (save and resume, cpu only, are not staged).
+enum class OpenBuffer : int {
+  amplitudes, drift, rates, initial, cot_fidelity, cot_leakage, durations, cot_expvals, cot_final,  // inputs
+  fidelity, leakage, expvals, final_state, grad_amplitudes, grad_drift, grad_rates, grad_durations, grad_initial
+};
+inline constexpr int kOpenBuffers = 18;
+
+template <class Call, class F>  // Call: OpenTaskCall<R> or const OpenTaskCall<R>
+void open_buffers(Call& c, F&& f) {
+  f(OpenBuffer::amplitudes, c.amplitudes, false);
+  f(OpenBuffer::drift, c.drift, false);
+  f(OpenBuffer::rates, c.rates, false);
+  f(OpenBuffer::initial, c.initial, false);
+  f(OpenBuffer::cot_fidelity, c.cot_fidelity, false);
+  f(OpenBuffer::cot_leakage, c.cot_leakage, false);
+  f(OpenBuffer::durations, c.durations, false);
+  f(OpenBuffer::cot_expvals, c.cot_expvals, false);
+  f(OpenBuffer::cot_final, c.cot_final, false);
+  f(OpenBuffer::fidelity, c.fidelity, true);
+  f(OpenBuffer::leakage, c.leakage, true);
+  f(OpenBuffer::expvals, c.expvals, true);
+  f(OpenBuffer::final_state, c.final_state, true);
+  f(OpenBuffer::grad_amplitudes, c.grad_amplitudes, true);
+  f(OpenBuffer::grad_drift, c.grad_drift, true);
+  f(OpenBuffer::grad_rates, c.grad_rates, true);
+  f(OpenBuffer::grad_durations, c.grad_durations, true);
+  f(OpenBuffer::grad_initial, c.grad_initial, true);
+}
+template <class R, class F>
+void for_each_buffer(OpenTaskCall<R>& c, F&& f) {
+  open_buffers(c, f);
+}
+template <class R, class F>
+void for_each_buffer(const OpenTaskCall<R>& c, F&& f) {
+  open_buffers(c, f);
+}
+
 // Every task identical (all parameters shared, no per-task initial state): one
 // simulation stands for the whole batch (its cotangents summed, its outputs broadcast).
 template <class R>

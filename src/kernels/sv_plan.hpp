@@ -161,4 +161,31 @@ struct SvCall {
   R* extra_probs = nullptr;
 };
 
+// The call's buffers by role, in the one order both sides of the device seam walk: the host
+// (their sizes and the staging list: core/program.cpp) and the device backend (the staged
+// copies put in their place: cuda/cuda_backend.cpp). for_each_buffer(call, f) calls
+// f(role, field, is_output) for each pointer field; field is a reference to the member.
+enum class SvBuffer : int { inputs, weights, outputs, cotangents, grad_inputs, grad_weights, states, extra_probs };
+inline constexpr int kSvBuffers = 8;
+
+template <class Call, class F>  // Call: SvCall<R> or const SvCall<R>
+void sv_buffers(Call& c, F&& f) {
+  f(SvBuffer::inputs, c.inputs, false);
+  f(SvBuffer::weights, c.weights, false);
+  f(SvBuffer::outputs, c.outputs, true);
+  f(SvBuffer::cotangents, c.cotangents, false);
+  f(SvBuffer::grad_inputs, c.grad_inputs, true);
+  f(SvBuffer::grad_weights, c.grad_weights, true);
+  f(SvBuffer::states, c.states, true);
+  f(SvBuffer::extra_probs, c.extra_probs, true);
+}
+template <class R, class F>
+void for_each_buffer(SvCall<R>& c, F&& f) {
+  sv_buffers(c, f);
+}
+template <class R, class F>
+void for_each_buffer(const SvCall<R>& c, F&& f) {
+  sv_buffers(c, f);
+}
+
 }  // namespace qfleet::kern
