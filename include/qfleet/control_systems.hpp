@@ -6,13 +6,12 @@
 //   qubit_x             one qubit, controls X and Y scaled by control_scale, the X gate
 //   two_qubit_cz_xx_zz  two qubits, X and Y on each (scaled), tunable couplings XX/2 and
 //                       ZZ/2, the CZ gate
-//   two_qubit_cz_paper  arXiv:2601.18973's CZ system: an always-on J Z1 Z2 drift, X, Y
-//                       (scaled) and Z on each qubit, relaxation by |1><0| as its code
-//                       writes sigma_m
+// (A system one study alone uses lives with it: arXiv:2601.18973's CZ system is the
+// meta-control app's, apps/meta_control/cz_paper.hpp.)
 //
-// Noise, per qubit q: jumps[2q] is relaxation (|0><1|, or |1><0| for the paper's CZ) at
-// rate gamma_relax, jumps[2q + 1] dephasing sqrt(1/2) Z at rate gamma_deph, so that the
-// Lindblad term gamma_deph/2 D[Z] dephases the coherences at rate gamma_deph.
+// Noise, per qubit q: jumps[2q] is relaxation (|0><1|) at rate gamma_relax, jumps[2q + 1]
+// dephasing sqrt(1/2) Z at rate gamma_deph, so that the Lindblad term gamma_deph/2 D[Z]
+// dephases the coherences at rate gamma_deph.
 #pragma once
 
 #include <string>
@@ -34,11 +33,10 @@ struct QubitGateSystem {
 
 struct QubitSystemOptions {
   double control_scale = 0.5;  // 0.5: X/2, Y/2 (amplitude u rotates by u t); 1: X, Y
-  double coupling = 2.0;       // two_qubit_cz_paper's J
 };
 
-// Throws qfleet::Error for a name not listed above (naming the nearest) or a scale or
-// coupling that is not finite.
+// Throws qfleet::Error for a name not listed above (naming the nearest) or a scale that
+// is not finite.
 QubitGateSystem qubit_gate_system(const std::string& name, const QubitSystemOptions& options = {});
 const std::vector<std::string>& qubit_gate_system_names();
 

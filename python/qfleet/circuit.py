@@ -203,7 +203,8 @@ class Circuit:
 
         simulator: "automatic" (density matrices when the circuit has a channel, a readout
         error, a noise model or a purity output; else state vectors), "statevector" or
-        "density_matrix". Density-matrix programs run on the cpu.
+        "density_matrix". Both run on the cpu and, with device "cuda", on the GPU
+        (docs/noisy.md).
 
         device: "cpu"; "cuda" (the plan is uploaded to the GPU and every call runs
         there, staging CPU tensors; an error where no CUDA device is visible); or

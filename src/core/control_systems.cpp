@@ -20,7 +20,7 @@ ComplexMatrix on_qubit(const ComplexMatrix& op, int q, int qubits) {
 }  // namespace
 
 const std::vector<std::string>& qubit_gate_system_names() {
-  static const std::vector<std::string> names = {"qubit_x", "two_qubit_cz_xx_zz", "two_qubit_cz_paper"};
+  static const std::vector<std::string> names = {"qubit_x", "two_qubit_cz_xx_zz"};
   return names;
 }
 
@@ -30,14 +30,12 @@ QubitGateSystem qubit_gate_system(const std::string& name, const QubitSystemOpti
     const std::string near = nearest_name(name, names, 4);
     throw Error("qubit_gate_system: unknown system \"" + name + "\"" +
                 (near.empty() ? "" : " (did you mean \"" + near + "\"?)") +
-                "; known: qubit_x, two_qubit_cz_xx_zz, two_qubit_cz_paper");
+                "; known: qubit_x, two_qubit_cz_xx_zz");
   }
-  if (!std::isfinite(options.control_scale) || !std::isfinite(options.coupling))
-    throw Error("qubit_gate_system: control_scale and coupling must be finite");
+  if (!std::isfinite(options.control_scale)) throw Error("qubit_gate_system: control_scale must be finite");
   QubitGateSystem s;
   s.name = name;
   s.qubits = name == "qubit_x" ? 1 : 2;
-  const bool paper = name == "two_qubit_cz_paper";
   for (int q = 0; q < s.qubits; ++q) {
     s.controls.push_back(ops::scaled(on_qubit(ops::kPauliX, q, s.qubits), options.control_scale));
     s.controls.push_back(ops::scaled(on_qubit(ops::kPauliY, q, s.qubits), options.control_scale));
@@ -45,20 +43,14 @@ QubitGateSystem qubit_gate_system(const std::string& name, const QubitSystemOpti
     s.control_names.push_back("x" + suffix);
     s.control_names.push_back("y" + suffix);
   }
-  if (paper) {  // the paper's order: X1, Y1, X2, Y2, Z1, Z2
-    for (int q = 0; q < 2; ++q) {
-      s.controls.push_back(on_qubit(ops::kPauliZ, q, 2));
-      s.control_names.push_back(q == 0 ? "z0" : "z1");
-    }
-    s.drift = pauli_operator({{options.coupling, "Z0 Z1"}}, 2);
-  } else if (s.qubits == 2) {
+  if (s.qubits == 2) {
     s.controls.push_back(pauli_operator({{0.5, "X0 X1"}}, 2));
     s.controls.push_back(pauli_operator({{0.5, "Z0 Z1"}}, 2));
     s.control_names.push_back("xx");
     s.control_names.push_back("zz");
   }
   for (int q = 0; q < s.qubits; ++q) {
-    s.jumps.push_back(on_qubit(paper ? ops::kRaise : ops::kLower, q, s.qubits));
+    s.jumps.push_back(on_qubit(ops::kLower, q, s.qubits));
     s.jumps.push_back(ops::scaled(on_qubit(ops::kPauliZ, q, s.qubits), std::sqrt(0.5)));
   }
   if (s.qubits == 1) s.target = ops::kPauliX;
