@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "core/call_checks.hpp"
@@ -191,25 +192,16 @@ Buffers buffers_of(const detail::OpenPlan& p, const kern::OpenTaskCall<R>& c) {
                     rates = c.rates_per_task ? B * nr : nr, durs = c.durations_per_task ? B * nseg : nseg;
   const std::size_t exps = B * (nseg + 1) * p.observables.size();
   Buffers b;
-  auto len = [&b](OpenBuffer role, std::size_t n) { b.len[int(role)] = n; };
-  len(OpenBuffer::amplitudes, amps);
-  len(OpenBuffer::drift, drift);
-  len(OpenBuffer::rates, rates);
-  len(OpenBuffer::initial, 2 * B * per_init);
-  len(OpenBuffer::cot_fidelity, B);
-  len(OpenBuffer::cot_leakage, B);
-  len(OpenBuffer::durations, durs);
-  len(OpenBuffer::cot_expvals, exps);
-  len(OpenBuffer::cot_final, 2 * B * per_final);
-  len(OpenBuffer::fidelity, B);
-  len(OpenBuffer::leakage, B);
-  len(OpenBuffer::expvals, exps);
-  len(OpenBuffer::final_state, 2 * B * per_final);
-  len(OpenBuffer::grad_amplitudes, amps);
-  len(OpenBuffer::grad_drift, drift);
-  len(OpenBuffer::grad_rates, rates);
-  len(OpenBuffer::grad_durations, durs);
-  len(OpenBuffer::grad_initial, 2 * B * per_init);
+  using L = std::pair<OpenBuffer, std::size_t>;
+  for (const auto& [role, n] :
+       {L{OpenBuffer::amplitudes, amps}, L{OpenBuffer::drift, drift}, L{OpenBuffer::rates, rates},
+        L{OpenBuffer::initial, 2 * B * per_init}, L{OpenBuffer::cot_fidelity, B}, L{OpenBuffer::cot_leakage, B},
+        L{OpenBuffer::durations, durs}, L{OpenBuffer::cot_expvals, exps}, L{OpenBuffer::cot_final, 2 * B * per_final},
+        L{OpenBuffer::fidelity, B}, L{OpenBuffer::leakage, B}, L{OpenBuffer::expvals, exps},
+        L{OpenBuffer::final_state, 2 * B * per_final}, L{OpenBuffer::grad_amplitudes, amps},
+        L{OpenBuffer::grad_drift, drift}, L{OpenBuffer::grad_rates, rates}, L{OpenBuffer::grad_durations, durs},
+        L{OpenBuffer::grad_initial, 2 * B * per_init}})
+    b.len[int(role)] = n;
   kern::for_each_buffer(c, [&b](OpenBuffer role, const auto* ptr, bool output) {
     const int i = int(role);
     b.ptr[i] = b.len[i] == 0 ? nullptr : ptr;
