@@ -236,7 +236,7 @@ def _slug(heading):
 
 
 def sources(text):
-    """{anchor: [figures]} of the benchmarks page's sections that carry a command."""
+    """{anchor: [figures]} of the benchmarks page's sections that hold a command."""
     spans, fence = [], None
     for number, line in enumerate(text.splitlines(), 1):
         if fence:
