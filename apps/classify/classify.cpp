@@ -23,41 +23,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-json Config::to_json() const {
-  return {{"data", data},
-          {"mode", mode},
-          {"backbone", model.backbone},
-          {"layer", model.layer},
-          {"qubits", model.qubits},
-          {"layers", model.layers},
-          {"embedding", model.embedding},
-          {"entangler", model.entangler},
-          {"measure", model.measure},
-          {"circuit", circuit_file},
-          {"head_inputs", model.head_inputs},
-          {"precision", model.precision},
-          {"backbone_from", backbone_from},
-          {"epochs", epochs},
-          {"batch", batch},
-          {"lr", lr},
-          {"train_subset", train_subset},
-          {"test_subset", test_subset},
-          {"seed", seed},
-          {"device", device}};
-}
-
-void validate(const Config& c) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
-  if (c.mode != "end_to_end" && c.mode != "features") bad("mode \"" + c.mode + "\": end_to_end or features");
-  if (c.epochs < 1 || c.epochs > 10000) bad("epochs = " + std::to_string(c.epochs) + ": 1 to 10000");
-  if (c.batch < 1 || c.batch > 65536) bad("batch = " + std::to_string(c.batch) + ": 1 to 65536");
-  if (!(c.lr > 0 && c.lr < 10)) bad("lr = " + std::to_string(c.lr) + ": in (0, 10)");
-  if (c.train_subset < 0 || c.test_subset < 0) bad("train_subset / test_subset: 0 (all) or a positive count");
-  if (c.time_every < 1) bad("time_every = " + std::to_string(c.time_every) + ": at least 1");
-  if (c.device != "cpu" && c.device != "cuda" && c.device != "auto") bad("device \"" + c.device + "\": cpu, cuda or auto");
-  if (c.mode == "end_to_end" && !c.backbone_from.empty()) bad("backbone_from is for mode = features");
-}
-
 namespace {
 
 // Wall time of the step's parts; on a GPU each mark waits for the queued work first, so

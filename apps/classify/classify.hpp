@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data.hpp"
+#include "common/settings.hpp"
 #include "model.hpp"
 
 namespace qfleet::classify {
@@ -32,12 +33,19 @@ struct Config {
   std::string cache;                // features cache folder ("" = <out>/cache)
   bool resume = false, progress = true;
 
-  // Everything that decides the results (not out/progress/resume/threads), for the
-  // report and the checkpoint's configuration hash.
+  // Everything that decides the results (not out/progress/resume/threads/time_every/cache),
+  // for the report and the checkpoint's configuration hash.
   nlohmann::json to_json() const;
+  // From a resolved configuration (config.json's keys, each checked by the schema).
+  static Config from_settings(const nlohmann::json& resolved);
 };
 
-// Throws std::invalid_argument naming the setting for anything out of range.
+// config.json's schema, and its keys bound to Config's fields (settings.cpp).
+const app::Schema& schema();
+const std::vector<app::Setting<Config>>& settings();
+
+// Throws app::ConfigError (a std::invalid_argument) naming the setting for anything the
+// schema refuses, std::invalid_argument for the rules it cannot state.
 void validate(const Config& c);
 
 // Trains and evaluates; writes <out>/report.json, history.json, checkpoint.pt,

@@ -5,7 +5,6 @@
 
 #include "classify.hpp"
 #include "cli.hpp"
-#include "classify_config.hpp"  // generated: kConfigJson, the text of config.json
 #include "common/cli_errors.hpp"
 #include "common/output_folder.hpp"
 #include "common/shell.hpp"
@@ -36,38 +35,6 @@ void print_summary(const nlohmann::json& r) {
                 r["seconds"].get<double>());
 }
 
-// The run's settings from the resolved configuration (config.json's keys).
-Config make_config(const nlohmann::json& r, bool resume, bool progress) {
-  Config c;
-  c.data = r["data"];
-  c.mode = r["mode"];
-  c.model.backbone = r["backbone"];
-  c.model.layer = r["layer"];
-  c.model.qubits = r["qubits"];
-  c.model.layers = r["layers"];
-  c.model.embedding = r["embedding"];
-  c.model.entangler = r["entangler"];
-  c.model.measure = r["measure"];
-  c.circuit_file = r["circuit"];
-  c.model.head_inputs = r["head_inputs"];
-  c.model.precision = r["precision"];
-  c.backbone_from = r["backbone_from"];
-  c.epochs = r["epochs"];
-  c.batch = r["batch"];
-  c.lr = r["lr"];
-  c.train_subset = r["train_subset"];
-  c.test_subset = r["test_subset"];
-  c.seed = r["seed"];
-  c.threads = r["threads"];
-  c.device = r["device"];
-  c.time_every = r["time_every"];
-  c.out = r["out"];
-  c.cache = r["cache"];
-  c.resume = resume;
-  c.progress = progress;
-  return c;
-}
-
 // What a run writes into its folder (app::OutputFolder's claim; the figures are python -m
 // qfleet.classify.plot's). Not cache/: its features are keyed by what they were computed from.
 app::OutputFiles output_files() {
@@ -78,13 +45,14 @@ app::OutputFiles output_files() {
 }  // namespace
 
 int cli_main(const std::string& prog, const std::vector<std::string>& args) {
-  static const app::Schema schema(kConfigJson);
   CLI::App cli{prog + ": a hybrid CNN + quantum-circuit image classifier on qfleet (docs/classify.md)", prog};
-  const app::Shell shell(cli, schema);
+  const app::Shell shell(cli, schema());
   if (const auto status = app::parse_command_line(cli, prog, args)) return *status;
   return app::run_guarded<DataError>(prog, [&] {
     if (const auto status = shell.answer_printing()) return *status;
-    const Config c = make_config(shell.config(), shell.resume(), !shell.quiet());
+    Config c = Config::from_settings(shell.config());
+    c.resume = shell.resume();
+    c.progress = !shell.quiet();
     validate(c);
     const app::OutputFolder held(c.out, shell.claim("qfleet-classify", output_files()));
     print_summary(run(c));

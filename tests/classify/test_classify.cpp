@@ -295,6 +295,20 @@ TEST(Train, FeaturesModeCachesAndChecksItsFile) {
   EXPECT_NE(why.find(c.backbone_from + ": module 'backbone'"), std::string::npos) << why;  // (a tensor it lacks, or of another shape)
 }
 
+// config.json and Config agree: every key is bound to a field (and every field read from a
+// key), and the struct's defaults are the schema's, so a run from C++ and a bare command-line
+// run use the same settings.
+TEST(Settings, EveryKeyIsBoundAndTheDefaultsAreTheSchemas) {
+  std::vector<std::string> bound;
+  for (const auto& s : qfleet::classify::settings()) bound.push_back(s.key);
+  EXPECT_EQ(bound, qfleet::classify::schema().key_order());
+  EXPECT_EQ(qfleet::app::defaults_disagree(qfleet::classify::settings(), qfleet::classify::schema()), "");
+  // (and the check sees a difference where there is one)
+  std::vector<qfleet::app::Setting<Config>> off = qfleet::classify::settings();
+  off[0].get = [](const Config&) { return nlohmann::json("/elsewhere"); };
+  EXPECT_NE(qfleet::app::defaults_disagree(off, qfleet::classify::schema()).find("data"), std::string::npos);
+}
+
 TEST(Train, TheAblationAndBadSettings) {
   const fs::path d = temp_dir("ablation");
   write_halves(d / "data", 96, 32);
@@ -304,11 +318,12 @@ TEST(Train, TheAblationAndBadSettings) {
   EXPECT_EQ(r["model"]["parameters"]["middle"].get<int64_t>(), 4 * 4 + 4);
   EXPECT_GT(r["test_accuracy"].get<double>(), 0.9);
   for (const auto& [edit, needle] : std::vector<std::pair<std::function<void(Config&)>, std::string>>{
-           {[](Config& x) { x.epochs = 0; }, "epochs = 0"},
-           {[](Config& x) { x.batch = 0; }, "batch = 0"},
-           {[](Config& x) { x.lr = std::nan(""); }, "lr = nan"},
-           {[](Config& x) { x.mode = "fast"; }, "end_to_end or features"},
-           {[](Config& x) { x.device = "tpu"; }, "cpu, cuda or auto"},
+           {[](Config& x) { x.epochs = 0; }, "key 'epochs': expected an integer in [1, 10000], got 0"},
+           {[](Config& x) { x.batch = 0; }, "key 'batch': expected an integer in [1, 65536], got 0"},
+           {[](Config& x) { x.lr = std::nan(""); }, "key 'lr'"},
+           {[](Config& x) { x.lr = 0; }, "lr = 0.000000: in (0, 10)"},
+           {[](Config& x) { x.mode = "fast"; }, "key 'mode': expected one of [\"end_to_end\",\"features\"]"},
+           {[](Config& x) { x.device = "tpu"; }, "key 'device': expected one of [\"cpu\",\"cuda\",\"auto\"]"},
            {[](Config& x) { x.backbone_from = "b.pt"; }, "backbone_from is for mode = features"},
            {[](Config& x) { x.circuit_file = "/nonexistent.json"; }, "the circuit file: cannot open /nonexistent.json"}}) {
     Config b = c;
