@@ -29,10 +29,6 @@ std::string fmt_num(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-const app::Schema& train_schema() {
-  static const app::Schema s(kConfigJson);
-  return s;
-}
 const app::Schema& tournament_schema() {
   static const app::Schema s(kTournamentJson);
   return s;
@@ -44,33 +40,6 @@ const app::Schema& classifier_schema() {
 const app::Schema& suite_schema() {
   static const app::Schema s(kSuiteJson);
   return s;
-}
-
-TrainConfig train_config(const json& r, bool resume, bool progress) {
-  TrainConfig c;
-  c.target.name = r["target"];
-  c.target.qubits = r["qubits"];
-  c.target.image = r["image"];
-  c.target.fourier_features = r["fourier_features"];
-  c.reps = r["reps"];
-  c.epochs = r["epochs"];
-  c.d_steps = r["d_steps"];
-  c.lr_g = r["lr_g"];
-  c.lr_d = r["lr_d"];
-  c.beta1 = r["beta1"];
-  c.beta2 = r["beta2"];
-  c.hidden = r["hidden"].get<std::vector<int64_t>>();
-  c.shots = r["shots"];
-  c.noise_model = r["noise_model"];
-  c.precision = r["precision"];
-  c.seed = r["seed"];
-  c.threads = r["threads"];
-  c.device = r["device"];
-  c.checkpoint_every = r["checkpoint_every"];
-  c.out = r["out"];
-  c.resume = resume;
-  c.progress = progress;
-  return c;
 }
 
 TournamentConfig tournament_config(const json& r, bool progress) {
@@ -181,7 +150,9 @@ app::OutputFiles suite_files() {
 }
 
 int train_main(const app::Shell& shell) {
-  const TrainConfig tc = train_config(shell.config(), shell.resume(), !shell.quiet());
+  TrainConfig tc = TrainConfig::from_settings(shell.config());
+  tc.resume = shell.resume();
+  tc.progress = !shell.quiet();
   validate(tc);
   const app::OutputFolder held(tc.out, shell.claim("qfleet-qgan train", train_files()));
   print_train(train(tc));

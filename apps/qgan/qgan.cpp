@@ -27,33 +27,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-json TrainConfig::to_json() const {
-  return {{"target", target.name},         {"qubits", target.qubits},   {"image", target.image},
-          {"fourier_features", target.fourier_features},
-          {"reps", reps},                  {"epochs", epochs},          {"d_steps", d_steps},
-          {"lr_g", lr_g},                  {"lr_d", lr_d},              {"beta1", beta1},
-          {"beta2", beta2},                {"hidden", hidden},          {"shots", shots},
-          {"noise_model", noise_model},    {"precision", precision},    {"seed", seed},
-          {"device", device}};
-}
-
-void validate(const TrainConfig& c) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
-  if (c.epochs < 1 || c.epochs > 1000000) bad("epochs = " + std::to_string(c.epochs) + ": 1 to 1000000");
-  if (c.d_steps < 1 || c.d_steps > 100) bad("d_steps = " + std::to_string(c.d_steps) + ": 1 to 100");
-  for (double lr : {c.lr_g, c.lr_d})
-    if (!(lr > 0 && lr < 10)) bad("learning rates (lr_g, lr_d) must be in (0, 10)");
-  if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1)) bad("beta1, beta2 must be in [0, 1)");
-  for (int64_t h : c.hidden)
-    if (h < 1 || h > 4096) bad("hidden widths must be 1 to 4096");
-  if (c.hidden.size() > 8) bad("at most 8 hidden layers");
-  if (c.shots < 0 || c.shots > (int64_t{1} << 24)) bad("shots = " + std::to_string(c.shots) + ": 0 (exact) to 2^24");
-  if (c.precision != "complex128" && c.precision != "complex64") bad("precision \"" + c.precision + "\": complex128 or complex64");
-  if (c.device != "cpu" && c.device != "cuda" && c.device != "auto") bad("device \"" + c.device + "\": cpu, cuda or auto");
-  if (c.checkpoint_every < 1) bad("checkpoint_every must be at least 1");
-  if (c.reps < -1 || c.reps > 64) bad("reps = " + std::to_string(c.reps) + ": 0 to 64 (-1: the default)");
-}
-
 std::vector<int64_t> default_hidden(const Target& t) {
   if (t.name == "image") return {128, 64};
   if (t.rows > 1) return {64, 32};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "circuits.hpp"
+#include "common/settings.hpp"
 #include "qfleet/program.hpp"
 #include "targets.hpp"
 
@@ -39,12 +40,19 @@ struct TrainConfig {
   std::string out = "qgan-out";
   bool resume = false, progress = true;
 
-  // What decides the results (not out/progress/resume/threads), for the report and the
-  // checkpoint's configuration hash.
+  // What decides the results (not out/progress/resume/threads/checkpoint_every), for the
+  // report and the checkpoint's configuration hash.
   nlohmann::json to_json() const;
+  // From a resolved configuration (config.json's keys, each checked by the schema).
+  static TrainConfig from_settings(const nlohmann::json& resolved);
 };
 
-// std::invalid_argument naming the setting for anything out of range.
+// config.json's schema, and its keys bound to TrainConfig's fields (train_settings.cpp).
+const app::Schema& train_schema();
+const std::vector<app::Setting<TrainConfig>>& train_settings();
+
+// app::ConfigError (a std::invalid_argument) naming the setting for anything the schema
+// refuses; std::invalid_argument for the rules it cannot state.
 void validate(const TrainConfig& c);
 
 // The discriminator widths used for a target when none are given.

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 
@@ -67,6 +68,32 @@ qfleet::NoiseModel device(const std::string& name) {
 }  // namespace
 
 // ---- statistics ------------------------------------------------------------------
+
+// config.json and TrainConfig agree: every key bound to a field, the struct's defaults the
+// schema's; a struct built in code is checked by the schema, plus the rules it cannot state.
+TEST(QganSettings, EveryKeyIsBoundTheDefaultsAgreeAndBadValuesAreNamed) {
+  std::vector<std::string> bound;
+  for (const auto& s : train_settings()) bound.push_back(s.key);
+  EXPECT_EQ(bound, train_schema().key_order());
+  EXPECT_EQ(qfleet::app::defaults_disagree(train_settings(), train_schema()), "");
+  for (const auto& [edit, needle] : std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>>{
+           {[](TrainConfig& c) { c.epochs = 0; }, "key 'epochs': expected an integer in [1, 1000000], got 0"},
+           {[](TrainConfig& c) { c.device = "tpu"; }, "key 'device': expected one of"},
+           {[](TrainConfig& c) { c.hidden = {64, 0}; }, "key 'hidden'"},
+           {[](TrainConfig& c) { c.lr_g = 0; }, "learning rates (lr_g, lr_d) must be in (0, 10)"},
+           {[](TrainConfig& c) { c.beta2 = 1; }, "beta1, beta2 must be in [0, 1)"},
+           {[](TrainConfig& c) { c.hidden = std::vector<int64_t>(9, 8); }, "at most 8 hidden layers"}}) {
+    TrainConfig c;
+    edit(c);
+    try {
+      validate(c);
+      ADD_FAILURE() << "taken: " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(validate(TrainConfig{}));
+}
 
 TEST(QganStats, HandComputedValues) {
   const Distribution p = {0.5, 0.5, 0.0}, q = {0.25, 0.25, 0.5};
