@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "tournament.hpp"
 
 namespace qfleet::qgan {
@@ -39,8 +40,16 @@ struct ClassifierConfig {
 
   // What decides the results (not out/progress/resume/threads/save_records).
   nlohmann::json to_json() const;
+  // From a resolved configuration (classifier.json's keys, each checked by the schema).
+  static ClassifierConfig from_settings(const nlohmann::json& resolved);
 };
 
+// classifier.json's schema, and its keys bound to ClassifierConfig's fields (classifier_settings.cpp).
+const app::Schema& classifier_schema();
+const std::vector<app::Setting<ClassifierConfig>>& classifier_settings();
+
+// app::ConfigError (a std::invalid_argument) naming the setting for anything the schema
+// refuses; std::invalid_argument for the rules it cannot state.
 void validate(const ClassifierConfig& c);
 
 // The devices' exact outcome distributions for the configured circuit, and seeded

@@ -8,40 +8,6 @@
 namespace qfleet::qgan {
 using json = nlohmann::json;
 
-json ClassifierConfig::to_json() const {
-  return {{"devices", device_files},   {"noiseless", noiseless},         {"circuit", circuit},
-          {"qubits", qubits},          {"random_layers", random_layers}, {"generator_report", generator_report},
-          {"shots", shots},            {"train_records", train_records}, {"test_records", test_records},
-          {"bayes_records", bayes_records}, {"hidden", hidden},          {"epochs", epochs},
-          {"batch", batch},            {"lr", lr},                       {"seed", seed},
-          {"device", device}};
-}
-
-void validate(const ClassifierConfig& c) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
-  if (c.qubits < 1 || c.qubits > 10) bad("qubits = " + std::to_string(c.qubits) + ": 1 to 10");
-  if (c.shots.empty() || c.shots.size() > 32) bad("shots: 1 to 32 shot counts");
-  for (int64_t s : c.shots)
-    if (s < 1 || s > (int64_t{1} << 20)) bad("shots: each 1 to 2^20 (got " + std::to_string(s) + ")");
-  if (c.train_records < 1 || c.test_records < 2 || c.bayes_records < 2)
-    bad("train_records >= 1, test_records >= 2 and bayes_records >= 2 (records per device)");
-  const int64_t biggest = *std::max_element(c.shots.begin(), c.shots.end());
-  // The engine's samples of one device and split are held at once (8 bytes each).
-  const int64_t per_device = std::max(c.train_records, c.test_records);
-  if (per_device > (int64_t{1} << 27) / biggest)
-    bad("records x shots: " + std::to_string(per_device) + " records of " + std::to_string(biggest) +
-        " shots is more than 2^27 outcomes per device (lower train_records, test_records or shots)");
-  if (c.hidden.size() > 8) bad("hidden: at most 8 layers");
-  for (int64_t h : c.hidden)
-    if (h < 1 || h > 4096) bad("hidden widths must be 1 to 4096");
-  if (c.epochs < 1 || c.epochs > 100000) bad("epochs = " + std::to_string(c.epochs) + ": 1 to 100000");
-  if (c.batch < 1 || c.batch > 65536) bad("batch = " + std::to_string(c.batch) + ": 1 to 65536");
-  if (!(c.lr > 0 && c.lr < 10)) bad("lr must be in (0, 10)");
-  if (c.device != "cpu" && c.device != "cuda" && c.device != "auto") bad("device \"" + c.device + "\": cpu, cuda or auto");
-  if (c.circuit == "qgan_generator" && c.generator_report.empty())
-    bad("circuit = qgan_generator needs generator_report (a qfleet-qgan train report.json)");
-}
-
 namespace {
 
 TournamentConfig tournament_settings(const ClassifierConfig& c) {

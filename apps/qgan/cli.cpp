@@ -33,10 +33,6 @@ const app::Schema& tournament_schema() {
   static const app::Schema s(kTournamentJson);
   return s;
 }
-const app::Schema& classifier_schema() {
-  static const app::Schema s(kClassifierJson);
-  return s;
-}
 const app::Schema& suite_schema() {
   static const app::Schema s(kSuiteJson);
   return s;
@@ -61,36 +57,11 @@ TournamentConfig tournament_config(const json& r, bool progress) {
   return c;
 }
 
-ClassifierConfig classifier_config(const json& r, bool resume, bool progress) {
-  ClassifierConfig c;
-  c.device_files = r["devices"].get<std::vector<std::string>>();
-  c.noiseless = r["noiseless"];
-  c.circuit = r["circuit"];
-  c.qubits = r["qubits"];
-  c.random_layers = r["random_layers"];
-  c.generator_report = r["generator_report"];
-  c.shots = r["shots"].get<std::vector<int64_t>>();
-  c.train_records = r["train_records"];
-  c.test_records = r["test_records"];
-  c.bayes_records = r["bayes_records"];
-  c.hidden = r["hidden"].get<std::vector<int64_t>>();
-  c.epochs = r["epochs"];
-  c.batch = r["batch"];
-  c.lr = r["lr"];
-  c.seed = r["seed"];
-  c.threads = r["threads"];
-  c.device = r["device"];
-  c.save_records = r["save_records"];
-  c.out = r["out"];
-  c.resume = resume;
-  c.progress = progress;
-  return c;
-}
-
 SuiteConfig suite_config(const json& r, bool progress) {
   SuiteConfig c = default_suite();
   const std::string circuit = c.classifier.circuit;
-  c.classifier = classifier_config(classifier_schema().resolve(json::object(), "suite", {}), false, progress);
+  c.classifier = ClassifierConfig::from_settings(classifier_schema().resolve(json::object(), "suite", {}));
+  c.classifier.progress = progress;
   c.classifier.circuit = circuit;
   c.qgan.target.name = r["target"];
   c.qgan.epochs = r["epochs"];
@@ -186,7 +157,9 @@ void print_classifier(const json& r) {
 }
 
 int classify_main(const app::Shell& shell) {
-  const ClassifierConfig cc = classifier_config(shell.config(), shell.resume(), !shell.quiet());
+  ClassifierConfig cc = ClassifierConfig::from_settings(shell.config());
+  cc.resume = shell.resume();
+  cc.progress = !shell.quiet();
   validate(cc);
   const app::OutputFolder held(cc.out, shell.claim("qfleet-qgan classify", classifier_files()));
   print_classifier(run_classifier(cc));
