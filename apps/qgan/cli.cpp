@@ -29,32 +29,9 @@ std::string fmt_num(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-const app::Schema& tournament_schema() {
-  static const app::Schema s(kTournamentJson);
-  return s;
-}
 const app::Schema& suite_schema() {
   static const app::Schema s(kSuiteJson);
   return s;
-}
-
-TournamentConfig tournament_config(const json& r, bool progress) {
-  TournamentConfig c;
-  c.device_files = r["devices"].get<std::vector<std::string>>();
-  c.noiseless = r["noiseless"];
-  c.qubits = r["qubits"];
-  c.random_circuits = r["random_circuits"];
-  c.random_layers = r["random_layers"];
-  c.generator_report = r["generator_report"];
-  c.shots = r["shots"];
-  c.resamples = r["resamples"];
-  c.confidence = r["confidence"];
-  c.level = r["level"];
-  c.seed = r["seed"];
-  c.threads = r["threads"];
-  c.out = r["out"];
-  c.progress = progress;
-  return c;
 }
 
 SuiteConfig suite_config(const json& r, bool progress) {
@@ -133,7 +110,8 @@ int train_main(const app::Shell& shell) {
 }
 
 int tournament_main(const app::Shell& shell) {
-  const TournamentConfig tt = tournament_config(shell.config(), !shell.quiet());
+  TournamentConfig tt = TournamentConfig::from_settings(shell.config());
+  tt.progress = !shell.quiet();
   validate(tt);
   const app::OutputFolder held(tt.out, shell.claim("qfleet-qgan tournament", tournament_files()));
   print_tournament(run_tournament(tt));

@@ -22,24 +22,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-json TournamentConfig::to_json() const {
-  return {{"devices", device_files}, {"noiseless", noiseless},         {"qubits", qubits},
-          {"random_circuits", random_circuits}, {"random_layers", random_layers},
-          {"generator_report", generator_report}, {"shots", shots},   {"resamples", resamples},
-          {"confidence", confidence}, {"level", level},                {"seed", seed}};
-}
-
-void validate(const TournamentConfig& c) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
-  if (c.qubits < 1 || c.qubits > 10) bad("qubits = " + std::to_string(c.qubits) + ": 1 to 10 (density matrices of 4^n entries)");
-  if (c.random_circuits < 0 || c.random_circuits > 100) bad("random_circuits: 0 to 100");
-  if (c.random_layers < 1 || c.random_layers > 1000) bad("random_layers: 1 to 1000");
-  if (c.shots < 0 || c.shots > (int64_t{1} << 24)) bad("shots = " + std::to_string(c.shots) + ": 0 (none) to 2^24");
-  if (c.shots > 0 && (c.resamples < 10 || c.resamples > 100000)) bad("resamples: 10 to 100000");
-  if (!(c.confidence > 0.5 && c.confidence < 1)) bad("confidence must be in (0.5, 1)");
-  if (!(c.level > 0 && c.level < 1)) bad("level must be in (0, 1)");
-}
-
 std::vector<std::string> embedded_device_names() {
   std::vector<std::string> names;
   for (const auto& d : kEmbeddedDevices) names.emplace_back(d.name);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "qfleet/circuit.hpp"
 #include "qfleet/noise_model.hpp"
 
@@ -36,9 +37,18 @@ struct TournamentConfig {
   std::string out = "tournament-out";
   bool progress = true;
 
+  // What decides the results (not out/progress/threads/device).
   nlohmann::json to_json() const;
+  // From a resolved configuration (tournament.json's keys, each checked by the schema).
+  static TournamentConfig from_settings(const nlohmann::json& resolved);
 };
 
+// tournament.json's schema, and its keys bound to TournamentConfig's fields (tournament_settings.cpp).
+const app::Schema& tournament_schema();
+const std::vector<app::Setting<TournamentConfig>>& tournament_settings();
+
+// app::ConfigError (a std::invalid_argument) naming the setting for anything the schema
+// refuses; std::invalid_argument for the open intervals it cannot state.
 void validate(const TournamentConfig& c);
 
 struct TournamentDevice {

@@ -95,6 +95,28 @@ TEST(QganSettings, EveryKeyIsBoundTheDefaultsAgreeAndBadValuesAreNamed) {
   EXPECT_NO_THROW(validate(TrainConfig{}));
 }
 
+TEST(QganSettings, TheTournamentsAreBoundToItsSchema) {
+  std::vector<std::string> bound;
+  for (const auto& s : tournament_settings()) bound.push_back(s.key);
+  EXPECT_EQ(bound, tournament_schema().key_order());
+  EXPECT_EQ(qfleet::app::defaults_disagree(tournament_settings(), tournament_schema()), "");
+  for (const auto& [edit, needle] : std::vector<std::pair<std::function<void(TournamentConfig&)>, std::string>>{
+           {[](TournamentConfig& c) { c.qubits = 11; }, "key 'qubits': expected an integer in [1, 10], got 11"},
+           {[](TournamentConfig& c) { c.resamples = 5; }, "key 'resamples'"},
+           {[](TournamentConfig& c) { c.confidence = 1; }, "confidence must be in (0.5, 1)"},
+           {[](TournamentConfig& c) { c.level = 0; }, "level must be in (0, 1)"}}) {
+    TournamentConfig c;
+    edit(c);
+    try {
+      validate(c);
+      ADD_FAILURE() << "taken: " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(validate(TournamentConfig{}));
+}
+
 TEST(QganStats, HandComputedValues) {
   const Distribution p = {0.5, 0.5, 0.0}, q = {0.25, 0.25, 0.5};
   EXPECT_NEAR(kl_divergence(p, q), std::log(2.0), 1e-15);  // 2 * 0.5 ln(0.5 / 0.25)
