@@ -14,6 +14,7 @@
 #include "features.hpp"
 #include "idx.hpp"
 #include "model.hpp"
+#include "../apps_common/settings_checks.hpp"
 
 namespace fs = std::filesystem;
 using namespace qfleet::classify;
@@ -299,10 +300,7 @@ TEST(Train, FeaturesModeCachesAndChecksItsFile) {
 // key), and the struct's defaults are the schema's, so a run from C++ and a bare command-line
 // run use the same settings.
 TEST(Settings, EveryKeyIsBoundAndTheDefaultsAreTheSchemas) {
-  std::vector<std::string> bound;
-  for (const auto& s : qfleet::classify::settings()) bound.push_back(s.key);
-  EXPECT_EQ(bound, qfleet::classify::schema().key_order());
-  EXPECT_EQ(qfleet::app::defaults_disagree(qfleet::classify::settings(), qfleet::classify::schema()), "");
+  settings_checks::expect_bound(qfleet::classify::settings(), qfleet::classify::schema());
   // (and the check sees a difference where there is one)
   std::vector<qfleet::app::Setting<Config>> off = qfleet::classify::settings();
   off[0].get = [](const Config&) { return nlohmann::json("/elsewhere"); };

@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <random>
 
@@ -23,6 +22,7 @@
 #include "reference/statevector.hpp"
 #include "targets.hpp"
 #include "tournament.hpp"
+#include "../apps_common/settings_checks.hpp"
 
 namespace fs = std::filesystem;
 using namespace qfleet::qgan;
@@ -69,52 +69,25 @@ qfleet::NoiseModel device(const std::string& name) {
 
 // ---- statistics ------------------------------------------------------------------
 
-// config.json and TrainConfig agree: every key bound to a field, the struct's defaults the
-// schema's; a struct built in code is checked by the schema, plus the rules it cannot state.
-TEST(QganSettings, EveryKeyIsBoundTheDefaultsAgreeAndBadValuesAreNamed) {
-  std::vector<std::string> bound;
-  for (const auto& s : train_settings()) bound.push_back(s.key);
-  EXPECT_EQ(bound, train_schema().key_order());
-  EXPECT_EQ(qfleet::app::defaults_disagree(train_settings(), train_schema()), "");
-  for (const auto& [edit, needle] : std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>>{
-           {[](TrainConfig& c) { c.epochs = 0; }, "key 'epochs': expected an integer in [1, 1000000], got 0"},
-           {[](TrainConfig& c) { c.device = "tpu"; }, "key 'device': expected one of"},
-           {[](TrainConfig& c) { c.hidden = {64, 0}; }, "key 'hidden'"},
-           {[](TrainConfig& c) { c.lr_g = 0; }, "learning rates (lr_g, lr_d) must be in (0, 10)"},
-           {[](TrainConfig& c) { c.beta2 = 1; }, "beta1, beta2 must be in [0, 1)"},
-           {[](TrainConfig& c) { c.hidden = std::vector<int64_t>(9, 8); }, "at most 8 hidden layers"}}) {
-    TrainConfig c;
-    edit(c);
-    try {
-      validate(c);
-      ADD_FAILURE() << "taken: " << needle;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_NO_THROW(validate(TrainConfig{}));
-}
-
-TEST(QganSettings, TheTournamentsAreBoundToItsSchema) {
-  std::vector<std::string> bound;
-  for (const auto& s : tournament_settings()) bound.push_back(s.key);
-  EXPECT_EQ(bound, tournament_schema().key_order());
-  EXPECT_EQ(qfleet::app::defaults_disagree(tournament_settings(), tournament_schema()), "");
-  for (const auto& [edit, needle] : std::vector<std::pair<std::function<void(TournamentConfig&)>, std::string>>{
-           {[](TournamentConfig& c) { c.qubits = 11; }, "key 'qubits': expected an integer in [1, 10], got 11"},
-           {[](TournamentConfig& c) { c.resamples = 5; }, "key 'resamples'"},
-           {[](TournamentConfig& c) { c.confidence = 1; }, "confidence must be in (0.5, 1)"},
-           {[](TournamentConfig& c) { c.level = 0; }, "level must be in (0, 1)"}}) {
-    TournamentConfig c;
-    edit(c);
-    try {
-      validate(c);
-      ADD_FAILURE() << "taken: " << needle;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_NO_THROW(validate(TournamentConfig{}));
+// config.json and TrainConfig, tournament.json and TournamentConfig agree: every key bound to
+// a field, the struct's defaults the schema's; a struct built in code is checked by the schema,
+// plus the rules it cannot state.
+TEST(QganSettings, TrainAndTournamentAreBoundToTheirSchemas) {
+  using settings_checks::Edits;
+  settings_checks::expect_bound(train_settings(), train_schema());
+  settings_checks::expect_refused(Edits<TrainConfig>{
+      {[](TrainConfig& c) { c.epochs = 0; }, "key 'epochs': expected an integer in [1, 1000000], got 0"},
+      {[](TrainConfig& c) { c.device = "tpu"; }, "key 'device': expected one of"},
+      {[](TrainConfig& c) { c.hidden = {64, 0}; }, "key 'hidden'"},
+      {[](TrainConfig& c) { c.lr_g = 0; }, "learning rates (lr_g, lr_d) must be in (0, 10)"},
+      {[](TrainConfig& c) { c.beta2 = 1; }, "beta1, beta2 must be in [0, 1)"},
+      {[](TrainConfig& c) { c.hidden = std::vector<int64_t>(9, 8); }, "at most 8 hidden layers"}});
+  settings_checks::expect_bound(tournament_settings(), tournament_schema());
+  settings_checks::expect_refused(Edits<TournamentConfig>{
+      {[](TournamentConfig& c) { c.qubits = 11; }, "key 'qubits': expected an integer in [1, 10], got 11"},
+      {[](TournamentConfig& c) { c.resamples = 5; }, "key 'resamples'"},
+      {[](TournamentConfig& c) { c.confidence = 1; }, "confidence must be in (0.5, 1)"},
+      {[](TournamentConfig& c) { c.level = 0; }, "level must be in (0, 1)"}});
 }
 
 TEST(QganStats, HandComputedValues) {
