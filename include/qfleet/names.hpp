@@ -82,14 +82,12 @@ std::string names_in(const std::array<EnumName<E>, N>& t) {
 }
 
 // The value named `name` in table t, or std::invalid_argument naming the setting and the
-// known names: `precision "half": complex64 or complex128`. (The apps' settings are checked
-// against their schema's choices first; this is where a name becomes a value.)
+// known names: `precision "half": "complex64" or "complex128"`. (The apps' settings are
+// checked against their schema's choices first; this is where a name becomes a value.)
 template <class E, std::size_t N>
 E value_named(const std::array<EnumName<E>, N>& t, std::string_view name, std::string_view what) {
   if (const auto v = value_in(t, name)) return *v;
-  std::string known;
-  for (std::size_t i = 0; i < N; ++i) known += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(t[i].name);
-  throw std::invalid_argument(std::string(what) + " \"" + std::string(name) + "\": " + known);
+  throw std::invalid_argument(std::string(what) + " \"" + std::string(name) + "\": " + names_in(t));
 }
 
 constexpr std::string_view to_string(Precision p) { return name_in(kPrecisionNames, p); }

@@ -204,7 +204,7 @@ TEST(Model, BadShapesAndNamesAreErrors) {
       {[](ModelOptions& m) { m.entangler = "ring"; }, "strong or basic"},
       {[](ModelOptions& m) { m.measure.assign(1, 'x'); }, "z or probs"},
       {[](ModelOptions& m) { m.qubits = 0; }, "qubits = 0"},
-      {[](ModelOptions& m) { m.precision = "half"; }, "precision \"half\": complex64 or complex128"}};
+      {[](ModelOptions& m) { m.precision = "half"; }, "precision \"half\": \"complex64\" or \"complex128\""}};
   for (const auto& [edit, needle] : bad) {
     ModelOptions b = o;
     edit(b);
