@@ -42,16 +42,10 @@ const std::vector<app::Setting<Config>>& settings() {
   return table;
 }
 
-Config Config::from_settings(const nlohmann::json& resolved) {
-  Config c;
-  app::read_settings(c, settings(), resolved);
-  return c;
-}
+Config Config::from_settings(const nlohmann::json& resolved) { return app::read_settings(settings(), resolved); }
 
 nlohmann::json Config::to_json() const {
-  nlohmann::json j = app::write_settings(*this, settings());
-  for (const char* k : {"threads", "time_every", "out", "cache"}) j.erase(k);  // (they do not decide the results)
-  return j;
+  return app::write_settings(*this, settings(), {"threads", "time_every", "out", "cache"});  // (those do not decide the results)
 }
 
 void validate(const Config& c) {

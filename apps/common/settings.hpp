@@ -3,12 +3,13 @@
 // as JSON and checks a struct built in code against the schema's types, ranges and choices,
 // so no copy function and no validate repeats what config.json declares. The defaults stay
 // the struct's initialisers and the schema's "default"; each app's tests check the two agree
-// (defaults_agree below).
+// (defaults_disagree below).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -36,17 +37,22 @@ Setting<S> setting(std::string key, Ref ref) {
 }
 
 // The struct from a resolved configuration (every key of the table present, checked by the
-// schema already).
+// schema already); the fields the table does not bind keep their defaults.
 template <class S>
-void read_settings(S& s, const std::vector<Setting<S>>& table, const nlohmann::json& resolved) {
+S read_settings(const std::vector<Setting<S>>& table, const nlohmann::json& resolved) {
+  S s;
   for (const auto& t : table) t.set(s, resolved.at(t.key));
+  return s;
 }
 
-// The struct's settings as a flat JSON object of the table's keys.
+// The struct's settings as a flat JSON object of the table's keys, less `leave_out` (those
+// that do not decide a run's results: a report's and a checkpoint's configuration hash).
 template <class S>
-nlohmann::json write_settings(const S& s, const std::vector<Setting<S>>& table) {
+nlohmann::json write_settings(const S& s, const std::vector<Setting<S>>& table,
+                              std::initializer_list<const char*> leave_out = {}) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& t : table) j[t.key] = t.get(s);
+  for (const char* k : leave_out) j.erase(k);
   return j;
 }
 

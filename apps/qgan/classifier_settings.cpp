@@ -41,16 +41,10 @@ const std::vector<app::Setting<ClassifierConfig>>& classifier_settings() {
   return table;
 }
 
-ClassifierConfig ClassifierConfig::from_settings(const nlohmann::json& resolved) {
-  ClassifierConfig c;
-  app::read_settings(c, classifier_settings(), resolved);
-  return c;
-}
+ClassifierConfig ClassifierConfig::from_settings(const nlohmann::json& resolved) { return app::read_settings(classifier_settings(), resolved); }
 
 nlohmann::json ClassifierConfig::to_json() const {
-  nlohmann::json j = app::write_settings(*this, classifier_settings());
-  for (const char* k : {"threads", "save_records", "out"}) j.erase(k);  // (they do not decide the results)
-  return j;
+  return app::write_settings(*this, classifier_settings(), {"threads", "save_records", "out"});  // (those do not decide the results)
 }
 
 void validate(const ClassifierConfig& c) {

@@ -36,16 +36,10 @@ const std::vector<app::Setting<TournamentConfig>>& tournament_settings() {
   return table;
 }
 
-TournamentConfig TournamentConfig::from_settings(const nlohmann::json& resolved) {
-  TournamentConfig c;
-  app::read_settings(c, tournament_settings(), resolved);
-  return c;
-}
+TournamentConfig TournamentConfig::from_settings(const nlohmann::json& resolved) { return app::read_settings(tournament_settings(), resolved); }
 
 nlohmann::json TournamentConfig::to_json() const {
-  nlohmann::json j = app::write_settings(*this, tournament_settings());
-  for (const char* k : {"threads", "device", "out"}) j.erase(k);  // (they do not decide the results)
-  return j;
+  return app::write_settings(*this, tournament_settings(), {"threads", "device", "out"});  // (those do not decide the results)
 }
 
 void validate(const TournamentConfig& c) {

@@ -38,16 +38,10 @@ const std::vector<app::Setting<TrainConfig>>& train_settings() {
   return table;
 }
 
-TrainConfig TrainConfig::from_settings(const nlohmann::json& resolved) {
-  TrainConfig c;
-  app::read_settings(c, train_settings(), resolved);
-  return c;
-}
+TrainConfig TrainConfig::from_settings(const nlohmann::json& resolved) { return app::read_settings(train_settings(), resolved); }
 
 nlohmann::json TrainConfig::to_json() const {
-  nlohmann::json j = app::write_settings(*this, train_settings());
-  for (const char* k : {"threads", "checkpoint_every", "out"}) j.erase(k);  // (they do not decide the results)
-  return j;
+  return app::write_settings(*this, train_settings(), {"threads", "checkpoint_every", "out"});  // (those do not decide the results)
 }
 
 void validate(const TrainConfig& c) {
