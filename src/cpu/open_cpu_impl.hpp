@@ -53,15 +53,28 @@ inline constexpr std::size_t kStageStoreBytes = std::size_t(32) << 20;
 // fewer) and 341 at d = 32; past it the later segments are re-run as before.
 inline constexpr std::size_t kTrajectoryBytes = std::size_t(32) << 20;
 
+// The most a thread's workspace holds of an exact-action segment's Taylor terms
+// (OpenView::taylor_terms), and at most 16 steps of the largest degree: 3.4 MiB at
+// d = 16 in complex128, 32 MiB (512 terms) at d = 64; a segment that takes more
+// recomputes them per step.
+inline constexpr std::size_t kTaylorTermBytes = std::size_t(32) << 20;
+inline constexpr int kTaylorTermStates = 16 * kern::kTaylorMaxDegree;
+
 // This thread's view: the caller's, keeping the stage states of an adjoint call's
 // steps when the store fits (kStageStoreBytes), and in a fused call (forward and
-// backward in one: not the backward of a saved forward) the trajectory too.
+// backward in one: not the backward of a saved forward) the trajectory too; an adjoint
+// call on the exact action keeps a segment's Taylor terms (kTaylorTermBytes).
 template <class R>
 kern::OpenView thread_view(const kern::OpenView& v, bool adjoint, bool fused, int cap) {
   kern::OpenView tv = v;
   tv.keep_stages = true;  // (open_stage_store sizes the store only when it is kept)
   tv.keep_stages = adjoint && kern::open_stage_store(tv, cap) * sizeof(Cx<R>) <= kStageStoreBytes;
   tv.traj_records = 0;
+  tv.taylor_terms = 0;
+  if (adjoint && tv.action) {
+    const std::size_t fit = kTaylorTermBytes / (sizeof(Cx<R>) * std::size_t(tv.n) * std::size_t(tv.c));
+    tv.taylor_terms = static_cast<int>(fit < std::size_t(kTaylorTermStates) ? fit : std::size_t(kTaylorTermStates));
+  }
   if (tv.keep_stages && fused && tv.solver != qfleet::Solver::exact) {
     kern::OpenView one = tv;  // the store's size per record, from its one definition
     one.traj_records = 1;

@@ -19,7 +19,9 @@
 // map with respect to A (hence the controls, drift coefficients and rates). The terms
 // of a step are recomputed from its stored start in the backward pass; a segment's
 // step starts are recomputed from the segment's start (only segment boundaries are
-// kept between the passes, as for the step solvers).
+// kept between the passes, as for the step solvers). Where the caller has room for a
+// segment's s m terms, the backward pass's re-run of the segment keeps them
+// (taylor_kept_forward) and its reverse sweep reads them (taylor_kept_backward).
 //
 // Host and device, C++17, no allocation: the caller hands out the scratch states.
 #pragma once
@@ -160,9 +162,9 @@ QFLEET_HD double lindblad_norm1_bound(const LindbladOps<R>& op) {
 }
 
 // Gen: the generator as the task applies it, with
-//   apply(y, k)             K = A Y
-//   apply_adjoint(kb, yb)   Ybar = A^dag Kbar
-//   add_gradient(kb, y)     dF/dA += Kbar Y^dag (on the generator's entries)
+//   apply(y, k)                  K = A Y
+//   adjoint_gradient(kb, y, yb)  Ybar = A^dag Kbar and dF/dA += Kbar Y^dag (on the
+//                                generator's entries)
 // each ending with a group sync; states have nc entries.
 
 // xout = [T_m(h A)]^s x, h = t / s. steps: null, or room for p.s states that receive
@@ -194,7 +196,34 @@ QFLEET_HD void taylor_forward(const Gen& gen, std::size_t nc, TaylorPlan p, doub
   }
 }
 
-// The reverse of taylor_forward: lam <- (d xout / d x)^dag lam, and gen.add_gradient
+namespace taylor_detail {
+
+// Reverse mode through one step whose terms k_0 .. k_{m-1} are at terms (nc apart):
+// lam <- (d step / d x)^dag lam, gen.adjoint_gradient adding dF/dA. kbar, scaled, adj:
+// one state each.
+template <class R, class Gen, class G>
+QFLEET_HD void step_backward(const Gen& gen, std::size_t nc, int m, double h, const Cx<R>* terms, Cx<R>* lam,
+                             Cx<R>* kbar, Cx<R>* scaled, Cx<R>* adj, const G& g) {
+  const std::size_t r0 = std::size_t(g.rank()), gs = std::size_t(g.size());
+  // The output is the sum of every term, so each kbar_j starts at lam.
+  copy(lam, nc, kbar, g);
+  for (int j = m; j >= 1; --j) {
+    const R c = R(h / j);
+    for (std::size_t e = r0; e < nc; e += gs) scaled[e] = {c * kbar[e].re, c * kbar[e].im};
+    g.sync();
+    gen.adjoint_gradient(scaled, terms + nc * std::size_t(j - 1), adj);
+    for (std::size_t e = r0; e < nc; e += gs) {
+      kbar[e].re = lam[e].re + adj[e].re;
+      kbar[e].im = lam[e].im + adj[e].im;
+    }
+    g.sync();
+  }
+  copy(kbar, nc, lam, g);
+}
+
+}  // namespace taylor_detail
+
+// The reverse of taylor_forward: lam <- (d xout / d x)^dag lam, and gen.adjoint_gradient
 // receives dF/dA. steps: the p.s step starts (steps[0] = the segment's start).
 // work: taylor_work_states() states.
 template <class R, class Gen, class G>
@@ -204,8 +233,6 @@ QFLEET_HD void taylor_backward(const Gen& gen, std::size_t nc, TaylorPlan p, dou
   const std::size_t r0 = std::size_t(g.rank()), gs = std::size_t(g.size());
   Cx<R>* terms = work;  // k_0 .. k_m
   Cx<R>* kbar = work + nc * (std::size_t(kTaylorMaxDegree) + 1);
-  Cx<R>* scaled = kbar + nc;
-  Cx<R>* adj = scaled + nc;
   for (long i = p.s; i-- > 0;) {
     // This step's terms, recomputed exactly as taylor_forward made them (k_m, which
     // feeds no gradient, is not).
@@ -217,22 +244,56 @@ QFLEET_HD void taylor_backward(const Gen& gen, std::size_t nc, TaylorPlan p, dou
       for (std::size_t e = r0; e < nc; e += gs) k[e] = {c * k[e].re, c * k[e].im};
       g.sync();
     }
-    // The output is the sum of every term, so each kbar_j starts at lam.
-    taylor_detail::copy(lam, nc, kbar, g);
-    for (int j = p.m; j >= 1; --j) {
+    taylor_detail::step_backward(gen, nc, p.m, h, terms, lam, kbar, kbar + nc, kbar + 2 * nc, g);
+  }
+}
+
+// States taylor_kept_forward keeps for plan p: the terms k_0 .. k_{m-1} of every step.
+QFLEET_HD inline long taylor_kept_states(TaylorPlan p) { return p.s * long(p.m); }
+
+// taylor_forward's steps from x, keeping every step's terms k_0 .. k_{m-1} in store
+// (taylor_kept_states(p) states; step i's term j at store + nc (i m + j)) for
+// taylor_kept_backward: the backward pass of a segment then applies the generator
+// s m - 1 times, not s m again for the step starts plus s (m - 1) for the terms. The
+// step starts are summed as taylor_forward sums them (bit for bit); the last step's
+// end, which the backward pass does not read, is not formed. work: 1 state. p.m >= 1.
+template <class R, class Gen, class G>
+QFLEET_HD void taylor_kept_forward(const Gen& gen, std::size_t nc, TaylorPlan p, double t, const Cx<R>* x,
+                                   Cx<R>* store, Cx<R>* work, const G& g) {
+  const double h = t / double(p.s);
+  const std::size_t r0 = std::size_t(g.rank()), gs = std::size_t(g.size()), step = nc * std::size_t(p.m);
+  taylor_detail::copy(x, nc, store, g);
+  for (long i = 0; i < p.s; ++i) {
+    Cx<R>* k = store + step * std::size_t(i);
+    const bool last = i + 1 == p.s;
+    Cx<R>* sum = last ? nullptr : k + step;  // the next step's k_0
+    if (sum) taylor_detail::copy(k, nc, sum, g);
+    for (int j = 1; j <= p.m; ++j) {
+      if (last && j == p.m) break;  // k_m feeds only the step's end
+      Cx<R>* out = j < p.m ? k + nc * std::size_t(j) : work;
+      gen.apply(k + nc * std::size_t(j - 1), out);
       const R c = R(h / j);
-      for (std::size_t e = r0; e < nc; e += gs) scaled[e] = {c * kbar[e].re, c * kbar[e].im};
-      g.sync();
-      gen.add_gradient(scaled, terms + nc * std::size_t(j - 1));
-      gen.apply_adjoint(scaled, adj);
       for (std::size_t e = r0; e < nc; e += gs) {
-        kbar[e].re = lam[e].re + adj[e].re;
-        kbar[e].im = lam[e].im + adj[e].im;
+        out[e] = {c * out[e].re, c * out[e].im};
+        if (sum) {
+          sum[e].re += out[e].re;
+          sum[e].im += out[e].im;
+        }
       }
       g.sync();
     }
-    taylor_detail::copy(kbar, nc, lam, g);
   }
+}
+
+// The reverse of taylor_forward from the terms taylor_kept_forward kept (store):
+// lam <- (d xout / d x)^dag lam, gen.adjoint_gradient adding dF/dA. work: 3 states.
+template <class R, class Gen, class G>
+QFLEET_HD void taylor_kept_backward(const Gen& gen, std::size_t nc, TaylorPlan p, double t, const Cx<R>* store,
+                                    Cx<R>* lam, Cx<R>* work, const G& g) {
+  const double h = t / double(p.s);
+  const std::size_t step = nc * std::size_t(p.m);
+  for (long i = p.s; i-- > 0;)
+    taylor_detail::step_backward(gen, nc, p.m, h, store + step * std::size_t(i), lam, work, work + nc, work + 2 * nc, g);
 }
 
 }  // namespace QFLEET_KERN_ISA

@@ -261,10 +261,20 @@ QFLEET_HD void add_adjoint_in_place(Cx<R>* k, int d, const G& grp) {
   grp.sync();
 }
 
+// The adjoint's sandwich gamma L^dag S L of a monomial jump, added to K (this member's
+// columns); returns Re <L^dag S L, Y> summed over the group,
+// the rate's gradient Re <S, L Y L^dag> (lindblad_adjoint_gradient). One contiguous
+// matrix each (S, K, Y, t).
+template <class R, class G>
+QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& lp, const Cx<R>* lv, R rate, const Cx<R>* s,
+                                           const Cx<R>* y, Cx<R>* k, Cx<R>* t, const G& grp);
+
 // lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
+// jump_grad (adjoint, kUnit): the monomial jumps' rate gradients Re <Y, L yg L^dag> are
+// added to it, yg the state the gradient pairs with (lindblad_adjoint_gradient).
 template <bool adjoint, bool kUnit, class R, class G>
 QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
-                            const G& grp) {
+                            const G& grp, const Cx<R>* yg = nullptr, double* jump_grad = nullptr) {
   const int d = op.g.d;
   const Cx<R> one{R(1), R(0)};
   const bool hermitian = kUnit && op.hermitian;
@@ -288,10 +298,17 @@ QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs
     if (op.diag_w) add_diag_jumps<adjoint>(op.diag_w, d, kUnit ? 1 : cs, yb, kb, grp);
     for (int q = 0; q < op.njump; ++q) {
       const R rate = op.gamma[q];
-      if (rate == R(0)) continue;
       const SparsePattern lp = op.jump(q);
-      if (lp.diagonal && op.diag_w) continue;  // in W
       const Cx<R>* lv = op.jval(q);
+      if constexpr (adjoint && kUnit) {
+        if (jump_grad && lp.monomial && !(lp.diagonal && op.diag_w)) {  // also at rate 0: its gradient
+          const double g = monomial_adjoint_gradient(lp, lv, rate, yb, yg, kb, t, grp);
+          if (grp.rank() == 0) jump_grad[q] += g;
+          continue;
+        }
+      }
+      if (rate == R(0)) continue;
+      if (lp.diagonal && op.diag_w) continue;  // in W
       if (lp.monomial) {  // each member its own output columns; no scratch
         for (int c = grp.rank(); c < d; c += grp.size())
           monomial_sandwich_column<adjoint>(lp, lv, yb, kb, kUnit ? 1 : cs, c, Cx<R>{rate, R(0)});
@@ -455,9 +472,11 @@ QFLEET_HD_INLINE void diagonal_jump_gradients(const LindbladOps<R>& op, int bloc
 // dG[e] += (kbar Y^dag + kbar^dag Y)_(row e, col e) on G's pattern, and
 // jump_grad[j] += Re <kbar, L_j Y L_j^dag> (written by rank 0; every member gets the
 // same sums), for `blocks` column-stacked matrices; t is a d x d scratch matrix.
+// monomial_jumps false: leaves out the monomial jumps' rate gradients (the adjoint gave
+// them: lindblad_adjoint_gradient).
 template <class R, class G>
 QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* kbar, const Cx<R>* y, Cx<R>* dg,
-                                 double* jump_grad, Cx<R>* t, const G& grp) {
+                                 double* jump_grad, Cx<R>* t, const G& grp, bool monomial_jumps = true) {
   using lindblad_detail::madd;
   using lindblad_detail::madd_conj;
   const int d = op.g.d;
@@ -471,6 +490,7 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
       if (lp.diagonal && op.diag_w) continue;  // above
+      if (lp.monomial && !monomial_jumps) continue;
       if (lp.monomial) {
         // Re <kbar, L Y L^dag> = Re sum_c sum_e conj(kbar_row(e),c) L_e conj(L_c,col(c)) Y_col(e),col(c)
         double s = 0;
@@ -513,6 +533,59 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
     }
   }
   grp.sync();
+}
+
+namespace lindblad_detail {
+
+template <class R, class G>
+QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& p, const Cx<R>* v, R rate, const Cx<R>* s,
+                                           const Cx<R>* y, Cx<R>* k, Cx<R>* t, const G& grp) {
+  static_cast<void>(t);  // (no scratch: each entry of L^dag S L is formed once, in place)
+  const int d = p.d;
+  double g = 0;
+  for (int c = grp.rank(); c < d; c += grp.size()) {
+    // Column c of L^dag S L as monomial_sandwich_column<true> forms it, each entry paired
+    // with Y's where it is added.
+    if (p.col_ptr[c] == p.col_ptr[c + 1]) continue;
+    const int ec = p.csc[p.col_ptr[c]];
+    const Cx<R> w = v[ec];
+    const Cx<R>* sc = s + std::size_t(d) * p.row[ec];
+    Cx<R>* kc = k + std::size_t(d) * c;
+    const Cx<R>* yc = y + std::size_t(d) * c;
+    Cx<R> acc{0, 0};
+    for (int e = 0; e < p.nnz; ++e) {
+      Cx<R> z{0, 0};
+      madd(z, Cx<R>{v[e].re, -v[e].im}, w);
+      Cx<R> val{0, 0};
+      madd(val, z, sc[p.row[e]]);
+      const int out = p.col[e];
+      kc[out].re += rate * val.re;
+      kc[out].im += rate * val.im;
+      madd_conj(acc, val, yc[out]);
+    }
+    g += double(acc.re);
+  }
+  return grp.sum(g);
+}
+
+}  // namespace lindblad_detail
+
+// K = L^dag(S) and the gradient of Re <S, L(Y)> (lindblad_gradient's dG and jump_grad)
+// in one call: what a reverse sweep asks of each stage or Taylor term. For one
+// contiguous matrix the monomial jumps' rate gradients come from the sandwiches
+// L^dag S L the adjoint forms anyway, as Re <L^dag S L, Y> (one product more per entry,
+// where it is added), instead of a second gather through S and Y per entry of L (perf,
+// d = 16 Taylor backward: about half of the gradient's time).
+template <class R, class G>
+QFLEET_HD void lindblad_adjoint_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* s, const Cx<R>* y,
+                                         Cx<R>* k, Cx<R>* dg, double* jump_grad, Cx<R>* t, const G& grp) {
+  if (blocks != 1) {
+    lindblad_apply<true>(op, blocks, s, k, t, grp);
+    lindblad_gradient(op, blocks, s, y, dg, jump_grad, t, grp);
+    return;
+  }
+  lindblad_gradient(op, 1, s, y, dg, jump_grad, t, grp, false);
+  lindblad_detail::apply_blocks<true, true>(op, 1, 1, s, k, t, grp, y, jump_grad);
 }
 
 // W_ac = sum over the diagonal jumps j of gamma_j l_j(a) conj(l_j(c)) into w (d x d,

@@ -92,6 +92,10 @@ class OpenTask {
       rk_ = q;  // Runge-Kutta stages, or the Taylor terms (kernels/expm_action.hpp)
       xs_ = rk_ + (v.action ? taylor_work_states() : 30) * nc_;
       q = xs_ + nc_ * (std::size_t(cap_) + 1);
+      if (v.action) {
+        terms_ = q;
+        q += nc_ * std::size_t(v.taylor_terms);
+      }
       xs_seg_ = xs_;
       xs_stride_ = nc_;
       if (open_stage_store(v, cap) > 0) {
@@ -489,12 +493,21 @@ class OpenTask {
     outer_c(kbar, y, g);
   }
 
+  // Ybar = A^dag Kbar and g += dF/dA for one stage (K = A Y): what each stage or Taylor
+  // term of a reverse sweep asks, in one call (Lindblad form: lindblad_adjoint_gradient).
+  QFLEET_HD void adjoint_gradient(const Cx<R>* kbar, const Cx<R>* y, Cx<R>* ybar) const {
+    if (v_.lindblad) {
+      return lindblad_adjoint_gradient(ops_, v_.gate ? v_.c : 1, kbar, y, ybar, g_, jump_grad_, lscratch_, grp_);
+    }
+    apply_gen_adjoint(kbar, ybar);
+    add_gen_gradient(kbar, y, g_);
+  }
+
   // The generator as kernels/expm_action.hpp applies it.
   struct Gen {
     const OpenTask* t;
     QFLEET_HD void apply(const Cx<R>* y, Cx<R>* k) const { t->apply_gen(y, k); }
-    QFLEET_HD void apply_adjoint(const Cx<R>* kb, Cx<R>* yb) const { t->apply_gen_adjoint(kb, yb); }
-    QFLEET_HD void add_gradient(const Cx<R>* kb, const Cx<R>* y) const { t->add_gen_gradient(kb, y, t->g_); }
+    QFLEET_HD void adjoint_gradient(const Cx<R>* kb, const Cx<R>* y, Cx<R>* yb) const { t->adjoint_gradient(kb, y, yb); }
   };
   // This segment's Taylor degree and steps, from a bound on ||dt A||_1 (the Lindblad
   // form's never forms A: kernels/expm_action.hpp).
@@ -507,6 +520,11 @@ class OpenTask {
   QFLEET_HD int taylor_segment_backward(double duration, const Cx<R>* x0) {
     const TaylorPlan tp = taylor(duration);
     if (tp.s == 0) return kOpenUnderflow;
+    if (tp.m > 0 && taylor_kept_states(tp) <= long(v_.taylor_terms)) {
+      taylor_kept_forward<R>(Gen{this}, nc_, tp, duration, x0, terms_, rk_, grp_);
+      taylor_kept_backward<R>(Gen{this}, nc_, tp, duration, terms_, lam_, rk_, grp_);
+      return kOpenOk;
+    }
     if (tp.s > 1) {
       if (tp.s > cap_) return kOpenStepCapacity;
       taylor_forward<R>(Gen{this}, nc_, tp, duration, x0, tmp_, xs_, rk_, grp_);
@@ -742,8 +760,7 @@ class OpenTask {
       for (int i = t.s - 1; i >= 0; --i) {
         Cx<R>* kb = kbar + nc_ * i;
         Cx<R>* yb = ybar + nc_ * i;
-        apply_gen_adjoint(kb, yb);               // Ybar_i = A^dag kbar_i
-        add_gen_gradient(kb, stage_state(step, i, ys), g_);  // dF/dA += kbar_i Y_i^dag
+        adjoint_gradient(kb, stage_state(step, i, ys), yb);  // Ybar_i = A^dag kbar_i, dF/dA += kbar_i Y_i^dag
         for (int j = 0; j < i; ++j) {
           const R aij = R(t.a[i][j]) * h;
           if (aij == 0) continue;
@@ -791,6 +808,7 @@ class OpenTask {
   Cx<R>* diag_w_ = nullptr;  // Lindblad form: the diagonal jumps' weights (lindblad_diag_weights)
   Cx<R>* rk_ = nullptr;   // 30 nc: stage vectors and their adjoints
   Cx<R>* xs_ = nullptr;   // step states of the segment (step_state), xs_stride_ apart
+  Cx<R>* terms_ = nullptr;  // exact action: OpenView::taylor_terms states (taylor_kept_forward)
   Cx<R>* stages_ = nullptr;  // keep_stages: their stage states (kept_stage), stage_stride_ apart
   std::size_t xs_stride_ = 0, stage_stride_ = 0;
   Cx<R>* xs_seg_ = nullptr;      // (steps + 1) nc: the backward pass's re-run of one segment

@@ -42,6 +42,12 @@ struct OpenView {
   // (open_trajectory_store). 0: every segment is re-run. Needs keep_stages; set by the
   // cpu executor when the store fits its budget (src/cpu/open_cpu_impl.hpp).
   int traj_records = 0;
+  // Exact action, adjoint calls: the backward pass's re-run of a segment keeps the Taylor
+  // terms of all its steps when they fit in this many states (taylor_kept_forward), rather
+  // than recomputing the step starts from the segment's start and each step's terms again.
+  // 0: recomputed. Set by the cpu executor within its budget (src/cpu/open_cpu_impl.hpp);
+  // the cuda kernels do not (a GPU task's workspace is per task, not per thread).
+  int taylor_terms = 0;
   const double* durations = nullptr;   // [nseg] (plain doubles)
   const double* a0 = nullptr;          // [n, n]
   const double* a_drift = nullptr;     // [ndrift, n, n]

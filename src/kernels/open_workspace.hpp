@@ -80,7 +80,7 @@ QFLEET_HD inline std::size_t open_task_work(const OpenView& v, int cap) {
     w += 3 * nn + expm_frechet_work(v.n);
   } else {
     w += (v.action ? taylor_work_states() : 30) * nc + nc * (std::size_t(steps) + 1) + open_stage_store(v, cap) +
-         open_trajectory_store(v);
+         open_trajectory_store(v) + (v.action ? nc * std::size_t(v.taylor_terms) : 0);
   }
   if (v.lindblad) w += 2 * dd + std::size_t(v.jump_nnz);
   w += 6 * dd + hermitian_eig_work(v.d) + std::size_t(v.d);

@@ -230,6 +230,38 @@ def test_open_gradcheck_and_final_states_on_cuda(qfleet):
 
 
 @needs_gpu
+@pytest.mark.parametrize("solver,kw", [("exact", {}), ("exact", {"exact": "action"}), ("rk4", {"dt": 0.05})])
+def test_open_outputs_on_cuda_tensors_match_the_cpu(qfleet, solver, kw):
+    """Every output of open_outputs (fidelity, leakage, expectation values at every boundary, final
+    states) and its gradients w.r.t. every input (amplitudes, drift, rates, per-task durations and
+    initial states) from CUDA tensors, against the same call on CPU tensors (test_open_outputs.py
+    checks the cpu backend against finite differences and dynamiqs)."""
+    _, system = qubit_system(qfleet, 13)
+    system.observable(np.diag([1.0, -1.0]).astype(complex)).computational_subspace([0])
+    torch.manual_seed(3)
+    B = 6
+    raw = torch.randn(B, 2, 2, dtype=torch.complex128)
+    rho = raw @ raw.conj().transpose(-1, -2)
+    rho = rho / torch.diagonal(rho, dim1=-2, dim2=-1).sum(-1).real[:, None, None]
+    inputs = (torch.rand(B, 3, 2, dtype=torch.float64), torch.rand(B, 1, dtype=torch.float64),
+              torch.rand(B, 2, dtype=torch.float64) * 0.2 + 0.01, 0.1 + 0.2 * torch.rand(B, 3, dtype=torch.float64),
+              rho)
+    weights = [torch.randn(B, dtype=torch.float64), torch.randn(B, dtype=torch.float64),
+               torch.randn(B, 4, 1, dtype=torch.float64), torch.randn(B, 2, 2, dtype=torch.complex128)]
+    grads = {}
+    for device in ("cpu", "cuda"):
+        p = system.compile(solver, device=device, **kw)
+        args = [t.to(device).requires_grad_() for t in inputs]
+        o = qfleet.open_outputs(p, args[0], drift_coeffs=args[1], rates=args[2], durations=args[3], initial=args[4])
+        assert o.fidelity.device.type == device
+        loss = sum((v * w.to(device)).real.sum() for v, w in zip(o, weights))
+        loss.backward()
+        grads[device] = [v.detach().cpu() for v in o] + [a.grad.cpu() for a in args]
+    for got, want in zip(grads["cuda"], grads["cpu"]):
+        assert torch.allclose(got, want, atol=1e-9, rtol=0), (solver, kw, (got - want).abs().max().item())
+
+
+@needs_gpu
 def test_cuda_tensors_need_a_gpu_copy_on_their_device(qfleet):
     c = classifier(qfleet, 2, 1)
     prog = c.compile()  # cpu: no GPU copy

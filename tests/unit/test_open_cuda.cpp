@@ -190,6 +190,52 @@ TEST(OpenGpuPaths, AKeptTrajectoryGivesTheRerunSweepsBits) {
   });
 }
 
+// The exact action's reverse sweep reading a segment's Taylor terms kept by its re-run
+// (OpenView::taylor_terms, which the cpu executor sets) instead of recomputing the step
+// starts and each step's terms: the kept terms are the recomputed ones bit for bit, so
+// every output and gradient is too; with room for every segment, for some (a store of 40
+// terms: the segments of more steps recompute) and for none; alone and in groups, dense
+// and in Lindblad form, one and several Taylor steps a segment (amplitudes x 1 and x 60).
+TEST(OpenGpuPaths, KeptTaylorTermsGiveTheRecomputedBits) {
+  std::mt19937_64 rng(510);
+  const std::vector<double> cot_f = {0.7, -1.3, 0.2}, cot_l = {1.1, 0.4, -0.3};
+  for (int kind : {1, 3, 5}) {
+    const ProblemKind& k = kProblemKinds[kind];
+    for (bool lindblad : {false, true}) {
+      if (lindblad && k.closed) continue;
+      const Model m = kind_model(k, rng, 2);
+      qfleet::OpenCompileOptions o = solver_options(Solver::exact);
+      o.exact = qfleet::ExactMethod::action;
+      o.form = lindblad ? qfleet::OpenForm::lindblad : qfleet::OpenForm::superoperator;
+      const auto plan = packed_plan(m, o);
+      for (double scale : {1.0, 60.0}) {
+        const TaskBatch b = random_batch(rng, m, 3, true, false, true, k.init != Init::Gate, scale);
+        for (int G : {0, 3}) {
+          if (G > 0 && !(lindblad && scale == 1)) continue;  // the emulated groups are slow
+          plan->view.taylor_terms = 0;
+          Call recomputed(m, b, cot_f, cot_l);
+          ASSERT_EQ(run_like_gpu(*plan, recomputed.c, 1, 64, G), 0);
+          if (G == 0 && scale == 1.0) expect_matches_reference(recomputed, m, b, Solver::exact, k.name);
+          for (int terms : {40, 1 << 16}) {
+            const std::string what = std::string(k.name) + (lindblad ? " lindblad" : " dense") + ", amplitudes x" +
+                                     std::to_string(int(scale)) + ", group of " + std::to_string(G) + ", " +
+                                     std::to_string(terms) + " terms";
+            plan->view.taylor_terms = terms;
+            Call kept(m, b, cot_f, cot_l);
+            ASSERT_EQ(run_like_gpu(*plan, kept.c, 1, 64, G), 0) << what;
+            EXPECT_EQ(kept.fid, recomputed.fid) << what;
+            EXPECT_EQ(kept.exp, recomputed.exp) << what;
+            EXPECT_EQ(kept.fin, recomputed.fin) << what;
+            EXPECT_EQ(kept.g_amp, recomputed.g_amp) << what << ": d/d amplitudes";
+            EXPECT_EQ(kept.g_drift, recomputed.g_drift) << what << ": d/d drift";
+            EXPECT_EQ(kept.g_rates, recomputed.g_rates) << what << ": d/d rates";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Larger generators, where the GPU uses a warp (d = 3 open, n = 9) or a block
 // (d = 4 open, n = 16: 256 products per matrix, more entries than members).
 TEST(OpenGpuGroupPath, LargerSystemsWithWarpAndBlockSizedGroups) {

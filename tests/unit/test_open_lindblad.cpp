@@ -75,6 +75,31 @@ INSTANTIATE_TEST_SUITE_P(OpenLindbladSolvers, OpenLindbladGradients,
                                   std::to_string(std::get<2>(p.param));
                          });
 
+// A rate of zero still has a gradient (the reverse sweep forms the jump's sandwich even
+// where the forward sweep skips it): two local qubits, task 0's rates all zero, task 1's
+// not; rk4 and the
+// exact action (whose reverse sweep pairs the monomial jumps' gradients with the adjoint's
+// sandwiches), against the reference's central differences.
+TEST(OpenLindbladForm, RateGradientsAtZeroRatesMatchFiniteDifferences) {
+  std::mt19937_64 rng(711);
+  const ProblemKind& c = kProblemKinds[kOpenKinds[0]];
+  const Model m = local_qubits(2, c.init, c.target);  // sigma- (monomial) and Z (diagonal) jumps
+  TaskBatch b = random_batch(rng, m, 2, true, false, true);
+  std::fill_n(b.rates.begin(), m.jumps.size(), 0.0);
+  const std::vector<double> cf = {0.7, -1.3}, cl = {1.1, 0.4};
+  for (Solver s : {Solver::rk4, Solver::exact}) {
+    qfleet::OpenCompileOptions o = options(s, OpenForm::lindblad);
+    if (s == Solver::exact) o.exact = qfleet::ExactMethod::action;
+    const auto prog = qfleet::compile(build(m), o);
+    const auto q = qvjp<double>(prog, m, b, cf, cl, want_all(m));
+    const Grads fd = fd_grads(m, b, cf, cl, scheme_of(s), dt_of(s));
+    const std::string what = s == Solver::rk4 ? "rk4" : "exact action";
+    EXPECT_GT(std::abs(fd.rates[0]), 1e-4) << what << ": the reference gradient at rate 0 is (nearly) zero";
+    EXPECT_TRUE(all_close(q.g_rates, fd.rates, 1e-8, 1e-6)) << what << ": d/d rates";
+    EXPECT_TRUE(all_close(q.g_amp, fd.amps, 1e-8, 1e-6)) << what << ": d/d amplitudes";
+  }
+}
+
 // The two forms are the same map: equal outputs and gradients to rounding.
 TEST(OpenLindbladForm, EqualsTheSuperoperatorFormOnLocalQubitModels) {
   std::mt19937_64 rng(710);
