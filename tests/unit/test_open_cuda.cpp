@@ -128,6 +128,17 @@ void for_each_step_solver_case(std::uint64_t seed, const Fn& fn) {
   }
 }
 
+// Every output and gradient of two calls, bit for bit.
+void expect_same_bits(const Call& a, const Call& b, const std::string& what) {
+  EXPECT_EQ(a.fid, b.fid) << what;
+  EXPECT_EQ(a.leak, b.leak) << what;
+  EXPECT_EQ(a.exp, b.exp) << what;
+  EXPECT_EQ(a.fin, b.fin) << what;
+  EXPECT_EQ(a.g_amp, b.g_amp) << what << ": d/d amplitudes";
+  EXPECT_EQ(a.g_drift, b.g_drift) << what << ": d/d drift";
+  EXPECT_EQ(a.g_rates, b.g_rates) << what << ": d/d rates";
+}
+
 // The step solvers' reverse sweep reading each step's kept stage states
 // (OpenView::keep_stages, which the cpu executor sets) instead of recomputing them:
 // the forward outputs are the same bits, the gradients those of the recomputing sweep
@@ -178,13 +189,7 @@ TEST(OpenGpuPaths, AKeptTrajectoryGivesTheRerunSweepsBits) {
         plan.view.traj_records = records;
         Call kept(m, b, cot_f, cot_l);
         ASSERT_EQ(run_like_gpu(plan, kept.c, 1, 64, G), 0) << what;
-        EXPECT_EQ(kept.fid, rerun.fid) << what;
-        EXPECT_EQ(kept.leak, rerun.leak) << what;
-        EXPECT_EQ(kept.exp, rerun.exp) << what;
-        EXPECT_EQ(kept.fin, rerun.fin) << what;
-        EXPECT_EQ(kept.g_amp, rerun.g_amp) << what << ": d/d amplitudes";
-        EXPECT_EQ(kept.g_drift, rerun.g_drift) << what << ": d/d drift";
-        EXPECT_EQ(kept.g_rates, rerun.g_rates) << what << ": d/d rates";
+        expect_same_bits(kept, rerun, what);
       }
     }
   });
@@ -223,12 +228,7 @@ TEST(OpenGpuPaths, KeptTaylorTermsGiveTheRecomputedBits) {
             plan->view.taylor_terms = terms;
             Call kept(m, b, cot_f, cot_l);
             ASSERT_EQ(run_like_gpu(*plan, kept.c, 1, 64, G), 0) << what;
-            EXPECT_EQ(kept.fid, recomputed.fid) << what;
-            EXPECT_EQ(kept.exp, recomputed.exp) << what;
-            EXPECT_EQ(kept.fin, recomputed.fin) << what;
-            EXPECT_EQ(kept.g_amp, recomputed.g_amp) << what << ": d/d amplitudes";
-            EXPECT_EQ(kept.g_drift, recomputed.g_drift) << what << ": d/d drift";
-            EXPECT_EQ(kept.g_rates, recomputed.g_rates) << what << ": d/d rates";
+            expect_same_bits(kept, recomputed, what);
           }
         }
       }
