@@ -439,9 +439,9 @@ apps_phase() {
     # The meta-control app's paper preset and meta_batch = 4096 on cuda and on this
     # machine's CPU cores (apps.json's keys, scripts/apps_figures.py), short budgets (the paper
     # preset's 40 iterations spread graph mode's warm-up and capture, on its 4th, thinly); then
-    # device = auto at both sizes (its choice and both timings: the report's device.why).
+    # device = automatic at both sizes (its choice and both timings: the report's device.why).
     for run in paper-gpu:cuda:40:32 paper-cpu:cpu:40:32 4096-gpu:cuda:3:4096 4096-cpu:cpu:3:4096 \
-               paper-auto:auto:1:32 4096-auto:auto:1:4096; do
+               paper-auto:automatic:1:32 4096-auto:automatic:1:4096; do
       IFS=: read -r name dev iters batch <<<"$run"
       timeout "$(cap 60)" build-gpu/apps/meta_control/qfleet-meta --preset paper --set device=$dev \
         --set iterations=$iters --set meta_batch=$batch --set robust_iterations=2 --set grape_iterations=2 --quiet \

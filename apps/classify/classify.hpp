@@ -27,7 +27,7 @@ struct Config {
   int64_t train_subset = 0, test_subset = 0;  // first N of each split (0 = all)
   uint64_t seed = 1;
   int threads = 0;                  // 0 = all cores
-  std::string device = "cpu";       // cpu | cuda | auto
+  std::string device = "cpu";       // cpu | cuda | automatic
   int64_t time_every = 1;           // steps between timed steps (component breakdown)
   std::string out = "classify-out";
   std::string cache;                // features cache folder ("" = <out>/cache)

@@ -3,6 +3,7 @@
 #include "common/config.hpp"
 #include "qfleet/files.hpp"
 #include "qfleet/json_problem.hpp"
+#include "qfleet/names.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -48,17 +49,17 @@ double integer_value(const json& v) {
   return v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>());
 }
 
-// "automatic" is the engine's word (qfleet/names.hpp) for what the apps call "auto": either
-// is taken where the other is a choice.
-bool automatic_for_auto(const json& spec, const json& v) {
-  if (v != "automatic" || !spec.contains("choices")) return false;
+// A string an old spelling of one of the key's choices ("auto" for "automatic",
+// qfleet/names.hpp): the spelling qfleet uses, else "".
+std::string respelled_choice(const json& spec, const json& v) {
+  if (!v.is_string() || !spec.contains("choices")) return "";
+  const std::string now(qfleet::respelled(v.get<std::string>()));
   const auto& ch = spec["choices"];
-  return std::find(ch.begin(), ch.end(), "auto") != ch.end() && std::find(ch.begin(), ch.end(), v) == ch.end();
+  return !now.empty() && std::find(ch.begin(), ch.end(), now) != ch.end() ? now : "";
 }
 
-// Integral numbers written as 2e6 stored as integers; "automatic" as "auto" (above).
+// Integral numbers written as 2e6 stored as integers.
 json normalized(const json& spec, const json& v) {
-  if (automatic_for_auto(spec, v)) return "auto";
   if (spec["type"] == "integer" && v.is_number_float()) return json(static_cast<int64_t>(v.get<double>()));
   if (spec["type"] == "integers") {
     json out = json::array();
@@ -102,7 +103,7 @@ bool valid(const json& spec, const json& v) {
     if (!v.is_string() || !utf8(v)) return false;
     if (!spec.contains("choices")) return true;
     const auto& ch = spec["choices"];
-    return std::find(ch.begin(), ch.end(), v) != ch.end() || automatic_for_auto(spec, v);
+    return std::find(ch.begin(), ch.end(), v) != ch.end();
   }
   if (type == "integer") return is_integer(v) && in_range(spec, integer_value(v));
   if (type == "number") return v.is_number() && std::isfinite(v.get<double>()) && in_range(spec, v.get<double>());
@@ -212,6 +213,8 @@ void Schema::unknown_key(const std::string& key, const std::string& where) const
 
 void Schema::check(const std::string& key, const json& value) const {
   if (!keys_.contains(key)) unknown_key(key, "");
+  if (const std::string now = respelled_choice(keys_[key], value); !now.empty())
+    throw ConfigError("config: key '" + key + "': \"" + value.get<std::string>() + "\" is spelled \"" + now + "\"");
   if (!valid(keys_[key], value))
     throw ConfigError("config: key '" + key + "': expected " + expected(keys_[key]) + ", got " +
                       value.dump(-1, ' ', false, json::error_handler_t::replace));

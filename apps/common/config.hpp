@@ -67,8 +67,8 @@ class Schema {
 
   [[noreturn]] void unknown_key(const std::string& key, const std::string& where) const;
   void check(const std::string& key, const nlohmann::json& value) const;
-  // check(), then the value as the app reads it: integral floats as integers, and
-  // "automatic" (the engine's, the CLI's and Python's spelling) as "auto" where that is a choice.
+  // check() (an old spelling of a choice, "auto", is refused naming the one qfleet uses),
+  // then the value as the app reads it: integral floats as integers.
   nlohmann::json checked(const std::string& key, const nlohmann::json& value) const;
 
  private:

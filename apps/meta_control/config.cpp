@@ -32,85 +32,82 @@ json resolve_config(const json& file, const std::string& preset, const std::vect
   return config_schema().resolve(file, preset, sets);
 }
 
-namespace {
-
-// The resolved keys as a Config (the schema checked each value).
-Config read_keys(const json& r) {
-  Config c;
-  c.json = r;
-  c.preset = r.value("preset", "");
-  c.system = r["system"];
-  c.algorithm = r["algorithm"];
-  c.fidelity = r["fidelity"];
-  c.solver = r["solver"];
-  c.precision = r["precision"];
-  c.device = r["device"];
-  c.meta_step = r["meta_step"];
-  c.output_dir = r["output_dir"];
-  c.iterations = r["iterations"];
-  c.meta_batch = r["meta_batch"];
-  c.inner_steps = r["inner_steps"];
-  c.hidden_width = r["hidden_width"];
-  c.hidden_layers = r["hidden_layers"];
-  c.n_segments = r["n_segments"];
-  c.validation_tasks = r["validation_tasks"];
-  c.validate_every = r["validate_every"];
-  c.adapt_steps = r["adapt_steps"];
-  c.robust_iterations = r["robust_iterations"];
-  c.grape_iterations = r["grape_iterations"];
-  c.checkpoint_every = r["checkpoint_every"];
-  c.threads = r["threads"];
-  c.seed = r["seed"];
-  c.inner_lr = r["inner_lr"];
-  c.meta_lr = r["meta_lr"];
-  c.amplitude_scale = r["amplitude_scale"];
-  c.gate_time = r["gate_time"];
-  c.dt = r["dt"];
-  c.robust_lr = r["robust_lr"];
-  c.grape_lr = r["grape_lr"];
-  c.deph_lo = r["gamma_deph"][0];
-  c.deph_hi = r["gamma_deph"][1];
-  c.relax_lo = r["gamma_relax"][0];
-  c.relax_hi = r["gamma_relax"][1];
-  c.input_states = r["input_states"].get<std::vector<std::string>>();
-  c.controls = r["controls"];
-  c.coupling = r["coupling"];
-  c.layer_norm = r["layer_norm"];
-  c.init = r["init"];
-  c.init_gain = r["init_gain"];
-  c.output_init_gain = r["output_init_gain"];
-  c.features = r["features"];
-  c.output = r["output"];
-  c.amplitude_clamp = r["amplitude_clamp"];
-  c.task_noise = r["task_noise"];
-  c.correlation_spread = r["correlation_spread"];
-  c.ood_factor = r["ood_factor"];
-  c.ood_spread = r["ood_spread"];
-  c.dt_rule = r["dt_rule"];
-  c.renormalize_trace = r["renormalize_trace"];
-  c.meta_optimizer = r["meta_optimizer"];
-  c.weight_decay = r["weight_decay"];
-  c.meta_lr_schedule = r["meta_lr_schedule"];
-  c.meta_lr_min = r["meta_lr_min"];
-  c.meta_grad_clip = r["meta_grad_clip"];
-  c.inner_grad_clamp = r["inner_grad_clamp"];
-  c.adapt_optimizer = r["adapt_optimizer"];
-  c.adapt_lr = r["adapt_lr"];
-  if (c.adapt_lr == 0) c.adapt_lr = c.inner_lr;
-  c.adapt_grad_clip = r["adapt_grad_clip"];
-  c.checkpoint_policy = r["checkpoint_policy"];
-  c.select_every = r["select_every"];
-  return c;
+const std::vector<app::Setting<Config>>& settings() {
+  using app::setting;
+  using C = Config;
+  static const std::vector<app::Setting<Config>> table = {
+      setting<C>("system", [](C& c) -> auto& { return c.system; }),
+      setting<C>("controls", [](C& c) -> auto& { return c.controls; }),
+      setting<C>("coupling", [](C& c) -> auto& { return c.coupling; }),
+      setting<C>("algorithm", [](C& c) -> auto& { return c.algorithm; }),
+      setting<C>("iterations", [](C& c) -> auto& { return c.iterations; }),
+      setting<C>("meta_batch", [](C& c) -> auto& { return c.meta_batch; }),
+      setting<C>("inner_steps", [](C& c) -> auto& { return c.inner_steps; }),
+      setting<C>("inner_lr", [](C& c) -> auto& { return c.inner_lr; }),
+      setting<C>("meta_lr", [](C& c) -> auto& { return c.meta_lr; }),
+      setting<C>("meta_optimizer", [](C& c) -> auto& { return c.meta_optimizer; }),
+      setting<C>("weight_decay", [](C& c) -> auto& { return c.weight_decay; }),
+      setting<C>("meta_lr_schedule", [](C& c) -> auto& { return c.meta_lr_schedule; }),
+      setting<C>("meta_step", [](C& c) -> auto& { return c.meta_step; }),
+      setting<C>("meta_lr_min", [](C& c) -> auto& { return c.meta_lr_min; }),
+      setting<C>("meta_grad_clip", [](C& c) -> auto& { return c.meta_grad_clip; }),
+      setting<C>("inner_grad_clamp", [](C& c) -> auto& { return c.inner_grad_clamp; }),
+      setting<C>("hidden_width", [](C& c) -> auto& { return c.hidden_width; }),
+      setting<C>("hidden_layers", [](C& c) -> auto& { return c.hidden_layers; }),
+      setting<C>("layer_norm", [](C& c) -> auto& { return c.layer_norm; }),
+      setting<C>("init", [](C& c) -> auto& { return c.init; }),
+      setting<C>("init_gain", [](C& c) -> auto& { return c.init_gain; }),
+      setting<C>("output_init_gain", [](C& c) -> auto& { return c.output_init_gain; }),
+      setting<C>("features", [](C& c) -> auto& { return c.features; }),
+      setting<C>("amplitude_scale", [](C& c) -> auto& { return c.amplitude_scale; }),
+      setting<C>("output", [](C& c) -> auto& { return c.output; }),
+      setting<C>("amplitude_clamp", [](C& c) -> auto& { return c.amplitude_clamp; }),
+      setting<C>("n_segments", [](C& c) -> auto& { return c.n_segments; }),
+      setting<C>("gate_time", [](C& c) -> auto& { return c.gate_time; }),
+      setting<C>("gamma_deph", [](C& c) -> auto& { return c.gamma_deph; }),
+      setting<C>("gamma_relax", [](C& c) -> auto& { return c.gamma_relax; }),
+      setting<C>("task_noise", [](C& c) -> auto& { return c.task_noise; }),
+      setting<C>("correlation_spread", [](C& c) -> auto& { return c.correlation_spread; }),
+      setting<C>("ood_factor", [](C& c) -> auto& { return c.ood_factor; }),
+      setting<C>("ood_spread", [](C& c) -> auto& { return c.ood_spread; }),
+      setting<C>("fidelity", [](C& c) -> auto& { return c.fidelity; }),
+      setting<C>("input_states", [](C& c) -> auto& { return c.input_states; }),
+      setting<C>("solver", [](C& c) -> auto& { return c.solver; }),
+      setting<C>("dt", [](C& c) -> auto& { return c.dt; }),
+      setting<C>("dt_rule", [](C& c) -> auto& { return c.dt_rule; }),
+      setting<C>("renormalize_trace", [](C& c) -> auto& { return c.renormalize_trace; }),
+      setting<C>("precision", [](C& c) -> auto& { return c.precision; }),
+      setting<C>("validation_tasks", [](C& c) -> auto& { return c.validation_tasks; }),
+      setting<C>("validate_every", [](C& c) -> auto& { return c.validate_every; }),
+      setting<C>("adapt_steps", [](C& c) -> auto& { return c.adapt_steps; }),
+      setting<C>("adapt_optimizer", [](C& c) -> auto& { return c.adapt_optimizer; }),
+      setting<C>("adapt_lr", [](C& c) -> auto& { return c.adapt_lr; }),
+      setting<C>("adapt_grad_clip", [](C& c) -> auto& { return c.adapt_grad_clip; }),
+      setting<C>("robust_iterations", [](C& c) -> auto& { return c.robust_iterations; }),
+      setting<C>("robust_lr", [](C& c) -> auto& { return c.robust_lr; }),
+      setting<C>("grape_iterations", [](C& c) -> auto& { return c.grape_iterations; }),
+      setting<C>("grape_lr", [](C& c) -> auto& { return c.grape_lr; }),
+      setting<C>("seed", [](C& c) -> auto& { return c.seed; }),
+      setting<C>("threads", [](C& c) -> auto& { return c.threads; }),
+      setting<C>("device", [](C& c) -> auto& { return c.device; }),
+      setting<C>("checkpoint_every", [](C& c) -> auto& { return c.checkpoint_every; }),
+      setting<C>("checkpoint_policy", [](C& c) -> auto& { return c.checkpoint_policy; }),
+      setting<C>("select_every", [](C& c) -> auto& { return c.select_every; }),
+      setting<C>("output_dir", [](C& c) -> auto& { return c.output_dir; }),
+  };
+  return table;
 }
+
+namespace {
 
 // Keys that decide each other: a system's own defaults and the combinations that
 // cannot run together.
 void resolve_and_check_combinations(Config& c) {
   const int qubits = c.system == "qubit_x" ? 1 : 2;
   if (c.n_segments == 0) c.n_segments = qubits == 1 ? 60 : 30;
-  if (c.controls == "auto") c.controls = c.system == "two_qubit_cz_paper" ? "pauli" : "half_pauli";
+  if (c.controls == "automatic") c.controls = c.system == "two_qubit_cz_paper" ? "pauli" : "half_pauli";
   if (c.system == "two_qubit_cz_paper" && c.controls != "pauli")
-    throw ConfigError("config: two_qubit_cz_paper's controls are X, Y and Z on each qubit (controls = pauli or auto)");
+    throw ConfigError("config: two_qubit_cz_paper's controls are X, Y and Z on each qubit (controls = pauli or automatic)");
   if (c.task_noise == "per_qubit_correlated" && qubits != 2)
     throw ConfigError("config: task_noise = per_qubit_correlated needs a two-qubit system (system = " + c.system + ")");
   if (c.renormalize_trace && c.fidelity != "state_transfer")
@@ -152,13 +149,16 @@ void default_input_states(Config& c) {
 }  // namespace
 
 Config make_config(const json& r) {
-  Config c = read_keys(r);
+  Config c = app::read_settings(settings(), r);
+  c.json = r;
+  c.preset = r.value("preset", "");
+  if (c.adapt_lr == 0) c.adapt_lr = c.inner_lr;
   resolve_and_check_combinations(c);
   default_input_states(c);
   if (c.device == "cuda" && qfleet::cuda_device_count() == 0)
     throw ConfigError(
         "config: device = cuda: no CUDA device is visible to qfleet (no GPU or driver, CUDA_VISIBLE_DEVICES, or a "
-        "build without the CUDA backend); use device = cpu or auto");
+        "build without the CUDA backend); use device = cpu or automatic");
   return c;
 }
 

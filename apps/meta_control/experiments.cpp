@@ -248,8 +248,8 @@ using namespace repro;
 // half-widths times `diversity`, clipped to gamma_deph in [0.001, 2], gamma_relax in [0.001, 1].
 Tensor box_tasks(const Config& cfg, at::Generator& gen, int64_t n, double diversity, torch::ScalarType dtype) {
   const Tensor u = torch::rand({n, 2}, gen, torch::TensorOptions().dtype(dtype)) * 2 - 1;
-  const double cd = (cfg.deph_lo + cfg.deph_hi) / 2, hd = (cfg.deph_hi - cfg.deph_lo) / 2 * diversity;
-  const double cr = (cfg.relax_lo + cfg.relax_hi) / 2, hr = (cfg.relax_hi - cfg.relax_lo) / 2 * diversity;
+  const double cd = (cfg.gamma_deph[0] + cfg.gamma_deph[1]) / 2, hd = (cfg.gamma_deph[1] - cfg.gamma_deph[0]) / 2 * diversity;
+  const double cr = (cfg.gamma_relax[0] + cfg.gamma_relax[1]) / 2, hr = (cfg.gamma_relax[1] - cfg.gamma_relax[0]) / 2 * diversity;
   return torch::stack({torch::clamp(cd + hd * u.select(1, 0), 0.001, 2.0), torch::clamp(cr + hr * u.select(1, 1), 0.001, 1.0)},
                       1);
 }
@@ -427,9 +427,9 @@ json out_of_distribution(const ReproOptions& o) {
     Trainer tr(m.cfg);
     const auto dtype = tr.problem().dtype();
     auto g = gen_for(o, 21);
-    const double cd = 7 * m.cfg.deph_hi, cr = 7 * m.cfg.relax_hi;
+    const double cd = 7 * m.cfg.gamma_deph[1], cr = 7 * m.cfg.gamma_relax[1];
     const Tensor tasks = tasks_around(m.cfg, g, n, cd, cr, 0.15, dtype);
-    const Tensor mean_task = torch::tensor({{(m.cfg.deph_lo + m.cfg.deph_hi) / 2, (m.cfg.relax_lo + m.cfg.relax_hi) / 2}},
+    const Tensor mean_task = torch::tensor({{(m.cfg.gamma_deph[0] + m.cfg.gamma_deph[1]) / 2, (m.cfg.gamma_relax[0] + m.cfg.gamma_relax[1]) / 2}},
                                            torch::TensorOptions().dtype(dtype));
     const Tensor mean_policy = train_on_task(tr, o.seed + 10, mean_task, mean_iters, 1e-4);
     const auto a = adam(1e-4, 0, K);
@@ -453,12 +453,12 @@ json out_of_distribution(const ReproOptions& o) {
   }
   auto g = gen_for(o, 21);
   const Config c = make_config(resolve_config(json::object(), "original", {}));
-  const Tensor tasks = tasks_around(c, g, n, 7 * c.deph_hi, 7 * c.relax_hi, 0.15, torch::kFloat64);
-  const bool outside = (tasks.select(1, 0) > c.deph_hi).all().item<bool>() && (tasks.select(1, 1) > c.relax_hi).all().item<bool>();
+  const Tensor tasks = tasks_around(c, g, n, 7 * c.gamma_deph[1], 7 * c.gamma_relax[1], 0.15, torch::kFloat64);
+  const bool outside = (tasks.select(1, 0) > c.gamma_deph[1]).all().item<bool>() && (tasks.select(1, 1) > c.gamma_relax[1]).all().item<bool>();
   return {{"tasks", n},
-          {"centre", {7 * c.deph_hi, 7 * c.relax_hi}},
+          {"centre", {7 * c.gamma_deph[1], 7 * c.gamma_relax[1]}},
           {"spread", 0.15},
-          {"training_box", {{c.deph_lo, c.deph_hi}, {c.relax_lo, c.relax_hi}}},
+          {"training_box", {{c.gamma_deph[0], c.gamma_deph[1]}, {c.gamma_relax[0], c.gamma_relax[1]}}},
           {"all_tasks_outside_training_box", outside},
           {"adapt", adapt_json(adam(1e-4, 0, K))},
           {"mean_task_policy", {{"iterations", mean_iters}, {"lr", 1e-4}, {"task", {0.085, 0.045}}}},
@@ -505,7 +505,7 @@ json vs_grape(const ReproOptions& o) {
   const int64_t n = o.tiny ? 3 : 15, iters = o.tiny ? 3 : 200;
   auto g = gen_for(o, 41);
   const Tensor tasks = box_tasks(m.cfg, g, n, 1.0, dtype);
-  const Tensor mean_task = torch::tensor({{(m.cfg.deph_lo + m.cfg.deph_hi) / 2, (m.cfg.relax_lo + m.cfg.relax_hi) / 2}},
+  const Tensor mean_task = torch::tensor({{(m.cfg.gamma_deph[0] + m.cfg.gamma_deph[1]) / 2, (m.cfg.gamma_relax[0] + m.cfg.gamma_relax[1]) / 2}},
                                          torch::TensorOptions().dtype(dtype));
   auto rg = gen_for(o, 42);
   const Tensor u0 = torch::randn({1, pr.n_segments(), pr.n_controls()}, rg, torch::TensorOptions().dtype(dtype)) * 0.1;

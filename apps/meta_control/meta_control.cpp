@@ -183,13 +183,13 @@ void check_memory(const Trainer& tr, const Config& cfg, int processes) {
                          [&](int64_t n) { tr.task_rows(tr.sample(gen, n).to(tr.device())); });
 }
 
-// device = auto: with a CUDA device visible, a few meta-gradient steps on each device
+// device = automatic: with a CUDA device visible, a few meta-gradient steps on each device
 // (qfleet::train::choose_device) pick the faster; the report says why with both figures.
 // Several processes follow rank 0's choice.
 std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::train::ProcessGroup* group) {
-  if (cfg.device != "auto")  // (through qfleet::train's reading of the setting: it loads LibTorch's CUDA half)
+  if (cfg.device != "automatic")  // (through qfleet::train's reading of the setting: it loads LibTorch's CUDA half)
     return {qfleet::train::device_from_setting(cfg.device).is_cuda() ? "cuda" : "cpu", "requested"};
-  if (qfleet::cuda_device_count() == 0) return {"cpu", "auto: cpu, the only device here (no CUDA device visible)"};
+  if (qfleet::cuda_device_count() == 0) return {"cpu", "automatic: cpu, the only device here (no CUDA device visible)"};
   const int64_t P = policy_size(cfg);
   auto make_step = [&](const torch::Device& d) -> std::function<Tensor()> {
     Config c = cfg;
@@ -206,7 +206,7 @@ std::pair<std::string, std::string> resolve_device(const Config& cfg, qfleet::tr
   Tensor cuda_chosen = torch::full({1}, choice.device.is_cuda() ? 1.0 : 0.0, torch::kFloat64);
   if (group != nullptr && group->size() > 1) cuda_chosen = group->all_gather(cuda_chosen).narrow(0, 0, 1);
   const bool cuda = cuda_chosen.item<double>() > 0.5;
-  return {cuda ? "cuda" : "cpu", "auto: " + choice.reason + (cuda == choice.device.is_cuda() ? "" : "; rank 0 chose the other")};
+  return {cuda ? "cuda" : "cpu", "automatic: " + choice.reason + (cuda == choice.device.is_cuda() ? "" : "; rank 0 chose the other")};
 }
 
 // The training part of a run, as the lifecycle every app's run goes through
@@ -314,7 +314,7 @@ json out_of_distribution(Trainer& tr, const Config& cfg, const Tensor& theta, co
   const Problem& pr = tr.problem();
   const int64_t V = tr.val_noise().size(0);
   auto ogen = at::make_generator<at::CPUGeneratorImpl>(cfg.seed + 5);
-  const Tensor on = tasks_around(cfg, ogen, V, cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi,
+  const Tensor on = tasks_around(cfg, ogen, V, cfg.ood_factor * cfg.gamma_deph[1], cfg.ood_factor * cfg.gamma_relax[1],
                                  cfg.ood_spread, pr.dtype());
   const auto oc = tr.adapt_curve(theta, on, tr.eval_adapt());
   const Tensor o_adapted = tr.pulses(oc.phi, tr.features(on)).detach();
@@ -326,7 +326,7 @@ json out_of_distribution(Trainer& tr, const Config& cfg, const Tensor& theta, co
   const Tensor ostarts = torch::cat({robust.unsqueeze(0).expand({V, -1, -1}), o_adapted}, 0).contiguous();
   const Tensor og = grape(pr, tr.policy(), ostarts, torch::cat({on, on}, 0), {cfg.grape_iterations, cfg.grape_lr}).first;
   json g = gap_json(oc.fidelity, o_robust, torch::maximum(og.slice(0, 0, V), og.slice(0, V, 2 * V)), on);
-  g["centre"] = {cfg.ood_factor * cfg.deph_hi, cfg.ood_factor * cfg.relax_hi};
+  g["centre"] = {cfg.ood_factor * cfg.gamma_deph[1], cfg.ood_factor * cfg.gamma_relax[1]};
   g["spread"] = cfg.ood_spread;
   return g;
 }

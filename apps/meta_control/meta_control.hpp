@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,7 @@
 
 #include "common/config.hpp"
 #include "common/output_folder.hpp"
+#include "common/settings.hpp"
 #include "common/tensor_json.hpp"
 #include "qfleet/torch.hpp"
 #include "qfleet/train.hpp"
@@ -45,22 +47,72 @@ nlohmann::json resolve_config(const nlohmann::json& file, const std::string& pre
                               const std::vector<std::string>& overrides);
 nlohmann::json load_config_file(const std::string& path);  // ConfigError when missing/invalid
 
+// Every key of config.json, in its order, with its default (app::setting binds each one:
+// config.cpp's settings(); the meta tests check the defaults are the schema's).
 struct Config {
-  std::string system, algorithm, fidelity, solver, precision, device, output_dir, preset;
-  int64_t iterations, meta_batch, inner_steps, hidden_width, hidden_layers, n_segments, validation_tasks,
-      validate_every, select_every, adapt_steps, robust_iterations, grape_iterations, checkpoint_every, threads;
-  uint64_t seed;
-  double inner_lr, meta_lr, amplitude_scale, gate_time, dt, robust_lr, grape_lr;
-  double deph_lo, deph_hi, relax_lo, relax_hi;
+  std::string system = "qubit_x";
+  std::string controls = "automatic";
+  double coupling = 2.0;
+  std::string algorithm = "fomaml";
+  int64_t iterations = 300;
+  int64_t meta_batch = 32;
+  int64_t inner_steps = 5;
+  double inner_lr = 0.01;
+  double meta_lr = 0.001;
+  std::string meta_optimizer = "adam";
+  double weight_decay = 0.01;
+  std::string meta_lr_schedule = "constant";
+  std::string meta_step = "automatic";
+  double meta_lr_min = 1e-05;
+  double meta_grad_clip = 0.0;
+  double inner_grad_clamp = 0.0;
+  int64_t hidden_width = 128;
+  int64_t hidden_layers = 2;
+  bool layer_norm = false;
+  std::string init = "uniform";
+  double init_gain = 0.5;
+  double output_init_gain = 0.5;
+  std::string features = "scaled";
+  double amplitude_scale = 4.0;
+  std::string output = "linear";
+  double amplitude_clamp = 0.0;
+  int64_t n_segments = 0;
+  double gate_time = 1.0;
+  std::array<double, 2> gamma_deph = {0.02, 0.15};
+  std::array<double, 2> gamma_relax = {0.01, 0.08};
+  std::string task_noise = "shared";
+  double correlation_spread = 0.2;
+  double ood_factor = 7.0;
+  double ood_spread = 0.15;
+  std::string fidelity = "average_gate";
   std::vector<std::string> input_states;
-  // The original code's settings (docs/reproduction.md): policy, controls, optimizers, integrator.
-  std::string controls, init, features, output, task_noise, dt_rule, meta_optimizer, meta_lr_schedule,
-      adapt_optimizer, checkpoint_policy, meta_step;
-  bool layer_norm = false, renormalize_trace = false;
-  double coupling, init_gain, output_init_gain, amplitude_clamp, correlation_spread, weight_decay, meta_lr_min,
-      meta_grad_clip, inner_grad_clamp, adapt_lr, adapt_grad_clip, ood_factor, ood_spread;
+  std::string solver = "exact";
+  double dt = 0.0;
+  std::string dt_rule = "ceil";
+  bool renormalize_trace = false;
+  std::string precision = "complex128";
+  int64_t validation_tasks = 20;
+  int64_t validate_every = 25;
+  int64_t adapt_steps = 5;
+  std::string adapt_optimizer = "sgd";
+  double adapt_lr = 0.0;
+  double adapt_grad_clip = 0.0;
+  int64_t robust_iterations = 500;
+  double robust_lr = 0.05;
+  int64_t grape_iterations = 1500;
+  double grape_lr = 0.02;
+  uint64_t seed = 1;
+  int64_t threads = 0;
+  std::string device = "automatic";
+  int64_t checkpoint_every = 100;
+  std::string checkpoint_policy = "final";
+  int64_t select_every = 0;
+  std::string output_dir = "meta-control-out";
+  std::string preset;   // the resolved configuration's preset
   nlohmann::json json;  // the resolved configuration
 };
+// The table binding each key to its field (config.cpp): what make_config reads.
+const std::vector<app::Setting<Config>>& settings();
 Config make_config(const nlohmann::json& resolved);
 
 // The physics: the engine programs whose mean fidelity is a task's figure of merit.

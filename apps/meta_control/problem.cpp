@@ -182,8 +182,8 @@ std::vector<json> Problem::eval_problems(const Tensor& amplitudes, const Tensor&
 Tensor sample_tasks(const Config& cfg, at::Generator& gen, int64_t n, torch::ScalarType dtype) {
   const bool per_qubit = cfg.task_noise == "per_qubit_correlated";
   const Tensor u = torch::rand({n, per_qubit ? 4 : 2}, gen, torch::TensorOptions().dtype(dtype));
-  const Tensor deph = cfg.deph_lo + (cfg.deph_hi - cfg.deph_lo) * u.select(1, 0);
-  const Tensor relax = cfg.relax_lo + (cfg.relax_hi - cfg.relax_lo) * u.select(1, 1);
+  const Tensor deph = cfg.gamma_deph[0] + (cfg.gamma_deph[1] - cfg.gamma_deph[0]) * u.select(1, 0);
+  const Tensor relax = cfg.gamma_relax[0] + (cfg.gamma_relax[1] - cfg.gamma_relax[0]) * u.select(1, 1);
   if (!per_qubit) return torch::stack({deph, relax}, 1);
   const double s = cfg.correlation_spread;
   return torch::stack({deph, relax, deph * (1 - s + 2 * s * u.select(1, 2)), relax * (1 - s + 2 * s * u.select(1, 3))},
@@ -223,8 +223,8 @@ Tensor task_features(const Config& cfg, const Tensor& noise) {
   };
   std::vector<Tensor> f;
   for (int64_t q = 0; q < noise.size(1) / 2; ++q) {
-    f.push_back(z(noise.select(1, 2 * q), cfg.deph_lo, cfg.deph_hi));
-    f.push_back(z(noise.select(1, 2 * q + 1), cfg.relax_lo, cfg.relax_hi));
+    f.push_back(z(noise.select(1, 2 * q), cfg.gamma_deph[0], cfg.gamma_deph[1]));
+    f.push_back(z(noise.select(1, 2 * q + 1), cfg.gamma_relax[0], cfg.gamma_relax[1]));
   }
   return torch::stack(f, 1);
 }

@@ -279,7 +279,7 @@ class Trainer {
     return (*graph_)().values[0];
   }
   // meta_step's resolution: graph mode (DeviceOptimizer, static inputs) or torch::optim.
-  bool graph_mode() const { return cfg_.meta_step == "graph" || (cfg_.meta_step == "auto" && device_.is_cuda()); }
+  bool graph_mode() const { return cfg_.meta_step == "graph" || (cfg_.meta_step == "automatic" && device_.is_cuda()); }
   std::string graph_status() const { return graph_ ? graph_->status() : graph_mode() ? "not started" : "eager: meta_step"; }
 
   Tensor clipped(const Tensor& g) const {

@@ -33,7 +33,7 @@ struct ClassifierConfig {
   double lr = 1e-3;
   uint64_t seed = 1;
   int threads = 0;                        // the engine's, drawing the records (the network on a CPU: one)
-  std::string device = "cpu";             // the network's: cpu | cuda | auto (the records come from the CPU engine)
+  std::string device = "cpu";             // the network's: cpu | cuda | automatic (the records come from the CPU engine)
   bool save_records = false;              // write <out>/shots_<S>/records.pt (for a same-data comparison)
   std::string out = "classifier-out";
   bool resume = false, progress = true;

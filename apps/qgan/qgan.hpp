@@ -35,7 +35,7 @@ struct TrainConfig {
   std::string precision = "complex128";
   uint64_t seed = 1;
   int threads = 0;                    // 0 = all cores
-  std::string device = "cpu";         // cpu | cuda | auto (the discriminator's; the circuit runs on the cpu)
+  std::string device = "cpu";         // cpu | cuda | automatic (the discriminator's; the circuit runs on the cpu)
   int64_t checkpoint_every = 100;     // epochs
   std::string out = "qgan-out";
   bool resume = false, progress = true;

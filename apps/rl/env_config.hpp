@@ -32,11 +32,11 @@ struct EnvConfig {
   std::vector<double> gamma_deph, gamma_relax, detuning;  // [lo, hi] ranges ([]: the task's own)
   uint64_t seed = 0;                      // env i's stream is seeded with seed + i
   int64_t threads = 0;                    // 0: all cores
-  std::string device = "cpu";             // where the environments run and return their tensors (cpu | cuda | auto)
+  std::string device = "cpu";             // where the environments run and return their tensors (cpu | cuda | automatic)
   // How a step runs: loop (a host loop over the environments, CPU only: per-environment
-  // random streams), tensors (batched tensor ops on the device, tensor_envs.hpp), auto
+  // random streams), tensors (batched tensor ops on the device, tensor_envs.hpp), automatic
   // (tensors on a GPU, the loop on the CPU).
-  std::string stepping = "auto";
+  std::string stepping = "automatic";
 
   nlohmann::json to_json() const;
   // The keys given, over the defaults above; unknown keys, wrong types and out-of-range

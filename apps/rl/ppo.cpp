@@ -38,10 +38,10 @@ struct Phases {
   json to_json() const { return {{"simulate", simulate}, {"policy", policy}, {"update", update}, {"evaluate", evaluate}}; }
 };
 
-// The runtime's device choice for a phase: `auto` times each available device.
+// The runtime's device choice for a phase: `automatic` times each available device.
 torch::Device pick(const std::string& setting, const std::function<std::function<Tensor()>(const torch::Device&)>& make,
                    std::string& why) {
-  if (setting != "auto") return train::device_from_setting(setting, &why);
+  if (setting != "automatic") return train::device_from_setting(setting, &why);
   const auto devices = train::available_devices();
   if (devices.size() == 1) {
     why = "the CPU is the only device";
@@ -384,7 +384,7 @@ PpoRun::Rollout PpoRun::collect_tensors(int64_t it, const Tensor& first_obs) {
     roll_ = {first_obs.clone(), torch::zeros({n_local_}, on), torch::zeros({n_local_}, on),
              torch::zeros({1}, on.dtype(torch::kLong)), torch::zeros({}, on.dtype(torch::kFloat64)),
              torch::zeros({}, on.dtype(torch::kFloat64))};
-    graph_steps_ = cfg_.rollout_mode == "graph" || (cfg_.rollout_mode == "auto" && roll_dev_.is_cuda());
+    graph_steps_ = cfg_.rollout_mode == "graph" || (cfg_.rollout_mode == "automatic" && roll_dev_.is_cuda());
     std::vector<at::Generator> gens;  // the actions' and the environments' (draws, shots)
     if (roll_dev_.is_cuda()) gens = {roll_gen_, envs.generator()};
     if (graph_steps_)

@@ -41,10 +41,10 @@ struct PpoConfig {
   double target_kl = 0;  // > 0: stop the epochs of an update when the approximate KL passes it
   int64_t hidden = 64;
   double init_log_std = 0.0;
-  std::string device = "auto";  // cpu | cuda | auto: rollout and update devices each timed
-  // eager | graph | auto (graph on a GPU): with the environments stepped as tensors, each
+  std::string device = "automatic";  // cpu | cuda | automatic: rollout and update devices each timed
+  // eager | graph | automatic (graph on a GPU): with the environments stepped as tensors, each
   // rollout step (policy, environments, buffers) captured in a CUDA graph and replayed
-  std::string rollout_mode = "auto";
+  std::string rollout_mode = "automatic";
   int64_t eval_every = 10;      // rollouts between evaluations on the validation tasks
   int64_t validation_tasks = 20;
   int64_t checkpoint_every = 50;  // rollouts (0: only at the end)

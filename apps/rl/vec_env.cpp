@@ -64,8 +64,8 @@ VecEnv::VecEnv(const EnvConfig& config)
   const bool on_cpu = device_.is_cpu();
   if (cfg_.stepping == "loop" && !on_cpu)
     throw std::invalid_argument("stepping: the host loop runs on the CPU; device = " + config.device +
-                                " needs stepping = tensors (or auto)");
-  if (cfg_.stepping == "tensors" || (cfg_.stepping == "auto" && !on_cpu)) {
+                                " needs stepping = tensors (or automatic)");
+  if (cfg_.stepping == "tensors" || (cfg_.stepping == "automatic" && !on_cpu)) {
     tensors_ = std::make_unique<TensorEnvs>(task_, cfg_, observer_, library_, device_);
     reset(cfg_.seed);
     return;

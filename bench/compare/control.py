@@ -105,7 +105,7 @@ RECORDED_FSTAR = {"p2": 0.9836171150919206,  # 565 evaluations (qfleet.control.o
 
 # --------------------------------------------------------------------------- the problems
 def control_driver(choice: str):
-    """The switch: qfleet.control.optimize where the module has it (choice "auto" or "control"),
+    """The switch: qfleet.control.optimize where the module has it (choice "automatic" or "control"),
     else None: the loop written here ("user")."""
     if choice == "user":
         return None
@@ -638,8 +638,8 @@ def parse_args(argv=None):
     ap = harness.parser(__doc__.split("\n\n")[0], threads=1, seed=0,
                         quick_help="p3/p4 on 4 systems, QuTiP capped lower, p5 to 1e-2: a smoke run (< 1 min)")
     ap.add_argument("--only", default=None, help="comma-separated problems (p1,p2,p3,p4,p5; default all)")
-    ap.add_argument("--qfleet-driver", choices=("auto", "control", "user"), default="auto",
-                    help="qfleet.control.optimize (auto: where it exists) or the loop written here")
+    ap.add_argument("--qfleet-driver", choices=("automatic", "control", "user"), default="automatic",
+                    help="qfleet.control.optimize (automatic: where it exists) or the loop written here")
     ap.add_argument("--qutip-tasks", type=int, default=None, help="p4: tasks QuTiP runs, scaled to all (default 16)")
     ap.add_argument("--qutip-ensemble-evals", type=int, default=None,
                     help="p3: QuTiP's evaluation cap, time extrapolated (default 10)")

@@ -116,7 +116,7 @@ def parse_args(argv=None):
     ap.add_argument("--shots", type=int, default=None, help="shots per record (default 64; --quick: 8)")
     ap.add_argument("--epochs", type=int, default=None, help="training epochs (default 5; --quick: 1)")
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "automatic"])
     args = harness.validate(ap, ap.parse_args(argv))
     args.shots = args.shots or (8 if args.quick else 64)
     args.epochs = args.epochs or (1 if args.quick else 5)
@@ -128,7 +128,7 @@ def main(argv=None):
     harness.threads_env(args.threads)
     import torch
 
-    device = torch.device("cuda" if args.device == "cuda" or args.device == "auto" and torch.cuda.is_available() else "cpu")
+    device = torch.device("cuda" if args.device == "cuda" or args.device == "automatic" and torch.cuda.is_available() else "cpu")
     torch.set_num_threads(1 if device.type == "cpu" else args.threads)  # the app's rule: a small network on one CPU thread
     with tempfile.TemporaryDirectory(prefix="qfleet-classifier-compare-") as out:
         report = run_app(args, out)

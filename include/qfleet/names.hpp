@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "qfleet/open_system.hpp"
 #include "qfleet/program.hpp"
@@ -57,11 +58,22 @@ constexpr std::string_view name_in(const std::array<EnumName<E>, N>& t, E v) {
   return "?";
 }
 
-// The value named `name` in table t, or nothing. "auto" (the apps' word) is taken for
-// "automatic" in every table that has it.
+// Spellings qfleet once took and now refuses, each with the one it uses: a setting that
+// reads "auto" is told it is spelled "automatic" (the engine's, the command line's,
+// Python's and the apps' one word for "let qfleet choose").
+inline constexpr std::pair<std::string_view, std::string_view> kRespellings[] = {{"auto", "automatic"}};
+
+// The spelling qfleet uses for an old one, or "" when `name` is not an old spelling.
+constexpr std::string_view respelled(std::string_view name) {
+  for (const auto& [old, now] : kRespellings) {
+    if (name == old) return now;
+  }
+  return {};
+}
+
+// The value named `name` in table t, or nothing.
 template <class E, std::size_t N>
 constexpr std::optional<E> value_in(const std::array<EnumName<E>, N>& t, std::string_view name) {
-  if (name == "auto") name = "automatic";
   for (const auto& e : t) {
     if (e.name == name) return e.value;
   }
@@ -87,6 +99,10 @@ std::string names_in(const std::array<EnumName<E>, N>& t) {
 template <class E, std::size_t N>
 E value_named(const std::array<EnumName<E>, N>& t, std::string_view name, std::string_view what) {
   if (const auto v = value_in(t, name)) return *v;
+  const std::string_view now = respelled(name);
+  if (!now.empty() && value_in(t, now)) {
+    throw std::invalid_argument(std::string(what) + " \"" + std::string(name) + "\" is spelled \"" + std::string(now) + "\"");
+  }
   throw std::invalid_argument(std::string(what) + " \"" + std::string(name) + "\": " + names_in(t));
 }
 

@@ -110,9 +110,9 @@ struct OpenCompileOptions {
   double rtol = 1e-8;  // dopri5/tsit5 error control (Dormand & Prince 1980; Tsitouras 2011)
   double atol = 1e-10;
   int num_threads = 0;
-  // The cpu kernels' instruction set, as CompileOptions::isa: "auto" (the best this
+  // The cpu kernels' instruction set, as CompileOptions::isa: "automatic" (the best this
   // machine runs, or QFLEET_ISA) | "avx512" | "avx2" | "baseline".
-  std::string isa = "auto";
+  std::string isa = "automatic";
   // cpu; cuda (the plan is uploaded to the current CUDA device now and every call
   // runs there: a thread per task, one launch per call); automatic (uploaded when a
   // GPU is visible, then each call on host data goes where the cost model of

@@ -31,7 +31,7 @@ struct CompileOptions {
   // and calls on device data run on the GPU).
   Device device = Device::cpu;
   int num_threads = 0;          // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
-  std::string isa = "auto";     // "auto" | "avx512" | "avx2" | "baseline"
+  std::string isa = "automatic";  // "automatic" | "avx512" | "avx2" | "baseline"
   Simulator simulator = Simulator::automatic;
 };
 

@@ -107,12 +107,12 @@ const Executor* find_executor(ModelKind kind, std::string_view device, std::stri
 
 // The cpu device's rows (src/cpu/cpu_executors.cpp): each instruction set this
 // machine runs x each model kind; and the row of `kind` for instruction set `isa`
-// ("auto": the best, or QFLEET_ISA; throws qfleet::Error naming the available ones).
+// ("automatic": the best, or QFLEET_ISA; throws qfleet::Error naming the available ones).
 std::vector<Executor> cpu_executors();
 const Executor& cpu_executor(ModelKind kind, const std::string& isa);
 
 // Placement, one rule for every model kind: the cpu row of instruction set `isa`
-// ("auto": the best, or QFLEET_ISA) runs host calls; Device::cuda prepares the model
+// ("automatic": the best, or QFLEET_ISA) runs host calls; Device::cuda prepares the model
 // on the device row (an error when there is none, it does not run the model, or no
 // device is visible); Device::automatic does so when a device is visible and its row
 // runs the model. Sets model.host, model.on_device, model.resident and model.device.

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "qfleet/error.hpp"
+#include "qfleet/names.hpp"
 
 namespace qfleet::cpu {
 
@@ -36,7 +38,7 @@ bool cpu_has(const char* isa) {
 }  // namespace
 
 // QFLEET_ISA, when it names one of this machine's instruction sets, caps the table
-// there: the process behaves as on a machine whose best is that one ("auto" picks
+// there: the process behaves as on a machine whose best is that one ("automatic" picks
 // it, wider ones are not offered), so a test run or a user can check the avx2 and
 // baseline paths on an AVX-512 machine. (oneDNN's ONEDNN_MAX_CPU_ISA is the same
 // idea.) A value this machine lacks leaves the table whole; select_isa refuses it.
@@ -68,9 +70,12 @@ const std::vector<const CpuIsa*>& isa_table() {
 
 int select_isa(const std::string& name) {
   const auto& t = isa_table();
-  const bool from_env = name == "auto" && isa_cap() != nullptr;
+  if (const std::string_view now = respelled(name); !now.empty()) {
+    throw Error("instruction set '" + name + "' is spelled '" + std::string(now) + "'");
+  }
+  const bool from_env = name == "automatic" && isa_cap() != nullptr;
   const std::string want = from_env ? isa_cap() : name;
-  if (want == "auto") return 0;
+  if (want == "automatic") return 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (want == t[i]->name) return static_cast<int>(i);
   }

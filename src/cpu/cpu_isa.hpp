@@ -30,7 +30,7 @@ struct CpuIsa {
 // ISAs compiled into this build that this machine runs, best first; those wider than
 // QFLEET_ISA (when set) dropped.
 const std::vector<const CpuIsa*>& isa_table();
-// Index into isa_table() for a name ("auto" = QFLEET_ISA when set, else the best
+// Index into isa_table() for a name ("automatic" = QFLEET_ISA when set, else the best
 // supported); throws qfleet::Error.
 int select_isa(const std::string& name);
 

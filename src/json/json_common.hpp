@@ -196,11 +196,20 @@ inline double read_number(const json& v, const std::string& path) {
   return d;
 }
 
+// A name table t lacks that is an old spelling of one it has ("auto"): one line naming
+// the spelling qfleet uses (qfleet/names.hpp). Returns for any other name.
+template <class E, std::size_t N>
+void refuse_respelling(const std::array<qfleet::EnumName<E>, N>& t, std::string_view name, const std::string& path) {
+  const std::string_view now = qfleet::respelled(name);
+  if (!now.empty() && qfleet::value_in(t, now)) fail(path, quote(name) + " is spelled " + quote(now));
+}
+
 // "device": "cpu" | "cuda" | "automatic" (CompileOptions / OpenCompileOptions::device).
 inline qfleet::Device read_device(const json& v, const std::string& path) {
   if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
   const std::string s = v.get<std::string>();
   if (const auto d = qfleet::value_in(qfleet::kDeviceNames, s)) return *d;
+  refuse_respelling(qfleet::kDeviceNames, s, path);
   fail(path, "expected " + qfleet::names_in(qfleet::kDeviceNames) + ", got " + quote(s));
 }
 

@@ -460,6 +460,7 @@ void read_lindblad_options(const Object& top, LindbladProblem& p) {
   if (const json* v = top.get("form")) {
     const std::string name = read_string(*v, "form");
     const auto form = qfleet::value_in(qfleet::kOpenFormNames, name);
+    if (!form) refuse_respelling(qfleet::kOpenFormNames, name, "form");
     if (!form) fail("form", "unknown form " + quote(name) + "; expected " + qfleet::names_in(qfleet::kOpenFormNames));
     p.options.form = *form;
   }
@@ -467,6 +468,7 @@ void read_lindblad_options(const Object& top, LindbladProblem& p) {
     const std::string name = read_string(*v, "exact");
     const auto method = qfleet::value_in(qfleet::kExactMethodNames, name);
     if (!method) {
+      refuse_respelling(qfleet::kExactMethodNames, name, "exact");
       fail("exact", "unknown method " + quote(name) + "; expected " + qfleet::names_in(qfleet::kExactMethodNames));
     }
     if (solver != Solver::exact) fail("exact", fmt::format("only used by the exact solver (solver is \"{}\")", qfleet::to_string(solver)));

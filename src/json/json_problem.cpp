@@ -399,6 +399,7 @@ void read_circuit_options(const Object& top, CircuitProblem& p) {
   if (const json* v = top.get("simulator")) {
     const std::string name = read_string(*v, "simulator");
     const auto sim = value_in(kSimulatorNames, name);
+    if (!sim) refuse_respelling(kSimulatorNames, name, "simulator");
     if (!sim) fail("simulator", "unknown simulator " + quote(name) + "; expected " + names_in(kSimulatorNames));
     p.options.simulator = *sim;
   }

@@ -321,7 +321,7 @@ TEST(Train, TheAblationAndBadSettings) {
            {[](Config& x) { x.lr = std::nan(""); }, "key 'lr'"},
            {[](Config& x) { x.lr = 0; }, "lr = 0.000000: in (0, 10)"},
            {[](Config& x) { x.mode = "fast"; }, "key 'mode': expected one of [\"end_to_end\",\"features\"]"},
-           {[](Config& x) { x.device = "tpu"; }, "key 'device': expected one of [\"cpu\",\"cuda\",\"auto\"]"},
+           {[](Config& x) { x.device = "tpu"; }, "key 'device': expected one of [\"cpu\",\"cuda\",\"automatic\"]"},
            {[](Config& x) { x.backbone_from = "b.pt"; }, "backbone_from is for mode = features"},
            {[](Config& x) { x.circuit_file = "/nonexistent.json"; }, "the circuit file: cannot open /nonexistent.json"}}) {
     Config b = c;

@@ -406,13 +406,14 @@ TEST(CliEvaluate, NullMeansDefault) {
 }
 
 // What Python's builder takes, the JSON takes too: a Pauli word alone is the observable
-// with coefficient 1 (expval("Z0")), and "auto" is the apps' spelling of "automatic".
-TEST(CliEvaluate, WordObservablesAndAutoAreWhatPythonTakes) {
+// with coefficient 1 (expval("Z0")), and "automatic" is the one spelling ("auto", which
+// qfleet once took, is refused naming it).
+TEST(CliEvaluate, WordObservablesAndAutomaticAreWhatPythonTakes) {
   json p = json::parse(R"({
     "kind": "circuit", "qubits": 2,
     "ops": [{"template": "AngleEmbedding", "wires": [0, 1]}],
     "observables": ["Z0", [[1.0, "Z0"]], "Z0 Z1"], "inputs": [[0.3, 1.1]],
-    "device": "auto", "simulator": "auto"
+    "device": "automatic", "simulator": "automatic"
   })");
   const json out = qj::evaluate(p);
   EXPECT_NEAR(out["expvals"][0][0].get<double>(), std::cos(0.3), 1e-14);  // <Z> after RX(0.3)
@@ -423,6 +424,13 @@ TEST(CliEvaluate, WordObservablesAndAutoAreWhatPythonTakes) {
   p["observables"] = json::array({"Z0"});
   p["device"] = "autom";
   EXPECT_THROW(qj::evaluate(p), qj::ProblemError);
+  p["device"] = "auto";
+  try {
+    qj::evaluate(p);
+    ADD_FAILURE() << "device \"auto\" was taken";
+  } catch (const qj::ProblemError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"auto\" is spelled \"automatic\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(CliEvaluate, ParseCircuitProblemExposesTheCircuit) {

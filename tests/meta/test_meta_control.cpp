@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../apps_common/settings_checks.hpp"
 #include "../cli/run_cli.hpp"
 #include "../reference/lindblad.hpp"
 #include "meta_control.hpp"
@@ -85,6 +86,12 @@ TEST(MetaConfig, PresetsAndDefaults) {
     const bool fixed = qfleet::solver_info(s.value).fixed_step;
     EXPECT_EQ(config({{"solver", std::string(s.name)}, {"dt", fixed ? 0.01 : 0.0}}).solver, s.name);
   }
+}
+
+// Declared once: every key of config.json bound to its field in the schema's order, and
+// the struct's defaults the schema's (a key added to one and not the other fails here).
+TEST(MetaConfig, EveryKeyIsBoundAndTheDefaultsAreTheSchemas) {
+  settings_checks::expect_bound(qfleet::meta::settings(), qfleet::meta::config_schema());
 }
 
 TEST(MetaConfig, ClearErrors) {

@@ -659,10 +659,13 @@ def test_invalid_device_arguments():
 def test_engine_device_option():
     """device="cuda" runs the engine's CUDA backend (the same results as the cpu's, to the
     GPU's summation order; its gradients and seeded samples too), "automatic" picks it where a
-    GPU is visible; an unknown name, or "cuda" where qfleet sees no GPU, is a clear error."""
+    GPU is visible; an unknown name, "auto" (spelled "automatic"), or "cuda" where qfleet sees no
+    GPU, is a clear error."""
     import qfleet
     with pytest.raises(ValueError, match="'cpu', 'cuda' or 'automatic', got 'tpu'"):
         device("qfleet.qubit", wires=2, device="tpu")
+    with pytest.raises(ValueError, match="device 'auto' is spelled 'automatic'"):
+        device("qfleet.qubit", wires=2, device="auto")
     gpu = qfleet.cuda_device_count() > 0
     if not gpu:
         for name in ("qfleet.qubit", "qfleet.mixed"):

@@ -153,7 +153,7 @@ TEST(RlTensorEnvs, PpoOnTheEnvironmentsAsCpuTensorsLearns) {
   o.quiet = true;
   const auto r = train_ppo(c, o);
   EXPECT_NE(r["environment"].get<std::string>().find("tensors on cpu"), std::string::npos) << r["environment"];
-  EXPECT_EQ(r["devices"]["rollout_mode"], "eager: rollout_mode = auto on cpu");
+  EXPECT_EQ(r["devices"]["rollout_mode"], "eager: rollout_mode = automatic on cpu");
   EXPECT_LT(r["curve"][0]["mean_final_fidelity"].get<double>(), 0.6);
   EXPECT_GT(r["validation"]["mean_fidelity"].get<double>(), 0.85);
   std::filesystem::remove_all(dir);

@@ -416,10 +416,16 @@ TEST(TrainResources, DeviceFromSettingNamesItsReason) {
   std::string why;
   EXPECT_TRUE(tr::device_from_setting("cpu", &why).is_cpu());
   EXPECT_EQ(why, "asked for");
-  tr::load_torch_cuda();  // (as device_from_setting does for "auto", before torch is asked)
+  tr::load_torch_cuda();  // (as device_from_setting does for "automatic", before torch is asked)
   const bool gpu = torch::cuda::is_available();
-  EXPECT_EQ(tr::device_from_setting("auto", &why).is_cuda(), gpu);
-  EXPECT_EQ(why, gpu ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible");
+  EXPECT_EQ(tr::device_from_setting("automatic", &why).is_cuda(), gpu);
+  EXPECT_EQ(why, gpu ? "automatic: a CUDA device is visible" : "automatic: no CUDA device is visible");
+  try {
+    tr::device_from_setting("auto");
+    ADD_FAILURE() << "device \"auto\" was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "device \"auto\" is spelled \"automatic\"");
+  }
   if (!gpu) {
     EXPECT_THROW(tr::device_from_setting("cuda"), std::invalid_argument);
   }
@@ -427,7 +433,7 @@ TEST(TrainResources, DeviceFromSettingNamesItsReason) {
     tr::device_from_setting("gpu");
     FAIL() << "an unknown device name was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("cpu, cuda or auto"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("\"cpu\", \"cuda\" or \"automatic\""), std::string::npos) << e.what();
   }
 }
 

@@ -465,7 +465,7 @@ TEST(DensityMatrix, AmplitudeEmbeddingGradientMatchesFiniteDifferences) {
   t.expval({{1.0, ref::word({{'Z', 0}})}, {0.5, ref::word({{'X', 1}})}}).purity();
   std::mt19937_64 rng(4);
   const ref::Batch b = ref::random_batch(rng, 3, 3, 1, false, 0.2, 1.0);
-  const DmRow cpu{"cpu auto", 1, &qfleet::detail::cpu_executor(qfleet::detail::ModelKind::density_matrix, "auto")};
+  const DmRow cpu{"cpu automatic", 1, &qfleet::detail::cpu_executor(qfleet::detail::ModelKind::density_matrix, "automatic")};
   check_case<double>(t, b, cpu, "amplitude embedding");
 }
 

@@ -86,11 +86,12 @@ TEST(Executors, PlacementIsOneRuleForEveryModelKind) {
   const std::string best = qfleet::available_isas().front();
   for (ModelKind kind : qfleet::detail::kModelKinds) {
     SCOPED_TRACE(qfleet::detail::model_kind_name(kind));
-    EXPECT_EQ(execution_of(kind, qfleet::Device::cpu, "auto").rfind("cpu " + best + ":", 0), 0u);
+    EXPECT_EQ(execution_of(kind, qfleet::Device::cpu, "automatic").rfind("cpu " + best + ":", 0), 0u);
     EXPECT_QFLEET_ERROR(execution_of(kind, qfleet::Device::cpu, "sse9"), "instruction set 'sse9'", "available");
+    EXPECT_QFLEET_ERROR(execution_of(kind, qfleet::Device::cpu, "auto"), "instruction set 'auto' is spelled 'automatic'");
     if (qfleet::cuda_device_count() > 0) continue;
-    EXPECT_EQ(execution_of(kind, qfleet::Device::automatic, "auto").rfind("cpu ", 0), 0u);
-    const std::string e = qfleet_test::error_of([&] { execution_of(kind, qfleet::Device::cuda, "auto"); });
+    EXPECT_EQ(execution_of(kind, qfleet::Device::automatic, "automatic").rfind("cpu ", 0), 0u);
+    const std::string e = qfleet_test::error_of([&] { execution_of(kind, qfleet::Device::cuda, "automatic"); });
     EXPECT_TRUE(e.find("no CUDA backend") != std::string::npos || e.find("no CUDA device is visible") != std::string::npos)
         << e;
   }

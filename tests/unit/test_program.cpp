@@ -217,7 +217,7 @@ TEST(Program, ReportsItsIsaAndShape) {
   qfleet::Circuit c(2);
   c.add("RX", {0}, {qfleet::Param::input(3)}).add("RY", {1}, {qfleet::Param::weight(1)}).expval("Z0").probs({1, 0});
   qfleet::CompileOptions o;
-  o.isa = "auto";
+  o.isa = "automatic";
   const qfleet::Program p = qfleet::compile(c, o);
   EXPECT_EQ(p.isa(), isas.front());  // the best, or QFLEET_ISA's (which caps the list)
   EXPECT_EQ(p.n_qubits(), 2);

@@ -20,7 +20,7 @@ namespace {
 
 QuantumLayerImpl::QuantumLayerImpl(const Circuit& circuit, const QuantumLayerOptions& options)
     : QuantumLayerImpl(c10::make_intrusive<CircuitProgram>(
-                           circuit, CompileOptions{options.precision, options.device, options.num_threads, "auto"}),
+                           circuit, CompileOptions{options.precision, options.device, options.num_threads, "automatic"}),
                        options.seed) {}
 
 QuantumLayerImpl::QuantumLayerImpl(c10::intrusive_ptr<CircuitProgram> program, uint64_t seed)

@@ -135,9 +135,9 @@ def _expand_trainable_broadcast(tape):
 
 def _engine_device(device):
     """The engine's device for a device option: "cpu", "cuda" (the engine's CUDA backend: an
-    error where qfleet sees no CUDA device) or "automatic" ("auto"; cuda where one is visible)."""
+    error where qfleet sees no CUDA device) or "automatic" (cuda where one is visible)."""
     if device == "auto":
-        device = "automatic"
+        raise ValueError("qfleet: device 'auto' is spelled 'automatic'")
     if device not in ("cpu", "cuda", "automatic"):
         raise ValueError(f"qfleet: device must be 'cpu', 'cuda' or 'automatic', got {device!r}")
     if device == "cuda":

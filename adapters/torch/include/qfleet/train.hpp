@@ -350,7 +350,7 @@ bool load_torch_cuda(std::string* why = nullptr);
 bool load_torch_cuda_for_a_gpu(std::string* why = nullptr);
 // The devices this process can use: the CPU and each visible CUDA device.
 std::vector<torch::Device> available_devices();
-// The device an app's `device` setting names: "cpu", "cuda" (CUDA device 0) or "auto"
+// The device an app's `device` setting names: "cpu", "cuda" (CUDA device 0) or "automatic"
 // (CUDA device 0 when torch sees one, else the CPU); `why` (if given) gets the reason in
 // words for the report. std::invalid_argument for "cuda" where torch sees no CUDA device,
 // and for any other name.

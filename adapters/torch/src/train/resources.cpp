@@ -1,4 +1,4 @@
-// device = auto and batch = auto (qfleet/train.hpp).
+// device = automatic and batch = auto (qfleet/train.hpp).
 //
 // Why measured and not estimated: the PPO code qfleet replaces found that the GPU loses
 // to the CPU for small steps and wins for large ones, and that the crossover moves with
@@ -17,6 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "qfleet/names.hpp"
 #include "qfleet/train.hpp"
 
 namespace qfleet::train {
@@ -206,23 +207,25 @@ std::vector<torch::Device> available_devices() {
 }
 
 torch::Device device_from_setting(const std::string& setting, std::string* why) {
-  if (setting != "cpu" && setting != "cuda" && setting != "auto")
-    throw std::invalid_argument("device \"" + setting + "\": cpu, cuda or auto");
+  const qfleet::Device want = qfleet::value_named(qfleet::kDeviceNames, setting, "device");
   std::string loaded;
-  if (setting != "cpu") load_torch_cuda_for_a_gpu(&loaded);
+  if (want != qfleet::Device::cpu) load_torch_cuda_for_a_gpu(&loaded);
   const bool has_cuda = torch::cuda::is_available();
-  if (setting == "cuda" && !has_cuda)
+  if (want == qfleet::Device::cuda && !has_cuda)
     throw std::invalid_argument("device = cuda, but torch sees no CUDA device (" + loaded + ")");
-  const bool cuda = setting == "cuda" || (setting == "auto" && has_cuda);
-  if (why != nullptr)
-    *why = setting != "auto" ? "asked for" : cuda ? "auto: a CUDA device is visible" : "auto: no CUDA device is visible";
+  const bool cuda = want == qfleet::Device::cuda || (want == qfleet::Device::automatic && has_cuda);
+  if (why != nullptr) {
+    *why = want != qfleet::Device::automatic ? "asked for"
+           : cuda                            ? "automatic: a CUDA device is visible"
+                                             : "automatic: no CUDA device is visible";
+  }
   return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
 }
 
 DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(const torch::Device&)>& make_step,
                            const std::vector<torch::Device>& candidates, int64_t warmup, int64_t steps) {
-  if (candidates.empty()) throw std::invalid_argument("device = auto: no candidate devices");
-  if (warmup < 0 || steps < 1) throw std::invalid_argument("device = auto: needs warmup >= 0 and steps >= 1");
+  if (candidates.empty()) throw std::invalid_argument("device = automatic: no candidate devices");
+  if (warmup < 0 || steps < 1) throw std::invalid_argument("device = automatic: needs warmup >= 0 and steps >= 1");
   if (std::any_of(candidates.begin(), candidates.end(), [](const torch::Device& d) { return d.is_cuda(); }))
     load_torch_cuda_for_a_gpu();
   DeviceChoice c;
@@ -250,7 +253,7 @@ DeviceChoice choose_device(const std::function<std::function<torch::Tensor()>(co
       skipped += "; " + d.str() + " skipped (" + what.substr(0, what.find('\n')) + ")";
     }
   }
-  if (c.seconds_per_step.empty()) throw std::runtime_error("device = auto: no candidate could run the step" + skipped);
+  if (c.seconds_per_step.empty()) throw std::runtime_error("device = automatic: no candidate could run the step" + skipped);
   std::ostringstream o;
   o << "device " << c.device.str() << ":";
   for (const auto& [name, s] : c.seconds_per_step) o << " " << name << " " << s * 1e3 << " ms/step";
