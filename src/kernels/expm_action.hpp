@@ -44,8 +44,8 @@ inline constexpr int kTaylorMaxDegree = 55;
 inline constexpr long kTaylorMaxSteps = 1000000;
 
 // Scratch of the backward pass in states (n x c entries each): the terms k_0..k_m of
-// one step, the running kbar, (h/j) kbar_j and A^dag of it. The forward pass uses 2.
-QFLEET_HD constexpr std::size_t taylor_work_states() { return std::size_t(kTaylorMaxDegree) + 4; }
+// one step, (h/j) kbar_j and A^dag of it. The forward pass uses 2.
+QFLEET_HD constexpr std::size_t taylor_work_states() { return std::size_t(kTaylorMaxDegree) + 3; }
 
 // theta_m, m = 1..55: the largest ||h A||_1 for which m terms keep the backward error
 // below u = 2^-53 (complex128) or 2^-24 (complex64). Computed by tools/expm_theta.py
@@ -199,26 +199,33 @@ QFLEET_HD void taylor_forward(const Gen& gen, std::size_t nc, TaylorPlan p, doub
 namespace taylor_detail {
 
 // Reverse mode through one step whose terms k_0 .. k_{m-1} are at terms (nc apart):
-// lam <- (d step / d x)^dag lam, gen.adjoint_gradient adding dF/dA. kbar, scaled, adj:
-// one state each.
+// lam <- (d step / d x)^dag lam, gen.adjoint_gradient adding dF/dA. With kbar_m = lam and
+// kbar_{j-1} = lam + A^dag (h/j) kbar_j, each pass forms the next term's scaled cotangent
+// (h/j) kbar_j at once (kbar itself is never stored), and the last one kbar_0 in lam.
+// scaled, adj: one state each.
 template <class R, class Gen, class G>
 QFLEET_HD void step_backward(const Gen& gen, std::size_t nc, int m, double h, const Cx<R>* terms, Cx<R>* lam,
-                             Cx<R>* kbar, Cx<R>* scaled, Cx<R>* adj, const G& g) {
+                             Cx<R>* scaled, Cx<R>* adj, const G& g) {
   const std::size_t r0 = std::size_t(g.rank()), gs = std::size_t(g.size());
-  // The output is the sum of every term, so each kbar_j starts at lam.
-  copy(lam, nc, kbar, g);
+  if (m == 0) return;
+  const R cm = R(h / m);
+  for (std::size_t e = r0; e < nc; e += gs) scaled[e] = {cm * lam[e].re, cm * lam[e].im};
+  g.sync();
   for (int j = m; j >= 1; --j) {
-    const R c = R(h / j);
-    for (std::size_t e = r0; e < nc; e += gs) scaled[e] = {c * kbar[e].re, c * kbar[e].im};
-    g.sync();
     gen.adjoint_gradient(scaled, terms + nc * std::size_t(j - 1), adj);
-    for (std::size_t e = r0; e < nc; e += gs) {
-      kbar[e].re = lam[e].re + adj[e].re;
-      kbar[e].im = lam[e].im + adj[e].im;
+    if (j > 1) {
+      const R c = R(h / (j - 1));
+      for (std::size_t e = r0; e < nc; e += gs) {
+        scaled[e] = {c * (lam[e].re + adj[e].re), c * (lam[e].im + adj[e].im)};
+      }
+    } else {
+      for (std::size_t e = r0; e < nc; e += gs) {
+        lam[e].re += adj[e].re;
+        lam[e].im += adj[e].im;
+      }
     }
     g.sync();
   }
-  copy(kbar, nc, lam, g);
 }
 
 }  // namespace taylor_detail
@@ -232,7 +239,7 @@ QFLEET_HD void taylor_backward(const Gen& gen, std::size_t nc, TaylorPlan p, dou
   const double h = t / double(p.s);
   const std::size_t r0 = std::size_t(g.rank()), gs = std::size_t(g.size());
   Cx<R>* terms = work;  // k_0 .. k_m
-  Cx<R>* kbar = work + nc * (std::size_t(kTaylorMaxDegree) + 1);
+  Cx<R>* scaled = work + nc * (std::size_t(kTaylorMaxDegree) + 1);
   for (long i = p.s; i-- > 0;) {
     // This step's terms, recomputed exactly as taylor_forward made them (k_m, which
     // feeds no gradient, is not).
@@ -244,7 +251,7 @@ QFLEET_HD void taylor_backward(const Gen& gen, std::size_t nc, TaylorPlan p, dou
       for (std::size_t e = r0; e < nc; e += gs) k[e] = {c * k[e].re, c * k[e].im};
       g.sync();
     }
-    taylor_detail::step_backward(gen, nc, p.m, h, terms, lam, kbar, kbar + nc, kbar + 2 * nc, g);
+    taylor_detail::step_backward(gen, nc, p.m, h, terms, lam, scaled, scaled + nc, g);
   }
 }
 
@@ -286,14 +293,14 @@ QFLEET_HD void taylor_kept_forward(const Gen& gen, std::size_t nc, TaylorPlan p,
 }
 
 // The reverse of taylor_forward from the terms taylor_kept_forward kept (store):
-// lam <- (d xout / d x)^dag lam, gen.adjoint_gradient adding dF/dA. work: 3 states.
+// lam <- (d xout / d x)^dag lam, gen.adjoint_gradient adding dF/dA. work: 2 states.
 template <class R, class Gen, class G>
 QFLEET_HD void taylor_kept_backward(const Gen& gen, std::size_t nc, TaylorPlan p, double t, const Cx<R>* store,
                                     Cx<R>* lam, Cx<R>* work, const G& g) {
   const double h = t / double(p.s);
   const std::size_t step = nc * std::size_t(p.m);
   for (long i = p.s; i-- > 0;)
-    taylor_detail::step_backward(gen, nc, p.m, h, store + step * std::size_t(i), lam, work, work + nc, work + 2 * nc, g);
+    taylor_detail::step_backward(gen, nc, p.m, h, store + step * std::size_t(i), lam, work, work + nc, g);
 }
 
 }  // namespace QFLEET_KERN_ISA
