@@ -29,28 +29,12 @@ std::string fmt_num(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-const app::Schema& suite_schema() {
-  static const app::Schema s(kSuiteJson);
-  return s;
-}
-
 SuiteConfig suite_config(const json& r, bool progress) {
-  SuiteConfig c = default_suite();
+  SuiteConfig c = app::read_settings(suite_settings(), r);
   const std::string circuit = c.classifier.circuit;
   c.classifier = ClassifierConfig::from_settings(classifier_schema().resolve(json::object(), "suite", {}));
   c.classifier.progress = progress;
   c.classifier.circuit = circuit;
-  c.qgan.target.name = r["target"];
-  c.qgan.epochs = r["epochs"];
-  c.qgan.seed = c.tournament.seed = r["seed"];
-  c.qgan.threads = c.tournament.threads = r["threads"];
-  c.qgan.device = r["device"];
-  c.tournament.device_files = r["devices"].get<std::vector<std::string>>();
-  c.tournament.shots = r["shots"];
-  c.classify = r["classify"];
-  c.figures = r["figures"];
-  c.python = r["python"];
-  c.out = r["out"];
   c.progress = progress;
   return c;
 }

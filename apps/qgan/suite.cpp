@@ -20,13 +20,11 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-SuiteConfig default_suite() {
-  SuiteConfig s;
-  s.qgan.target.name = "gaussian2d";
-  s.qgan.epochs = 1000;
-  s.tournament.qubits = 6;
-  s.classifier.circuit = "qgan_generator";
-  return s;
+SuiteConfig::SuiteConfig() {
+  qgan.target.name = "gaussian2d";
+  qgan.epochs = 1000;
+  tournament.qubits = 6;
+  classifier.circuit = "qgan_generator";
 }
 
 namespace {

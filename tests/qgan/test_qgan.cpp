@@ -20,6 +20,7 @@
 #include "qfleet/program.hpp"
 #include "qgan.hpp"
 #include "reference/statevector.hpp"
+#include "suite.hpp"
 #include "targets.hpp"
 #include "tournament.hpp"
 #include "../apps_common/settings_checks.hpp"
@@ -88,6 +89,18 @@ TEST(QganSettings, TrainAndTournamentAreBoundToTheirSchemas) {
       {[](TournamentConfig& c) { c.resamples = 5; }, "key 'resamples'"},
       {[](TournamentConfig& c) { c.confidence = 1; }, "confidence must be in (0.5, 1)"},
       {[](TournamentConfig& c) { c.level = 0; }, "level must be in (0, 1)"}});
+}
+
+// suite.json and SuiteConfig: every key bound (seed and threads to both stages), the
+// default-constructed suite the schema's defaults.
+TEST(QganSettings, TheSuiteIsBoundToItsSchema) {
+  settings_checks::expect_bound(suite_settings(), suite_schema());
+  const SuiteConfig c = qfleet::app::read_settings(
+      suite_settings(), suite_schema().resolve(nlohmann::json::object(), "", {{"seed", 9}, {"threads", 3}}));
+  EXPECT_EQ(c.qgan.seed, 9u);
+  EXPECT_EQ(c.tournament.seed, 9u);
+  EXPECT_EQ(c.qgan.threads, 3);
+  EXPECT_EQ(c.tournament.threads, 3);
 }
 
 TEST(QganStats, HandComputedValues) {
