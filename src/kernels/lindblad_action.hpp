@@ -262,15 +262,14 @@ QFLEET_HD void add_adjoint_in_place(Cx<R>* k, int d, const G& grp) {
 }
 
 // The adjoint's sandwich gamma L^dag S L of a monomial jump, added to K (this member's
-// columns); returns Re <L^dag S L, Y> summed over the group,
-// the rate's gradient Re <S, L Y L^dag> (lindblad_adjoint_gradient). One contiguous
-// matrix each (S, K, Y, t).
+// columns); returns Re <L^dag S L, Y> summed over the group, the rate's gradient
+// Re <S, L Y L^dag> (lindblad_adjoint_gradient). One contiguous matrix each (S, K, Y).
 template <class R, class G>
 QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& lp, const Cx<R>* lv, R rate, const Cx<R>* s,
-                                           const Cx<R>* y, Cx<R>* k, Cx<R>* t, const G& grp);
+                                           const Cx<R>* y, Cx<R>* k, const G& grp);
 
 // lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
-// jump_grad (adjoint, kUnit): the monomial jumps' rate gradients Re <Y, L yg L^dag> are
+// jump_grad (adjoint, kUnit): the monomial jumps' rate gradients Re <y, L yg L^dag> are
 // added to it, yg the state the gradient pairs with (lindblad_adjoint_gradient).
 template <bool adjoint, bool kUnit, class R, class G>
 QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
@@ -302,7 +301,7 @@ QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs
       const Cx<R>* lv = op.jval(q);
       if constexpr (adjoint && kUnit) {
         if (jump_grad && lp.monomial && !(lp.diagonal && op.diag_w)) {  // also at rate 0: its gradient
-          const double g = monomial_adjoint_gradient(lp, lv, rate, yb, yg, kb, t, grp);
+          const double g = monomial_adjoint_gradient(lp, lv, rate, yb, yg, kb, grp);
           if (grp.rank() == 0) jump_grad[q] += g;
           continue;
         }
@@ -539,8 +538,7 @@ namespace lindblad_detail {
 
 template <class R, class G>
 QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& p, const Cx<R>* v, R rate, const Cx<R>* s,
-                                           const Cx<R>* y, Cx<R>* k, Cx<R>* t, const G& grp) {
-  static_cast<void>(t);  // (no scratch: each entry of L^dag S L is formed once, in place)
+                                           const Cx<R>* y, Cx<R>* k, const G& grp) {
   const int d = p.d;
   double g = 0;
   for (int c = grp.rank(); c < d; c += grp.size()) {
