@@ -190,41 +190,60 @@ struct LindbladOps {
 
 namespace lindblad_detail {
 
-// Output column c of K += s L Y L^dag (adjoint: s L^dag Y L) for a monomial L:
+// Output column c of K += s L Y L^dag for a monomial L (the adjoint's L^dag S L:
+// monomial_adjoint_sandwich):
 //   (L Y L^dag)_ac = L_a,col(a) Y_col(a),col(c) conj(L_c,col(c))
-//   (L^dag Y L)_bc = conj(L_row(b),b) Y_row(b),row(c) L_row(c),c
-// (entries walk the rows of L, each holding at most one nonzero, so column b = col[e]
-// is met once).
-template <bool adjoint, class R>
+// (entries walk the rows of L, each holding at most one nonzero, so row a = row[e] is
+// met once).
+template <class R>
 QFLEET_HD void monomial_sandwich_column(const SparsePattern& p, const Cx<R>* v, const Cx<R>* y, Cx<R>* k,
                                         std::size_t cs, int c, Cx<R> s) {
   const int d = p.d;
-  int ec;
-  if constexpr (adjoint) {
-    if (p.col_ptr[c] == p.col_ptr[c + 1]) return;
-    ec = p.csc[p.col_ptr[c]];
-  } else {
-    if (p.row_ptr[c] == p.row_ptr[c + 1]) return;
-    ec = p.row_ptr[c];
-  }
+  if (p.row_ptr[c] == p.row_ptr[c + 1]) return;
+  const int ec = p.row_ptr[c];
   Cx<R> w{0, 0};
-  if constexpr (adjoint) {
-    madd(w, s, v[ec]);
-  } else {
-    madd(w, s, Cx<R>{v[ec].re, -v[ec].im});
-  }
-  const std::size_t yc = std::size_t(d) * (adjoint ? p.row[ec] : p.col[ec]) * cs;
+  madd(w, s, Cx<R>{v[ec].re, -v[ec].im});
+  const std::size_t yc = std::size_t(d) * p.col[ec] * cs;
   Cx<R>* kc = k + std::size_t(d) * c * cs;
   for (int e = 0; e < p.nnz; ++e) {
-    const int out = adjoint ? p.col[e] : p.row[e], in = adjoint ? p.row[e] : p.col[e];
     Cx<R> z{0, 0};
-    if constexpr (adjoint) {
-      madd(z, Cx<R>{v[e].re, -v[e].im}, w);
-    } else {
-      madd(z, v[e], w);
-    }
-    madd(kc[std::size_t(out) * cs], z, y[yc + std::size_t(in) * cs]);
+    madd(z, v[e], w);
+    madd(kc[std::size_t(p.row[e]) * cs], z, y[yc + std::size_t(p.col[e]) * cs]);
   }
+}
+
+// The adjoint's sandwich gamma L^dag S L of a monomial jump added to K (this member's
+// columns; cs between a matrix's entries), (L^dag S L)_bc = conj(L_row(b),b) S_row(b),row(c)
+// L_row(c),c. With Y (yg), also Re <L^dag S L, Y> summed over the group: the rate's
+// gradient Re <S, L Y L^dag>, paired where each entry is formed (one product more per
+// entry, not a second gather through S and Y; perf, d = 16 Taylor backward: about half of
+// the gradient's time), and formed also at rate 0. Without Y it returns 0.
+template <class R, class G>
+QFLEET_HD double monomial_adjoint_sandwich(const SparsePattern& p, const Cx<R>* v, R rate, const Cx<R>* s,
+                                           const Cx<R>* yg, Cx<R>* k, std::size_t cs, const G& grp) {
+  const int d = p.d;
+  double g = 0;
+  for (int c = grp.rank(); c < d; c += grp.size()) {
+    if (p.col_ptr[c] == p.col_ptr[c + 1]) continue;
+    const int ec = p.csc[p.col_ptr[c]];
+    const Cx<R> w = v[ec];
+    const Cx<R>* sc = s + std::size_t(d) * p.row[ec] * cs;
+    Cx<R>* kc = k + std::size_t(d) * c * cs;
+    const Cx<R>* yc = yg ? yg + std::size_t(d) * c * cs : nullptr;
+    Cx<R> acc{0, 0};
+    for (int e = 0; e < p.nnz; ++e) {
+      Cx<R> z{0, 0};
+      madd(z, Cx<R>{v[e].re, -v[e].im}, w);
+      Cx<R> val{0, 0};
+      madd(val, z, sc[std::size_t(p.row[e]) * cs]);
+      const std::size_t out = std::size_t(p.col[e]) * cs;
+      kc[out].re += rate * val.re;
+      kc[out].im += rate * val.im;
+      if (yc) madd_conj(acc, val, yc[out]);
+    }
+    g += double(acc.re);
+  }
+  return yg ? grp.sum(g) : 0.0;
 }
 
 // K += W o Y (adjoint: conj(W) o Y) on this member's output columns: every diagonal
@@ -261,16 +280,9 @@ QFLEET_HD void add_adjoint_in_place(Cx<R>* k, int d, const G& grp) {
   grp.sync();
 }
 
-// The adjoint's sandwich gamma L^dag S L of a monomial jump, added to K (this member's
-// columns); returns Re <L^dag S L, Y> summed over the group, the rate's gradient
-// Re <S, L Y L^dag> (lindblad_adjoint_gradient). One contiguous matrix each (S, K, Y).
-template <class R, class G>
-QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& lp, const Cx<R>* lv, R rate, const Cx<R>* s,
-                                           const Cx<R>* y, Cx<R>* k, const G& grp);
-
 // lindblad_apply for `blocks` matrices of stride cs (kUnit: one contiguous matrix).
-// jump_grad (adjoint, kUnit): the monomial jumps' rate gradients Re <y, L yg L^dag> are
-// added to it, yg the state the gradient pairs with (lindblad_adjoint_gradient).
+// Adjoint with yg: the monomial jumps' rate gradients Re <y, L yg L^dag> are added to
+// jump_grad, yg the matrices the gradient pairs with (lindblad_adjoint_gradient).
 template <bool adjoint, bool kUnit, class R, class G>
 QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs, const Cx<R>* y, Cx<R>* k, Cx<R>* t,
                             const G& grp, const Cx<R>* yg = nullptr, double* jump_grad = nullptr) {
@@ -299,10 +311,10 @@ QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs
       const R rate = op.gamma[q];
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
-      if constexpr (adjoint && kUnit) {
-        if (jump_grad && lp.monomial && !(lp.diagonal && op.diag_w)) {  // also at rate 0: its gradient
-          const double g = monomial_adjoint_gradient(lp, lv, rate, yb, yg, kb, grp);
-          if (grp.rank() == 0) jump_grad[q] += g;
+      if constexpr (adjoint) {
+        if (lp.monomial && !(lp.diagonal && op.diag_w) && (yg || rate != R(0))) {  // yg: also at rate 0
+          const double g = monomial_adjoint_sandwich(lp, lv, rate, yb, yg ? yg + blk : nullptr, kb, kUnit ? 1 : cs, grp);
+          if (yg && grp.rank() == 0) jump_grad[q] += g;
           continue;
         }
       }
@@ -310,7 +322,7 @@ QFLEET_HD void apply_blocks(const LindbladOps<R>& op, int blocks, std::size_t cs
       if (lp.diagonal && op.diag_w) continue;  // in W
       if (lp.monomial) {  // each member its own output columns; no scratch
         for (int c = grp.rank(); c < d; c += grp.size())
-          monomial_sandwich_column<adjoint>(lp, lv, yb, kb, kUnit ? 1 : cs, c, Cx<R>{rate, R(0)});
+          monomial_sandwich_column(lp, lv, yb, kb, kUnit ? 1 : cs, c, Cx<R>{rate, R(0)});
         continue;
       }
       grp.sync();  // every member is done reading t from the previous jump
@@ -466,49 +478,26 @@ QFLEET_HD_INLINE void diagonal_jump_gradients(const LindbladOps<R>& op, int bloc
   }
 }
 
-}  // namespace lindblad_detail
-
-// dG[e] += (kbar Y^dag + kbar^dag Y)_(row e, col e) on G's pattern, and
-// jump_grad[j] += Re <kbar, L_j Y L_j^dag> (written by rank 0; every member gets the
-// same sums), for `blocks` column-stacked matrices; t is a d x d scratch matrix.
-// monomial_jumps false: leaves out the monomial jumps' rate gradients (the adjoint gave
-// them: lindblad_adjoint_gradient).
+// The gradient of Re <kbar, L(Y)> but the monomial jumps' rates (lindblad_adjoint_gradient
+// takes those from the adjoint's sandwiches): dG[e] += (kbar Y^dag + kbar^dag Y)_(row e,
+// col e) on G's pattern, and jump_grad[j] += Re <kbar, L_j Y L_j^dag> for the diagonal and
+// general jumps (written by rank 0; every member gets the same sums), for `blocks`
+// column-stacked matrices; t is a d x d scratch matrix.
 template <class R, class G>
-QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* kbar, const Cx<R>* y, Cx<R>* dg,
-                                 double* jump_grad, Cx<R>* t, const G& grp, bool monomial_jumps = true) {
-  using lindblad_detail::madd;
-  using lindblad_detail::madd_conj;
+QFLEET_HD void gradient_rest(const LindbladOps<R>& op, int blocks, const Cx<R>* kbar, const Cx<R>* y, Cx<R>* dg,
+                             double* jump_grad, Cx<R>* t, const G& grp) {
   const int d = op.g.d;
   const std::size_t cs = std::size_t(blocks);  // the blocks' stride (1: one contiguous matrix)
   for (int blk = 0; blk < blocks; ++blk) {
     const Cx<R>* kb = kbar + blk;
     const Cx<R>* yb = y + blk;
-    lindblad_detail::pattern_gradient(op, blocks, kb, yb, cs, dg, grp);
-    if (op.diag_w) lindblad_detail::diagonal_jump_gradients(op, blocks, kb, yb, cs, jump_grad, t, grp);
+    pattern_gradient(op, blocks, kb, yb, cs, dg, grp);
+    if (op.diag_w) diagonal_jump_gradients(op, blocks, kb, yb, cs, jump_grad, t, grp);
     for (int q = 0; q < op.njump; ++q) {
       const SparsePattern lp = op.jump(q);
       const Cx<R>* lv = op.jval(q);
       if (lp.diagonal && op.diag_w) continue;  // above
-      if (lp.monomial && !monomial_jumps) continue;
-      if (lp.monomial) {
-        // Re <kbar, L Y L^dag> = Re sum_c sum_e conj(kbar_row(e),c) L_e conj(L_c,col(c)) Y_col(e),col(c)
-        double s = 0;
-        for (int c = grp.rank(); c < d; c += grp.size()) {
-          if (lp.row_ptr[c] == lp.row_ptr[c + 1]) continue;
-          const int ec = lp.row_ptr[c];
-          const Cx<R>* kc = kb + std::size_t(d) * c * cs;
-          const Cx<R>* yc = yb + std::size_t(d) * lp.col[ec] * cs;
-          const Cx<R> acc = lindblad_detail::sum4<R>(lp.nnz, [&](Cx<R>& a, int e) {
-            Cx<R> z{0, 0};
-            madd(z, lv[e], yc[std::size_t(lp.col[e]) * cs]);
-            madd_conj(a, kc[std::size_t(lp.row[e]) * cs], z);
-          });
-          s += double(acc.re) * lv[ec].re + double(acc.im) * lv[ec].im;  // Re(acc conj(L_c,col(c)))
-        }
-        s = grp.sum(s);
-        if (grp.rank() == 0) jump_grad[q] += s;
-        continue;
-      }
+      if (lp.monomial) continue;  // lindblad_adjoint_gradient: the adjoint's sandwich
       grp.sync();
       for (int j = grp.rank(); j < d; j += grp.size()) {
         Cx<R>* tj = t + std::size_t(d) * j;
@@ -534,56 +523,18 @@ QFLEET_HD void lindblad_gradient(const LindbladOps<R>& op, int blocks, const Cx<
   grp.sync();
 }
 
-namespace lindblad_detail {
-
-template <class R, class G>
-QFLEET_HD double monomial_adjoint_gradient(const SparsePattern& p, const Cx<R>* v, R rate, const Cx<R>* s,
-                                           const Cx<R>* y, Cx<R>* k, const G& grp) {
-  const int d = p.d;
-  double g = 0;
-  for (int c = grp.rank(); c < d; c += grp.size()) {
-    // Column c of L^dag S L as monomial_sandwich_column<true> forms it, each entry paired
-    // with Y's where it is added.
-    if (p.col_ptr[c] == p.col_ptr[c + 1]) continue;
-    const int ec = p.csc[p.col_ptr[c]];
-    const Cx<R> w = v[ec];
-    const Cx<R>* sc = s + std::size_t(d) * p.row[ec];
-    Cx<R>* kc = k + std::size_t(d) * c;
-    const Cx<R>* yc = y + std::size_t(d) * c;
-    Cx<R> acc{0, 0};
-    for (int e = 0; e < p.nnz; ++e) {
-      Cx<R> z{0, 0};
-      madd(z, Cx<R>{v[e].re, -v[e].im}, w);
-      Cx<R> val{0, 0};
-      madd(val, z, sc[p.row[e]]);
-      const int out = p.col[e];
-      kc[out].re += rate * val.re;
-      kc[out].im += rate * val.im;
-      madd_conj(acc, val, yc[out]);
-    }
-    g += double(acc.re);
-  }
-  return grp.sum(g);
-}
-
 }  // namespace lindblad_detail
 
-// K = L^dag(S) and the gradient of Re <S, L(Y)> (lindblad_gradient's dG and jump_grad)
-// in one call: what a reverse sweep asks of each stage or Taylor term. For one
-// contiguous matrix the monomial jumps' rate gradients come from the sandwiches
-// L^dag S L the adjoint forms anyway, as Re <L^dag S L, Y> (one product more per entry,
-// where it is added), instead of a second gather through S and Y per entry of L (perf,
-// d = 16 Taylor backward: about half of the gradient's time).
+// K = L^dag(S) and the gradient of Re <S, L(Y)> with respect to G's entries (dG) and the
+// rates (jump_grad) in one call, what a reverse sweep asks of each stage or Taylor term:
+// the monomial jumps' rate gradients come from the sandwiches L^dag S L the adjoint forms
+// (monomial_adjoint_sandwich), the rest from lindblad_detail::gradient_rest.
 template <class R, class G>
 QFLEET_HD void lindblad_adjoint_gradient(const LindbladOps<R>& op, int blocks, const Cx<R>* s, const Cx<R>* y,
                                          Cx<R>* k, Cx<R>* dg, double* jump_grad, Cx<R>* t, const G& grp) {
-  if (blocks != 1) {
-    lindblad_apply<true>(op, blocks, s, k, t, grp);
-    lindblad_gradient(op, blocks, s, y, dg, jump_grad, t, grp);
-    return;
-  }
-  lindblad_gradient(op, 1, s, y, dg, jump_grad, t, grp, false);
-  lindblad_detail::apply_blocks<true, true>(op, 1, 1, s, k, t, grp, y, jump_grad);
+  lindblad_detail::gradient_rest(op, blocks, s, y, dg, jump_grad, t, grp);
+  if (blocks == 1) return lindblad_detail::apply_blocks<true, true>(op, 1, 1, s, k, t, grp, y, jump_grad);
+  lindblad_detail::apply_blocks<true, false>(op, blocks, std::size_t(blocks), s, k, t, grp, y, jump_grad);
 }
 
 // W_ac = sum over the diagonal jumps j of gamma_j l_j(a) conj(l_j(c)) into w (d x d,

@@ -481,26 +481,15 @@ class OpenTask {
     if (v_.lindblad) return lindblad_apply<false>(ops_, v_.gate ? v_.c : 1, y, k, lscratch_, grp_);
     gemm_c(a_, y, k);
   }
-  // Ybar = A^dag Kbar.
-  QFLEET_HD void apply_gen_adjoint(const Cx<R>* kbar, Cx<R>* ybar) const {
-    if (v_.lindblad) return lindblad_apply<true>(ops_, v_.gate ? v_.c : 1, kbar, ybar, lscratch_, grp_);
-    gemm_c(a_, kbar, ybar, true);
-  }
-  // g += dF/dA for one stage, K = A Y with cotangent Kbar (Lindblad form: on G's
-  // pattern, and the rates' jump parts into jump_grad_).
-  QFLEET_HD void add_gen_gradient(const Cx<R>* kbar, const Cx<R>* y, Cx<R>* g) const {
-    if (v_.lindblad) return lindblad_gradient(ops_, v_.gate ? v_.c : 1, kbar, y, g, jump_grad_, lscratch_, grp_);
-    outer_c(kbar, y, g);
-  }
-
   // Ybar = A^dag Kbar and g += dF/dA for one stage (K = A Y): what each stage or Taylor
-  // term of a reverse sweep asks, in one call (Lindblad form: lindblad_adjoint_gradient).
+  // term of a reverse sweep asks, in one call (Lindblad form: lindblad_adjoint_gradient,
+  // the rates' jump parts into jump_grad_).
   QFLEET_HD void adjoint_gradient(const Cx<R>* kbar, const Cx<R>* y, Cx<R>* ybar) const {
     if (v_.lindblad) {
       return lindblad_adjoint_gradient(ops_, v_.gate ? v_.c : 1, kbar, y, ybar, g_, jump_grad_, lscratch_, grp_);
     }
-    apply_gen_adjoint(kbar, ybar);
-    add_gen_gradient(kbar, y, g_);
+    gemm_c(a_, kbar, ybar, true);
+    outer_c(kbar, y, g_);
   }
 
   // The generator as kernels/expm_action.hpp applies it.
